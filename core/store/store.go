@@ -1,0 +1,102 @@
+// Package store defines unyo's state store: one interface, backed by SQLite
+// (the embedded default) or PostgreSQL, and checked by one contract suite
+// (package storetest) that every backend passes.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+)
+
+// ErrNotFound is returned (wrapped) when a named object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the state of one tier: a root uses clusters; a cluster uses nodes,
+// checks and events. Both use leases.
+type Store interface {
+	Nodes
+	Checks
+	Events
+	Clusters
+	Leases
+	Close() error
+}
+
+// Nodes are the machines whose agents report to a cluster.
+type Nodes interface {
+	// UpsertNode registers a node or updates its description, keeping
+	// registered_at from the first registration.
+	UpsertNode(ctx context.Context, n *unyov1.Node) error
+	// TouchNodes records heartbeats (node name -> time) in one write.
+	TouchNodes(ctx context.Context, seen map[string]time.Time) error
+	// SetNodeState changes a node's liveness state.
+	SetNodeState(ctx context.Context, name string, state unyov1.NodeState) error
+	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
+	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
+}
+
+// PutResult says what PutCheck did.
+type PutResult string
+
+const (
+	Created    PutResult = "created"
+	Configured PutResult = "configured"
+	Unchanged  PutResult = "unchanged"
+)
+
+// Checks are the centrally applied check definitions of a cluster.
+type Checks interface {
+	// PutCheck creates or replaces a check by name. Any change (but not an
+	// unchanged put) advances the checks revision.
+	PutCheck(ctx context.Context, c *unyov1.Check) (PutResult, error)
+	// DeleteCheck removes a check and advances the revision; ErrNotFound if absent.
+	DeleteCheck(ctx context.Context, name string) error
+	GetCheck(ctx context.Context, name string) (*unyov1.Check, error)
+	ListChecks(ctx context.Context) ([]*unyov1.Check, error)
+	// ChecksRevision changes whenever the set of checks does.
+	ChecksRevision(ctx context.Context) (int64, error)
+}
+
+// EventFilter selects events; zero fields select everything.
+type EventFilter struct {
+	Node   string
+	Check  string
+	Levels []unyov1.Level
+	// History lists every stored result (newest first) instead of the
+	// latest per node and check.
+	History bool
+	Limit   int
+}
+
+// Events are check results: the latest per node/check and a bounded history.
+type Events interface {
+	// AppendEvents stores events whose ids are new and returns how many were
+	// new; an id seen before is skipped, so a replay never doubles a result.
+	// The latest state per node/check only moves forward in started_at.
+	AppendEvents(ctx context.Context, events []*unyov1.Event) (inserted int, err error)
+	GetEvent(ctx context.Context, id string) (*unyov1.Event, error)
+	ListEvents(ctx context.Context, f EventFilter) ([]*unyov1.Event, error)
+	// PruneEvents keeps the newest keep history entries per node/check and
+	// returns how many it removed. The latest state is never pruned.
+	PruneEvents(ctx context.Context, keep int) (removed int, err error)
+}
+
+// Clusters are the clusters a root knows.
+type Clusters interface {
+	UpsertCluster(ctx context.Context, c *unyov1.ClusterInfo) error
+	ListClusters(ctx context.Context) ([]*unyov1.ClusterInfo, error)
+	GetCluster(ctx context.Context, name string) (*unyov1.ClusterInfo, error)
+}
+
+// Leases let one of several server replicas on a shared database run a
+// controller loop at a time.
+type Leases interface {
+	// TryAcquireLease takes or renews the named lease for holder for ttl and
+	// reports whether holder has it now. An expired lease can be taken by anyone.
+	TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// ReleaseLease gives the lease up if holder has it.
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
