@@ -1282,9 +1282,12 @@ func (x *ReportResultsRequest) GetResults() []*Event {
 }
 
 type ReportResultsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Accepted      int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	Duplicates    int32                  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Accepted   int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Duplicates int32                  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// Results refused as malformed, each with why. They are not stored and
+	// must not be resent.
+	Rejected      []string `protobuf:"bytes,3,rep,name=rejected,proto3" json:"rejected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1331,6 +1334,13 @@ func (x *ReportResultsResponse) GetDuplicates() int32 {
 		return x.Duplicates
 	}
 	return 0
+}
+
+func (x *ReportResultsResponse) GetRejected() []string {
+	if x != nil {
+		return x.Rejected
+	}
+	return nil
 }
 
 type GetChecksRequest struct {
@@ -2801,12 +2811,13 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x0fchecks_revision\x18\x01 \x01(\x03R\x0echecksRevision\"T\n" +
 	"\x14ReportResultsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12(\n" +
-	"\aresults\x18\x02 \x03(\v2\x0e.unyo.v1.EventR\aresults\"S\n" +
+	"\aresults\x18\x02 \x03(\v2\x0e.unyo.v1.EventR\aresults\"o\n" +
 	"\x15ReportResultsResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\x05R\baccepted\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
-	"duplicates\"&\n" +
+	"duplicates\x12\x1a\n" +
+	"\brejected\x18\x03 \x03(\tR\brejected\"&\n" +
 	"\x10GetChecksRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"W\n" +
 	"\x11GetChecksResponse\x12\x1a\n" +

@@ -1,0 +1,302 @@
+package checks
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+)
+
+// FieldError is one invalid field. Its two fields match
+// google.rpc.BadRequest.FieldViolation so the API layer can copy them into
+// an InvalidArgument status.
+type FieldError struct {
+	// Field is the path as the operator wrote it, using the schema's field
+	// names: "name", "spec.interval", "spec.command[0]", `spec.env["A=B"]`.
+	Field       string
+	Description string
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Description }
+
+// ValidationError is every invalid field of one check, so an operator fixes
+// them all in one round trip. Compile returns it as a *ValidationError.
+type ValidationError struct {
+	// Check is the name as written, which may itself be invalid or empty.
+	Check  string
+	Fields []FieldError
+}
+
+// Error lists one field per line, each line prefixed with the check name so
+// that it still reads well when log lines are split.
+func (e *ValidationError) Error() string {
+	prefix := fmt.Sprintf("check %q: ", e.Check)
+	if e.Check == "" {
+		prefix = "unnamed check: "
+	}
+	var b strings.Builder
+	for i, f := range e.Fields {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(prefix)
+		b.WriteString(f.Error())
+	}
+	return b.String()
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`)
+
+const (
+	durationHint = "(expected a Go duration such as 30s or 5m)"
+	cronHint     = "(expected 5 fields: minute hour day-of-month month day-of-week, or a descriptor such as @hourly or @every 5m)"
+)
+
+// Compile validates a check and applies defaults. On failure it returns a
+// *ValidationError naming every invalid field.
+//
+// Rules beyond the schema's comments: exactly one of spec.interval (>= 1s)
+// and spec.cron; spec.timeout defaults to 30s, or to the interval when that
+// is shorter, and must be in (0, 1h] and no longer than the interval (a run
+// outlasting its interval would only make the next run be skipped); cron
+// schedules use the standard 5 fields or a descriptor, are evaluated in the
+// agent's local time zone unless prefixed with CRON_TZ=Zone, and must fire
+// at least once in the next five years.
+func Compile(c *unyov1.Check) (Definition, error) {
+	v := &validator{}
+	d := Definition{
+		Name:     c.GetName(),
+		Revision: c.GetRevision(),
+		Source:   c.GetSource(),
+	}
+	v.checkName(d.Name)
+
+	spec := c.GetSpec()
+	if spec == nil {
+		v.add("spec", "required: a check needs at least spec.command and spec.interval or spec.cron")
+		return Definition{}, v.err(d.Name)
+	}
+
+	d.Command = slices.Clone(spec.GetCommand())
+	v.checkCommand(d.Command)
+
+	// Schedule: exactly one of interval and cron.
+	intervalOK := false
+	switch {
+	case spec.GetInterval() != "" && spec.GetCron() != "":
+		v.add("spec.cron", "cannot be combined with spec.interval; set exactly one of them")
+	case spec.GetInterval() == "" && spec.GetCron() == "":
+		v.add("spec.interval", "required: set spec.interval (such as 60s) or spec.cron")
+	case spec.GetInterval() != "":
+		if iv, ok := v.duration("spec.interval", spec.GetInterval()); ok {
+			if iv < MinInterval {
+				v.addf("spec.interval", "must be at least %s, got %q", MinInterval, spec.GetInterval())
+			} else {
+				d.Interval, intervalOK = iv, true
+			}
+		}
+	default:
+		if s, err := parseCron(spec.GetCron()); err != nil {
+			v.add("spec.cron", err.Error())
+		} else {
+			d.Cron, d.Schedule = spec.GetCron(), s
+		}
+	}
+
+	d.Timeout = DefaultTimeout
+	if intervalOK && d.Interval < d.Timeout {
+		d.Timeout = d.Interval
+	}
+	if raw := spec.GetTimeout(); raw != "" {
+		if t, ok := v.duration("spec.timeout", raw); ok {
+			switch {
+			case t <= 0:
+				v.addf("spec.timeout", "must be positive, got %q", raw)
+			case t > MaxTimeout:
+				v.addf("spec.timeout", "must be at most %s, got %q", MaxTimeout, raw)
+			case intervalOK && t > d.Interval:
+				v.addf("spec.timeout", "%q is longer than spec.interval %q; a run that outlasts its interval only makes the next run be skipped, so shorten the timeout or lengthen the interval", raw, spec.GetInterval())
+			default:
+				d.Timeout = t
+			}
+		}
+	}
+
+	switch raw := spec.GetTimeoutStatus(); raw {
+	case "", "unknown":
+		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+	case "critical":
+		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
+	default:
+		v.addf("spec.timeout_status", `must be "unknown" or "critical", got %q`, raw)
+	}
+
+	// proto3 cannot tell 0 from unset, so 0 means the default.
+	switch n := spec.GetOccurrences(); {
+	case n == 0:
+		d.Occurrences = 1
+	case n < 0:
+		v.addf("spec.occurrences", "must be at least 1, got %d", n)
+	default:
+		d.Occurrences = int(n)
+	}
+
+	if raw := spec.GetReissue(); raw != "" {
+		if r, ok := v.duration("spec.reissue", raw); ok {
+			if r < 0 {
+				v.addf("spec.reissue", "must not be negative, got %q", raw)
+			} else {
+				d.Reissue = r
+			}
+		}
+	}
+
+	d.NodeSelector = maps.Clone(spec.GetNodeSelector())
+	if _, ok := d.NodeSelector[""]; ok {
+		v.add("spec.node_selector", "a label name is empty")
+	}
+
+	d.Env = maps.Clone(spec.GetEnv())
+	for _, k := range slices.Sorted(maps.Keys(d.Env)) {
+		field := fmt.Sprintf("spec.env[%q]", k)
+		switch {
+		case k == "":
+			v.add("spec.env", "a variable name is empty")
+		case strings.ContainsAny(k, "=\x00"):
+			v.add(field, "a variable name must not contain '=' or a NUL byte")
+		case strings.ContainsRune(d.Env[k], 0):
+			v.add(field, "the value contains a NUL byte, which an environment cannot hold")
+		}
+	}
+
+	switch raw := spec.GetUnknownLevel(); raw {
+	case "", "critical":
+		d.UnknownLevel = unyov1.Level_LEVEL_CRITICAL
+	case "warning":
+		d.UnknownLevel = unyov1.Level_LEVEL_WARNING
+	default:
+		v.addf("spec.unknown_level", `must be "critical" or "warning", got %q`, raw)
+	}
+
+	if err := v.err(d.Name); err != nil {
+		return Definition{}, err
+	}
+	return d, nil
+}
+
+type validator struct{ fields []FieldError }
+
+func (v *validator) add(field, desc string) {
+	v.fields = append(v.fields, FieldError{Field: field, Description: desc})
+}
+
+func (v *validator) addf(field, format string, args ...any) {
+	v.add(field, fmt.Sprintf(format, args...))
+}
+
+// err returns nil (not a typed nil pointer) when every field is valid.
+func (v *validator) err(name string) error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &ValidationError{Check: name, Fields: v.fields}
+}
+
+func (v *validator) duration(field, raw string) (time.Duration, bool) {
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		v.addf(field, "invalid duration %q %s", raw, durationHint)
+		return 0, false
+	}
+	return d, true
+}
+
+// ValidateName checks the name of a check, and of a node or cluster, which
+// follow the same rule: 1 to 253 lowercase letters, digits, '-', '_' and
+// '.', starting and ending with a letter or digit. The error does not name
+// the field, so callers prefix it ("node.name: ...").
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("required")
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("must be at most %d characters, got %d", MaxNameLength, len(name))
+	case !nameRE.MatchString(name):
+		return fmt.Errorf("%q is not a valid name: use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
+func (v *validator) checkName(name string) {
+	if err := ValidateName(name); err != nil {
+		v.add("name", err.Error())
+	}
+}
+
+func (v *validator) checkCommand(argv []string) {
+	if len(argv) == 0 {
+		v.add("spec.command", "required: the plugin's argv, such as [check_disk, -w, 20%]")
+		return
+	}
+	switch first := argv[0]; {
+	case strings.TrimSpace(first) == "":
+		v.add("spec.command[0]", "must name the plugin to run (a path, or a name in the agent's check directories or PATH)")
+	case len(argv) == 1 && strings.ContainsAny(first, " \t\n"):
+		// The classic mistake: a whole command line in one string.
+		v.addf("spec.command[0]", "%q contains spaces; spec.command is an argv list, so write each argument as its own item, such as [check_disk, -w, 20%%]", first)
+	}
+	for i, w := range argv {
+		if strings.ContainsRune(w, 0) {
+			v.addf(fmt.Sprintf("spec.command[%d]", i), "contains a NUL byte, which an argument cannot hold")
+		}
+	}
+}
+
+// parseCron wraps cron.ParseStandard with the checks it lacks. It never
+// panics on operator input (the parser itself panics on, for example,
+// "CRON_TZ=UTC" without a schedule), because the API server parses
+// schedules it is sent.
+func parseCron(spec string) (s cron.Schedule, err error) {
+	if strings.TrimSpace(spec) != spec {
+		return nil, fmt.Errorf("invalid schedule %q: leading or trailing space %s", spec, cronHint)
+	}
+	if (strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=")) && !strings.Contains(spec, " ") {
+		return nil, fmt.Errorf("invalid schedule %q: a time zone prefix must be followed by a schedule, such as \"CRON_TZ=UTC 0 3 * * *\"", spec)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("invalid schedule %q: %v %s", spec, r, cronHint)
+		}
+	}()
+	s, err = cron.ParseStandard(spec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schedule %q: %w %s", spec, err, cronHint)
+	}
+	switch sched := s.(type) {
+	case cron.ConstantDelaySchedule:
+		// cron.Every silently rounds; say so instead of running at a rate
+		// the operator did not write.
+		raw := spec[strings.LastIndex(spec, " ")+1:]
+		d, perr := time.ParseDuration(raw)
+		if perr == nil && d < MinInterval {
+			return nil, fmt.Errorf("invalid schedule %q: @every must be at least %s", spec, MinInterval)
+		}
+		if perr == nil && d%time.Second != 0 {
+			return nil, fmt.Errorf("invalid schedule %q: @every must be a whole number of seconds", spec)
+		}
+	case *cron.SpecSchedule:
+		// Next gives up after five years and returns the zero time, as for
+		// "0 0 30 2 *" (February 30th).
+		if sched.Next(time.Now()).IsZero() {
+			return nil, fmt.Errorf("invalid schedule %q: it never fires", spec)
+		}
+	}
+	return s, nil
+}

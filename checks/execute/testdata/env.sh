@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "$UNYO_TEST_VAR $(pwd)"

@@ -1,0 +1,2 @@
+#!/bin/sh
+printf 'bad \377\376 bytes\n'

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "problem on stderr" >&2
+exit 2

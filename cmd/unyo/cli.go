@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/printer"
+)
+
+// defaultServer is where `unyo dev` answers.
+const defaultServer = "http://127.0.0.1:7400"
+
+// globals are the flags every operator command shares.
+type globals struct {
+	server  string
+	token   string
+	caFile  string
+	output  string
+	timeout time.Duration
+}
+
+func (g *globals) bind(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.server, "server", envOr("UNYO_SERVER", defaultServer), "unyo server URL (env UNYO_SERVER)")
+	f.StringVar(&g.token, "token", os.Getenv("UNYO_TOKEN"), "bearer token (env UNYO_TOKEN)")
+	f.StringVar(&g.caFile, "ca", os.Getenv("UNYO_CA"), "CA certificate to verify an https server (env UNYO_CA)")
+	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	f.DurationVar(&g.timeout, "timeout", 30*time.Second, "how long to wait for the server")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// connect returns clients and a context bounded by --timeout.
+func (g *globals) connect(cmd *cobra.Command) (*client.Clients, context.Context, context.CancelFunc, error) {
+	if err := printer.CheckFormat(g.output); err != nil {
+		return nil, nil, nil, err
+	}
+	cl, err := client.New(client.Options{URL: g.server, Token: g.token, CAFile: g.caFile})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+	return cl, ctx, cancel, nil
+}
+
+// call runs one request and rewords its error for the operator.
+func (g *globals) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return client.Explain(g.server, err)
+}
+
+// warnClusters tells the operator which clusters did not answer; the rest of
+// the answer is still printed.
+func warnClusters(cmd *cobra.Command, errs []*unyov1.ClusterError) {
+	printer.ClusterErrors(cmd.ErrOrStderr(), errs)
+}
+
+func exitIfPartial(errs []*unyov1.ClusterError) error {
+	if len(errs) > 0 {
+		return fmt.Errorf("%d cluster(s) did not answer; the output above is incomplete", len(errs))
+	}
+	return nil
+}

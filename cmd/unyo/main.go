@@ -1,0 +1,41 @@
+// Command unyo is the one binary of unyo: servers, agent, dev mode and the
+// operator CLI.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "unyo:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "unyo",
+		Short:         "unyo runs and watches your fleet: agents, checks, events, clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	g := &globals{}
+	g.bind(cmd)
+	cmd.AddCommand(
+		newDevCommand(), newServerCommand(), newAgentCommand(),
+		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
+		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
+		newStatusCommand(g), newVersionCommand(),
+	)
+	return cmd
+}

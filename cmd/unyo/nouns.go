@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/printer"
+)
+
+func newNodesCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "nodes", Aliases: []string{"node"}, Short: "Nodes: the machines agents report from"}
+	var clusterName string
+	ls := &cobra.Command{
+		Use: "ls", Aliases: []string{"list"}, Short: "List nodes of every cluster", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Nodes.ListNodes(ctx, connect.NewRequest(&unyov1.ListNodesRequest{Cluster: clusterName}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show one node", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Nodes.GetNode(ctx, connect.NewRequest(&unyov1.GetNodeRequest{Name: args[0], Cluster: clusterName}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
+	cmd.AddCommand(ls, get)
+	return cmd
+}
+
+func newChecksCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "checks", Aliases: []string{"check"}, Short: "Checks applied centrally"}
+	var clusterName string
+	ls := &cobra.Command{
+		Use: "ls", Aliases: []string{"list"}, Short: "List checks of every cluster", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: "Check", Cluster: clusterName}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show one check", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "Check", Name: args[0], Cluster: clusterName}}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
+	cmd.AddCommand(ls, get)
+	return cmd
+}
+
+// parseLevels turns "warning,critical" into levels.
+func parseLevels(s string) ([]unyov1.Level, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []unyov1.Level
+	for _, w := range strings.Split(s, ",") {
+		v, ok := unyov1.Level_value["LEVEL_"+strings.ToUpper(strings.TrimSpace(w))]
+		if !ok || v == 0 {
+			return nil, fmt.Errorf("--level %q: expected success, warning or critical (comma-separated)", w)
+		}
+		out = append(out, unyov1.Level(v))
+	}
+	return out, nil
+}
+
+func newEventsCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "events", Aliases: []string{"event"}, Short: "Events: check results as the clusters stored them"}
+	var req unyov1.ListEventsRequest
+	var levels string
+	var limit int
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the latest event per node and check (or the history)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lv, err := parseLevels(levels)
+			if err != nil {
+				return err
+			}
+			req.Levels = lv
+			req.Limit = int32(limit)
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Events.ListEvents(ctx, connect.NewRequest(&req))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	f := ls.Flags()
+	f.StringVar(&req.Cluster, "cluster", "", "only this cluster")
+	f.StringVar(&req.Node, "node", "", "only this node")
+	f.StringVar(&req.Check, "check", "", "only this check")
+	f.StringVar(&levels, "level", "", "only these levels: success, warning, critical (comma-separated)")
+	f.BoolVar(&req.History, "history", false, "every stored result, newest first, not just the latest per node/check")
+	f.IntVar(&limit, "limit", 0, "at most this many events (default 1000)")
+	var clusterName string
+	get := &cobra.Command{
+		Use: "get ID", Short: "Show one event", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Events.GetEvent(ctx, connect.NewRequest(&unyov1.GetEventRequest{Id: args[0], Cluster: clusterName}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")
+	cmd.AddCommand(ls, get)
+	return cmd
+}
+
+func newClustersCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"}, Short: "Clusters registered with root"}
+	ls := &cobra.Command{
+		Use: "ls", Aliases: []string{"list"}, Short: "List clusters and whether they answer", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Cluster.ListClusters(ctx, connect.NewRequest(&unyov1.ListClustersRequest{}))
+			if err != nil {
+				return g.explain(err)
+			}
+			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
+		},
+	}
+	cmd.AddCommand(ls)
+	return cmd
+}
+
+func newStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use: "status", Short: "Show which server answers and what it runs", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Status.GetStatus(ctx, connect.NewRequest(&unyov1.GetStatusRequest{}))
+			if err != nil {
+				return g.explain(err)
+			}
+			return printer.Status(cmd.OutOrStdout(), g.output, resp.Msg)
+		},
+	}
+}

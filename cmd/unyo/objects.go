@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/printer"
+)
+
+// readFiles decodes every -f file ("-" is standard input); any error in any
+// file means nothing is sent.
+func readFiles(cmd *cobra.Command, files []string) ([]*unyov1.Object, error) {
+	if len(files) == 0 {
+		return nil, errors.New("no file given: use -f FILE (or -f - for standard input)")
+	}
+	var all []*unyov1.Object
+	for _, f := range files {
+		var objs []*unyov1.Object
+		var err error
+		if f == "-" {
+			objs, err = manifest.Decode(cmd.InOrStdin(), "standard input")
+		} else {
+			objs, err = manifest.DecodeFile(f)
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%s: no documents", strings.Join(files, ", "))
+	}
+	return all, nil
+}
+
+func newApplyCommand(g *globals) *cobra.Command {
+	var files []string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update the objects in multi-document YAML files",
+		Long: `Apply creates or updates every document of the files (kind, name, optional
+cluster, labels, spec). An object with no cluster goes to every cluster. The
+files are checked completely first: one bad document and nothing is applied.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			objs, err := readFiles(cmd, files)
+			if err != nil {
+				return err
+			}
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs}))
+			if err != nil {
+				return g.explain(err)
+			}
+			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file to apply (repeatable; - for standard input)")
+	return cmd
+}
+
+func newDeleteCommand(g *globals) *cobra.Command {
+	var files []string
+	var clusterName string
+	cmd := &cobra.Command{
+		Use:   "delete (-f FILE | KIND NAME...)",
+		Short: "Delete the objects named in files or on the command line",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var refs []*unyov1.ObjectRef
+			switch {
+			case len(files) > 0 && len(args) > 0:
+				return errors.New("give either -f FILE or KIND NAME, not both")
+			case len(files) > 0:
+				objs, err := readFiles(cmd, files)
+				if err != nil {
+					return err
+				}
+				for _, o := range objs {
+					refs = append(refs, manifest.Ref(o))
+				}
+			case len(args) >= 2:
+				kind, err := manifest.ParseKind(args[0])
+				if err != nil {
+					return err
+				}
+				for _, name := range args[1:] {
+					refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: clusterName})
+				}
+			default:
+				return errors.New("say what to delete: -f FILE, or KIND NAME (for example: unyo delete check disk)")
+			}
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.Delete(ctx, connect.NewRequest(&unyov1.DeleteRequest{Refs: refs}))
+			if err != nil {
+				return g.explain(err)
+			}
+			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")
+	cmd.Flags().StringVar(&clusterName, "cluster", "", "only in this cluster")
+	return cmd
+}
+
+func newGetCommand(g *globals) *cobra.Command {
+	var files []string
+	var clusterName string
+	cmd := &cobra.Command{
+		Use:   "get (-f FILE | KIND [NAME])",
+		Short: "Show objects: those named in files, one by name, or all of a kind",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var refs []*unyov1.ObjectRef
+			listKind := ""
+			switch {
+			case len(files) > 0 && len(args) > 0:
+				return errors.New("give either -f FILE or KIND [NAME], not both")
+			case len(files) > 0:
+				objs, err := readFiles(cmd, files)
+				if err != nil {
+					return err
+				}
+				for _, o := range objs {
+					refs = append(refs, manifest.Ref(o))
+				}
+			case len(args) == 1:
+				kind, err := manifest.ParseKind(args[0])
+				if err != nil {
+					return err
+				}
+				listKind = kind
+			case len(args) >= 2:
+				kind, err := manifest.ParseKind(args[0])
+				if err != nil {
+					return err
+				}
+				for _, name := range args[1:] {
+					refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: clusterName})
+				}
+			default:
+				return errors.New("say what to get: -f FILE, KIND or KIND NAME (for example: unyo get check)")
+			}
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			var objs []*unyov1.Object
+			var cerrs []*unyov1.ClusterError
+			if listKind != "" {
+				resp, err := cl.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: listKind, Cluster: clusterName}))
+				if err != nil {
+					return g.explain(err)
+				}
+				objs, cerrs = resp.Msg.GetObjects(), resp.Msg.GetClusterErrors()
+			}
+			for _, ref := range refs {
+				resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: ref}))
+				if err != nil {
+					return g.explain(err)
+				}
+				objs = append(objs, resp.Msg.GetObjects()...)
+				cerrs = append(cerrs, resp.Msg.GetClusterErrors()...)
+			}
+			if err := printer.Objects(cmd.OutOrStdout(), g.output, objs); err != nil {
+				return err
+			}
+			warnClusters(cmd, cerrs)
+			return exitIfPartial(cerrs)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")
+	cmd.Flags().StringVar(&clusterName, "cluster", "", "only in this cluster")
+	return cmd
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/config"
+	"github.com/unyo-ops/unyo/core/launch"
+)
+
+// runRole loads the configuration for role and runs fn with it.
+func runRole(cmd *cobra.Command, role, file string, fn func(context.Context, *config.Config, *slog.Logger) error) error {
+	cfg, err := config.Load(config.LoadOptions{File: file, Role: role, Flags: cmd.Flags()})
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log)
+	slog.SetDefault(log)
+	return fn(cmd.Context(), cfg, log)
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config.Load
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(c.Format, "json") {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func newDevCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run root, a cluster and an agent for this machine in one process, on embedded stores",
+		Long: `unyo dev starts everything a newcomer needs in one process: a root server on
+127.0.0.1:7400, a cluster "local" on 127.0.0.1:7401 and an agent for this
+machine, with all state under one data directory (./.unyo-data by default) and
+the example checks applied on first start. In another terminal:
+
+  unyo nodes ls
+  unyo events ls`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRole(cmd, "dev", file, launch.Dev)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
+	config.BindFlags(cmd.Flags(), "dev")
+	return cmd
+}
+
+func newServerCommand() *cobra.Command {
+	var file, role string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a root or cluster server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Without --role the configuration file says which server this is.
+			want := config.RoleServer
+			if cmd.Flags().Changed("role") {
+				want = role
+			}
+			return runRole(cmd, want, file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
+				switch c.Role {
+				case config.RoleRoot:
+					return launch.Root(ctx, c, log)
+				case config.RoleCluster:
+					return launch.Cluster(ctx, c, log)
+				default:
+					return fmt.Errorf("role %q: unyo server runs root or cluster", c.Role)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&role, "role", "", "root or cluster (default: the role in the configuration file)")
+	config.BindFlags(cmd.Flags(), "server")
+	return cmd
+}
+
+func newAgentCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: heartbeats, checks and result delivery to a cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRole(cmd, "agent", file, launch.Agent)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
+	config.BindFlags(cmd.Flags(), "agent")
+	return cmd
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print unyo's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "unyo", launch.Version)
+		},
+	}
+}

@@ -1,0 +1,10 @@
+// Package configs holds unyo's example configurations; the example checks
+// are built into the binary for `unyo dev`.
+package configs
+
+import _ "embed"
+
+// ExampleChecks is resources/checks.yaml, the check set `unyo dev` starts with.
+//
+//go:embed resources/checks.yaml
+var ExampleChecks []byte

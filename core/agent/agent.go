@@ -1,0 +1,184 @@
+// Package agent is the per-node runtime: it registers the node with its
+// cluster and heartbeats, runs the checks that select this node (central
+// ones from the cluster and local ones from its config), and delivers every
+// result through an on-disk spool so that nothing is lost while the cluster
+// is unreachable.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/checks/schedule"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/spool"
+)
+
+// Options configure an agent.
+type Options struct {
+	NodeName      string
+	Labels        map[string]string
+	ClusterURL    string
+	Token         string
+	DataDir       string
+	CheckDirs     []string
+	MaxOutput     int
+	MaxConcurrent int
+	BatchSize     int
+	FlushInterval time.Duration
+	SpoolDir      string
+	SpoolMaxBytes int64
+	// StatusListen is where the agent's status endpoint answers; empty turns it off.
+	StatusListen string
+	LocalChecks  []*unyov1.Check
+	Version      string
+	Logger       *slog.Logger
+}
+
+// Agent is one node's agent.
+type Agent struct {
+	opts   Options
+	log    *slog.Logger
+	cl     *client.Clients
+	spool  *spool.Spool
+	sched  *schedule.Scheduler
+	local  []checks.Definition
+	status status
+
+	mu          sync.Mutex
+	registered  bool
+	heartbeat   time.Duration
+	checksRev   int64
+	centralDefs []checks.Definition
+	reregister  chan struct{}
+	statusLn    net.Listener
+	// seq numbers results; seeded from the clock so that it keeps
+	// increasing across agent restarts.
+	seq atomic.Uint64
+}
+
+// New validates the options and opens the spool; Run starts the work.
+func New(opts Options) (*Agent, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("agent.node_name is empty and the hostname is unknown: %w", err)
+		}
+		opts.NodeName = h
+	}
+	if err := checks.ValidateName(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("agent.node_name %q: %w", opts.NodeName, err)
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 500
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 8
+	}
+	if opts.SpoolDir == "" {
+		opts.SpoolDir = filepath.Join(opts.DataDir, "spool")
+	}
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("create the agent's data directory: %w", err)
+		}
+	}
+	log := opts.Logger.With("node", opts.NodeName)
+	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1)}
+	a.seq.Store(uint64(time.Now().UnixNano()))
+	for i, c := range opts.LocalChecks {
+		c.Source = "local"
+		d, err := checks.Compile(c)
+		if err != nil {
+			return nil, fmt.Errorf("agent.checks[%d]: %w", i, err)
+		}
+		a.local = append(a.local, d)
+	}
+	cl, err := client.New(client.Options{URL: opts.ClusterURL, Token: opts.Token, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("agent.cluster_url: %w", err)
+	}
+	a.cl = cl
+	sp, err := spool.Open(spool.Options{Dir: opts.SpoolDir, MaxBytes: opts.SpoolMaxBytes, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open the result spool: %w", err)
+	}
+	a.spool = sp
+	a.sched = schedule.New(a.runCheck, schedule.Options{
+		NodeName: opts.NodeName, MaxConcurrent: opts.MaxConcurrent, Logger: log,
+	})
+	if opts.StatusListen != "" {
+		ln, err := net.Listen("tcp", opts.StatusListen)
+		if err != nil {
+			_ = sp.Close()
+			return nil, fmt.Errorf("agent.status_listen: %w", err)
+		}
+		a.statusLn = ln
+	}
+	return a, nil
+}
+
+// StatusAddr is the address the status endpoint listens on, if any.
+func (a *Agent) StatusAddr() string {
+	if a.statusLn == nil {
+		return ""
+	}
+	return a.statusLn.Addr().String()
+}
+
+// Run works until ctx ends, then stops the checks and closes the spool.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.spool.Close()
+	a.loadCachedChecks()
+	a.applyChecks()
+	var wg sync.WaitGroup
+	run := func(fn func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(ctx) }()
+	}
+	run(func(ctx context.Context) { a.sched.Run(ctx) })
+	run(a.syncLoop)
+	run(a.sendLoop)
+	if a.statusLn != nil {
+		run(a.serveStatus)
+	}
+	wg.Wait()
+	return nil
+}
+
+// applyChecks hands the scheduler the local checks plus the central ones; a
+// local check shadows a central check of the same name.
+func (a *Agent) applyChecks() {
+	a.mu.Lock()
+	central := a.centralDefs
+	a.mu.Unlock()
+	defs := append([]checks.Definition(nil), a.local...)
+	names := map[string]bool{}
+	for _, d := range a.local {
+		names[d.Name] = true
+	}
+	for _, d := range central {
+		if names[d.Name] {
+			a.log.Warn("local check shadows the central check of the same name", "check", d.Name)
+			continue
+		}
+		defs = append(defs, d)
+	}
+	a.sched.Update(defs)
+	a.status.setChecks(defs)
+}

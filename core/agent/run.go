@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/checks/execute"
+	"github.com/unyo-ops/unyo/checks/nagios"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+)
+
+// runCheck runs one check once and spools its result.
+func (a *Agent) runCheck(ctx context.Context, d checks.Definition) {
+	e := a.execute(ctx, d)
+	if ctx.Err() != nil && !e.GetTimedOut() {
+		return // the agent is stopping; a killed run is not a result
+	}
+	a.status.result(e)
+	data, err := proto.Marshal(e)
+	if err != nil {
+		a.log.Error("encoding a check result failed", "check", d.Name, "err", err)
+		return
+	}
+	if err := a.spool.Append(data); err != nil {
+		a.log.Error("spooling a check result failed; the result is lost", "check", d.Name, "err", err)
+	}
+}
+
+// execute turns one run of a Nagios-style command into an Event.
+func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event {
+	e := &unyov1.Event{
+		Id:       uuid.Must(uuid.NewV7()).String(),
+		Node:     a.opts.NodeName,
+		Check:    d.Name,
+		Sequence: a.seq.Add(1),
+	}
+	path, err := execute.Resolve(d.Command[0], a.opts.CheckDirs)
+	if err != nil {
+		e.StartedAt = timestamppb.Now()
+		e.Duration = durationpb.New(0)
+		e.Status = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+		e.ExitCode = -1
+		e.Output = err.Error()
+		e.Level = checks.LevelFor(e.Status, d.UnknownLevel)
+		return e
+	}
+	res := execute.Run(ctx, execute.Command{
+		Path: path, Args: d.Command[1:], Env: execute.Environ(os.Environ(), d.Env), Timeout: d.Timeout, MaxOutput: a.opts.MaxOutput,
+	})
+	e.StartedAt = timestamppb.New(res.Started)
+	e.Duration = durationpb.New(res.Duration)
+	e.ExitCode = int32(res.ExitCode)
+	e.Truncated = res.Truncated
+	e.TimedOut = res.TimedOut
+	out := nagios.Parse(res.Output)
+	e.Status = unyov1.CheckStatus(nagios.StatusFromExit(res.ExitCode))
+	e.Output = out.Text
+	e.LongOutput = out.LongText
+	for _, p := range out.Perfdata {
+		e.Perfdata = append(e.Perfdata, &unyov1.PerfData{
+			Label: p.Label, Value: p.Value, Uom: p.UOM, Warn: p.WarnText, Crit: p.CritText, Min: p.Min, Max: p.Max,
+		})
+	}
+	if len(out.Errors) > 0 {
+		e.LongOutput = strings.TrimLeft(e.LongOutput+"\nunyo: ignored malformed perfdata: "+strings.Join(out.Errors, "; "), "\n")
+	}
+	switch {
+	case res.TimedOut:
+		e.Status = d.TimeoutStatus
+		e.Output = strings.TrimSpace(fmt.Sprintf("check timed out after %s and was killed. %s", d.Timeout, e.Output))
+	case res.Err != nil:
+		e.Status = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+		e.Output = res.Err.Error()
+	}
+	e.Level = checks.LevelFor(e.Status, d.UnknownLevel)
+	return e
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+)
+
+// backoff grows a retry delay with jitter, so that a fleet of agents does
+// not reconnect to a recovered cluster in lockstep.
+type backoff struct {
+	min, max time.Duration
+	cur      time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(b.cur*2, b.max)
+	}
+	return b.cur/2 + rand.N(b.cur/2+1)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// syncLoop registers the node, heartbeats, and refetches the central checks
+// whenever the cluster's checks revision moves.
+func (a *Agent) syncLoop(ctx context.Context) {
+	bo := backoff{min: 500 * time.Millisecond, max: 30 * time.Second}
+	for ctx.Err() == nil {
+		if !a.isRegistered() {
+			if err := a.register(ctx); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+				}
+				sleep(ctx, bo.next())
+				continue
+			}
+			bo.reset()
+		}
+		if err := a.beat(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("heartbeat failed", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+			if connect.CodeOf(err) == connect.CodeNotFound {
+				a.setRegistered(false)
+				continue
+			}
+			sleep(ctx, bo.next())
+			continue
+		}
+		bo.reset()
+		a.mu.Lock()
+		every := a.heartbeat
+		a.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
+		case <-a.reregister:
+			a.setRegistered(false)
+		}
+	}
+}
+
+func (a *Agent) isRegistered() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.registered
+}
+
+func (a *Agent) setRegistered(v bool) {
+	a.mu.Lock()
+	a.registered = v
+	a.mu.Unlock()
+	a.status.setRegistered(v)
+}
+
+func (a *Agent) register(ctx context.Context) error {
+	capacity, osName, kernel := Fingerprint(a.fingerprintPath())
+	node := &unyov1.Node{
+		Name: a.opts.NodeName, Labels: a.opts.Labels, Capacity: capacity,
+		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,
+		RegisteredAt: timestamppb.Now(),
+	}
+	resp, err := a.cl.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if d := resp.Msg.GetHeartbeatInterval().AsDuration(); d > 0 {
+		a.heartbeat = d
+	}
+	a.mu.Unlock()
+	a.setRegistered(true)
+	a.log.Info("registered with cluster", "cluster", resp.Msg.GetCluster(), "url", a.opts.ClusterURL)
+	return nil
+}
+
+func (a *Agent) fingerprintPath() string {
+	if a.opts.DataDir != "" {
+		return a.opts.DataDir
+	}
+	return "/"
+}
+
+func (a *Agent) beat(ctx context.Context) error {
+	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: a.opts.NodeName}))
+	if err != nil {
+		return err
+	}
+	a.status.heartbeatOK()
+	a.mu.Lock()
+	changed := resp.Msg.GetChecksRevision() != a.checksRev
+	a.mu.Unlock()
+	if changed {
+		return a.fetchChecks(ctx)
+	}
+	return nil
+}
+
+func (a *Agent) fetchChecks(ctx context.Context) error {
+	resp, err := a.cl.Agent.GetChecks(ctx, connect.NewRequest(&unyov1.GetChecksRequest{Node: a.opts.NodeName}))
+	if err != nil {
+		return fmt.Errorf("fetch checks: %w", err)
+	}
+	a.setCentral(resp.Msg)
+	a.saveCachedChecks(resp.Msg)
+	a.log.Info("central checks updated", "revision", resp.Msg.GetRevision(), "checks", len(resp.Msg.GetChecks()))
+	return nil
+}
+
+func (a *Agent) setCentral(m *unyov1.GetChecksResponse) {
+	var defs []checks.Definition
+	for _, c := range m.GetChecks() {
+		d, err := checks.Compile(c)
+		if err != nil {
+			a.log.Warn("ignoring a central check this agent cannot run", "check", c.GetName(), "err", err)
+			continue
+		}
+		defs = append(defs, d)
+	}
+	a.mu.Lock()
+	a.centralDefs = defs
+	a.checksRev = m.GetRevision()
+	a.mu.Unlock()
+	a.applyChecks()
+}
+
+// The central checks are cached on disk so that an agent restarted while its
+// cluster is unreachable goes on running them.
+func (a *Agent) cachePath() string { return filepath.Join(a.opts.DataDir, "central-checks.pb") }
+
+func (a *Agent) loadCachedChecks() {
+	if a.opts.DataDir == "" {
+		return
+	}
+	data, err := os.ReadFile(a.cachePath())
+	if err != nil {
+		return
+	}
+	var m unyov1.GetChecksResponse
+	if err := proto.Unmarshal(data, &m); err != nil {
+		a.log.Warn("ignoring an unreadable check cache", "file", a.cachePath(), "err", err)
+		return
+	}
+	a.setCentral(&m)
+	// Revision 0 makes the first heartbeat refetch whatever changed meanwhile.
+	a.mu.Lock()
+	a.checksRev = 0
+	a.mu.Unlock()
+}
+
+func (a *Agent) saveCachedChecks(m *unyov1.GetChecksResponse) {
+	if a.opts.DataDir == "" {
+		return
+	}
+	data, err := proto.Marshal(m)
+	if err == nil {
+		tmp := a.cachePath() + ".tmp"
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
+			err = os.Rename(tmp, a.cachePath())
+		}
+	}
+	if err != nil {
+		a.log.Warn("could not cache central checks", "file", a.cachePath(), "err", err)
+	}
+}

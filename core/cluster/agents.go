@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// agentService answers the agents of this cluster.
+type agentService struct{ c *Cluster }
+
+func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1.RegisterRequest]) (*connect.Response[unyov1.RegisterResponse], error) {
+	n := req.Msg.GetNode()
+	if err := checks.ValidateName(n.GetName()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.name: %w", err))
+	}
+	n.Cluster = s.c.opts.Name
+	n.LastHeartbeat = timestamppb.Now()
+	if err := s.c.store.UpsertNode(ctx, n); err != nil {
+		return nil, internal(fmt.Errorf("register node %q: %w", n.GetName(), err))
+	}
+	s.c.remember(n)
+	s.c.beats.add(n.GetName(), time.Now())
+	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels())
+	return connect.NewResponse(&unyov1.RegisterResponse{
+		Cluster:           s.c.opts.Name,
+		HeartbeatInterval: durationpb.New(s.c.opts.HeartbeatInterval),
+	}), nil
+}
+
+func (c *Cluster) remember(n *unyov1.Node) {
+	c.knownMu.Lock()
+	c.known[n.GetName()] = n
+	c.knownMu.Unlock()
+}
+
+// node returns a registered node, from memory when possible. An unknown
+// node gets NotFound, which tells its agent to register again (after the
+// cluster's database was replaced, for example).
+func (c *Cluster) node(ctx context.Context, name string) (*unyov1.Node, error) {
+	c.knownMu.Lock()
+	n, ok := c.known[name]
+	c.knownMu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := c.store.GetNode(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q is not registered with cluster %q; register it first", name, c.opts.Name))
+	}
+	if err != nil {
+		return nil, internal(fmt.Errorf("look up node %q: %w", name, err))
+	}
+	c.remember(n)
+	return n, nil
+}
+
+func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov1.HeartbeatRequest]) (*connect.Response[unyov1.HeartbeatResponse], error) {
+	if _, err := s.c.node(ctx, req.Msg.GetNode()); err != nil {
+		return nil, err
+	}
+	s.c.beats.add(req.Msg.GetNode(), time.Now())
+	rev, err := s.c.revisions.get(ctx)
+	if err != nil {
+		return nil, internal(fmt.Errorf("read checks revision: %w", err))
+	}
+	return connect.NewResponse(&unyov1.HeartbeatResponse{ChecksRevision: rev}), nil
+}
+
+// maxResultsPerReport bounds one request so a confused agent cannot make the
+// cluster hold an unbounded batch in memory.
+const maxResultsPerReport = 10000
+
+func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[unyov1.ReportResultsRequest]) (*connect.Response[unyov1.ReportResultsResponse], error) {
+	node := req.Msg.GetNode()
+	if _, err := s.c.node(ctx, node); err != nil {
+		return nil, err
+	}
+	if n := len(req.Msg.GetResults()); n > maxResultsPerReport {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("results: %d in one report, at most %d", n, maxResultsPerReport))
+	}
+	resp := &unyov1.ReportResultsResponse{}
+	now := timestamppb.Now()
+	good := make([]*unyov1.Event, 0, len(req.Msg.GetResults()))
+	for i, e := range req.Msg.GetResults() {
+		if err := validResult(e, node); err != nil {
+			resp.Rejected = append(resp.Rejected, fmt.Sprintf("results[%d] (id %q): %v", i, e.GetId(), err))
+			continue
+		}
+		e.Cluster = s.c.opts.Name
+		e.ReceivedAt = now
+		good = append(good, e)
+	}
+	inserted, err := s.c.store.AppendEvents(ctx, good)
+	if err != nil {
+		// Nothing is acknowledged: the agent keeps the batch and resends it.
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d results from node %q: %w", len(good), node, err))
+	}
+	resp.Accepted = int32(inserted)
+	resp.Duplicates = int32(len(good) - inserted)
+	if len(resp.Rejected) > 0 {
+		s.c.log.Warn("rejected malformed results", "node", node, "count", len(resp.Rejected), "first", resp.Rejected[0])
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func validResult(e *unyov1.Event, node string) error {
+	switch {
+	case e.GetId() == "" || len(e.GetId()) > 128 || !utf8.ValidString(e.GetId()):
+		return errors.New("id: must be 1 to 128 characters")
+	case e.GetNode() != node:
+		return fmt.Errorf("node: %q differs from the reporting node %q", e.GetNode(), node)
+	case e.GetCheck() == "":
+		return errors.New("check: must not be empty")
+	case e.GetStartedAt() == nil:
+		return errors.New("started_at: must be set")
+	case e.GetLevel() == unyov1.Level_LEVEL_UNSPECIFIED:
+		return errors.New("level: must be set")
+	}
+	if _, ok := unyov1.Level_name[int32(e.GetLevel())]; !ok {
+		return fmt.Errorf("level: unknown value %d", e.GetLevel())
+	}
+	if _, ok := unyov1.CheckStatus_name[int32(e.GetStatus())]; !ok {
+		return fmt.Errorf("status: unknown value %d", e.GetStatus())
+	}
+	return nil
+}
+
+func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error) {
+	n, err := s.c.node(ctx, req.Msg.GetNode())
+	if err != nil {
+		return nil, err
+	}
+	// Read the revision first: if a check changes in between, the agent sees
+	// a newer revision on its next heartbeat and fetches again.
+	rev, err := s.c.store.ChecksRevision(ctx)
+	if err != nil {
+		return nil, internal(fmt.Errorf("read checks revision: %w", err))
+	}
+	all, err := s.c.store.ListChecks(ctx)
+	if err != nil {
+		return nil, internal(fmt.Errorf("list checks: %w", err))
+	}
+	resp := &unyov1.GetChecksResponse{Revision: rev}
+	for _, ch := range all {
+		d, err := checks.Compile(ch)
+		if err != nil {
+			s.c.log.Warn("stored check no longer valid; not sent to agents", "check", ch.GetName(), "err", err)
+			continue
+		}
+		if d.Selects(n.GetLabels()) {
+			resp.Checks = append(resp.Checks, ch)
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func internal(err error) error { return connect.NewError(connect.CodeInternal, err) }

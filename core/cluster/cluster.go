@@ -1,0 +1,246 @@
+// Package cluster is the cluster tier: it answers agents (registration,
+// heartbeats, check results, check definitions) and operators (objects,
+// nodes, events), and runs the cluster's controller loops on the replica
+// holding the controller lease.
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/lease"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// Options configure a cluster server.
+type Options struct {
+	Name              string
+	Replica           string
+	Version           string
+	LeaseTTL          time.Duration
+	HeartbeatInterval time.Duration
+	StaleAfter        time.Duration
+	HistoryPerCheck   int
+	Logger            *slog.Logger
+}
+
+// Cluster holds one cluster replica's services and loops.
+type Cluster struct {
+	opts    Options
+	store   store.Store
+	log     *slog.Logger
+	started time.Time
+	lease   *lease.Runner
+
+	beats     *heartbeats
+	knownMu   sync.Mutex
+	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
+	revisions revisionCache
+}
+
+// New returns a cluster on st. Call Register to serve it and Run for its loops.
+func New(st store.Store, opts Options) *Cluster {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 15 * time.Second
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 10 * time.Second
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = 3 * opts.HeartbeatInterval
+	}
+	if opts.HistoryPerCheck <= 0 {
+		opts.HistoryPerCheck = 100
+	}
+	log := opts.Logger.With("cluster", opts.Name)
+	c := &Cluster{
+		opts:    opts,
+		store:   st,
+		log:     log,
+		started: time.Now(),
+		beats:   &heartbeats{seen: map[string]time.Time{}},
+		known:   map[string]*unyov1.Node{},
+	}
+	c.revisions.load = st.ChecksRevision
+	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
+	return c
+}
+
+// Register mounts the cluster's services on srv.
+func (c *Cluster) Register(srv *server.Server) {
+	o := srv.HandlerOptions()
+	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
+	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{c}, o...))
+	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
+	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
+	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))
+}
+
+// Run flushes heartbeats on every replica and runs the controller loops on
+// the lease holder, until ctx ends.
+func (c *Cluster) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.flushHeartbeats(ctx) }()
+	go func() { defer wg.Done(); c.lease.Run(ctx, c.controller) }()
+	wg.Wait()
+}
+
+// controller runs the loops only one replica may run at a time.
+func (c *Cluster) controller(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); every(ctx, time.Second, c.judgeLiveness) }()
+	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
+	wg.Wait()
+}
+
+func every(ctx context.Context, d time.Duration, fn func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		fn(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) pruneHistory(ctx context.Context) {
+	n, err := c.store.PruneEvents(ctx, c.opts.HistoryPerCheck)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("pruning event history failed", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		c.log.Debug("pruned event history", "removed", n, "keep_per_check", c.opts.HistoryPerCheck)
+	}
+}
+
+// judgeLiveness marks nodes Stale when their heartbeats stop and Ready when
+// they resume.
+func (c *Cluster) judgeLiveness(ctx context.Context) {
+	nodes, err := c.store.ListNodes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("listing nodes for liveness failed", "err", err)
+		}
+		return
+	}
+	now := time.Now()
+	for _, n := range nodes {
+		fresh := n.GetLastHeartbeat() != nil && now.Sub(n.GetLastHeartbeat().AsTime()) <= c.opts.StaleAfter
+		want := n.GetState()
+		switch {
+		case fresh && want != unyov1.NodeState_NODE_STATE_READY:
+			want = unyov1.NodeState_NODE_STATE_READY
+		case !fresh && want == unyov1.NodeState_NODE_STATE_READY:
+			want = unyov1.NodeState_NODE_STATE_STALE
+		}
+		if want == n.GetState() {
+			continue
+		}
+		if err := c.store.SetNodeState(ctx, n.GetName(), want); err != nil {
+			c.log.Warn("changing node state failed", "node", n.GetName(), "state", want, "err", err)
+			continue
+		}
+		c.log.Info("node state changed", "node", n.GetName(), "from", n.GetState(), "to", want)
+	}
+}
+
+// heartbeats collects heartbeat times so that thousands of agents cost one
+// write a second instead of one each.
+type heartbeats struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (h *heartbeats) add(node string, at time.Time) {
+	h.mu.Lock()
+	h.seen[node] = at
+	h.mu.Unlock()
+}
+
+func (h *heartbeats) take() map[string]time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.seen) == 0 {
+		return nil
+	}
+	s := h.seen
+	h.seen = make(map[string]time.Time, len(s))
+	return s
+}
+
+func (c *Cluster) flushHeartbeats(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.writeHeartbeats(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			c.writeHeartbeats(ctx)
+		}
+	}
+}
+
+func (c *Cluster) writeHeartbeats(ctx context.Context) {
+	seen := c.beats.take()
+	if seen == nil {
+		return
+	}
+	if err := c.store.TouchNodes(ctx, seen); err != nil {
+		c.log.Warn("recording heartbeats failed; will retry", "nodes", len(seen), "err", err)
+		for n, at := range seen { // keep them for the next flush unless newer ones came in
+			c.beats.mu.Lock()
+			if cur, ok := c.beats.seen[n]; !ok || cur.Before(at) {
+				c.beats.seen[n] = at
+			}
+			c.beats.mu.Unlock()
+		}
+	}
+}
+
+// revisionCache answers "has any check changed" for every heartbeat from
+// memory, re-reading the database at most once a second so that changes made
+// through another replica are seen promptly.
+type revisionCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	rev  int64
+	load func(context.Context) (int64, error)
+}
+
+func (r *revisionCache) get(ctx context.Context) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.at) < time.Second {
+		return r.rev, nil
+	}
+	rev, err := r.load(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r.rev, r.at = rev, time.Now()
+	return rev, nil
+}
+
+func (r *revisionCache) invalidate() {
+	r.mu.Lock()
+	r.at = time.Time{}
+	r.mu.Unlock()
+}

@@ -1,0 +1,42 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+)
+
+// RegisterAtRoot tells the root where this cluster answers, at once and then
+// every interval so that a root that lost its database learns it again.
+func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token, advertiseURL string, interval time.Duration) {
+	cl, err := client.New(client.Options{URL: rootURL, Token: token, Timeout: 10 * time.Second})
+	if err != nil {
+		c.log.Error("cannot register at root", "root", rootURL, "err", err)
+		return
+	}
+	registered := false
+	for {
+		_, err := cl.Cluster.RegisterCluster(ctx, connect.NewRequest(&unyov1.RegisterClusterRequest{Name: c.opts.Name, Url: advertiseURL}))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Warn("registering at root failed; will retry", "root", rootURL, "err", client.Explain(rootURL, err))
+			registered = false
+		case err == nil && !registered:
+			c.log.Info("registered at root", "root", rootURL, "advertise_url", advertiseURL)
+			registered = true
+		}
+		wait := interval
+		if !registered {
+			wait = min(interval, 2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Roles a process runs as (Config.Role).
+const (
+	RoleDev     = "dev"     // root, one cluster and one agent in one process
+	RoleRoot    = "root"    // the top tier: knows the clusters
+	RoleCluster = "cluster" // a cluster: its agents report here
+	RoleAgent   = "agent"   // runs checks on a node
+
+	// RoleServer is only for LoadOptions.Role: `unyo server` runs as root or
+	// as cluster, and the configuration says which.
+	RoleServer = "server"
+)
+
+// Config is the whole configuration of a unyo process. Keys not used by the
+// process's role are still type-checked but otherwise ignored, so one file
+// may serve several roles.
+//
+// The `want` tags only word error messages ("expected a string host:port").
+type Config struct {
+	// Role is dev, root, cluster or agent; normally set by the subcommand.
+	Role string `yaml:"role" mapstructure:"role"`
+	// DataDir holds the SQLite database and the agent's spool by default.
+	DataDir string  `yaml:"data_dir" mapstructure:"data_dir"`
+	Log     Log     `yaml:"log" mapstructure:"log"`
+	Server  Server  `yaml:"server" mapstructure:"server"`
+	Store   Store   `yaml:"store" mapstructure:"store"`
+	Cluster Cluster `yaml:"cluster" mapstructure:"cluster"`
+	Root    Root    `yaml:"root" mapstructure:"root"`
+	Agent   Agent   `yaml:"agent" mapstructure:"agent"`
+
+	// File is the configuration file Load read ("" if none). It is not a
+	// setting; it lets later checks (such as of agent.checks[i].spec) name
+	// the file in their errors.
+	File string `yaml:"-" mapstructure:"-"`
+}
+
+// Log says how the process logs.
+type Log struct {
+	Level  string `yaml:"level" mapstructure:"level" want:"log level"`    // debug, info, warn or error
+	Format string `yaml:"format" mapstructure:"format" want:"log format"` // text or json
+}
+
+// Server is the API server of root and cluster.
+type Server struct {
+	Listen string `yaml:"listen" mapstructure:"listen" want:"host:port"`
+	TLS    TLS    `yaml:"tls" mapstructure:"tls"`
+	// AdminTokens are bearer tokens for operators (and for root calling a
+	// cluster).
+	AdminTokens []string `yaml:"admin_tokens" mapstructure:"admin_tokens"`
+	// JoinTokens are bearer tokens agents present (and clusters registering
+	// at root).
+	JoinTokens      []string      `yaml:"join_tokens" mapstructure:"join_tokens"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" mapstructure:"shutdown_timeout"`
+}
+
+// TLS enables TLS when both files are set.
+type TLS struct {
+	CertFile string `yaml:"cert_file" mapstructure:"cert_file" want:"path"`
+	KeyFile  string `yaml:"key_file" mapstructure:"key_file" want:"path"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
+
+// Store is the state store of root and cluster.
+type Store struct {
+	Driver string `yaml:"driver" mapstructure:"driver" want:"driver name"` // sqlite or postgres
+	// DSN is required for postgres; for sqlite it is the database path and
+	// defaults to <data_dir>/state.db.
+	DSN string `yaml:"dsn" mapstructure:"dsn"`
+	// HistoryPerCheck bounds the events kept per node and check.
+	HistoryPerCheck int `yaml:"history_per_check" mapstructure:"history_per_check"`
+}
+
+// Cluster is used by role cluster (and dev).
+type Cluster struct {
+	Name string `yaml:"name" mapstructure:"name"`
+	// AdvertiseURL is how root reaches this cluster; default
+	// http(s)://<server.listen>, with the hostname for a wildcard host.
+	AdvertiseURL string `yaml:"advertise_url" mapstructure:"advertise_url" want:"URL"`
+	// RootURL, if set, makes the cluster register itself at root, presenting
+	// RootToken (a join token of the root).
+	RootURL   string `yaml:"root_url" mapstructure:"root_url" want:"URL"`
+	RootToken string `yaml:"root_token" mapstructure:"root_token"`
+	// Replica identifies this replica among those sharing the cluster's
+	// store; default <hostname>-<pid>.
+	Replica  string        `yaml:"replica" mapstructure:"replica"`
+	LeaseTTL time.Duration `yaml:"lease_ttl" mapstructure:"lease_ttl"`
+	// HeartbeatInterval is told to agents.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval" mapstructure:"heartbeat_interval"`
+	// StaleAfter: a node without heartbeats for this long turns Stale.
+	StaleAfter time.Duration `yaml:"stale_after" mapstructure:"stale_after"`
+}
+
+// Root is used by role root (and dev).
+type Root struct {
+	// ClusterToken is presented by root to clusters (an admin token there).
+	ClusterToken string `yaml:"cluster_token" mapstructure:"cluster_token"`
+}
+
+// Agent is used by role agent (and dev).
+type Agent struct {
+	NodeName   string            `yaml:"node_name" mapstructure:"node_name"` // default: the hostname
+	Labels     map[string]string `yaml:"labels" mapstructure:"labels"`
+	ClusterURL string            `yaml:"cluster_url" mapstructure:"cluster_url" want:"URL"`
+	Token      string            `yaml:"token" mapstructure:"token"` // a join token of the cluster
+	// CheckDirs are searched for a check's command (then PATH).
+	CheckDirs []string `yaml:"check_dirs" mapstructure:"check_dirs"`
+	// MaxOutput caps the plugin output kept per run.
+	MaxOutput           Size          `yaml:"max_output" mapstructure:"max_output"`
+	MaxConcurrentChecks int           `yaml:"max_concurrent_checks" mapstructure:"max_concurrent_checks"`
+	BatchSize           int           `yaml:"batch_size" mapstructure:"batch_size"`
+	FlushInterval       time.Duration `yaml:"flush_interval" mapstructure:"flush_interval"`
+	// SpoolDir keeps results while the cluster is unreachable; default
+	// <data_dir>/spool.
+	SpoolDir      string `yaml:"spool_dir" mapstructure:"spool_dir" want:"path"`
+	SpoolMaxBytes Size   `yaml:"spool_max_bytes" mapstructure:"spool_max_bytes"`
+	// StatusListen is the agent's status endpoint for liveness probes;
+	// empty disables it.
+	StatusListen string `yaml:"status_listen" mapstructure:"status_listen" want:"host:port"`
+	// Checks are local checks, each a mapping with at least a string name
+	// (and labels, spec). They are kept raw: the spec is decoded and checked
+	// by the same code as `unyo apply`, not here.
+	Checks []map[string]any `yaml:"checks" mapstructure:"checks"`
+}
+
+// Defaults returns the configuration a role gets when nothing is set,
+// including the values derived from others (store.dsn for sqlite,
+// agent.spool_dir, agent.node_name, cluster.advertise_url and
+// cluster.replica). An unknown role gets the defaults of root.
+func Defaults(role string) *Config {
+	c := staticDefaults(role)
+	c.fillDerived()
+	return c
+}
+
+// staticDefaults are the defaults without the derived values: Load must
+// derive those after merging, from the data_dir and listen address actually
+// in effect.
+func staticDefaults(role string) *Config {
+	c := &Config{
+		Role:    role,
+		DataDir: "/var/lib/unyo",
+		Log:     Log{Level: "info", Format: "text"},
+		Server: Server{
+			Listen:          "127.0.0.1:7400",
+			AdminTokens:     []string{},
+			JoinTokens:      []string{},
+			ShutdownTimeout: 10 * time.Second,
+		},
+		Store: Store{Driver: "sqlite", HistoryPerCheck: 100},
+		Cluster: Cluster{
+			LeaseTTL:          15 * time.Second,
+			HeartbeatInterval: 10 * time.Second,
+			StaleAfter:        30 * time.Second,
+		},
+		Agent: Agent{
+			Labels:              map[string]string{},
+			ClusterURL:          "http://127.0.0.1:7401",
+			CheckDirs:           []string{"/usr/lib/nagios/plugins", "/usr/lib/monitoring-plugins"},
+			MaxOutput:           64 * KiB,
+			MaxConcurrentChecks: 8,
+			BatchSize:           500,
+			FlushInterval:       time.Second,
+			SpoolMaxBytes:       256 * MiB,
+			StatusListen:        "127.0.0.1:7402",
+		},
+	}
+	switch role {
+	case RoleDev:
+		// Keep a developer's state next to the checkout, and give the one
+		// in-process cluster a name so `unyo dev` needs no file.
+		c.DataDir = "./.unyo-data"
+		c.Cluster.Name = "local"
+	case RoleCluster:
+		// A cluster often shares a machine with root (or with `unyo dev`).
+		c.Server.Listen = "127.0.0.1:7401"
+	}
+	return c
+}
+
+// fillDerived sets the defaults that depend on other settings, where they
+// were left empty.
+func (c *Config) fillDerived() {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	if c.Store.Driver == "sqlite" && c.Store.DSN == "" {
+		c.Store.DSN = filepath.Join(c.DataDir, "state.db")
+	}
+	if c.Agent.SpoolDir == "" {
+		c.Agent.SpoolDir = filepath.Join(c.DataDir, "spool")
+	}
+	if c.Agent.NodeName == "" {
+		// Node names are lower case; hostnames often are not.
+		c.Agent.NodeName = strings.ToLower(host)
+	}
+	if c.Cluster.Replica == "" {
+		c.Cluster.Replica = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.Cluster.AdvertiseURL == "" {
+		c.Cluster.AdvertiseURL = advertiseURL(c.Server.Listen, c.Server.TLS.Enabled(), host)
+	}
+}
+
+// advertiseURL turns a listen address into a URL others can use: a wildcard
+// host (":7401", "0.0.0.0:7401") is not reachable, the hostname is. It
+// returns "" for an invalid address, which Validate reports.
+func advertiseURL(listen string, tls bool, hostname string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = hostname
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}

@@ -1,0 +1,155 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks the rules that span keys or depend on the role: required
+// fields, allowed values, addresses and URLs. Load calls it (and names the
+// source of each bad value); a caller that builds or changes a Config itself
+// should call it too. It returns nil or an *Error.
+func (c *Config) Validate() error {
+	if ps := c.problems(); len(ps) > 0 {
+		return &Error{Problems: ps}
+	}
+	return nil
+}
+
+func (c *Config) problems() []Problem {
+	var ps []Problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	oneOf := func(key, value string, allowed ...string) {
+		if !slices.Contains(allowed, value) {
+			bad(key, "invalid value %q (expected %s)", value, orList(allowed))
+		}
+	}
+	required := func(key, value, why string) {
+		if value == "" {
+			bad(key, "required %s", why)
+		}
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			bad(key, "must be longer than 0s")
+		}
+	}
+	atLeastOne := func(key string, n int64) {
+		if n < 1 {
+			bad(key, "must be at least 1, got %d", n)
+		}
+	}
+
+	oneOf("role", c.Role, RoleDev, RoleRoot, RoleCluster, RoleAgent)
+	required("data_dir", c.DataDir, "(the directory for state and spool)")
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+
+	serves := c.Role == RoleDev || c.Role == RoleRoot || c.Role == RoleCluster
+	isCluster := c.Role == RoleDev || c.Role == RoleCluster
+	isAgent := c.Role == RoleDev || c.Role == RoleAgent
+
+	if serves {
+		if msg := checkHostPort(c.Server.Listen); msg != "" {
+			bad("server.listen", "%s", msg)
+		}
+		tls := c.Server.TLS
+		if tls.CertFile != "" && tls.KeyFile == "" {
+			bad("server.tls.key_file", "required when server.tls.cert_file is set (set both or neither)")
+		}
+		if tls.KeyFile != "" && tls.CertFile == "" {
+			bad("server.tls.cert_file", "required when server.tls.key_file is set (set both or neither)")
+		}
+		positive("server.shutdown_timeout", c.Server.ShutdownTimeout)
+		oneOf("store.driver", c.Store.Driver, "sqlite", "postgres")
+		if c.Store.Driver == "postgres" {
+			required("store.dsn", c.Store.DSN, "when store.driver is postgres (e.g. postgres://unyo@db.example.com/unyo)")
+		}
+		atLeastOne("store.history_per_check", int64(c.Store.HistoryPerCheck))
+	}
+
+	if isCluster {
+		required("cluster.name", c.Cluster.Name, "for role "+c.Role)
+		if c.Cluster.AdvertiseURL != "" { // empty only when server.listen is bad
+			if msg := checkURL(c.Cluster.AdvertiseURL); msg != "" {
+				bad("cluster.advertise_url", "%s", msg)
+			}
+		}
+		if c.Cluster.RootURL != "" {
+			if msg := checkURL(c.Cluster.RootURL); msg != "" {
+				bad("cluster.root_url", "%s", msg)
+			}
+			required("cluster.root_token", c.Cluster.RootToken, "when cluster.root_url is set (a join token of the root)")
+		}
+		required("cluster.replica", c.Cluster.Replica, "(an id for this replica)")
+		positive("cluster.lease_ttl", c.Cluster.LeaseTTL)
+		positive("cluster.heartbeat_interval", c.Cluster.HeartbeatInterval)
+		if c.Cluster.HeartbeatInterval > 0 && c.Cluster.StaleAfter <= c.Cluster.HeartbeatInterval {
+			bad("cluster.stale_after", "must be longer than cluster.heartbeat_interval (%s), or nodes turn stale between heartbeats", c.Cluster.HeartbeatInterval)
+		}
+	}
+
+	if isAgent {
+		required("agent.node_name", c.Agent.NodeName, "(the name this node reports as)")
+		for name := range c.Agent.Labels {
+			if name == "" {
+				bad("agent.labels", "label names must not be empty")
+			}
+		}
+		if msg := checkURL(c.Agent.ClusterURL); msg != "" {
+			bad("agent.cluster_url", "%s", msg)
+		}
+		atLeastOne("agent.max_output", int64(c.Agent.MaxOutput))
+		atLeastOne("agent.max_concurrent_checks", int64(c.Agent.MaxConcurrentChecks))
+		atLeastOne("agent.batch_size", int64(c.Agent.BatchSize))
+		positive("agent.flush_interval", c.Agent.FlushInterval)
+		required("agent.spool_dir", c.Agent.SpoolDir, "(where results wait while the cluster is unreachable)")
+		atLeastOne("agent.spool_max_bytes", int64(c.Agent.SpoolMaxBytes))
+		if c.Agent.StatusListen != "" {
+			if msg := checkHostPort(c.Agent.StatusListen); msg != "" {
+				bad("agent.status_listen", "%s", msg)
+			}
+		}
+		for i, check := range c.Agent.Checks {
+			if name, _ := check["name"].(string); name == "" {
+				bad(fmt.Sprintf("agent.checks[%d].name", i), "required (every check needs a name)")
+			}
+		}
+	}
+	return ps
+}
+
+// checkHostPort returns what is wrong with a listen address, or "".
+func checkHostPort(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr == nil && n >= 0 && n <= 65535 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("invalid address %q (expected host:port, e.g. 127.0.0.1:7400 or :7400)", addr)
+}
+
+// checkURL returns what is wrong with a base URL of a unyo server, or "".
+func checkURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("invalid URL %q (expected http://host:port or https://host:port)", s)
+	}
+	return ""
+}
+
+// orList writes "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}

@@ -1,0 +1,154 @@
+// Package launch wires configuration to real stores, servers and loops, and
+// runs one role (root, cluster, agent) or all of them (dev) until its
+// context ends.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/unyo-ops/unyo/core/agent"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/config"
+	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/root"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+)
+
+// Version is stamped into status answers and node descriptions.
+var Version = "dev"
+
+// OpenStore opens the configured state store.
+func OpenStore(ctx context.Context, c config.Store) (store.Store, error) {
+	if c.Driver == "postgres" {
+		return sqlstore.OpenPostgres(ctx, c.DSN)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.DSN), 0o750); err != nil {
+		return nil, fmt.Errorf("create the directory of the SQLite database %s: %w", c.DSN, err)
+	}
+	return sqlstore.OpenSQLite(ctx, c.DSN)
+}
+
+func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Options {
+	return server.Options{
+		Listen:          listen,
+		CertFile:        c.Server.TLS.CertFile,
+		KeyFile:         c.Server.TLS.KeyFile,
+		Auth:            server.Auth{AdminTokens: c.Server.AdminTokens, JoinTokens: c.Server.JoinTokens},
+		ShutdownTimeout: c.Server.ShutdownTimeout,
+		Logger:          log,
+	}
+}
+
+// Root runs a root server.
+func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	st, err := OpenStore(ctx, c.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return serveRoot(ctx, c, st, log)
+}
+
+func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
+	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
+	root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, Logger: log}).Register(srv)
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx, ln)
+}
+
+// Cluster runs a cluster server, registering it at root when configured.
+func Cluster(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	st, err := OpenStore(ctx, c.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return runCluster(ctx, c, c.Server.Listen, st, log)
+}
+
+func runCluster(ctx context.Context, c *config.Config, listen string, st store.Store, log *slog.Logger) error {
+	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
+	cl := cluster.New(st, cluster.Options{
+		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
+		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
+		StaleAfter: c.Cluster.StaleAfter, HistoryPerCheck: c.Store.HistoryPerCheck, Logger: log,
+	})
+	cl.Register(srv)
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); cl.Run(ctx) }()
+	if c.Cluster.RootURL != "" {
+		adv := c.Cluster.AdvertiseURL
+		if adv == "" {
+			adv = "http://" + ln.Addr().String()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.RegisterAtRoot(ctx, c.Cluster.RootURL, c.Cluster.RootToken, adv, c.Cluster.HeartbeatInterval*3)
+		}()
+	}
+	err = srv.Serve(ctx, ln)
+	cancel()
+	return err
+}
+
+// Agent runs a node agent.
+func Agent(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	a, err := newAgent(c, log)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
+	var local []*unyov1.Check
+	for i, raw := range c.Agent.Checks {
+		ch, err := manifest.DecodeCheck(raw, fmt.Sprintf("%s: agent.checks[%d]", c.File, i))
+		if err != nil {
+			return nil, err
+		}
+		local = append(local, ch)
+	}
+	return agent.New(agent.Options{
+		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token,
+		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
+		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
+		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
+		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
+	})
+}
+
+// nextPort returns host:port+n, for dev's cluster and agent listeners.
+func nextPort(listen string, n int) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("server.listen %q: %w", listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return "", fmt.Errorf("server.listen %q: dev needs a fixed port", listen)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+n)), nil
+}

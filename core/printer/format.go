@@ -1,0 +1,154 @@
+package printer
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+)
+
+// age is how long ago ts was, in one unit: 12s, 3m, 2h, 4d, 3y. Hours run
+// to 48 so that "30h" is not rounded down to "1d".
+func age(now time.Time, ts *timestamppb.Timestamp) string {
+	if ts == nil || (ts.GetSeconds() == 0 && ts.GetNanos() == 0) {
+		return "-"
+	}
+	d := now.Sub(ts.AsTime())
+	if d < 0 {
+		d = 0 // another host's clock ran ahead
+	}
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d < 2*365*day:
+		return fmt.Sprintf("%dd", d/day)
+	default:
+		return fmt.Sprintf("%dy", d/(365*day))
+	}
+}
+
+// humanBytes prints a size in binary units, with one decimal below 10:
+// 512MiB, 7.5GiB, 16GiB.
+func humanBytes(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i > 0 && f < 9.95 {
+		return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") + units[i]
+	}
+	return strconv.FormatFloat(f, 'f', 0, 64) + units[i]
+}
+
+// labels prints a map as sorted k=v pairs, or none if it is empty.
+func labels(m map[string]string, none string) string {
+	if len(m) == 0 {
+		return none
+	}
+	pairs := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, k+"="+m[k])
+	}
+	return strings.Join(pairs, ",")
+}
+
+// command prints argv as one would type it, quoting words that need it.
+func command(argv []string) string {
+	if len(argv) == 0 {
+		return "-"
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}();&|<>#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words[i] = a
+	}
+	return strings.Join(words, " ")
+}
+
+// truncate shortens s to at most n runes, marking the cut with "...".
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+// firstLine is a plugin output's status line: Nagios plugins put the
+// summary first and details (and perfdata) after.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// clean keeps a table cell on one line and its tabs from breaking the
+// alignment; the values come from plugins and operators.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func nodeState(s unyov1.NodeState) string {
+	switch s {
+	case unyov1.NodeState_NODE_STATE_READY:
+		return "Ready"
+	case unyov1.NodeState_NODE_STATE_STALE:
+		return "Stale"
+	case unyov1.NodeState_NODE_STATE_DOWN:
+		return "Down"
+	}
+	return "Unknown"
+}
+
+func level(l unyov1.Level) string {
+	switch l {
+	case unyov1.Level_LEVEL_SUCCESS:
+		return "success"
+	case unyov1.Level_LEVEL_WARNING:
+		return "warning"
+	case unyov1.Level_LEVEL_CRITICAL:
+		return "critical"
+	}
+	return "-"
+}
+
+// status prints a plugin status the way Nagios does.
+func status(s unyov1.CheckStatus) string {
+	if name, ok := unyov1.CheckStatus_name[int32(s)]; ok {
+		return strings.TrimPrefix(name, "CHECK_STATUS_")
+	}
+	return strconv.Itoa(int(s))
+}

@@ -1,0 +1,414 @@
+// Package printer writes what the CLI lists and gets: as aligned tables for
+// people, or as JSON or YAML for scripts.
+//
+// JSON prints a list as {"items": [...]}, each item in protojson form with
+// the proto field names. YAML prints each item as its own document, in the
+// same structure as the JSON item: a stream of documents is what
+// `unyo apply -f` reads, so `unyo get checks -o yaml` can be applied again.
+// Objects (checks, ...) print in that manifest shape in both formats.
+//
+// Tables show times as ages ("3m"); JSON and YAML keep absolute timestamps.
+// Warnings about clusters that did not answer are printed separately by
+// ClusterErrors, meant for stderr, so that they never mix with the output a
+// script parses.
+package printer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"gopkg.in/yaml.v3"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/manifest"
+)
+
+// Output formats.
+const (
+	Table = "table"
+	JSON  = "json"
+	YAML  = "yaml"
+)
+
+// CheckFormat fails for anything but table, json and yaml ("" is table),
+// so that a command can reject a mistyped -o before doing any work.
+func CheckFormat(format string) error {
+	switch format {
+	case "", Table, JSON, YAML:
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q (expected table, json or yaml)", format)
+}
+
+// printer carries what every output function needs; now is injectable so
+// that tests can print ages against a fixed clock.
+type printer struct {
+	w      io.Writer
+	format string
+	now    func() time.Time
+}
+
+func newPrinter(w io.Writer, format string, now func() time.Time) (*printer, error) {
+	if err := CheckFormat(format); err != nil {
+		return nil, err
+	}
+	if format == "" {
+		format = Table
+	}
+	return &printer{w: w, format: format, now: now}, nil
+}
+
+// Nodes prints nodes: in a table NAME, CLUSTER, STATE, CPUS, MEMORY, DISK,
+// LABELS and LAST HEARTBEAT.
+func Nodes(w io.Writer, format string, nodes []*unyov1.Node) error {
+	p, err := newPrinter(w, format, time.Now)
+	if err != nil {
+		return err
+	}
+	return p.nodes(nodes)
+}
+
+// Objects prints applied objects. JSON and YAML use the manifest shape
+// (kind, name, cluster, labels, spec), so YAML output can be applied
+// again; server-side fields such as the revision appear in tables only.
+// A table per kind, in order of appearance.
+func Objects(w io.Writer, format string, objs []*unyov1.Object) error {
+	p, err := newPrinter(w, format, time.Now)
+	if err != nil {
+		return err
+	}
+	return p.objects(objs)
+}
+
+// Events prints check results: in a table NODE, CHECK, LEVEL, STATUS, AGE
+// and the first line of the output.
+func Events(w io.Writer, format string, events []*unyov1.Event) error {
+	p, err := newPrinter(w, format, time.Now)
+	if err != nil {
+		return err
+	}
+	return p.events(events)
+}
+
+// Clusters prints the clusters a root knows: in a table NAME, URL,
+// REACHABLE, LAST SEEN, and ERROR when a cluster has one.
+func Clusters(w io.Writer, format string, clusters []*unyov1.ClusterInfo) error {
+	p, err := newPrinter(w, format, time.Now)
+	if err != nil {
+		return err
+	}
+	return p.clusters(clusters)
+}
+
+// Status prints what a server says about itself. It is one object, so
+// JSON and YAML print it without an items list.
+func Status(w io.Writer, format string, s *unyov1.GetStatusResponse) error {
+	p, err := newPrinter(w, format, time.Now)
+	if err != nil {
+		return err
+	}
+	return p.status(s)
+}
+
+// ApplyResults prints what apply or delete did, kubectl-like, one line per
+// object: "Check/disk (dc1) created", "Check/load not found".
+func ApplyResults(w io.Writer, results []*unyov1.ApplyResult) error {
+	var b strings.Builder
+	for _, r := range results {
+		ref := r.GetRef()
+		b.WriteString(clean(ref.GetKind() + "/" + ref.GetName()))
+		if ref.GetCluster() != "" {
+			b.WriteString(" (" + clean(ref.GetCluster()) + ")")
+		}
+		b.WriteString(" " + clean(r.GetAction()) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ClusterErrors warns about clusters that did not answer. Meant for
+// stderr, in every format: the output on stdout is still valid (just
+// incomplete) and must not be mixed with warnings.
+func ClusterErrors(w io.Writer, errs []*unyov1.ClusterError) error {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "warning: cluster %s did not answer: %s\n", clean(e.GetCluster()), clean(e.GetError()))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (p *printer) nodes(nodes []*unyov1.Node) error {
+	return printList(p, "nodes", nodes, func() table {
+		t := table{header: []string{"NAME", "CLUSTER", "STATE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
+		for _, n := range nodes {
+			c := n.GetCapacity()
+			cpus := "-"
+			if c.GetCpus() > 0 {
+				cpus = fmt.Sprint(c.GetCpus())
+			}
+			t.add(n.GetName(), orDash(n.GetCluster()), nodeState(n.GetState()), cpus,
+				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
+				labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
+		}
+		return t
+	})
+}
+
+func (p *printer) objects(objs []*unyov1.Object) error {
+	switch p.format {
+	case YAML:
+		return manifest.Encode(p.w, objs)
+	case JSON:
+		items := make([][]byte, len(objs))
+		for i, o := range objs {
+			b, err := manifest.MarshalJSON(o)
+			if err != nil {
+				return err
+			}
+			items[i] = b
+		}
+		return p.writeJSON(items)
+	}
+	if len(objs) == 0 {
+		return p.none("objects")
+	}
+	var kinds []string
+	byKind := map[string][]*unyov1.Object{}
+	for _, o := range objs {
+		k := manifest.Kind(o)
+		if byKind[k] == nil {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], o)
+	}
+	for i, k := range kinds {
+		if i > 0 {
+			if _, err := io.WriteString(p.w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := p.writeTable(objectTable(k, byKind[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectTable lays out objects of one kind; kinds without their own
+// columns get the ones every kind has.
+func objectTable(kind string, objs []*unyov1.Object) table {
+	if kind == "Check" {
+		t := table{header: []string{"NAME", "CLUSTER", "SCHEDULE", "COMMAND", "SELECTOR", "REVISION"}}
+		for _, o := range objs {
+			c := o.GetCheck()
+			s := c.GetSpec()
+			schedule := s.GetInterval()
+			if schedule == "" {
+				schedule = orDash(s.GetCron())
+			}
+			t.add(c.GetName(), orDash(c.GetCluster()), schedule, truncate(command(s.GetCommand()), 40),
+				labels(s.GetNodeSelector(), "<all>"), fmt.Sprint(c.GetRevision()))
+		}
+		return t
+	}
+	t := table{header: []string{"KIND", "NAME", "CLUSTER"}}
+	for _, o := range objs {
+		t.add(orDash(manifest.Kind(o)), manifest.Name(o), orDash(manifest.Cluster(o)))
+	}
+	return t
+}
+
+func (p *printer) events(events []*unyov1.Event) error {
+	return printList(p, "events", events, func() table {
+		t := table{header: []string{"NODE", "CHECK", "LEVEL", "STATUS", "AGE", "OUTPUT"}}
+		for _, e := range events {
+			at := e.GetStartedAt()
+			if at == nil {
+				at = e.GetReceivedAt()
+			}
+			output := firstLine(e.GetOutput())
+			if e.GetTimedOut() {
+				output = strings.TrimSpace("(timed out) " + output)
+			}
+			t.add(e.GetNode(), e.GetCheck(), level(e.GetLevel()), status(e.GetStatus()),
+				age(p.now(), at), truncate(orDash(output), 60))
+		}
+		return t
+	})
+}
+
+func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
+	return printList(p, "clusters", clusters, func() table {
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "LAST SEEN"}}
+		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
+		if withErrors {
+			t.header = append(t.header, "ERROR")
+		}
+		for _, c := range clusters {
+			reachable := "no"
+			if c.GetReachable() {
+				reachable = "yes"
+			}
+			row := []string{c.GetName(), c.GetUrl(), reachable, age(p.now(), c.GetLastSeen())}
+			if withErrors {
+				row = append(row, truncate(orDash(c.GetError()), 80))
+			}
+			t.add(row...)
+		}
+		return t
+	})
+}
+
+func (p *printer) status(s *unyov1.GetStatusResponse) error {
+	if p.format != Table {
+		b, err := jsonOptions.Marshal(s)
+		if err != nil {
+			return err
+		}
+		if p.format == JSON {
+			return p.writeJSONDoc(b)
+		}
+		return p.writeYAML([][]byte{b})
+	}
+	leases := "-"
+	if len(s.GetLeases()) > 0 {
+		leases = strings.Join(s.GetLeases(), ",")
+	}
+	t := table{header: []string{"ROLE", "VERSION", "CLUSTER", "REPLICA", "LEASES", "UP"}}
+	t.add(orDash(s.GetRole()), orDash(s.GetVersion()), orDash(s.GetCluster()), orDash(s.GetReplica()), leases, age(p.now(), s.GetStartedAt()))
+	return p.writeTable(t)
+}
+
+// jsonOptions spell fields as in the proto (as operators write them in
+// YAML) and print zero values too, so that a script reading an OK event
+// finds "status": "CHECK_STATUS_OK" instead of no key at all.
+var jsonOptions = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
+
+// printList prints items as JSON, YAML or the table tab builds. what
+// names the items for the "no ... found" note.
+func printList[M proto.Message](p *printer, what string, items []M, tab func() table) error {
+	switch p.format {
+	case JSON, YAML:
+		docs := make([][]byte, len(items))
+		for i, m := range items {
+			b, err := jsonOptions.Marshal(m)
+			if err != nil {
+				return err
+			}
+			docs[i] = b
+		}
+		if p.format == JSON {
+			return p.writeJSON(docs)
+		}
+		return p.writeYAML(docs)
+	}
+	if len(items) == 0 {
+		return p.none(what)
+	}
+	return p.writeTable(tab())
+}
+
+// none tells a person that the list is empty (scripts use json or yaml).
+func (p *printer) none(what string) error {
+	_, err := fmt.Fprintf(p.w, "No %s found.\n", what)
+	return err
+}
+
+// writeJSON prints a list as {"items": [...]}.
+func (p *printer) writeJSON(items [][]byte) error {
+	var buf bytes.Buffer
+	buf.WriteString(`{"items":[`)
+	buf.Write(bytes.Join(items, []byte(",")))
+	buf.WriteString("]}")
+	return p.writeJSONDoc(buf.Bytes())
+}
+
+func (p *printer) writeJSONDoc(b []byte) error {
+	// Re-indenting also normalizes protojson's deliberately unstable
+	// whitespace.
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := p.w.Write(out.Bytes())
+	return err
+}
+
+func (p *printer) writeYAML(items [][]byte) error {
+	if len(items) == 0 {
+		return nil // yaml.v3 refuses to close an encoder that wrote nothing
+	}
+	enc := yaml.NewEncoder(p.w)
+	enc.SetIndent(2)
+	for _, b := range items {
+		n, err := jsonToYAML(b)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(n); err != nil {
+			return err
+		}
+	}
+	return enc.Close()
+}
+
+// jsonToYAML parses a JSON document into a YAML node in block style,
+// keeping the order of keys. (manifest has the same for its own output.)
+func jsonToYAML(b []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) == 0 {
+		return nil, fmt.Errorf("empty JSON document")
+	}
+	n := doc.Content[0]
+	blockStyle(n)
+	return n, nil
+}
+
+// blockStyle drops the flow style and quoting of the JSON syntax, leaving
+// the encoder to quote only what needs it, plus YAML 1.1 booleans (yes, no,
+// on, off) that other tools would misread.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		switch strings.ToLower(n.Value) {
+		case "y", "yes", "n", "no", "on", "off":
+			n.Style = yaml.DoubleQuotedStyle
+		}
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (p *printer) writeTable(t table) error {
+	w := tabwriter.NewWriter(p.w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(w, strings.Join(t.header, "\t"))
+	for _, r := range t.rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = clean(c)
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	return w.Flush()
+}

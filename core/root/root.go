@@ -1,0 +1,142 @@
+// Package root is the root tier: it knows the clusters, fans operators'
+// reads out to them and merges the answers, and routes writes to the
+// clusters that own the objects. A cluster that does not answer is named in
+// the merged answer, never hidden.
+package root
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// Options configure the root.
+type Options struct {
+	Version string
+	// ClusterToken is presented to clusters; it must be an admin token there.
+	ClusterToken string
+	// ClusterTimeout bounds each cluster's part of a fanned-out call.
+	ClusterTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Root serves the operator-facing API over all clusters.
+type Root struct {
+	opts    Options
+	store   store.Store
+	log     *slog.Logger
+	started time.Time
+
+	mu      sync.Mutex
+	clients map[string]*client.Clients // by cluster URL
+}
+
+// New returns a root on st.
+func New(st store.Store, opts Options) *Root {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ClusterTimeout <= 0 {
+		opts.ClusterTimeout = 10 * time.Second
+	}
+	return &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(), clients: map[string]*client.Clients{}}
+}
+
+// Register mounts the root's services on srv.
+func (r *Root) Register(srv *server.Server) {
+	o := srv.HandlerOptions()
+	srv.Handle(unyov1connect.NewClusterServiceHandler(&clusterService{r}, o...))
+	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{r}, o...))
+	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{r}, o...))
+	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{r}, o...))
+	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{r}, o...))
+}
+
+func (r *Root) client(url string) (*client.Clients, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[url]; ok {
+		return c, nil
+	}
+	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken})
+	if err != nil {
+		return nil, err
+	}
+	r.clients[url] = c
+	return c, nil
+}
+
+// targets returns the clusters a request addresses: one by name, or all.
+func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo, error) {
+	all, err := r.store.ListClusters(ctx)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("list clusters: %w", err))
+	}
+	if name == "" {
+		return all, nil
+	}
+	names := make([]string, 0, len(all))
+	for _, c := range all {
+		if c.GetName() == name {
+			return []*unyov1.ClusterInfo{c}, nil
+		}
+		names = append(names, c.GetName())
+	}
+	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("cluster %q is not registered with root (known clusters: %v)", name, names))
+}
+
+// answer is one cluster's part of a fanned-out call.
+type answer[T any] struct {
+	cluster string
+	value   T
+	err     error
+}
+
+// fanout calls fn for every cluster in parallel, each bounded by the cluster
+// timeout, and returns the answers in cluster-name order plus an error entry
+// for every cluster that failed.
+func fanout[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) ([]answer[T], []*unyov1.ClusterError) {
+	answers := make([]answer[T], len(clusters))
+	var wg sync.WaitGroup
+	for i, ci := range clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].cluster = ci.GetName()
+			cl, err := r.client(ci.GetUrl())
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
+			defer cancel()
+			answers[i].value, answers[i].err = fn(cctx, ci.GetName(), cl)
+			if answers[i].err != nil {
+				answers[i].err = client.Explain(ci.GetUrl(), answers[i].err)
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(answers, func(i, j int) bool { return answers[i].cluster < answers[j].cluster })
+	var errs []*unyov1.ClusterError
+	ok := answers[:0]
+	for _, a := range answers {
+		if a.err != nil {
+			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: a.err.Error()})
+			continue
+		}
+		ok = append(ok, a)
+	}
+	return ok, errs
+}

@@ -1,0 +1,309 @@
+package root
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
+)
+
+type clusterService struct{ r *Root }
+
+func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Request[unyov1.RegisterClusterRequest]) (*connect.Response[unyov1.RegisterClusterResponse], error) {
+	m := req.Msg
+	if err := checks.ValidateName(m.GetName()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("name: %w", err))
+	}
+	if _, err := client.New(client.Options{URL: m.GetUrl()}); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("url: %w", err))
+	}
+	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: m.GetUrl(), LastSeen: timestamppb.Now()}); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
+	}
+	return connect.NewResponse(&unyov1.RegisterClusterResponse{}), nil
+}
+
+func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[unyov1.ListClustersRequest]) (*connect.Response[unyov1.ListClustersResponse], error) {
+	all, err := s.r.targets(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, all, func(ctx context.Context, name string, c *client.Clients) (*unyov1.GetStatusResponse, error) {
+		resp, err := c.Status.GetStatus(ctx, connect.NewRequest(&unyov1.GetStatusRequest{}))
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg, nil
+	})
+	reachable := map[string]bool{}
+	for _, a := range answers {
+		reachable[a.cluster] = true
+	}
+	failed := map[string]string{}
+	for _, e := range errs {
+		failed[e.GetCluster()] = e.GetError()
+	}
+	for _, c := range all {
+		c.Reachable = reachable[c.GetName()]
+		c.Error = failed[c.GetName()]
+	}
+	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
+}
+
+// objectService routes writes: an object naming a cluster goes there, one
+// naming none goes to every cluster.
+type objectService struct{ r *Root }
+
+func objectCluster(o *unyov1.Object) string { return o.GetCheck().GetCluster() }
+
+func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
+	objs := req.Msg.GetObjects()
+	if err := cluster.ValidateObjects(objs); err != nil {
+		return nil, err
+	}
+	all, err := s.r.targets(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
+	}
+	// Group per cluster so each cluster gets one request.
+	per := map[string][]*unyov1.Object{}
+	for i, o := range objs {
+		name := objectCluster(o)
+		if name == "" {
+			for _, c := range all {
+				per[c.GetName()] = append(per[c.GetName()], o)
+			}
+			continue
+		}
+		if _, err := s.r.targets(ctx, name); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
+		}
+		per[name] = append(per[name], o)
+	}
+	var clusters []*unyov1.ClusterInfo
+	for _, c := range all {
+		if len(per[c.GetName()]) > 0 {
+			clusters = append(clusters, c)
+		}
+	}
+	answers, errs := fanout(ctx, s.r, clusters, func(ctx context.Context, name string, c *client.Clients) (*unyov1.ApplyResponse, error) {
+		resp, err := c.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: withCluster(per[name], name)}))
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg, nil
+	})
+	resp := &unyov1.ApplyResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Results = append(resp.Results, a.value.GetResults()...)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// withCluster copies objects with their cluster set, leaving the request's
+// objects untouched for the other clusters.
+func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
+	out := make([]*unyov1.Object, len(objs))
+	for i, o := range objs {
+		c := proto.Clone(o).(*unyov1.Object)
+		if ch := c.GetCheck(); ch != nil {
+			ch.Cluster = name
+		}
+		out[i] = c
+	}
+	return out
+}
+
+func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
+	resp := &unyov1.DeleteResponse{}
+	for _, ref := range req.Msg.GetRefs() {
+		targets, err := s.r.targets(ctx, ref.GetCluster())
+		if err != nil {
+			return nil, err
+		}
+		answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.DeleteResponse, error) {
+			r := proto.Clone(ref).(*unyov1.ObjectRef)
+			r.Cluster = name
+			out, err := c.Objects.Delete(ctx, connect.NewRequest(&unyov1.DeleteRequest{Refs: []*unyov1.ObjectRef{r}}))
+			if err != nil {
+				return nil, err
+			}
+			return out.Msg, nil
+		})
+		for _, a := range answers {
+			resp.Results = append(resp.Results, a.value.GetResults()...)
+		}
+		resp.ClusterErrors = append(resp.ClusterErrors, errs...)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
+	ref := req.Msg.GetRef()
+	targets, err := s.r.targets(ctx, ref.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Object, error) {
+		r := proto.Clone(ref).(*unyov1.ObjectRef)
+		r.Cluster = ""
+		out, err := c.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: r}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil // absent there is not a failure of that cluster
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetObjects(), nil
+	})
+	resp := &unyov1.GetResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Objects = append(resp.Objects, a.value...)
+	}
+	if len(resp.Objects) == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s %q not found in any cluster", ref.GetKind(), ref.GetName()))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *objectService) List(ctx context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Object, error) {
+		out, err := c.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: req.Msg.GetKind()}))
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetObjects(), nil
+	})
+	resp := &unyov1.ListResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Objects = append(resp.Objects, a.value...)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+type nodeService struct{ r *Root }
+
+func (s *nodeService) ListNodes(ctx context.Context, req *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Node, error) {
+		out, err := c.Nodes.ListNodes(ctx, connect.NewRequest(&unyov1.ListNodesRequest{}))
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetNodes(), nil
+	})
+	resp := &unyov1.ListNodesResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Nodes = append(resp.Nodes, a.value...)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Node, error) {
+		out, err := c.Nodes.GetNode(ctx, connect.NewRequest(&unyov1.GetNodeRequest{Name: req.Msg.GetName()}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetNodes(), nil
+	})
+	resp := &unyov1.GetNodeResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Nodes = append(resp.Nodes, a.value...)
+	}
+	if len(resp.Nodes) == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+type eventService struct{ r *Root }
+
+func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyov1.ListEventsRequest]) (*connect.Response[unyov1.ListEventsResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Event, error) {
+		q := proto.Clone(req.Msg).(*unyov1.ListEventsRequest)
+		q.Cluster = ""
+		out, err := c.Events.ListEvents(ctx, connect.NewRequest(q))
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetEvents(), nil
+	})
+	resp := &unyov1.ListEventsResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Events = append(resp.Events, a.value...)
+	}
+	if req.Msg.GetHistory() {
+		// Merge the clusters' newest-first histories into one.
+		sort.SliceStable(resp.Events, func(i, j int) bool {
+			return resp.Events[i].GetStartedAt().AsTime().After(resp.Events[j].GetStartedAt().AsTime())
+		})
+		if l := int(req.Msg.GetLimit()); l > 0 && len(resp.Events) > l {
+			resp.Events = resp.Events[:l]
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Event, error) {
+		out, err := c.Events.GetEvent(ctx, connect.NewRequest(&unyov1.GetEventRequest{Id: req.Msg.GetId()}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.GetEvents(), nil
+	})
+	resp := &unyov1.GetEventResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Events = append(resp.Events, a.value...)
+	}
+	if len(resp.Events) == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("event %q not found in any cluster", req.Msg.GetId()))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+type statusService struct{ r *Root }
+
+func (s *statusService) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
+	return connect.NewResponse(&unyov1.GetStatusResponse{
+		Role: "root", Version: s.r.opts.Version, StartedAt: timestamppb.New(s.r.started),
+	}), nil
+}

@@ -1,0 +1,183 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// PutCheck creates or replaces a check. The incoming check is compared with
+// the stored one ignoring what the store maintains (revision, created_at,
+// updated_at): equal is Unchanged and writes nothing; otherwise the checks
+// revision advances and the check records it.
+func (s *Store) PutCheck(ctx context.Context, c *unyov1.Check) (store.PutResult, error) {
+	if c == nil || c.GetName() == "" {
+		return "", errors.New("put check: the check has no name")
+	}
+	var result store.PutResult
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// Locking the counter serializes check writers on PostgreSQL, so
+		// two puts of one new name cannot both see it absent.
+		if _, err := s.checksRevisionTx(ctx, tx); err != nil {
+			return err
+		}
+		old, err := scanCheck(tx.QueryRowContext(ctx,
+			"SELECT "+checkColumns+" FROM checks WHERE name = $1", c.GetName()))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if old != nil && proto.Equal(userPart(old), userPart(c)) {
+			result = store.Unchanged
+			return nil
+		}
+		rev, err := s.bumpChecksRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		t := now()
+		created := t
+		result = store.Created
+		if old != nil {
+			created = toNanos(old.GetCreatedAt())
+			result = store.Configured
+		}
+		stored := proto.Clone(c).(*unyov1.Check)
+		stored.Revision = rev
+		stored.CreatedAt = fromNanos(created)
+		stored.UpdatedAt = fromNanos(t)
+		body, err := proto.Marshal(stored)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO checks (name, revision, created_at, updated_at, body)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (name) DO UPDATE SET
+				revision = excluded.revision,
+				updated_at = excluded.updated_at,
+				body = excluded.body`,
+			c.GetName(), rev, created, t, body)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("put check %q: %w", c.GetName(), err)
+	}
+	return result, nil
+}
+
+// userPart strips what the store maintains, leaving what the user wrote.
+func userPart(c *unyov1.Check) *unyov1.Check {
+	c = proto.Clone(c).(*unyov1.Check)
+	c.Revision = 0
+	c.CreatedAt = nil
+	c.UpdatedAt = nil
+	return c
+}
+
+// DeleteCheck removes a check and advances the checks revision.
+func (s *Store) DeleteCheck(ctx context.Context, name string) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.checksRevisionTx(ctx, tx); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM checks WHERE name = $1", name)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		_, err = s.bumpChecksRevision(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete check %q: %w", name, err)
+	}
+	return nil
+}
+
+const checkColumns = "name, revision, created_at, updated_at, body"
+
+func (s *Store) GetCheck(ctx context.Context, name string) (*unyov1.Check, error) {
+	c, err := scanCheck(s.r.QueryRowContext(ctx, "SELECT "+checkColumns+" FROM checks WHERE name = $1", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("check", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get check %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// ListChecks returns every check, sorted by name.
+func (s *Store) ListChecks(ctx context.Context) ([]*unyov1.Check, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+checkColumns+" FROM checks ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list checks: %w", err)
+	}
+	checks, err := scanAll(rows, scanCheck)
+	if err != nil {
+		return nil, fmt.Errorf("list checks: %w", err)
+	}
+	return checks, nil
+}
+
+// ChecksRevision is the counter every change to checks advances; 0 before the
+// first one.
+func (s *Store) ChecksRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := s.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'checks_revision'").Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("read checks revision: %w", err)
+	}
+	return rev, nil
+}
+
+func (s *Store) checksRevisionTx(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var rev int64
+	err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'checks_revision'"+s.d.forUpdate).Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("read checks revision: %w", err)
+	}
+	return rev, nil
+}
+
+func (s *Store) bumpChecksRevision(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var rev int64
+	err := tx.QueryRowContext(ctx,
+		"UPDATE counters SET value = value + 1 WHERE name = 'checks_revision' RETURNING value").Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("advance checks revision: %w", err)
+	}
+	return rev, nil
+}
+
+// scanCheck decodes a check; the columns the store maintains win over the
+// copies in the body.
+func scanCheck(row scanner) (*unyov1.Check, error) {
+	var (
+		name                      string
+		revision, created, update int64
+		body                      []byte
+	)
+	if err := row.Scan(&name, &revision, &created, &update, &body); err != nil {
+		return nil, err
+	}
+	c := &unyov1.Check{}
+	if err := proto.Unmarshal(body, c); err != nil {
+		return nil, fmt.Errorf("decode check %q: %w", name, err)
+	}
+	c.Name = name
+	c.Revision = revision
+	c.CreatedAt = fromNanos(created)
+	c.UpdatedAt = fromNanos(update)
+	return c, nil
+}

@@ -1,0 +1,376 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+const (
+	// defaultEventLimit and maxEventLimit bound what one ListEvents returns.
+	defaultEventLimit = 1000
+	maxEventLimit     = 10000
+	// appendChunk bounds the events one statement carries, keeping
+	// statements (and the server's memory for them) moderate for very large
+	// calls; typical calls fit in one.
+	appendChunk = 1000
+)
+
+// eventRow is one event ready for the database.
+type eventRow struct {
+	id, node, check string
+	level           int32
+	startedAt       int64
+	body            []byte
+	// ord is the event's position in its transaction, to break ties in
+	// started_at: the later event wins, as it would in separate calls.
+	ord int32
+	// req is the index of the AppendEvents call the event came with, when
+	// the group committer merges calls.
+	req int
+}
+
+type nodeCheck struct{ node, check string }
+
+// AppendEvents stores the events whose ids are new, in one transaction, and
+// returns how many that was. The latest state of a node/check takes the
+// newest new event unless the stored one started later: a replayed or
+// delayed old result never hides a newer one.
+//
+// Concurrent calls may share one transaction (see groupCommit); each still
+// either commits whole or fails.
+func (s *Store) AppendEvents(ctx context.Context, events []*unyov1.Event) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	// Encode before the transaction, so that the database (on SQLite, its
+	// single writer) is held only for the database work.
+	rows := make([]eventRow, 0, len(events))
+	for i, e := range events {
+		if err := validateEvent(e); err != nil {
+			return 0, fmt.Errorf("append %d events: event %d: %w", len(events), i, err)
+		}
+		body, err := proto.Marshal(e)
+		if err != nil {
+			return 0, fmt.Errorf("append %d events: encode event %q: %w", len(events), e.GetId(), err)
+		}
+		rows = append(rows, eventRow{
+			id:        e.GetId(),
+			node:      e.GetNode(),
+			check:     e.GetCheck(),
+			level:     int32(e.GetLevel()),
+			startedAt: toNanos(e.GetStartedAt()),
+			body:      body,
+		})
+	}
+	var (
+		n   int
+		err error
+	)
+	if s.group != nil {
+		n, err = s.group.append(ctx, rows)
+	} else {
+		var counts []int
+		counts, err = s.appendTx(ctx, [][]eventRow{rows})
+		if err == nil {
+			n = counts[0]
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("append %d events: %w", len(events), err)
+	}
+	return n, nil
+}
+
+// appendTx stores the events of one or more calls in one transaction and
+// returns how many new events each call had. An id repeated within or across
+// calls counts for its first occurrence only.
+func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error) {
+	total := 0
+	for _, c := range calls {
+		total += len(c)
+	}
+	rows := make([]eventRow, 0, total)
+	seen := make(map[string]struct{}, total)
+	for req, c := range calls {
+		for _, r := range c {
+			if _, dup := seen[r.id]; dup {
+				continue
+			}
+			seen[r.id] = struct{}{}
+			r.ord, r.req = int32(len(rows)), req
+			rows = append(rows, r)
+		}
+	}
+	// Writers that take row locks in one global order (ids, then node/check)
+	// cannot deadlock on each other's rows.
+	slices.SortFunc(rows, func(a, b eventRow) int { return strings.Compare(a.id, b.id) })
+	counts := make([]int, len(calls))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		inserted, err := s.d.appendEvents(ctx, tx, rows)
+		if err != nil {
+			return err
+		}
+		clear(counts)
+		for i, ok := range inserted {
+			if ok {
+				counts[rows[i].req]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+func validateEvent(e *unyov1.Event) error {
+	switch {
+	case e == nil:
+		return errors.New("nil event")
+	case e.GetId() == "":
+		return errors.New("the event has no id")
+	case e.GetNode() == "":
+		return fmt.Errorf("event %q names no node", e.GetId())
+	case e.GetCheck() == "":
+		return fmt.Errorf("event %q names no check", e.GetId())
+	}
+	return nil
+}
+
+// appendEventsPrepared stores events one row at a time through prepared
+// statements (SQLite) and reports which were new. In-process SQLite has no
+// round trips to save, and modernc.org/sqlite binds parameters in time
+// quadratic in their number, so multi-row statements are slower here.
+func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]bool, error) {
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (id, node, check_name, level, started_at, body)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+	if err != nil {
+		return nil, fmt.Errorf("insert history: %w", err)
+	}
+	defer ins.Close()
+	inserted := make([]bool, len(rows))
+	// The newest new event per node/check.
+	newest := make(map[nodeCheck]int, len(rows))
+	for i, r := range rows {
+		res, err := ins.ExecContext(ctx, r.id, r.node, r.check, r.level, r.startedAt, r.body)
+		if err != nil {
+			return nil, fmt.Errorf("insert history: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("insert history: %w", err)
+		} else if n == 0 {
+			continue // seen before
+		}
+		inserted[i] = true
+		k := nodeCheck{r.node, r.check}
+		if j, ok := newest[k]; !ok || r.startedAt > rows[j].startedAt ||
+			(r.startedAt == rows[j].startedAt && r.ord > rows[j].ord) {
+			newest[k] = i
+		}
+	}
+	if len(newest) == 0 {
+		return inserted, nil
+	}
+	up, err := tx.PrepareContext(ctx, `INSERT INTO latest_events (node, check_name, id, level, started_at, body)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (node, check_name) DO UPDATE SET
+			id = excluded.id, level = excluded.level,
+			started_at = excluded.started_at, body = excluded.body
+		WHERE excluded.started_at >= latest_events.started_at`)
+	if err != nil {
+		return nil, fmt.Errorf("update latest state: %w", err)
+	}
+	defer up.Close()
+	for _, i := range newest {
+		r := rows[i]
+		if _, err := up.ExecContext(ctx, r.node, r.check, r.id, r.level, r.startedAt, r.body); err != nil {
+			return nil, fmt.Errorf("update latest state: %w", err)
+		}
+	}
+	return inserted, nil
+}
+
+// appendEventsUnnestSQL stores a batch passed as arrays in one statement
+// (PostgreSQL) and returns the new ids: one round trip and one plan whatever
+// the batch size. History
+// rows are inserted in id order and latest rows in node/check order, so
+// concurrent batches lock rows in the same order.
+const appendEventsUnnestSQL = `
+WITH batch AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::int8[], $6::bytea[], $7::int4[])
+		AS b(id, node, check_name, level, started_at, body, ord)
+), ins AS (
+	INSERT INTO events (id, node, check_name, level, started_at, body)
+	SELECT id, node, check_name, level, started_at, body FROM batch ORDER BY id
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id
+), newest AS (
+	SELECT DISTINCT ON (b.node, b.check_name) b.node, b.check_name, b.id, b.level, b.started_at, b.body
+	FROM batch b JOIN ins ON ins.id = b.id
+	ORDER BY b.node, b.check_name, b.started_at DESC, b.ord DESC
+), up AS (
+	INSERT INTO latest_events (node, check_name, id, level, started_at, body)
+	SELECT node, check_name, id, level, started_at, body FROM newest ORDER BY node, check_name
+	ON CONFLICT (node, check_name) DO UPDATE SET
+		id = excluded.id, level = excluded.level,
+		started_at = excluded.started_at, body = excluded.body
+	WHERE excluded.started_at >= latest_events.started_at
+)
+SELECT id FROM ins`
+
+func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]bool, error) {
+	inserted := make([]bool, len(rows))
+	for off := 0; off < len(rows); off += appendChunk {
+		c := rows[off:min(off+appendChunk, len(rows))]
+		var (
+			ids, nodes, checks = make([]string, len(c)), make([]string, len(c)), make([]string, len(c))
+			levels, ords       = make([]int32, len(c)), make([]int32, len(c))
+			started            = make([]int64, len(c))
+			bodies             = make([][]byte, len(c))
+			index              = make(map[string]int, len(c))
+		)
+		for i, r := range c {
+			ids[i], nodes[i], checks[i] = r.id, r.node, r.check
+			levels[i], ords[i], started[i], bodies[i] = r.level, r.ord, r.startedAt, r.body
+			index[r.id] = off + i
+		}
+		res, err := tx.QueryContext(ctx, appendEventsUnnestSQL,
+			ids, nodes, checks, levels, started, bodies, ords)
+		if err != nil {
+			return nil, err
+		}
+		for res.Next() {
+			var id string
+			if err := res.Scan(&id); err != nil {
+				res.Close()
+				return nil, err
+			}
+			inserted[index[id]] = true
+		}
+		if err := res.Close(); err != nil {
+			return nil, err
+		}
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return inserted, nil
+}
+
+// GetEvent finds an event by id in the history, or else in the latest state
+// (whose entries outlive pruned history).
+func (s *Store) GetEvent(ctx context.Context, id string) (*unyov1.Event, error) {
+	for _, table := range []string{"events", "latest_events"} {
+		var body []byte
+		err := s.r.QueryRowContext(ctx, "SELECT body FROM "+table+" WHERE id = $1 LIMIT 1", id).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get event %q: %w", id, err)
+		}
+		e := &unyov1.Event{}
+		if err := proto.Unmarshal(body, e); err != nil {
+			return nil, fmt.Errorf("get event %q: decode: %w", id, err)
+		}
+		return e, nil
+	}
+	return nil, notFound("event", id)
+}
+
+// ListEvents returns the latest event per node/check, sorted by node and
+// check, or with f.History every stored event, newest first. Limit defaults
+// to 1000 and is capped at 10000.
+func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.Event, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultEventLimit
+	}
+	limit = min(limit, maxEventLimit)
+	table, order := "latest_events", "node, check_name"
+	if f.History {
+		table, order = "events", "started_at DESC, id DESC"
+	}
+	var (
+		q     strings.Builder
+		where []string
+		args  []any
+	)
+	if f.Node != "" {
+		args = append(args, f.Node)
+		where = append(where, fmt.Sprintf("node = $%d", len(args)))
+	}
+	if f.Check != "" {
+		args = append(args, f.Check)
+		where = append(where, fmt.Sprintf("check_name = $%d", len(args)))
+	}
+	if len(f.Levels) > 0 {
+		var in strings.Builder
+		placeholders(&in, len(args)+1, len(f.Levels))
+		for _, l := range f.Levels {
+			args = append(args, int32(l))
+		}
+		where = append(where, "level IN ("+in.String()+")")
+	}
+	q.WriteString("SELECT body FROM " + table)
+	if len(where) > 0 {
+		q.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	args = append(args, limit)
+	fmt.Fprintf(&q, " ORDER BY %s LIMIT $%d", order, len(args))
+
+	rows, err := s.r.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	events, err := scanAll(rows, func(row scanner) (*unyov1.Event, error) {
+		var body []byte
+		if err := row.Scan(&body); err != nil {
+			return nil, err
+		}
+		e := &unyov1.Event{}
+		if err := proto.Unmarshal(body, e); err != nil {
+			return nil, fmt.Errorf("decode event: %w", err)
+		}
+		return e, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return events, nil
+}
+
+// PruneEvents deletes history beyond the newest keep events per node/check
+// and returns how many it deleted. The latest state is left alone.
+func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
+	if keep < 0 {
+		return 0, fmt.Errorf("prune events: keep %d is negative", keep)
+	}
+	res, err := s.w.ExecContext(ctx, `
+		DELETE FROM events WHERE id IN (
+			SELECT id FROM (
+				SELECT id, ROW_NUMBER() OVER (
+					PARTITION BY node, check_name ORDER BY started_at DESC, id DESC) AS rn
+				FROM events
+			) AS ranked
+			WHERE rn > $1
+		)`, keep)
+	if err != nil {
+		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
+	}
+	return int(n), nil
+}

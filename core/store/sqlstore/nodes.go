@@ -1,0 +1,174 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// UpsertNode registers a node or replaces its description. registered_at is
+// kept from the first registration (and set to now if the first one left it
+// unset). state is taken as given. last_heartbeat is taken when set and kept
+// otherwise, so re-registering does not erase the last heartbeat.
+func (s *Store) UpsertNode(ctx context.Context, n *unyov1.Node) error {
+	if n == nil || n.GetName() == "" {
+		return errors.New("upsert node: the node has no name")
+	}
+	registered := toNanos(n.GetRegisteredAt())
+	if registered == 0 {
+		registered = now()
+	}
+	body, err := proto.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("upsert node %q: encode: %w", n.GetName(), err)
+	}
+	_, err = s.w.ExecContext(ctx, `
+		INSERT INTO nodes (name, state, registered_at, last_heartbeat, body)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO UPDATE SET
+			state = excluded.state,
+			last_heartbeat = CASE WHEN excluded.last_heartbeat = 0
+				THEN nodes.last_heartbeat ELSE excluded.last_heartbeat END,
+			body = excluded.body`,
+		n.GetName(), int32(n.GetState()), registered, toNanos(n.GetLastHeartbeat()), body)
+	if err != nil {
+		return fmt.Errorf("upsert node %q: %w", n.GetName(), err)
+	}
+	return nil
+}
+
+// touchChunk bounds the rows of one TouchNodes statement (2 parameters each).
+const touchChunk = 1000
+
+// TouchNodes records heartbeats in one transaction. Unknown nodes are
+// ignored; a heartbeat never moves last_heartbeat backwards. A node still
+// UNSPECIFIED becomes READY; any other state is the liveness logic's call.
+func (s *Store) TouchNodes(ctx context.Context, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	// Sorted, so that concurrent calls lock rows in the same order.
+	names := slices.Sorted(maps.Keys(seen))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for chunk := range slices.Chunk(names, touchChunk) {
+			var q strings.Builder
+			fmt.Fprintf(&q, `UPDATE nodes SET
+				last_heartbeat = CASE WHEN v.column2 > nodes.last_heartbeat
+					THEN v.column2 ELSE nodes.last_heartbeat END,
+				state = CASE WHEN nodes.state = %d THEN %d ELSE nodes.state END
+			FROM (VALUES `, unyov1.NodeState_NODE_STATE_UNSPECIFIED, unyov1.NodeState_NODE_STATE_READY)
+			args := make([]any, 0, 2*len(chunk))
+			for i, name := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				// Casts give PostgreSQL the column types of the VALUES list.
+				fmt.Fprintf(&q, "(CAST($%d AS TEXT), CAST($%d AS BIGINT))", 2*i+1, 2*i+2)
+				args = append(args, name, seen[name].UnixNano())
+			}
+			// VALUES columns are column1, column2 on both backends.
+			q.WriteString(") AS v WHERE nodes.name = v.column1")
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record heartbeats of %d nodes: %w", len(seen), err)
+	}
+	return nil
+}
+
+// SetNodeState changes a node's liveness state.
+func (s *Store) SetNodeState(ctx context.Context, name string, state unyov1.NodeState) error {
+	res, err := s.w.ExecContext(ctx, "UPDATE nodes SET state = $1 WHERE name = $2", int32(state), name)
+	if err != nil {
+		return fmt.Errorf("set state of node %q to %s: %w", name, state, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("set state of node %q to %s: %w", name, state, err)
+	} else if n == 0 {
+		return fmt.Errorf("set state of node %q to %s: %w", name, state, store.ErrNotFound)
+	}
+	return nil
+}
+
+const nodeColumns = "name, state, registered_at, last_heartbeat, body"
+
+func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) {
+	n, err := scanNode(s.r.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("node", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get node %q: %w", name, err)
+	}
+	return n, nil
+}
+
+// ListNodes returns every node, sorted by name.
+func (s *Store) ListNodes(ctx context.Context) ([]*unyov1.Node, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes, err := scanAll(rows, scanNode)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// scanNode decodes a node; the columns the store maintains win over the
+// copies in the body.
+func scanNode(row scanner) (*unyov1.Node, error) {
+	var (
+		name                  string
+		state                 int32
+		registered, heartbeat int64
+		body                  []byte
+	)
+	if err := row.Scan(&name, &state, &registered, &heartbeat, &body); err != nil {
+		return nil, err
+	}
+	n := &unyov1.Node{}
+	if err := proto.Unmarshal(body, n); err != nil {
+		return nil, fmt.Errorf("decode node %q: %w", name, err)
+	}
+	n.Name = name
+	n.State = unyov1.NodeState(state)
+	n.RegisteredAt = fromNanos(registered)
+	n.LastHeartbeat = fromNanos(heartbeat)
+	return n, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanAll scans every row with scan and closes rows.
+func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
