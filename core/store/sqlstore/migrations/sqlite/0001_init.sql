@@ -36,9 +36,9 @@ CREATE TABLE events (
     body       BLOB    NOT NULL
 ) STRICT;
 -- History of one node/check, and pruning per node/check.
-CREATE INDEX events_node_check_started ON events (node, check_name, started_at DESC, id DESC);
+CREATE INDEX events_node_check_started ON events (node, check_name, started_at);
 -- History across everything, newest first.
-CREATE INDEX events_started ON events (started_at DESC, id DESC);
+CREATE INDEX events_started ON events (started_at);
 
 -- The newest result per node and check. WITHOUT ROWID: rows live in the
 -- primary key's B-tree, so an upsert writes one B-tree instead of two.

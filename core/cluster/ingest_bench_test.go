@@ -1,0 +1,115 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/integration/testpg"
+)
+
+// startCluster serves a cluster on st at a loopback port and returns a client.
+func startCluster(tb testing.TB, st store.Store) *client.Clients {
+	tb.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
+	cl := cluster.New(st, cluster.Options{Name: "bench", Replica: "r1", Logger: quiet})
+	cl.Register(srv)
+	ln, err := srv.Listen()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); cl.Run(ctx) }()
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// benchIngest measures check results accepted and stored per second
+// through the agent API: 8 agents sending batches of 500 concurrently.
+func benchIngest(b *testing.B, st store.Store) {
+	c := startCluster(b, st)
+	ctx := context.Background()
+	const agents, batch = 8, 500
+	for i := range agents {
+		node := &unyov1.Node{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{"bench": "yes"}}
+		if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var sent atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := b.N/agents + 1
+	for i := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node := fmt.Sprintf("node-%d", i)
+			for done := 0; done < per; done += batch {
+				req := &unyov1.ReportResultsRequest{Node: node}
+				for j := 0; j < batch; j++ {
+					req.Results = append(req.Results, &unyov1.Event{
+						Id: uuid.NewString(), Node: node, Check: fmt.Sprintf("check-%d", j%20),
+						Level: unyov1.Level_LEVEL_SUCCESS, Output: "OK - load average: 0.12, 0.08, 0.05",
+						Perfdata:  []*unyov1.PerfData{{Label: "load1", Value: 0.12, Warn: "5", Crit: "10"}},
+						StartedAt: timestamppb.Now(), Duration: durationpb.New(3 * time.Millisecond),
+					})
+				}
+				resp, err := c.Agent.ReportResults(ctx, connect.NewRequest(req))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				sent.Add(int64(resp.Msg.GetAccepted()))
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(sent.Load())/time.Since(start).Seconds(), "results/s")
+}
+
+func BenchmarkIngestSQLite(b *testing.B) {
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	benchIngest(b, st)
+}
+
+// The PostgreSQL server keeps fsync on: commits are durable.
+func BenchmarkIngestPostgresDurable(b *testing.B) {
+	srv := testpg.New(b, testpg.WithDurable())
+	st, err := sqlstore.OpenPostgres(context.Background(), srv.DSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	benchIngest(b, st)
+}

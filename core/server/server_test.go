@@ -1,0 +1,152 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/server"
+)
+
+// fakeStatus answers GetStatus and nothing else.
+type fakeStatus struct{}
+
+func (fakeStatus) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
+	return connect.NewResponse(&unyov1.GetStatusResponse{Role: "test"}), nil
+}
+
+type fakeNodes struct{ unyov1connect.UnimplementedNodeServiceHandler }
+
+func (fakeNodes) ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error) {
+	return connect.NewResponse(&unyov1.ListNodesResponse{}), nil
+}
+
+func serve(t *testing.T, opts server.Options) string {
+	t.Helper()
+	opts.Listen = "127.0.0.1:0"
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(opts)
+	srv.Handle(unyov1connect.NewStatusServiceHandler(fakeStatus{}, srv.HandlerOptions()...))
+	srv.Handle(unyov1connect.NewNodeServiceHandler(fakeNodes{}, srv.HandlerOptions()...))
+	ln, err := srv.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return ln.Addr().String()
+}
+
+func TestAuth(t *testing.T) {
+	addr := serve(t, server.Options{Auth: server.Auth{AdminTokens: []string{"adm"}, JoinTokens: []string{"join"}}})
+	tests := []struct {
+		name     string
+		token    string
+		call     func(*client.Clients) error
+		wantCode connect.Code // 0: success
+	}{
+		{"admin lists nodes", "adm", listNodes, 0},
+		{"join token may not list nodes", "join", listNodes, connect.CodePermissionDenied},
+		{"join token may read status", "join", getStatus, 0},
+		{"no token", "", listNodes, connect.CodeUnauthenticated},
+		{"wrong token", "nope", getStatus, connect.CodeUnauthenticated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := client.New(client.Options{URL: "http://" + addr, Token: tt.token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tt.call(c)
+			if got := connect.CodeOf(err); (err == nil) != (tt.wantCode == 0) || (err != nil && got != tt.wantCode) {
+				t.Fatalf("got %v (code %v), want code %v", err, got, tt.wantCode)
+			}
+		})
+	}
+}
+
+func listNodes(c *client.Clients) error {
+	_, err := c.Nodes.ListNodes(context.Background(), connect.NewRequest(&unyov1.ListNodesRequest{}))
+	return err
+}
+
+func getStatus(c *client.Clients) error {
+	_, err := c.Status.GetStatus(context.Background(), connect.NewRequest(&unyov1.GetStatusRequest{}))
+	return err
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "unyo test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+func TestTLS(t *testing.T) {
+	cert, key := selfSigned(t, t.TempDir())
+	addr := serve(t, server.Options{CertFile: cert, KeyFile: key})
+
+	c, err := client.New(client.Options{URL: "https://" + addr, CAFile: cert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := getStatus(c); err != nil {
+		t.Fatalf("TLS call with the right CA: %v", err)
+	}
+	// Without the CA the server's certificate is not trusted.
+	untrusting, _ := client.New(client.Options{URL: "https://" + addr})
+	if err := getStatus(untrusting); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("TLS call without the CA: %v, want a certificate error", err)
+	}
+	// Plain HTTP to a TLS port fails.
+	plain, _ := client.New(client.Options{URL: "http://" + addr})
+	if err := getStatus(plain); err == nil {
+		t.Fatal("plain HTTP to the TLS port succeeded")
+	}
+}
