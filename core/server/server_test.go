@@ -34,7 +34,9 @@ func (fakeStatus) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRe
 	return connect.NewResponse(&unyov1.GetStatusResponse{Role: "test"}), nil
 }
 
-type fakeNodes struct{ unyov1connect.UnimplementedNodeServiceHandler }
+type fakeNodes struct {
+	unyov1connect.UnimplementedNodeServiceHandler
+}
 
 func (fakeNodes) ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error) {
 	return connect.NewResponse(&unyov1.ListNodesResponse{}), nil
