@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed resources/checks.yaml
 var ExampleChecks []byte
+
+// DefaultRules is resources/rules.yaml, the event rules `unyo dev` starts
+// with: alerts for critical results and for nodes that are down.
+//
+//go:embed resources/rules.yaml
+var DefaultRules []byte

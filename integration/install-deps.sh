@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests use: real PostgreSQL and Debian's
-# monitoring-plugins. Runs apt-get only as root and only for what is missing.
+# Installs the Debian packages the tests use: real PostgreSQL, Debian's
+# monitoring-plugins, VictoriaMetrics and ClickHouse servers. Runs apt-get
+# only as root and only for what is missing.
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -x /usr/lib/nagios/plugins/check_load ] || need+=(monitoring-plugins-basic monitoring-plugins-standard)
 command -v runuser >/dev/null || need+=(util-linux)
+command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
+command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-client)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2

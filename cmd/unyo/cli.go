@@ -54,6 +54,11 @@ func (g *globals) connect(cmd *cobra.Command) (*client.Clients, context.Context,
 	return cl, ctx, cancel, nil
 }
 
+// contextWithTimeout bounds one call of a long-running command.
+func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), d)
+}
+
 // call runs one request and rewords its error for the operator.
 func (g *globals) explain(err error) error {
 	if err == nil {

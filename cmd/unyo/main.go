@@ -35,6 +35,7 @@ func newRootCommand() *cobra.Command {
 		newDevCommand(), newServerCommand(), newAgentCommand(),
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
 		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
+		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
 		newStatusCommand(g), newVersionCommand(),
 	)
 	return cmd

@@ -171,7 +171,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
+			if err := printer.EventDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
 				return err
 			}
 			warnClusters(cmd, resp.Msg.GetClusterErrors())

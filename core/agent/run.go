@@ -41,6 +41,10 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event 
 		Node:     a.opts.NodeName,
 		Check:    d.Name,
 		Sequence: a.seq.Add(1),
+		// The pipeline applies these; carrying them spares it a lookup and
+		// covers local checks, which the cluster does not know.
+		Occurrences: int32(d.Occurrences),
+		Reissue:     durationpb.New(d.Reissue),
 	}
 	path, err := execute.Resolve(d.Command[0], a.opts.CheckDirs)
 	if err != nil {

@@ -36,6 +36,9 @@ type Clients struct {
 	Events  unyov1connect.EventServiceClient
 	Cluster unyov1connect.ClusterServiceClient
 	Status  unyov1connect.StatusServiceClient
+	Alerts  unyov1connect.AlertServiceClient
+	// Maintenance ends maintenance; starting one is an Objects.Apply.
+	Maintenance unyov1connect.MaintenanceServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -61,13 +64,15 @@ func New(opts Options) (*Clients, error) {
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
 	o := []connect.ClientOption{connect.WithInterceptors(tokenInterceptor(opts.Token))}
 	return &Clients{
-		URL:     url,
-		Agent:   unyov1connect.NewAgentServiceClient(hc, url, o...),
-		Objects: unyov1connect.NewObjectServiceClient(hc, url, o...),
-		Nodes:   unyov1connect.NewNodeServiceClient(hc, url, o...),
-		Events:  unyov1connect.NewEventServiceClient(hc, url, o...),
-		Cluster: unyov1connect.NewClusterServiceClient(hc, url, o...),
-		Status:  unyov1connect.NewStatusServiceClient(hc, url, o...),
+		URL:         url,
+		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
+		Objects:     unyov1connect.NewObjectServiceClient(hc, url, o...),
+		Nodes:       unyov1connect.NewNodeServiceClient(hc, url, o...),
+		Events:      unyov1connect.NewEventServiceClient(hc, url, o...),
+		Cluster:     unyov1connect.NewClusterServiceClient(hc, url, o...),
+		Status:      unyov1connect.NewStatusServiceClient(hc, url, o...),
+		Alerts:      unyov1connect.NewAlertServiceClient(hc, url, o...),
+		Maintenance: unyov1connect.NewMaintenanceServiceClient(hc, url, o...),
 	}, nil
 }
 

@@ -26,6 +26,12 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	}
 	n.Cluster = s.c.opts.Name
 	n.LastHeartbeat = timestamppb.Now()
+	// A node registering again keeps its liveness state: only heartbeats
+	// make a Down node Ready, and that is an event.
+	n.State = unyov1.NodeState_NODE_STATE_UNSPECIFIED
+	if old, err := s.c.store.GetNode(ctx, n.GetName()); err == nil {
+		n.State = old.GetState()
+	}
 	if err := s.c.store.UpsertNode(ctx, n); err != nil {
 		return nil, internal(fmt.Errorf("register node %q: %w", n.GetName(), err))
 	}
@@ -83,7 +89,8 @@ const maxResultsPerReport = 10000
 
 func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[unyov1.ReportResultsRequest]) (*connect.Response[unyov1.ReportResultsResponse], error) {
 	node := req.Msg.GetNode()
-	if _, err := s.c.node(ctx, node); err != nil {
+	n, err := s.c.node(ctx, node)
+	if err != nil {
 		return nil, err
 	}
 	if n := len(req.Msg.GetResults()); n > maxResultsPerReport {
@@ -99,12 +106,23 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 		}
 		e.Cluster = s.c.opts.Name
 		e.ReceivedAt = now
+		e.Labels = n.GetLabels()
+		e.Explanation, e.SilencedBy = nil, ""
 		good = append(good, e)
+	}
+	received := len(good)
+	if good, err = s.c.filter(ctx, good); err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("read event rules: %w", err))
 	}
 	inserted, err := s.c.store.AppendEvents(ctx, good)
 	if err != nil {
 		// Nothing is acknowledged: the agent keeps the batch and resends it.
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d results from node %q: %w", len(good), node, err))
+	}
+	resp.Filtered = int32(received - len(good))
+	select {
+	case s.c.ingested <- struct{}{}:
+	default:
 	}
 	resp.Accepted = int32(inserted)
 	resp.Duplicates = int32(len(good) - inserted)

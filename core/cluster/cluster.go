@@ -25,6 +25,7 @@ type Options struct {
 	LeaseTTL          time.Duration
 	HeartbeatInterval time.Duration
 	StaleAfter        time.Duration
+	DownAfter         time.Duration
 	HistoryPerCheck   int
 	Logger            *slog.Logger
 }
@@ -38,6 +39,10 @@ type Cluster struct {
 	lease   *lease.Runner
 
 	beats     *heartbeats
+	kinds     map[string]kind
+	filters   filterCache
+	// ingested wakes the pipeline when results were stored on this replica.
+	ingested  chan struct{}
 	knownMu   sync.Mutex
 	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
 	revisions revisionCache
@@ -57,6 +62,9 @@ func New(st store.Store, opts Options) *Cluster {
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = 3 * opts.HeartbeatInterval
 	}
+	if opts.DownAfter <= opts.StaleAfter {
+		opts.DownAfter = 3 * opts.StaleAfter
+	}
 	if opts.HistoryPerCheck <= 0 {
 		opts.HistoryPerCheck = 100
 	}
@@ -66,9 +74,12 @@ func New(st store.Store, opts Options) *Cluster {
 		store:   st,
 		log:     log,
 		started: time.Now(),
-		beats:   &heartbeats{seen: map[string]time.Time{}},
-		known:   map[string]*unyov1.Node{},
+		beats:    &heartbeats{seen: map[string]time.Time{}},
+		known:    map[string]*unyov1.Node{},
+		kinds:    kinds(),
+		ingested: make(chan struct{}, 1),
 	}
+	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
 	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
 	return c
@@ -82,6 +93,8 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))
+	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{c}, o...))
+	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{c}, o...))
 }
 
 // Run flushes heartbeats on every replica and runs the controller loops on
@@ -97,9 +110,11 @@ func (c *Cluster) Run(ctx context.Context) {
 // controller runs the loops only one replica may run at a time.
 func (c *Cluster) controller(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); every(ctx, time.Second, c.judgeLiveness) }()
+	wg.Add(4)
+	go func() { defer wg.Done(); c.watchLiveness(ctx) }()
 	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
+	go func() { defer wg.Done(); c.runPipeline(ctx) }()
+	go func() { defer wg.Done(); c.runHooks(ctx) }()
 	wg.Wait()
 }
 
@@ -126,37 +141,6 @@ func (c *Cluster) pruneHistory(ctx context.Context) {
 	}
 	if n > 0 {
 		c.log.Debug("pruned event history", "removed", n, "keep_per_check", c.opts.HistoryPerCheck)
-	}
-}
-
-// judgeLiveness marks nodes Stale when their heartbeats stop and Ready when
-// they resume.
-func (c *Cluster) judgeLiveness(ctx context.Context) {
-	nodes, err := c.store.ListNodes(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("listing nodes for liveness failed", "err", err)
-		}
-		return
-	}
-	now := time.Now()
-	for _, n := range nodes {
-		fresh := n.GetLastHeartbeat() != nil && now.Sub(n.GetLastHeartbeat().AsTime()) <= c.opts.StaleAfter
-		want := n.GetState()
-		switch {
-		case fresh && want != unyov1.NodeState_NODE_STATE_READY:
-			want = unyov1.NodeState_NODE_STATE_READY
-		case !fresh && want == unyov1.NodeState_NODE_STATE_READY:
-			want = unyov1.NodeState_NODE_STATE_STALE
-		}
-		if want == n.GetState() {
-			continue
-		}
-		if err := c.store.SetNodeState(ctx, n.GetName(), want); err != nil {
-			c.log.Warn("changing node state failed", "node", n.GetName(), "state", want, "err", err)
-			continue
-		}
-		c.log.Info("node state changed", "node", n.GetName(), "from", n.GetState(), "to", want)
 	}
 }
 

@@ -100,6 +100,9 @@ type Cluster struct {
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval" mapstructure:"heartbeat_interval"`
 	// StaleAfter: a node without heartbeats for this long turns Stale.
 	StaleAfter time.Duration `yaml:"stale_after" mapstructure:"stale_after"`
+	// DownAfter: a Stale node whose agent also fails the direct probe turns
+	// Down after this long without heartbeats.
+	DownAfter time.Duration `yaml:"down_after" mapstructure:"down_after"`
 }
 
 // Root is used by role root (and dev).
@@ -163,6 +166,7 @@ func staticDefaults(role string) *Config {
 			LeaseTTL:          15 * time.Second,
 			HeartbeatInterval: 10 * time.Second,
 			StaleAfter:        30 * time.Second,
+			DownAfter:         90 * time.Second,
 		},
 		Agent: Agent{
 			Labels:              map[string]string{},

@@ -103,6 +103,7 @@ func TestLoadValidFiles(t *testing.T) {
 				LeaseTTL:          20 * time.Second,
 				HeartbeatInterval: 5 * time.Second,
 				StaleAfter:        time.Minute,
+				DownAfter:         90 * time.Second,
 			})
 		}},
 		{"testdata/valid_agent.yaml", RoleAgent, func(t *testing.T, c *Config) {
@@ -609,6 +610,7 @@ func TestDefaults(t *testing.T) {
 		LeaseTTL:          15 * time.Second,
 		HeartbeatInterval: 10 * time.Second,
 		StaleAfter:        30 * time.Second,
+		DownAfter:         90 * time.Second,
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,

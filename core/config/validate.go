@@ -94,6 +94,9 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.HeartbeatInterval > 0 && c.Cluster.StaleAfter <= c.Cluster.HeartbeatInterval {
 			bad("cluster.stale_after", "must be longer than cluster.heartbeat_interval (%s), or nodes turn stale between heartbeats", c.Cluster.HeartbeatInterval)
 		}
+		if c.Cluster.DownAfter <= c.Cluster.StaleAfter {
+			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
+		}
 	}
 
 	if isAgent {

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/unyo-ops/unyo/configs"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
@@ -43,7 +45,7 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	if err := applyExamples(ctx, st, log); err != nil {
+	if err := applyExamples(ctx, st, c.Cluster.Name, log); err != nil {
 		return err
 	}
 	a, err := newAgent(c, log)
@@ -74,22 +76,40 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	return <-errs
 }
 
-// applyExamples stores the example checks in a cluster that has never had
-// any, so deleting one later is not undone by a restart.
-func applyExamples(ctx context.Context, st store.Store, log *slog.Logger) error {
-	rev, err := st.ChecksRevision(ctx)
-	if err != nil || rev != 0 {
+// applyExamples stores the example checks and default rules in a cluster
+// that has never had any, so deleting one later is not undone by a restart.
+func applyExamples(ctx context.Context, st store.Store, clusterName string, log *slog.Logger) error {
+	if rev, err := st.ChecksRevision(ctx); err != nil || rev != 0 {
 		return err
 	}
-	objs, err := manifest.Decode(bytes.NewReader(configs.ExampleChecks), "configs/resources/checks.yaml")
-	if err != nil {
-		return fmt.Errorf("the built-in example checks: %w", err)
+	if rev, err := st.RulesRevision(ctx); err != nil || rev != 0 {
+		return err
+	}
+	var objs []*unyov1.Object
+	for file, data := range map[string][]byte{"configs/resources/checks.yaml": configs.ExampleChecks, "configs/resources/rules.yaml": configs.DefaultRules} {
+		o, err := manifest.Decode(bytes.NewReader(data), file)
+		if err != nil {
+			return fmt.Errorf("the built-in examples: %w", err)
+		}
+		objs = append(objs, o...)
+	}
+	if err := cluster.ValidateObjects(objs); err != nil {
+		return fmt.Errorf("the built-in examples: %w", err)
 	}
 	for _, o := range objs {
-		if _, err := st.PutCheck(ctx, o.GetCheck()); err != nil {
-			return fmt.Errorf("apply example check %q: %w", o.GetCheck().GetName(), err)
+		manifest.SetCluster(o, clusterName)
+		var err error
+		switch k := o.GetKind().(type) {
+		case *unyov1.Object_Check:
+			k.Check.Source = "central"
+			_, err = st.PutCheck(ctx, k.Check)
+		case *unyov1.Object_EventRule:
+			_, err = st.PutEventRule(ctx, k.EventRule)
+		}
+		if err != nil {
+			return fmt.Errorf("apply example %s %q: %w", manifest.Kind(o), manifest.Name(o), err)
 		}
 	}
-	log.Info("applied the example checks", "count", len(objs), "from", "configs/resources/checks.yaml")
+	log.Info("applied the example checks and default rules", "objects", len(objs), "from", "configs/resources")
 	return nil
 }

@@ -84,7 +84,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	cl := cluster.New(st, cluster.Options{
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
-		StaleAfter: c.Cluster.StaleAfter, HistoryPerCheck: c.Store.HistoryPerCheck, Logger: log,
+		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck, Logger: log,
 	})
 	cl.Register(srv)
 	ln, err := srv.Listen()

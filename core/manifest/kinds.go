@@ -45,6 +45,12 @@ func kind[M proto.Message](name string, wrap func(M) *unyov1.Object, get func(*u
 // to operators. Read-only; TestKindsTable checks it covers the oneof.
 var kinds = []kindInfo{
 	kind("Check", func(c *unyov1.Check) *unyov1.Object { return &unyov1.Object{Kind: &unyov1.Object_Check{Check: c}} }, (*unyov1.Object).GetCheck),
+	kind("EventRule", func(r *unyov1.EventRule) *unyov1.Object {
+		return &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: r}}
+	}, (*unyov1.Object).GetEventRule),
+	kind("Maintenance", func(m *unyov1.Maintenance) *unyov1.Object {
+		return &unyov1.Object{Kind: &unyov1.Object_Maintenance{Maintenance: m}}
+	}, (*unyov1.Object).GetMaintenance),
 }
 
 // documentFields are the fields of a kind's message that a document may
@@ -108,6 +114,17 @@ func Name(o *unyov1.Object) string { return stringField(o, "name") }
 
 // Cluster returns the cluster the object is meant for, or "".
 func Cluster(o *unyov1.Object) string { return stringField(o, "cluster") }
+
+// SetCluster sets the cluster the object is meant for, if its kind has one.
+func SetCluster(o *unyov1.Object, cluster string) {
+	_, m, ok := objectKind(o)
+	if !ok {
+		return
+	}
+	if f := m.ProtoReflect().Descriptor().Fields().ByName("cluster"); f != nil {
+		m.ProtoReflect().Set(f, protoreflect.ValueOfString(cluster))
+	}
+}
 
 // Ref returns the reference naming the object, e.g. for `unyo delete -f`.
 func Ref(o *unyov1.Object) *unyov1.ObjectRef {

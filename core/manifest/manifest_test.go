@@ -188,7 +188,7 @@ func TestDecodeDocument(t *testing.T) {
 		{
 			name:    "kind required outside DecodeCheck",
 			doc:     map[string]any{"name": "load"},
-			wantErr: `agent.yaml: checks[0], "load": kind: required (known kinds: Check)`,
+			wantErr: `agent.yaml: checks[0], "load": kind: required (known kinds: Check, EventRule, Maintenance)`,
 		},
 		{
 			name:    "other kind where checks are expected",
@@ -310,10 +310,10 @@ func TestHelpers(t *testing.T) {
 			t.Errorf("ParseKind(%q) = %q, %v", s, k, err)
 		}
 	}
-	if _, err := ParseKind("xml"); err == nil || err.Error() != `unknown kind "xml" (known kinds: Check)` {
+	if _, err := ParseKind("xml"); err == nil || err.Error() != `unknown kind "xml" (known kinds: Check, EventRule, Maintenance)` {
 		t.Errorf("ParseKind(xml): %v", err)
 	}
-	if got := Kinds(); len(got) != 1 || got[0] != "Check" {
+	if got := Kinds(); strings.Join(got, ",") != "Check,EventRule,Maintenance" {
 		t.Errorf("Kinds() = %v", got)
 	}
 }

@@ -196,7 +196,7 @@ func (p *printer) objects(objs []*unyov1.Object) error {
 				return err
 			}
 		}
-		if err := p.writeTable(objectTable(k, byKind[k])); err != nil {
+		if err := p.writeTable(objectTable(k, byKind[k], p.now())); err != nil {
 			return err
 		}
 	}
@@ -205,7 +205,13 @@ func (p *printer) objects(objs []*unyov1.Object) error {
 
 // objectTable lays out objects of one kind; kinds without their own
 // columns get the ones every kind has.
-func objectTable(kind string, objs []*unyov1.Object) table {
+func objectTable(kind string, objs []*unyov1.Object, now time.Time) table {
+	switch kind {
+	case "EventRule":
+		return ruleTable(objs)
+	case "Maintenance":
+		return maintenanceTable(objs, now)
+	}
 	if kind == "Check" {
 		t := table{header: []string{"NAME", "CLUSTER", "SCHEDULE", "COMMAND", "SELECTOR", "REVISION"}}
 		for _, o := range objs {

@@ -22,6 +22,8 @@ type Store interface {
 	Events
 	Clusters
 	Leases
+	Rules
+	Pipeline
 	Close() error
 }
 

@@ -7,7 +7,7 @@
 // while clients keep their DSN.
 //
 // PostgreSQL is found under /usr/lib/postgresql/*/bin (the newest version
-// wins) or on PATH. Without it tests are skipped, except when the environment
+// wins) or on PATH, or where $UNYO_TESTPG_BIN says. Without it tests are skipped, except when the environment
 // variable CI is set: there a missing server is a broken machine, so the test
 // fails.
 package testpg
@@ -284,11 +284,18 @@ func (s *Server) startFreePort(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if !strings.Contains(s.logFrom(logStart), "could not bind") {
+		if !portTaken(s.logFrom(logStart)) {
 			break
 		}
 	}
 	return fmt.Errorf("start PostgreSQL: %w", err)
+}
+
+// portTaken tells from the server's log whether it failed to start because
+// its port was in use.
+func portTaken(log string) bool {
+	return strings.Contains(log, "could not bind") ||
+		strings.Contains(log, "could not create any TCP/IP sockets")
 }
 
 func (s *Server) startLocked(ctx context.Context) error {
@@ -317,9 +324,10 @@ func (s *Server) startLocked(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// pg_ctl hands these options to a shell: quote them.
 	var o strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&o, "-c %s=%s ", k, settings[k])
+		fmt.Fprintf(&o, "-c '%s' ", strings.ReplaceAll(k+"="+settings[k], "'", `'\''`))
 	}
 	// pg_ctl -w waits for the server's own "ready" mark and notices when it
 	// exits during start-up (a taken port); waitReady then confirms that
@@ -519,8 +527,18 @@ func chownToUser(dir, name string) error {
 	return nil
 }
 
+// BinEnv names an environment variable that, when set, is the only
+// directory searched for PostgreSQL's binaries.
+const BinEnv = "UNYO_TESTPG_BIN"
+
 // findBin finds the directory with PostgreSQL's server binaries.
 func findBin() (string, error) {
+	if d := os.Getenv(BinEnv); d != "" {
+		if isExecutable(filepath.Join(d, "pg_ctl")) && isExecutable(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+		return "", fmt.Errorf("no pg_ctl and initdb in %s (from $%s)", d, BinEnv)
+	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	// Newest major version first: numeric, so 15 sorts after 9.6.
 	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })

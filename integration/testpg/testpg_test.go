@@ -2,6 +2,9 @@ package testpg_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +108,27 @@ func TestRestartKeepsDataAndPort(t *testing.T) {
 	}
 	if got := query(t, dsn, "SELECT v FROM kept"); got != "before restart" {
 		t.Fatalf("after second restart kept = %q", got)
+	}
+}
+
+// TestMissingPostgres runs TestStart in a child process that cannot find
+// PostgreSQL: it must skip, except under CI, where it must fail.
+func TestMissingPostgres(t *testing.T) {
+	if os.Getenv("TESTPG_CHILD") != "" {
+		t.Skip("only in the parent")
+	}
+	for _, tc := range []struct {
+		ci   string
+		want string
+	}{
+		{"", "--- SKIP: TestStart"},
+		{"true", "--- FAIL: TestStart"},
+	} {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStart$", "-test.v")
+		cmd.Env = append(os.Environ(), "TESTPG_CHILD=1", testpg.BinEnv+"="+t.TempDir(), "CI="+tc.ci)
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "PostgreSQL is not installed") {
+			t.Errorf("CI=%q: want %q and an explanation, got:\n%s", tc.ci, tc.want, out)
+		}
 	}
 }

@@ -185,6 +185,115 @@ func (NodeState) EnumDescriptor() ([]byte, []int) {
 	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
 }
 
+type AlertLevel int32
+
+const (
+	AlertLevel_ALERT_LEVEL_UNSPECIFIED AlertLevel = 0
+	AlertLevel_ALERT_LEVEL_WARNING     AlertLevel = 1
+	AlertLevel_ALERT_LEVEL_CRITICAL    AlertLevel = 2
+	// User-visible service impact.
+	AlertLevel_ALERT_LEVEL_FATAL AlertLevel = 3
+)
+
+// Enum value maps for AlertLevel.
+var (
+	AlertLevel_name = map[int32]string{
+		0: "ALERT_LEVEL_UNSPECIFIED",
+		1: "ALERT_LEVEL_WARNING",
+		2: "ALERT_LEVEL_CRITICAL",
+		3: "ALERT_LEVEL_FATAL",
+	}
+	AlertLevel_value = map[string]int32{
+		"ALERT_LEVEL_UNSPECIFIED": 0,
+		"ALERT_LEVEL_WARNING":     1,
+		"ALERT_LEVEL_CRITICAL":    2,
+		"ALERT_LEVEL_FATAL":       3,
+	}
+)
+
+func (x AlertLevel) Enum() *AlertLevel {
+	p := new(AlertLevel)
+	*p = x
+	return p
+}
+
+func (x AlertLevel) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AlertLevel) Descriptor() protoreflect.EnumDescriptor {
+	return file_unyo_v1_unyo_proto_enumTypes[3].Descriptor()
+}
+
+func (AlertLevel) Type() protoreflect.EnumType {
+	return &file_unyo_v1_unyo_proto_enumTypes[3]
+}
+
+func (x AlertLevel) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AlertLevel.Descriptor instead.
+func (AlertLevel) EnumDescriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+}
+
+type AlertState int32
+
+const (
+	AlertState_ALERT_STATE_UNSPECIFIED  AlertState = 0
+	AlertState_ALERT_STATE_OPEN         AlertState = 1
+	AlertState_ALERT_STATE_ACKNOWLEDGED AlertState = 2
+	// The condition cleared; an operator still has to close it.
+	AlertState_ALERT_STATE_RESOLVED AlertState = 3
+	AlertState_ALERT_STATE_CLOSED   AlertState = 4
+)
+
+// Enum value maps for AlertState.
+var (
+	AlertState_name = map[int32]string{
+		0: "ALERT_STATE_UNSPECIFIED",
+		1: "ALERT_STATE_OPEN",
+		2: "ALERT_STATE_ACKNOWLEDGED",
+		3: "ALERT_STATE_RESOLVED",
+		4: "ALERT_STATE_CLOSED",
+	}
+	AlertState_value = map[string]int32{
+		"ALERT_STATE_UNSPECIFIED":  0,
+		"ALERT_STATE_OPEN":         1,
+		"ALERT_STATE_ACKNOWLEDGED": 2,
+		"ALERT_STATE_RESOLVED":     3,
+		"ALERT_STATE_CLOSED":       4,
+	}
+)
+
+func (x AlertState) Enum() *AlertState {
+	p := new(AlertState)
+	*p = x
+	return p
+}
+
+func (x AlertState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AlertState) Descriptor() protoreflect.EnumDescriptor {
+	return file_unyo_v1_unyo_proto_enumTypes[4].Descriptor()
+}
+
+func (AlertState) Type() protoreflect.EnumType {
+	return &file_unyo_v1_unyo_proto_enumTypes[4]
+}
+
+func (x AlertState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AlertState.Descriptor instead.
+func (AlertState) EnumDescriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+}
+
 type Capacity struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cpus          int32                  `protobuf:"varint,1,opt,name=cpus,proto3" json:"cpus,omitempty"`
@@ -710,7 +819,17 @@ type Event struct {
 	Duration   *durationpb.Duration   `protobuf:"bytes,14,opt,name=duration,proto3" json:"duration,omitempty"`
 	ReceivedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=received_at,json=receivedAt,proto3" json:"received_at,omitempty"`
 	// Per node and check, increasing on the agent.
-	Sequence      uint64 `protobuf:"varint,16,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Sequence uint64 `protobuf:"varint,16,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The check's settings at the time of the run, so that the pipeline
+	// needs no lookup (local checks included).
+	Occurrences int32                `protobuf:"varint,17,opt,name=occurrences,proto3" json:"occurrences,omitempty"`
+	Reissue     *durationpb.Duration `protobuf:"bytes,18,opt,name=reissue,proto3" json:"reissue,omitempty"`
+	// Filled by the cluster's event pipeline.
+	Explanation *Explanation `protobuf:"bytes,19,opt,name=explanation,proto3" json:"explanation,omitempty"`
+	// Set when a silence rule or a maintenance silenced the event.
+	SilencedBy string `protobuf:"bytes,20,opt,name=silenced_by,json=silencedBy,proto3" json:"silenced_by,omitempty"`
+	// Node labels at ingest, for rules that match on labels.
+	Labels        map[string]string `protobuf:"bytes,21,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -857,12 +976,1273 @@ func (x *Event) GetSequence() uint64 {
 	return 0
 }
 
+func (x *Event) GetOccurrences() int32 {
+	if x != nil {
+		return x.Occurrences
+	}
+	return 0
+}
+
+func (x *Event) GetReissue() *durationpb.Duration {
+	if x != nil {
+		return x.Reissue
+	}
+	return nil
+}
+
+func (x *Event) GetExplanation() *Explanation {
+	if x != nil {
+		return x.Explanation
+	}
+	return nil
+}
+
+func (x *Event) GetSilencedBy() string {
+	if x != nil {
+		return x.SilencedBy
+	}
+	return ""
+}
+
+func (x *Event) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// Explanation says what the event pipeline did with one event.
+type Explanation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// processed, pending (occurrences not reached), suppressed (reissue
+	// window), silenced, grouped or dropped.
+	Outcome       string                 `protobuf:"bytes,1,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Steps         []*ExplanationStep     `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	ProcessedAt   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=processed_at,json=processedAt,proto3" json:"processed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Explanation) Reset() {
+	*x = Explanation{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Explanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Explanation) ProtoMessage() {}
+
+func (x *Explanation) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
+func (*Explanation) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Explanation) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *Explanation) GetSteps() []*ExplanationStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *Explanation) GetProcessedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ProcessedAt
+	}
+	return nil
+}
+
+type ExplanationStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// occurrences, reissue, silence, maintenance, aggregate, action, filter.
+	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The rule or maintenance involved, if any.
+	Rule          string                 `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	Outcome       string                 `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplanationStep) Reset() {
+	*x = ExplanationStep{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplanationStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplanationStep) ProtoMessage() {}
+
+func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplanationStep.ProtoReflect.Descriptor instead.
+func (*ExplanationStep) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ExplanationStep) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *ExplanationStep) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ExplanationStep) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ExplanationStep) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// EventMatch selects events: every given condition must hold; an empty
+// match selects nothing.
+type EventMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Regular expressions, anchored at both ends.
+	Node    string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Check   string `protobuf:"bytes,2,opt,name=check,proto3" json:"check,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// success, warning, critical.
+	Levels []string `protobuf:"bytes,4,rep,name=levels,proto3" json:"levels,omitempty"`
+	// Node labels that must be present with these values.
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventMatch) Reset() {
+	*x = EventMatch{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventMatch) ProtoMessage() {}
+
+func (x *EventMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventMatch.ProtoReflect.Descriptor instead.
+func (*EventMatch) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *EventMatch) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *EventMatch) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *EventMatch) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *EventMatch) GetLevels() []string {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+func (x *EventMatch) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type CreateAlertAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// fatal, critical or warning; default: from the event's level.
+	Level string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	// Deduplication key, a template over the event; default "{{.Node}}/{{.Check}}".
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Summary template; default the event's output.
+	Summary       string `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAlertAction) Reset() {
+	*x = CreateAlertAction{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAlertAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAlertAction) ProtoMessage() {}
+
+func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAlertAction.ProtoReflect.Descriptor instead.
+func (*CreateAlertAction) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CreateAlertAction) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *CreateAlertAction) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *CreateAlertAction) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+type DeleteAlertAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key template of the alert to resolve; default "{{.Node}}/{{.Check}}".
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Also close it (operators close alerts otherwise).
+	Close         bool `protobuf:"varint,2,opt,name=close,proto3" json:"close,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAlertAction) Reset() {
+	*x = DeleteAlertAction{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAlertAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAlertAction) ProtoMessage() {}
+
+func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAlertAction.ProtoReflect.Descriptor instead.
+func (*DeleteAlertAction) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeleteAlertAction) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DeleteAlertAction) GetClose() bool {
+	if x != nil {
+		return x.Close
+	}
+	return false
+}
+
+type ApiHookAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Url   string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// "unyo" (default) or "alertmanager" (an Alertmanager webhook payload).
+	Format string `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	// Per attempt; default 10s.
+	Timeout string `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// Attempts after the first; default 3.
+	Retries       int32             `protobuf:"varint,4,opt,name=retries,proto3" json:"retries,omitempty"`
+	Headers       map[string]string `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApiHookAction) Reset() {
+	*x = ApiHookAction{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApiHookAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApiHookAction) ProtoMessage() {}
+
+func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApiHookAction.ProtoReflect.Descriptor instead.
+func (*ApiHookAction) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ApiHookAction) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ApiHookAction) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *ApiHookAction) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+func (x *ApiHookAction) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *ApiHookAction) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+type Action struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Action_CreateAlert
+	//	*Action_DeleteAlert
+	//	*Action_ApiHook
+	Kind          isAction_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Action) Reset() {
+	*x = Action{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Action) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Action) ProtoMessage() {}
+
+func (x *Action) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Action.ProtoReflect.Descriptor instead.
+func (*Action) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Action) GetKind() isAction_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Action) GetCreateAlert() *CreateAlertAction {
+	if x != nil {
+		if x, ok := x.Kind.(*Action_CreateAlert); ok {
+			return x.CreateAlert
+		}
+	}
+	return nil
+}
+
+func (x *Action) GetDeleteAlert() *DeleteAlertAction {
+	if x != nil {
+		if x, ok := x.Kind.(*Action_DeleteAlert); ok {
+			return x.DeleteAlert
+		}
+	}
+	return nil
+}
+
+func (x *Action) GetApiHook() *ApiHookAction {
+	if x != nil {
+		if x, ok := x.Kind.(*Action_ApiHook); ok {
+			return x.ApiHook
+		}
+	}
+	return nil
+}
+
+type isAction_Kind interface {
+	isAction_Kind()
+}
+
+type Action_CreateAlert struct {
+	CreateAlert *CreateAlertAction `protobuf:"bytes,1,opt,name=create_alert,json=createAlert,proto3,oneof"`
+}
+
+type Action_DeleteAlert struct {
+	DeleteAlert *DeleteAlertAction `protobuf:"bytes,2,opt,name=delete_alert,json=deleteAlert,proto3,oneof"`
+}
+
+type Action_ApiHook struct {
+	ApiHook *ApiHookAction `protobuf:"bytes,3,opt,name=api_hook,json=apiHook,proto3,oneof"`
+}
+
+func (*Action_CreateAlert) isAction_Kind() {}
+
+func (*Action_DeleteAlert) isAction_Kind() {}
+
+func (*Action_ApiHook) isAction_Kind() {}
+
+type EventRuleSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// filter, silence, aggregate or action.
+	Type  string      `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Match *EventMatch `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
+	// Higher runs first; ties by name.
+	Priority int32 `protobuf:"varint,3,opt,name=priority,proto3" json:"priority,omitempty"`
+	// RFC 3339 time after which the rule no longer matches.
+	Until  string `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	Owner  string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// aggregate: node, check, level or label:NAME.
+	GroupBy []string `protobuf:"bytes,7,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	// aggregate: how long a group gathers members before its actions run.
+	Wait string `protobuf:"bytes,8,opt,name=wait,proto3" json:"wait,omitempty"`
+	// action and aggregate.
+	Actions []*Action `protobuf:"bytes,9,rep,name=actions,proto3" json:"actions,omitempty"`
+	// action: let lower-priority rules run too.
+	Continue      bool `protobuf:"varint,10,opt,name=continue,proto3" json:"continue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventRuleSpec) Reset() {
+	*x = EventRuleSpec{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventRuleSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventRuleSpec) ProtoMessage() {}
+
+func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventRuleSpec.ProtoReflect.Descriptor instead.
+func (*EventRuleSpec) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EventRuleSpec) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventRuleSpec) GetMatch() *EventMatch {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
+func (x *EventRuleSpec) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *EventRuleSpec) GetUntil() string {
+	if x != nil {
+		return x.Until
+	}
+	return ""
+}
+
+func (x *EventRuleSpec) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *EventRuleSpec) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EventRuleSpec) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *EventRuleSpec) GetWait() string {
+	if x != nil {
+		return x.Wait
+	}
+	return ""
+}
+
+func (x *EventRuleSpec) GetActions() []*Action {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+func (x *EventRuleSpec) GetContinue() bool {
+	if x != nil {
+		return x.Continue
+	}
+	return false
+}
+
+type EventRule struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cluster   string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Labels    map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Spec      *EventRuleSpec         `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Revision  int64                  `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// How many events the rule matched (for filters: dropped).
+	Matched       int64 `protobuf:"varint,8,opt,name=matched,proto3" json:"matched,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventRule) Reset() {
+	*x = EventRule{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventRule) ProtoMessage() {}
+
+func (x *EventRule) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventRule.ProtoReflect.Descriptor instead.
+func (*EventRule) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EventRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EventRule) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *EventRule) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *EventRule) GetSpec() *EventRuleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *EventRule) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *EventRule) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *EventRule) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *EventRule) GetMatched() int64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+// AggregateGroup is an aggregate rule's group of events while its window
+// is open; the cluster keeps it in its database so windows survive restarts.
+type AggregateGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rule          string                 `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	OpenedAt      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	FlushAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=flush_at,json=flushAt,proto3" json:"flush_at,omitempty"`
+	Members       []*Event               `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateGroup) Reset() {
+	*x = AggregateGroup{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateGroup) ProtoMessage() {}
+
+func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateGroup.ProtoReflect.Descriptor instead.
+func (*AggregateGroup) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AggregateGroup) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *AggregateGroup) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *AggregateGroup) GetOpenedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return nil
+}
+
+func (x *AggregateGroup) GetFlushAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FlushAt
+	}
+	return nil
+}
+
+func (x *AggregateGroup) GetMembers() []*Event {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+type MaintenanceSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node and check names or regular expressions (anchored); empty selects all.
+	Nodes  []string `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Checks []string `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty"`
+	Reason string   `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Owner  string   `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	// RFC 3339; start defaults to when it was created, no end is open-ended.
+	Start         string `protobuf:"bytes,5,opt,name=start,proto3" json:"start,omitempty"`
+	End           string `protobuf:"bytes,6,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MaintenanceSpec) Reset() {
+	*x = MaintenanceSpec{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaintenanceSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaintenanceSpec) ProtoMessage() {}
+
+func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaintenanceSpec.ProtoReflect.Descriptor instead.
+func (*MaintenanceSpec) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MaintenanceSpec) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *MaintenanceSpec) GetChecks() []string {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
+}
+
+func (x *MaintenanceSpec) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *MaintenanceSpec) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *MaintenanceSpec) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *MaintenanceSpec) GetEnd() string {
+	if x != nil {
+		return x.End
+	}
+	return ""
+}
+
+type Maintenance struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cluster   string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Labels    map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Spec      *MaintenanceSpec       `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Set when an operator ended it.
+	EndedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	EndedBy string                 `protobuf:"bytes,7,opt,name=ended_by,json=endedBy,proto3" json:"ended_by,omitempty"`
+	// Events it silenced.
+	Silenced      int64 `protobuf:"varint,8,opt,name=silenced,proto3" json:"silenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Maintenance) Reset() {
+	*x = Maintenance{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Maintenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Maintenance) ProtoMessage() {}
+
+func (x *Maintenance) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
+func (*Maintenance) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Maintenance) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Maintenance) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *Maintenance) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Maintenance) GetSpec() *MaintenanceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Maintenance) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Maintenance) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *Maintenance) GetEndedBy() string {
+	if x != nil {
+		return x.EndedBy
+	}
+	return ""
+}
+
+func (x *Maintenance) GetSilenced() int64 {
+	if x != nil {
+		return x.Silenced
+	}
+	return 0
+}
+
+type AlertTransition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	From  AlertState             `protobuf:"varint,2,opt,name=from,proto3,enum=unyo.v1.AlertState" json:"from,omitempty"`
+	To    AlertState             `protobuf:"varint,3,opt,name=to,proto3,enum=unyo.v1.AlertState" json:"to,omitempty"`
+	// An operator's name, or "rule:NAME".
+	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlertTransition) Reset() {
+	*x = AlertTransition{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlertTransition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlertTransition) ProtoMessage() {}
+
+func (x *AlertTransition) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlertTransition.ProtoReflect.Descriptor instead.
+func (*AlertTransition) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AlertTransition) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *AlertTransition) GetFrom() AlertState {
+	if x != nil {
+		return x.From
+	}
+	return AlertState_ALERT_STATE_UNSPECIFIED
+}
+
+func (x *AlertTransition) GetTo() AlertState {
+	if x != nil {
+		return x.To
+	}
+	return AlertState_ALERT_STATE_UNSPECIFIED
+}
+
+func (x *AlertTransition) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *AlertTransition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type Alert struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Cluster string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Key     string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Level   AlertLevel             `protobuf:"varint,4,opt,name=level,proto3,enum=unyo.v1.AlertLevel" json:"level,omitempty"`
+	State   AlertState             `protobuf:"varint,5,opt,name=state,proto3,enum=unyo.v1.AlertState" json:"state,omitempty"`
+	Node    string                 `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
+	Check   string                 `protobuf:"bytes,7,opt,name=check,proto3" json:"check,omitempty"`
+	Summary string                 `protobuf:"bytes,8,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The rule that opened it.
+	Rule          string                 `protobuf:"bytes,9,opt,name=rule,proto3" json:"rule,omitempty"`
+	Count         int64                  `protobuf:"varint,10,opt,name=count,proto3" json:"count,omitempty"`
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
+	LastSeen      *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	LastEventId   string                 `protobuf:"bytes,13,opt,name=last_event_id,json=lastEventId,proto3" json:"last_event_id,omitempty"`
+	History       []*AlertTransition     `protobuf:"bytes,14,rep,name=history,proto3" json:"history,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Alert) Reset() {
+	*x = Alert{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Alert) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Alert) ProtoMessage() {}
+
+func (x *Alert) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Alert.ProtoReflect.Descriptor instead.
+func (*Alert) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Alert) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Alert) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *Alert) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Alert) GetLevel() AlertLevel {
+	if x != nil {
+		return x.Level
+	}
+	return AlertLevel_ALERT_LEVEL_UNSPECIFIED
+}
+
+func (x *Alert) GetState() AlertState {
+	if x != nil {
+		return x.State
+	}
+	return AlertState_ALERT_STATE_UNSPECIFIED
+}
+
+func (x *Alert) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Alert) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *Alert) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Alert) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *Alert) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *Alert) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *Alert) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *Alert) GetLastEventId() string {
+	if x != nil {
+		return x.LastEventId
+	}
+	return ""
+}
+
+func (x *Alert) GetHistory() []*AlertTransition {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
 // Object is any document `unyo apply` accepts.
 type Object struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Object_Check
+	//	*Object_EventRule
+	//	*Object_Maintenance
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -870,7 +2250,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +2262,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +2275,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -914,6 +2294,24 @@ func (x *Object) GetCheck() *Check {
 	return nil
 }
 
+func (x *Object) GetEventRule() *EventRule {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_EventRule); ok {
+			return x.EventRule
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetMaintenance() *Maintenance {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Maintenance); ok {
+			return x.Maintenance
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -922,7 +2320,19 @@ type Object_Check struct {
 	Check *Check `protobuf:"bytes,1,opt,name=check,proto3,oneof"`
 }
 
+type Object_EventRule struct {
+	EventRule *EventRule `protobuf:"bytes,2,opt,name=event_rule,json=eventRule,proto3,oneof"`
+}
+
+type Object_Maintenance struct {
+	Maintenance *Maintenance `protobuf:"bytes,3,opt,name=maintenance,proto3,oneof"`
+}
+
 func (*Object_Check) isObject_Kind() {}
+
+func (*Object_EventRule) isObject_Kind() {}
+
+func (*Object_Maintenance) isObject_Kind() {}
 
 type ObjectRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -935,7 +2345,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +2357,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +2370,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ObjectRef) GetKind() string {
@@ -994,7 +2404,7 @@ type ClusterError struct {
 
 func (x *ClusterError) Reset() {
 	*x = ClusterError{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +2416,7 @@ func (x *ClusterError) String() string {
 func (*ClusterError) ProtoMessage() {}
 
 func (x *ClusterError) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +2429,7 @@ func (x *ClusterError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterError.ProtoReflect.Descriptor instead.
 func (*ClusterError) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ClusterError) GetCluster() string {
@@ -1045,7 +2455,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +2467,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +2480,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RegisterRequest) GetNode() *Node {
@@ -1090,7 +2500,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +2512,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +2525,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RegisterResponse) GetCluster() string {
@@ -1142,7 +2552,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +2564,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +2577,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -1194,7 +2604,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +2616,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +2629,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -1239,7 +2649,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +2661,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +2674,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -1287,14 +2697,16 @@ type ReportResultsResponse struct {
 	Duplicates int32                  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
 	// Results refused as malformed, each with why. They are not stored and
 	// must not be resent.
-	Rejected      []string `protobuf:"bytes,3,rep,name=rejected,proto3" json:"rejected,omitempty"`
+	Rejected []string `protobuf:"bytes,3,rep,name=rejected,proto3" json:"rejected,omitempty"`
+	// Dropped by Filter rules before storing.
+	Filtered      int32 `protobuf:"varint,4,opt,name=filtered,proto3" json:"filtered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +2718,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +2731,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -1343,6 +2755,13 @@ func (x *ReportResultsResponse) GetRejected() []string {
 	return nil
 }
 
+func (x *ReportResultsResponse) GetFiltered() int32 {
+	if x != nil {
+		return x.Filtered
+	}
+	return 0
+}
+
 type GetChecksRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -1352,7 +2771,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +2783,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +2796,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -1397,7 +2816,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +2828,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +2841,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -1448,7 +2867,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +2879,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +2892,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -1494,7 +2913,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +2925,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +2938,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -1546,7 +2965,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +2977,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +2990,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -1597,7 +3016,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +3028,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +3041,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -1643,7 +3062,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +3074,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +3087,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -1694,7 +3113,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +3125,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +3138,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -1739,7 +3158,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +3170,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +3183,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -1791,7 +3210,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +3222,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +3235,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -1843,7 +3262,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +3274,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +3287,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -1894,7 +3313,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +3325,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +3338,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -1939,7 +3358,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +3370,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +3383,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1991,7 +3410,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +3422,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +3435,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -2043,7 +3462,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +3474,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +3487,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -2100,7 +3519,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +3531,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +3544,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -2180,7 +3599,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +3611,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +3624,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -2232,7 +3651,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +3663,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +3676,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -2284,7 +3703,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +3715,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +3728,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -2320,6 +3739,471 @@ func (x *GetEventResponse) GetEvents() []*Event {
 }
 
 func (x *GetEventResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type ListAlertsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Node    string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Check   string                 `protobuf:"bytes,3,opt,name=check,proto3" json:"check,omitempty"`
+	Levels  []AlertLevel           `protobuf:"varint,4,rep,packed,name=levels,proto3,enum=unyo.v1.AlertLevel" json:"levels,omitempty"`
+	// Default: every state but closed.
+	States        []AlertState `protobuf:"varint,5,rep,packed,name=states,proto3,enum=unyo.v1.AlertState" json:"states,omitempty"`
+	Limit         int32        `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsRequest) Reset() {
+	*x = ListAlertsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsRequest) ProtoMessage() {}
+
+func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
+func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListAlertsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ListAlertsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ListAlertsRequest) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *ListAlertsRequest) GetLevels() []AlertLevel {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+func (x *ListAlertsRequest) GetStates() []AlertState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListAlertsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListAlertsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alerts        []*Alert               `protobuf:"bytes,1,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsResponse) Reset() {
+	*x = ListAlertsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsResponse) ProtoMessage() {}
+
+func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
+func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListAlertsResponse) GetAlerts() []*Alert {
+	if x != nil {
+		return x.Alerts
+	}
+	return nil
+}
+
+func (x *ListAlertsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type GetAlertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Cluster       string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAlertRequest) Reset() {
+	*x = GetAlertRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAlertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAlertRequest) ProtoMessage() {}
+
+func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
+func (*GetAlertRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *GetAlertRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetAlertRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+type GetAlertResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alerts        []*Alert               `protobuf:"bytes,1,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAlertResponse) Reset() {
+	*x = GetAlertResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAlertResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAlertResponse) ProtoMessage() {}
+
+func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
+func (*GetAlertResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *GetAlertResponse) GetAlerts() []*Alert {
+	if x != nil {
+		return x.Alerts
+	}
+	return nil
+}
+
+func (x *GetAlertResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type AlertActionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Cluster       string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	By            string                 `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlertActionRequest) Reset() {
+	*x = AlertActionRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlertActionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlertActionRequest) ProtoMessage() {}
+
+func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
+func (*AlertActionRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *AlertActionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AlertActionRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *AlertActionRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *AlertActionRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type AlertActionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alert         *Alert                 `protobuf:"bytes,1,opt,name=alert,proto3" json:"alert,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlertActionResponse) Reset() {
+	*x = AlertActionResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlertActionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlertActionResponse) ProtoMessage() {}
+
+func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
+func (*AlertActionResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *AlertActionResponse) GetAlert() *Alert {
+	if x != nil {
+		return x.Alert
+	}
+	return nil
+}
+
+type EndMaintenanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Cluster       string                 `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	By            string                 `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndMaintenanceRequest) Reset() {
+	*x = EndMaintenanceRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndMaintenanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndMaintenanceRequest) ProtoMessage() {}
+
+func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
+func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *EndMaintenanceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EndMaintenanceRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *EndMaintenanceRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+type EndMaintenanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Maintenances  []*Maintenance         `protobuf:"bytes,1,rep,name=maintenances,proto3" json:"maintenances,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndMaintenanceResponse) Reset() {
+	*x = EndMaintenanceResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndMaintenanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndMaintenanceResponse) ProtoMessage() {}
+
+func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
+func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
+	if x != nil {
+		return x.Maintenances
+	}
+	return nil
+}
+
+func (x *EndMaintenanceResponse) GetClusterErrors() []*ClusterError {
 	if x != nil {
 		return x.ClusterErrors
 	}
@@ -2341,7 +4225,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +4237,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +4250,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -2421,7 +4305,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +4317,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +4330,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -2471,7 +4355,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +4367,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +4380,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 type ListClustersRequest struct {
@@ -2507,7 +4391,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +4403,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +4416,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 type ListClustersResponse struct {
@@ -2544,7 +4428,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +4440,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +4453,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -2587,7 +4471,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +4483,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +4496,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 type GetStatusResponse struct {
@@ -2630,7 +4514,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +4526,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +4539,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -2767,7 +4651,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x03min\x18\x06 \x01(\x01H\x00R\x03min\x88\x01\x01\x12\x15\n" +
 	"\x03max\x18\a \x01(\x01H\x01R\x03max\x88\x01\x01B\x06\n" +
 	"\x04_minB\x06\n" +
-	"\x04_max\"\xba\x04\n" +
+	"\x04_max\"\xd9\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x12\x12\n" +
@@ -2788,9 +4672,136 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\bduration\x18\x0e \x01(\v2\x19.google.protobuf.DurationR\bduration\x12;\n" +
 	"\vreceived_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"receivedAt\x12\x1a\n" +
-	"\bsequence\x18\x10 \x01(\x04R\bsequence\"8\n" +
+	"\bsequence\x18\x10 \x01(\x04R\bsequence\x12 \n" +
+	"\voccurrences\x18\x11 \x01(\x05R\voccurrences\x123\n" +
+	"\areissue\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\areissue\x126\n" +
+	"\vexplanation\x18\x13 \x01(\v2\x14.unyo.v1.ExplanationR\vexplanation\x12\x1f\n" +
+	"\vsilenced_by\x18\x14 \x01(\tR\n" +
+	"silencedBy\x122\n" +
+	"\x06labels\x18\x15 \x03(\v2\x1a.unyo.v1.Event.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x01\n" +
+	"\vExplanation\x12\x18\n" +
+	"\aoutcome\x18\x01 \x01(\tR\aoutcome\x12.\n" +
+	"\x05steps\x18\x02 \x03(\v2\x18.unyo.v1.ExplanationStepR\x05steps\x12=\n" +
+	"\fprocessed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vprocessedAt\"\x81\x01\n" +
+	"\x0fExplanationStep\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x12\n" +
+	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12*\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xdc\x01\n" +
+	"\n" +
+	"EventMatch\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05check\x18\x02 \x01(\tR\x05check\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
+	"\x06levels\x18\x04 \x03(\tR\x06levels\x127\n" +
+	"\x06labels\x18\x05 \x03(\v2\x1f.unyo.v1.EventMatch.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"U\n" +
+	"\x11CreateAlertAction\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\tR\x05level\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x18\n" +
+	"\asummary\x18\x03 \x01(\tR\asummary\";\n" +
+	"\x11DeleteAlertAction\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05close\x18\x02 \x01(\bR\x05close\"\xe8\x01\n" +
+	"\rApiHookAction\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x18\n" +
+	"\atimeout\x18\x03 \x01(\tR\atimeout\x12\x18\n" +
+	"\aretries\x18\x04 \x01(\x05R\aretries\x12=\n" +
+	"\aheaders\x18\x05 \x03(\v2#.unyo.v1.ApiHookAction.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc7\x01\n" +
+	"\x06Action\x12?\n" +
+	"\fcreate_alert\x18\x01 \x01(\v2\x1a.unyo.v1.CreateAlertActionH\x00R\vcreateAlert\x12?\n" +
+	"\fdelete_alert\x18\x02 \x01(\v2\x1a.unyo.v1.DeleteAlertActionH\x00R\vdeleteAlert\x123\n" +
+	"\bapi_hook\x18\x03 \x01(\v2\x16.unyo.v1.ApiHookActionH\x00R\aapiHookB\x06\n" +
+	"\x04kind\"\xa4\x02\n" +
+	"\rEventRuleSpec\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12)\n" +
+	"\x05match\x18\x02 \x01(\v2\x13.unyo.v1.EventMatchR\x05match\x12\x1a\n" +
+	"\bpriority\x18\x03 \x01(\x05R\bpriority\x12\x14\n" +
+	"\x05until\x18\x04 \x01(\tR\x05until\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x19\n" +
+	"\bgroup_by\x18\a \x03(\tR\agroupBy\x12\x12\n" +
+	"\x04wait\x18\b \x01(\tR\x04wait\x12)\n" +
+	"\aactions\x18\t \x03(\v2\x0f.unyo.v1.ActionR\aactions\x12\x1a\n" +
+	"\bcontinue\x18\n" +
+	" \x01(\bR\bcontinue\"\x84\x03\n" +
+	"\tEventRule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x126\n" +
+	"\x06labels\x18\x03 \x03(\v2\x1e.unyo.v1.EventRule.LabelsEntryR\x06labels\x12*\n" +
+	"\x04spec\x18\x04 \x01(\v2\x16.unyo.v1.EventRuleSpecR\x04spec\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
+	"\amatched\x18\b \x01(\x03R\amatched\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd0\x01\n" +
+	"\x0eAggregateGroup\x12\x12\n" +
+	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x127\n" +
+	"\topened_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x125\n" +
+	"\bflush_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aflushAt\x12(\n" +
+	"\amembers\x18\x05 \x03(\v2\x0e.unyo.v1.EventR\amembers\"\x95\x01\n" +
+	"\x0fMaintenanceSpec\x12\x14\n" +
+	"\x05nodes\x18\x01 \x03(\tR\x05nodes\x12\x16\n" +
+	"\x06checks\x18\x02 \x03(\tR\x06checks\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05start\x18\x05 \x01(\tR\x05start\x12\x10\n" +
+	"\x03end\x18\x06 \x01(\tR\x03end\"\x87\x03\n" +
+	"\vMaintenance\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x128\n" +
+	"\x06labels\x18\x03 \x03(\v2 .unyo.v1.Maintenance.LabelsEntryR\x06labels\x12,\n" +
+	"\x04spec\x18\x04 \x01(\v2\x18.unyo.v1.MaintenanceSpecR\x04spec\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
+	"\bended_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x19\n" +
+	"\bended_by\x18\a \x01(\tR\aendedBy\x12\x1a\n" +
+	"\bsilenced\x18\b \x01(\x03R\bsilenced\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x01\n" +
+	"\x0fAlertTransition\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12'\n" +
+	"\x04from\x18\x02 \x01(\x0e2\x13.unyo.v1.AlertStateR\x04from\x12#\n" +
+	"\x02to\x18\x03 \x01(\x0e2\x13.unyo.v1.AlertStateR\x02to\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xd3\x03\n" +
+	"\x05Alert\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12)\n" +
+	"\x05level\x18\x04 \x01(\x0e2\x13.unyo.v1.AlertLevelR\x05level\x12)\n" +
+	"\x05state\x18\x05 \x01(\x0e2\x13.unyo.v1.AlertStateR\x05state\x12\x12\n" +
+	"\x04node\x18\x06 \x01(\tR\x04node\x12\x14\n" +
+	"\x05check\x18\a \x01(\tR\x05check\x12\x18\n" +
+	"\asummary\x18\b \x01(\tR\asummary\x12\x12\n" +
+	"\x04rule\x18\t \x01(\tR\x04rule\x12\x14\n" +
+	"\x05count\x18\n" +
+	" \x01(\x03R\x05count\x129\n" +
+	"\n" +
+	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
+	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
+	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xa7\x01\n" +
 	"\x06Object\x12&\n" +
-	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05checkB\x06\n" +
+	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
+	"\n" +
+	"event_rule\x18\x02 \x01(\v2\x12.unyo.v1.EventRuleH\x00R\teventRule\x128\n" +
+	"\vmaintenance\x18\x03 \x01(\v2\x14.unyo.v1.MaintenanceH\x00R\vmaintenanceB\x06\n" +
 	"\x04kind\"M\n" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -2811,13 +4822,14 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x0fchecks_revision\x18\x01 \x01(\x03R\x0echecksRevision\"T\n" +
 	"\x14ReportResultsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12(\n" +
-	"\aresults\x18\x02 \x03(\v2\x0e.unyo.v1.EventR\aresults\"o\n" +
+	"\aresults\x18\x02 \x03(\v2\x0e.unyo.v1.EventR\aresults\"\x8b\x01\n" +
 	"\x15ReportResultsResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\x05R\baccepted\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
 	"duplicates\x12\x1a\n" +
-	"\brejected\x18\x03 \x03(\tR\brejected\"&\n" +
+	"\brejected\x18\x03 \x03(\tR\brejected\x12\x1a\n" +
+	"\bfiltered\x18\x04 \x01(\x05R\bfiltered\"&\n" +
 	"\x10GetChecksRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"W\n" +
 	"\x11GetChecksResponse\x12\x1a\n" +
@@ -2874,6 +4886,36 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x02 \x01(\tR\acluster\"x\n" +
 	"\x10GetEventResponse\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.unyo.v1.EventR\x06events\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xc7\x01\n" +
+	"\x11ListAlertsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05check\x18\x03 \x01(\tR\x05check\x12+\n" +
+	"\x06levels\x18\x04 \x03(\x0e2\x13.unyo.v1.AlertLevelR\x06levels\x12+\n" +
+	"\x06states\x18\x05 \x03(\x0e2\x13.unyo.v1.AlertStateR\x06states\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limit\"z\n" +
+	"\x12ListAlertsResponse\x12&\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x0e.unyo.v1.AlertR\x06alerts\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\";\n" +
+	"\x0fGetAlertRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\"x\n" +
+	"\x10GetAlertResponse\x12&\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x0e.unyo.v1.AlertR\x06alerts\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"f\n" +
+	"\x12AlertActionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\";\n" +
+	"\x13AlertActionResponse\x12$\n" +
+	"\x05alert\x18\x01 \x01(\v2\x0e.unyo.v1.AlertR\x05alert\"U\n" +
+	"\x15EndMaintenanceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
+	"\x16EndMaintenanceResponse\x128\n" +
+	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
 	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xe1\x01\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -2912,7 +4954,20 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10NODE_STATE_READY\x10\x01\x12\x14\n" +
 	"\x10NODE_STATE_STALE\x10\x02\x12\x13\n" +
-	"\x0fNODE_STATE_DOWN\x10\x032\xa7\x02\n" +
+	"\x0fNODE_STATE_DOWN\x10\x03*s\n" +
+	"\n" +
+	"AlertLevel\x12\x1b\n" +
+	"\x17ALERT_LEVEL_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13ALERT_LEVEL_WARNING\x10\x01\x12\x18\n" +
+	"\x14ALERT_LEVEL_CRITICAL\x10\x02\x12\x15\n" +
+	"\x11ALERT_LEVEL_FATAL\x10\x03*\x8f\x01\n" +
+	"\n" +
+	"AlertState\x12\x1b\n" +
+	"\x17ALERT_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10ALERT_STATE_OPEN\x10\x01\x12\x1c\n" +
+	"\x18ALERT_STATE_ACKNOWLEDGED\x10\x02\x12\x18\n" +
+	"\x14ALERT_STATE_RESOLVED\x10\x03\x12\x16\n" +
+	"\x12ALERT_STATE_CLOSED\x10\x042\xa7\x02\n" +
 	"\fAgentService\x12?\n" +
 	"\bRegister\x12\x18.unyo.v1.RegisterRequest\x1a\x19.unyo.v1.RegisterResponse\x12B\n" +
 	"\tHeartbeat\x12\x19.unyo.v1.HeartbeatRequest\x1a\x1a.unyo.v1.HeartbeatResponse\x12N\n" +
@@ -2929,7 +4984,16 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
-	"\bGetEvent\x12\x18.unyo.v1.GetEventRequest\x1a\x19.unyo.v1.GetEventResponse2\xb3\x01\n" +
+	"\bGetEvent\x12\x18.unyo.v1.GetEventRequest\x1a\x19.unyo.v1.GetEventResponse2\xa6\x02\n" +
+	"\fAlertService\x12E\n" +
+	"\n" +
+	"ListAlerts\x12\x1a.unyo.v1.ListAlertsRequest\x1a\x1b.unyo.v1.ListAlertsResponse\x12?\n" +
+	"\bGetAlert\x12\x18.unyo.v1.GetAlertRequest\x1a\x19.unyo.v1.GetAlertResponse\x12E\n" +
+	"\bAckAlert\x12\x1b.unyo.v1.AlertActionRequest\x1a\x1c.unyo.v1.AlertActionResponse\x12G\n" +
+	"\n" +
+	"CloseAlert\x12\x1b.unyo.v1.AlertActionRequest\x1a\x1c.unyo.v1.AlertActionResponse2g\n" +
+	"\x12MaintenanceService\x12Q\n" +
+	"\x0eEndMaintenance\x12\x1e.unyo.v1.EndMaintenanceRequest\x1a\x1f.unyo.v1.EndMaintenanceResponse2\xb3\x01\n" +
 	"\x0eClusterService\x12T\n" +
 	"\x0fRegisterCluster\x12\x1f.unyo.v1.RegisterClusterRequest\x1a .unyo.v1.RegisterClusterResponse\x12K\n" +
 	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse2S\n" +
@@ -2948,144 +5012,226 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_unyo_proto_rawDescData
 }
 
-var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
 	(NodeState)(0),                  // 2: unyo.v1.NodeState
-	(*Capacity)(nil),                // 3: unyo.v1.Capacity
-	(*Node)(nil),                    // 4: unyo.v1.Node
-	(*CheckSpec)(nil),               // 5: unyo.v1.CheckSpec
-	(*Check)(nil),                   // 6: unyo.v1.Check
-	(*PerfData)(nil),                // 7: unyo.v1.PerfData
-	(*Event)(nil),                   // 8: unyo.v1.Event
-	(*Object)(nil),                  // 9: unyo.v1.Object
-	(*ObjectRef)(nil),               // 10: unyo.v1.ObjectRef
-	(*ClusterError)(nil),            // 11: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),         // 12: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),        // 13: unyo.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),        // 14: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),       // 15: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),    // 16: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),   // 17: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),        // 18: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),       // 19: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),            // 20: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 21: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),           // 22: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),           // 23: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 24: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),              // 25: unyo.v1.GetRequest
-	(*GetResponse)(nil),             // 26: unyo.v1.GetResponse
-	(*ListRequest)(nil),             // 27: unyo.v1.ListRequest
-	(*ListResponse)(nil),            // 28: unyo.v1.ListResponse
-	(*ListNodesRequest)(nil),        // 29: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),       // 30: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),          // 31: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),         // 32: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),       // 33: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),      // 34: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),         // 35: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),        // 36: unyo.v1.GetEventResponse
-	(*ClusterInfo)(nil),             // 37: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),  // 38: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil), // 39: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),     // 40: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 41: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),        // 42: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),       // 43: unyo.v1.GetStatusResponse
-	nil,                             // 44: unyo.v1.Node.LabelsEntry
-	nil,                             // 45: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 46: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 47: unyo.v1.Check.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 48: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 49: google.protobuf.Duration
+	(AlertLevel)(0),                 // 3: unyo.v1.AlertLevel
+	(AlertState)(0),                 // 4: unyo.v1.AlertState
+	(*Capacity)(nil),                // 5: unyo.v1.Capacity
+	(*Node)(nil),                    // 6: unyo.v1.Node
+	(*CheckSpec)(nil),               // 7: unyo.v1.CheckSpec
+	(*Check)(nil),                   // 8: unyo.v1.Check
+	(*PerfData)(nil),                // 9: unyo.v1.PerfData
+	(*Event)(nil),                   // 10: unyo.v1.Event
+	(*Explanation)(nil),             // 11: unyo.v1.Explanation
+	(*ExplanationStep)(nil),         // 12: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),              // 13: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),       // 14: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),       // 15: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),           // 16: unyo.v1.ApiHookAction
+	(*Action)(nil),                  // 17: unyo.v1.Action
+	(*EventRuleSpec)(nil),           // 18: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),               // 19: unyo.v1.EventRule
+	(*AggregateGroup)(nil),          // 20: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),         // 21: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),             // 22: unyo.v1.Maintenance
+	(*AlertTransition)(nil),         // 23: unyo.v1.AlertTransition
+	(*Alert)(nil),                   // 24: unyo.v1.Alert
+	(*Object)(nil),                  // 25: unyo.v1.Object
+	(*ObjectRef)(nil),               // 26: unyo.v1.ObjectRef
+	(*ClusterError)(nil),            // 27: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),         // 28: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),        // 29: unyo.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),        // 30: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),       // 31: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),    // 32: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),   // 33: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),        // 34: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),       // 35: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),            // 36: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),             // 37: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),           // 38: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),           // 39: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),          // 40: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),              // 41: unyo.v1.GetRequest
+	(*GetResponse)(nil),             // 42: unyo.v1.GetResponse
+	(*ListRequest)(nil),             // 43: unyo.v1.ListRequest
+	(*ListResponse)(nil),            // 44: unyo.v1.ListResponse
+	(*ListNodesRequest)(nil),        // 45: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),       // 46: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),          // 47: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),         // 48: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),       // 49: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),      // 50: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),         // 51: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),        // 52: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),       // 53: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),      // 54: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),         // 55: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),        // 56: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),      // 57: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),     // 58: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),   // 59: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),  // 60: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),             // 61: unyo.v1.ClusterInfo
+	(*RegisterClusterRequest)(nil),  // 62: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil), // 63: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),     // 64: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),    // 65: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),        // 66: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),       // 67: unyo.v1.GetStatusResponse
+	nil,                             // 68: unyo.v1.Node.LabelsEntry
+	nil,                             // 69: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 70: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 71: unyo.v1.Check.LabelsEntry
+	nil,                             // 72: unyo.v1.Event.LabelsEntry
+	nil,                             // 73: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 74: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 75: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 76: unyo.v1.Maintenance.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 77: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 78: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	44, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
-	3,  // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
-	2,  // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	48, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	48, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	45, // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	46, // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	47, // 7: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	5,  // 8: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	48, // 9: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	48, // 10: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 11: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,  // 12: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	7,  // 13: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	48, // 14: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	49, // 15: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	48, // 16: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	6,  // 17: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	4,  // 18: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	49, // 19: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	3,  // 20: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	8,  // 21: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	6,  // 22: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	9,  // 23: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	10, // 24: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	21, // 25: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	11, // 26: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	10, // 27: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	21, // 28: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	11, // 29: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	10, // 30: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	9,  // 31: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	11, // 32: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	9,  // 33: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	11, // 34: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	4,  // 35: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	11, // 36: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	4,  // 37: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	11, // 38: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,  // 39: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	8,  // 40: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	11, // 41: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	8,  // 42: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	11, // 43: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	48, // 44: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	48, // 45: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	37, // 46: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	48, // 47: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	12, // 48: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	14, // 49: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	16, // 50: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	18, // 51: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	20, // 52: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	23, // 53: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	25, // 54: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	27, // 55: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	29, // 56: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	31, // 57: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	33, // 58: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	35, // 59: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	38, // 60: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	40, // 61: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	42, // 62: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	13, // 63: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	15, // 64: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	17, // 65: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	19, // 66: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	22, // 67: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	24, // 68: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	26, // 69: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	28, // 70: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	30, // 71: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	32, // 72: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	34, // 73: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	36, // 74: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	39, // 75: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	41, // 76: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	43, // 77: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	63, // [63:78] is the sub-list for method output_type
-	48, // [48:63] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	68,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
+	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
+	77,  // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	77,  // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	69,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	70,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	71,  // 7: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	7,   // 8: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	77,  // 9: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	77,  // 10: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 11: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 12: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	9,   // 13: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	77,  // 14: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 15: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	77,  // 16: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	78,  // 17: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	11,  // 18: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	72,  // 19: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	12,  // 20: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	77,  // 21: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	77,  // 22: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	73,  // 23: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	74,  // 24: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	14,  // 25: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	15,  // 26: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	16,  // 27: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	13,  // 28: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	17,  // 29: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	75,  // 30: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	18,  // 31: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	77,  // 32: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	77,  // 33: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	77,  // 34: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	77,  // 35: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	10,  // 36: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	76,  // 37: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	21,  // 38: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	77,  // 39: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	77,  // 40: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	77,  // 41: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 42: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 43: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 44: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 45: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	77,  // 46: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	77,  // 47: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	23,  // 48: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	8,   // 49: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	19,  // 50: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	22,  // 51: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	6,   // 52: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	78,  // 53: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 54: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	10,  // 55: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	8,   // 56: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	25,  // 57: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	26,  // 58: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	37,  // 59: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	27,  // 60: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	26,  // 61: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	37,  // 62: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	27,  // 63: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	26,  // 64: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	25,  // 65: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	27,  // 66: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	25,  // 67: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	27,  // 68: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 69: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	27,  // 70: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 71: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	27,  // 72: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 73: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	10,  // 74: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	27,  // 75: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	10,  // 76: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	27,  // 77: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 78: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 79: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	24,  // 80: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	27,  // 81: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	24,  // 82: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	27,  // 83: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	24,  // 84: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	22,  // 85: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	27,  // 86: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	77,  // 87: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	77,  // 88: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	61,  // 89: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	77,  // 90: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	28,  // 91: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	30,  // 92: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	32,  // 93: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	34,  // 94: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	36,  // 95: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	39,  // 96: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	41,  // 97: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	43,  // 98: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	45,  // 99: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	47,  // 100: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	49,  // 101: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	51,  // 102: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	53,  // 103: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	55,  // 104: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	57,  // 105: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	57,  // 106: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	59,  // 107: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	62,  // 108: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	64,  // 109: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	66,  // 110: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	29,  // 111: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	31,  // 112: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	33,  // 113: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	35,  // 114: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	38,  // 115: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	40,  // 116: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	42,  // 117: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	44,  // 118: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	46,  // 119: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	48,  // 120: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	50,  // 121: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	52,  // 122: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	54,  // 123: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	56,  // 124: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	58,  // 125: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	58,  // 126: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	60,  // 127: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	63,  // 128: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	65,  // 129: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	67,  // 130: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	111, // [111:131] is the sub-list for method output_type
+	91,  // [91:111] is the sub-list for method input_type
+	91,  // [91:91] is the sub-list for extension type_name
+	91,  // [91:91] is the sub-list for extension extendee
+	0,   // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -3094,18 +5240,25 @@ func file_unyo_v1_unyo_proto_init() {
 		return
 	}
 	file_unyo_v1_unyo_proto_msgTypes[4].OneofWrappers = []any{}
-	file_unyo_v1_unyo_proto_msgTypes[6].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[12].OneofWrappers = []any{
+		(*Action_CreateAlert)(nil),
+		(*Action_DeleteAlert)(nil),
+		(*Action_ApiHook)(nil),
+	}
+	file_unyo_v1_unyo_proto_msgTypes[20].OneofWrappers = []any{
 		(*Object_Check)(nil),
+		(*Object_EventRule)(nil),
+		(*Object_Maintenance)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   45,
+			NumEnums:      5,
+			NumMessages:   72,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   8,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

@@ -37,6 +37,18 @@ func BenchmarkAppendEvents(b *testing.B) {
 		defer s.Close()
 		benchmarkAppend(b, s)
 	})
+	// The same with concurrent calls merged into one transaction, as SQLite
+	// does; shows whether PostgreSQL would gain from it.
+	b.Run("postgres-durable-groupcommit", func(b *testing.B) {
+		srv := testpg.New(b, testpg.WithDurable())
+		s, err := OpenPostgres(b.Context(), srv.CreateDatabase(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		s.group = newGroupCommit(s, groupMaxRows)
+		benchmarkAppend(b, s)
+	})
 }
 
 func benchmarkAppend(b *testing.B, s *Store) {

@@ -36,6 +36,8 @@ type eventRow struct {
 	// req is the index of the AppendEvents call the event came with, when
 	// the group committer merges calls.
 	req int
+	// seq is the event's place in the event pipeline's order.
+	seq int64
 }
 
 type nodeCheck struct{ node, check string }
@@ -46,7 +48,9 @@ type nodeCheck struct{ node, check string }
 // delayed old result never hides a newer one.
 //
 // Concurrent calls may share one transaction (see groupCommit); each still
-// either commits whole or fails.
+// either commits whole or fails. A call whose context ends mid-flight
+// returns the context's error, but its events may have been stored: the
+// caller retries and ids make that safe.
 func (s *Store) AppendEvents(ctx context.Context, events []*unyov1.Event) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
@@ -110,11 +114,23 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 			rows = append(rows, r)
 		}
 	}
-	// Writers that take row locks in one global order (ids, then node/check)
-	// cannot deadlock on each other's rows.
+	// Id order: PostgreSQL writers then lock history rows in one global
+	// order, which keeps deadlocks between them rare (inTx retries the
+	// rest); SQLite walks its id index in order instead of at random.
 	slices.SortFunc(rows, func(a, b eventRow) int { return strings.Compare(a.id, b.id) })
 	counts := make([]int, len(calls))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// Numbers for the pipeline, in arrival order. Taking them from a
+		// counter row locks it until commit, so transactions commit in
+		// sequence order and the pipeline never passes an event that a
+		// slower transaction commits later. Duplicates leave gaps.
+		last, err := bump(ctx, tx, "event_seq", int64(len(rows)))
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			rows[i].seq = last - int64(len(rows)) + int64(rows[i].ord) + 1
+		}
 		inserted, err := s.d.appendEvents(ctx, tx, rows)
 		if err != nil {
 			return err
@@ -152,8 +168,8 @@ func validateEvent(e *unyov1.Event) error {
 // round trips to save, and modernc.org/sqlite binds parameters in time
 // quadratic in their number, so multi-row statements are slower here.
 func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]bool, error) {
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (id, node, check_name, level, started_at, body)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (id, node, check_name, level, started_at, body, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
 	if err != nil {
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
@@ -162,7 +178,7 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 	// The newest new event per node/check.
 	newest := make(map[nodeCheck]int, len(rows))
 	for i, r := range rows {
-		res, err := ins.ExecContext(ctx, r.id, r.node, r.check, r.level, r.startedAt, r.body)
+		res, err := ins.ExecContext(ctx, r.id, r.node, r.check, r.level, r.startedAt, r.body, r.seq)
 		if err != nil {
 			return nil, fmt.Errorf("insert history: %w", err)
 		}
@@ -185,7 +201,8 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (node, check_name) DO UPDATE SET
 			id = excluded.id, level = excluded.level,
-			started_at = excluded.started_at, body = excluded.body
+			started_at = excluded.started_at, body = excluded.body,
+			explanation = NULL, silenced_by = ''
 		WHERE excluded.started_at >= latest_events.started_at`)
 	if err != nil {
 		return nil, fmt.Errorf("update latest state: %w", err)
@@ -207,11 +224,11 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 // concurrent batches lock rows in the same order.
 const appendEventsUnnestSQL = `
 WITH batch AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::int8[], $6::bytea[], $7::int4[])
-		AS b(id, node, check_name, level, started_at, body, ord)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::int8[], $6::bytea[], $7::int4[], $8::int8[])
+		AS b(id, node, check_name, level, started_at, body, ord, seq)
 ), ins AS (
-	INSERT INTO events (id, node, check_name, level, started_at, body)
-	SELECT id, node, check_name, level, started_at, body FROM batch ORDER BY id
+	INSERT INTO events (id, node, check_name, level, started_at, body, seq)
+	SELECT id, node, check_name, level, started_at, body, seq FROM batch ORDER BY id
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id
 ), newest AS (
@@ -223,7 +240,8 @@ WITH batch AS (
 	SELECT node, check_name, id, level, started_at, body FROM newest ORDER BY node, check_name
 	ON CONFLICT (node, check_name) DO UPDATE SET
 		id = excluded.id, level = excluded.level,
-		started_at = excluded.started_at, body = excluded.body
+		started_at = excluded.started_at, body = excluded.body,
+		explanation = NULL, silenced_by = ''
 	WHERE excluded.started_at >= latest_events.started_at
 )
 SELECT id FROM ins`
@@ -235,17 +253,17 @@ func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]boo
 		var (
 			ids, nodes, checks = make([]string, len(c)), make([]string, len(c)), make([]string, len(c))
 			levels, ords       = make([]int32, len(c)), make([]int32, len(c))
-			started            = make([]int64, len(c))
+			started, seqs      = make([]int64, len(c)), make([]int64, len(c))
 			bodies             = make([][]byte, len(c))
 			index              = make(map[string]int, len(c))
 		)
 		for i, r := range c {
 			ids[i], nodes[i], checks[i] = r.id, r.node, r.check
-			levels[i], ords[i], started[i], bodies[i] = r.level, r.ord, r.startedAt, r.body
+			levels[i], ords[i], started[i], bodies[i], seqs[i] = r.level, r.ord, r.startedAt, r.body, r.seq
 			index[r.id] = off + i
 		}
 		res, err := tx.QueryContext(ctx, appendEventsUnnestSQL,
-			ids, nodes, checks, levels, started, bodies, ords)
+			ids, nodes, checks, levels, started, bodies, ords, seqs)
 		if err != nil {
 			return nil, err
 		}
@@ -271,17 +289,12 @@ func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]boo
 // (whose entries outlive pruned history).
 func (s *Store) GetEvent(ctx context.Context, id string) (*unyov1.Event, error) {
 	for _, table := range []string{"events", "latest_events"} {
-		var body []byte
-		err := s.r.QueryRowContext(ctx, "SELECT body FROM "+table+" WHERE id = $1 LIMIT 1", id).Scan(&body)
+		e, err := scanEvent(s.r.QueryRowContext(ctx, "SELECT "+eventColumns+" FROM "+table+" WHERE id = $1 LIMIT 1", id))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("get event %q: %w", id, err)
-		}
-		e := &unyov1.Event{}
-		if err := proto.Unmarshal(body, e); err != nil {
-			return nil, fmt.Errorf("get event %q: decode: %w", id, err)
 		}
 		return e, nil
 	}
@@ -322,7 +335,7 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 		}
 		where = append(where, "level IN ("+in.String()+")")
 	}
-	q.WriteString("SELECT body FROM " + table)
+	q.WriteString("SELECT " + eventColumns + " FROM " + table)
 	if len(where) > 0 {
 		q.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
@@ -333,21 +346,35 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	events, err := scanAll(rows, func(row scanner) (*unyov1.Event, error) {
-		var body []byte
-		if err := row.Scan(&body); err != nil {
-			return nil, err
-		}
-		e := &unyov1.Event{}
-		if err := proto.Unmarshal(body, e); err != nil {
-			return nil, fmt.Errorf("decode event: %w", err)
-		}
-		return e, nil
-	})
+	events, err := scanAll(rows, scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return events, nil
+}
+
+// eventColumns are what scanEvent reads: the stored event and what the
+// event pipeline added to it.
+const eventColumns = "body, explanation, silenced_by"
+
+func scanEvent(row scanner) (*unyov1.Event, error) {
+	var body, explanation []byte
+	var silencedBy string
+	if err := row.Scan(&body, &explanation, &silencedBy); err != nil {
+		return nil, err
+	}
+	e := &unyov1.Event{}
+	if err := proto.Unmarshal(body, e); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	if len(explanation) > 0 {
+		e.Explanation = new(unyov1.Explanation)
+		if err := proto.Unmarshal(explanation, e.Explanation); err != nil {
+			return nil, fmt.Errorf("decode the explanation of event %q: %w", e.GetId(), err)
+		}
+	}
+	e.SilencedBy = silencedBy
+	return e, nil
 }
 
 // PruneEvents deletes history beyond the newest keep events per node/check
@@ -356,14 +383,15 @@ func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
 	if keep < 0 {
 		return 0, fmt.Errorf("prune events: keep %d is negative", keep)
 	}
+	// Events the pipeline has not processed yet stay, however many.
 	res, err := s.w.ExecContext(ctx, `
 		DELETE FROM events WHERE id IN (
 			SELECT id FROM (
-				SELECT id, ROW_NUMBER() OVER (
+				SELECT id, seq, ROW_NUMBER() OVER (
 					PARTITION BY node, check_name ORDER BY started_at DESC, id DESC) AS rn
 				FROM events
 			) AS ranked
-			WHERE rn > $1
+			WHERE rn > $1 AND seq <= (SELECT value FROM counters WHERE name = 'pipeline_cursor')
 		)`, keep)
 	if err != nil {
 		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)

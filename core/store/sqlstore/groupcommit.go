@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -51,12 +52,16 @@ func (g *groupCommit) append(ctx context.Context, rows []eventRow) (int, error) 
 	case <-call.done:
 		return call.n, call.err
 	case <-ctx.Done():
-		if g.withdraw(call) {
+		// If a leader has taken the call already, its events may still
+		// commit, as with any call cancelled mid-flight; the caller cannot
+		// tell, but ids make a retry safe.
+		g.withdraw(call)
+		select {
+		case <-call.done: // finished meanwhile after all
+			return call.n, call.err
+		default:
 			return 0, ctx.Err()
 		}
-		// A leader has taken the call; the transaction may commit or not,
-		// as with any call cancelled mid-flight. Ids make a retry safe.
-		return 0, ctx.Err()
 	case g.slot <- struct{}{}:
 	}
 	defer func() { <-g.slot }()
@@ -71,17 +76,13 @@ func (g *groupCommit) append(ctx context.Context, rows []eventRow) (int, error) 
 	return call.n, call.err
 }
 
-// withdraw removes a call that no leader has taken yet.
-func (g *groupCommit) withdraw(call *appendCall) bool {
+// withdraw removes a call if no leader has taken it yet.
+func (g *groupCommit) withdraw(call *appendCall) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i, c := range g.pending {
-		if c == call {
-			g.pending = append(g.pending[:i], g.pending[i+1:]...)
-			return true
-		}
+	if i := slices.Index(g.pending, call); i >= 0 {
+		g.pending = slices.Delete(g.pending, i, i+1)
 	}
-	return false
 }
 
 // take removes and returns the queued calls up to and including own (all of

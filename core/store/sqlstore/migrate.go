@@ -74,7 +74,7 @@ func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
 	if err != nil {
 		return fmt.Errorf("migrate schema: begin transaction: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	if d.migrationLock != "" {
 		if _, err := tx.ExecContext(ctx, d.migrationLock); err != nil {
 			return fmt.Errorf("migrate schema: take migration lock: %w", err)

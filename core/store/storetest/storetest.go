@@ -679,6 +679,39 @@ func eventTests() []contractTest {
 				t.Errorf("newest event = %s, want %s", got[0].GetId(), events[len(events)-1].GetId())
 			}
 		}},
+		{"PipelineOrder", func(t *testing.T, s store.Store) {
+			// Every new event gets a sequence number in arrival order;
+			// duplicates get none.
+			appendEvents(t, s, 2, event("p-1", "web1", "disk", success, 1), event("p-0", "web1", "disk", success, 0))
+			appendEvents(t, s, 1, event("p-1", "web1", "disk", success, 1), event("p-2", "web1", "disk", success, 2))
+			next, err := s.NextEvents(ctx(t), 0, 100)
+			must(t, err)
+			var got []string
+			for i, se := range next {
+				got = append(got, se.Event.GetId())
+				if i > 0 && se.Seq <= next[i-1].Seq {
+					t.Errorf("sequence not increasing: %d after %d", se.Seq, next[i-1].Seq)
+				}
+			}
+			if strings.Join(got, " ") != "p-1 p-0 p-2" {
+				t.Errorf("NextEvents order = %v, want arrival order [p-1 p-0 p-2]", got)
+			}
+			after, err := s.NextEvents(ctx(t), next[0].Seq, 100)
+			must(t, err)
+			if len(after) != 2 {
+				t.Errorf("NextEvents after the first = %d events, want 2", len(after))
+			}
+			// A commit with a stale cursor is refused.
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: 0, Cursor: next[0].Seq}))
+			if err := s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: 0, Cursor: next[1].Seq}); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("commit from a stale cursor: %v, want ErrConflict", err)
+			}
+			st, err := s.LoadPipeline(ctx(t))
+			must(t, err)
+			if st.Cursor != next[0].Seq {
+				t.Errorf("cursor = %d, want %d", st.Cursor, next[0].Seq)
+			}
+		}},
 		{"GetMissingEvent", func(t *testing.T, s store.Store) {
 			_, err := s.GetEvent(ctx(t), "nosuch")
 			wantNotFound(t, err, `"nosuch"`)
@@ -698,7 +731,15 @@ func eventTests() []contractTest {
 			appendEvents(t, s, len(events), events...)
 			latest := listEvents(t, s, store.EventFilter{})
 
-			removed, err := s.PruneEvents(ctx(t), 2)
+			// Events the pipeline has not processed are never pruned.
+			removed, err := s.PruneEvents(ctx(t), 0)
+			must(t, err)
+			if removed != 0 {
+				t.Errorf("prune before the pipeline processed anything: removed %d, want 0", removed)
+			}
+			processAll(t, s)
+
+			removed, err = s.PruneEvents(ctx(t), 2)
 			must(t, err)
 			if removed != 4 {
 				t.Errorf("prune to 2: removed %d, want 4", removed)
@@ -994,4 +1035,18 @@ func leaseTests() []contractTest {
 			}
 		}},
 	}
+}
+
+// processAll moves the pipeline cursor past every stored event, as the
+// cluster's event pipeline does once it has processed them.
+func processAll(t *testing.T, s store.Store) {
+	t.Helper()
+	st, err := s.LoadPipeline(ctx(t))
+	must(t, err)
+	next, err := s.NextEvents(ctx(t), st.Cursor, 100000)
+	must(t, err)
+	if len(next) == 0 {
+		return
+	}
+	must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: st.Cursor, Cursor: next[len(next)-1].Seq}))
 }

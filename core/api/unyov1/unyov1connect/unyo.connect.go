@@ -32,6 +32,10 @@ const (
 	NodeServiceName = "unyo.v1.NodeService"
 	// EventServiceName is the fully-qualified name of the EventService service.
 	EventServiceName = "unyo.v1.EventService"
+	// AlertServiceName is the fully-qualified name of the AlertService service.
+	AlertServiceName = "unyo.v1.AlertService"
+	// MaintenanceServiceName is the fully-qualified name of the MaintenanceService service.
+	MaintenanceServiceName = "unyo.v1.MaintenanceService"
 	// ClusterServiceName is the fully-qualified name of the ClusterService service.
 	ClusterServiceName = "unyo.v1.ClusterService"
 	// StatusServiceName is the fully-qualified name of the StatusService service.
@@ -71,6 +75,17 @@ const (
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
 	EventServiceGetEventProcedure = "/unyo.v1.EventService/GetEvent"
+	// AlertServiceListAlertsProcedure is the fully-qualified name of the AlertService's ListAlerts RPC.
+	AlertServiceListAlertsProcedure = "/unyo.v1.AlertService/ListAlerts"
+	// AlertServiceGetAlertProcedure is the fully-qualified name of the AlertService's GetAlert RPC.
+	AlertServiceGetAlertProcedure = "/unyo.v1.AlertService/GetAlert"
+	// AlertServiceAckAlertProcedure is the fully-qualified name of the AlertService's AckAlert RPC.
+	AlertServiceAckAlertProcedure = "/unyo.v1.AlertService/AckAlert"
+	// AlertServiceCloseAlertProcedure is the fully-qualified name of the AlertService's CloseAlert RPC.
+	AlertServiceCloseAlertProcedure = "/unyo.v1.AlertService/CloseAlert"
+	// MaintenanceServiceEndMaintenanceProcedure is the fully-qualified name of the MaintenanceService's
+	// EndMaintenance RPC.
+	MaintenanceServiceEndMaintenanceProcedure = "/unyo.v1.MaintenanceService/EndMaintenance"
 	// ClusterServiceRegisterClusterProcedure is the fully-qualified name of the ClusterService's
 	// RegisterCluster RPC.
 	ClusterServiceRegisterClusterProcedure = "/unyo.v1.ClusterService/RegisterCluster"
@@ -567,6 +582,226 @@ func (UnimplementedEventServiceHandler) ListEvents(context.Context, *connect.Req
 
 func (UnimplementedEventServiceHandler) GetEvent(context.Context, *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.EventService.GetEvent is not implemented"))
+}
+
+// AlertServiceClient is a client for the unyo.v1.AlertService service.
+type AlertServiceClient interface {
+	ListAlerts(context.Context, *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error)
+	GetAlert(context.Context, *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error)
+	AckAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error)
+	CloseAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error)
+}
+
+// NewAlertServiceClient constructs a client for the unyo.v1.AlertService service. By default, it
+// uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and sends
+// uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC() or
+// connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewAlertServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) AlertServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	alertServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("AlertService").Methods()
+	return &alertServiceClient{
+		listAlerts: connect.NewClient[unyov1.ListAlertsRequest, unyov1.ListAlertsResponse](
+			httpClient,
+			baseURL+AlertServiceListAlertsProcedure,
+			connect.WithSchema(alertServiceMethods.ByName("ListAlerts")),
+			connect.WithClientOptions(opts...),
+		),
+		getAlert: connect.NewClient[unyov1.GetAlertRequest, unyov1.GetAlertResponse](
+			httpClient,
+			baseURL+AlertServiceGetAlertProcedure,
+			connect.WithSchema(alertServiceMethods.ByName("GetAlert")),
+			connect.WithClientOptions(opts...),
+		),
+		ackAlert: connect.NewClient[unyov1.AlertActionRequest, unyov1.AlertActionResponse](
+			httpClient,
+			baseURL+AlertServiceAckAlertProcedure,
+			connect.WithSchema(alertServiceMethods.ByName("AckAlert")),
+			connect.WithClientOptions(opts...),
+		),
+		closeAlert: connect.NewClient[unyov1.AlertActionRequest, unyov1.AlertActionResponse](
+			httpClient,
+			baseURL+AlertServiceCloseAlertProcedure,
+			connect.WithSchema(alertServiceMethods.ByName("CloseAlert")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// alertServiceClient implements AlertServiceClient.
+type alertServiceClient struct {
+	listAlerts *connect.Client[unyov1.ListAlertsRequest, unyov1.ListAlertsResponse]
+	getAlert   *connect.Client[unyov1.GetAlertRequest, unyov1.GetAlertResponse]
+	ackAlert   *connect.Client[unyov1.AlertActionRequest, unyov1.AlertActionResponse]
+	closeAlert *connect.Client[unyov1.AlertActionRequest, unyov1.AlertActionResponse]
+}
+
+// ListAlerts calls unyo.v1.AlertService.ListAlerts.
+func (c *alertServiceClient) ListAlerts(ctx context.Context, req *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
+	return c.listAlerts.CallUnary(ctx, req)
+}
+
+// GetAlert calls unyo.v1.AlertService.GetAlert.
+func (c *alertServiceClient) GetAlert(ctx context.Context, req *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error) {
+	return c.getAlert.CallUnary(ctx, req)
+}
+
+// AckAlert calls unyo.v1.AlertService.AckAlert.
+func (c *alertServiceClient) AckAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return c.ackAlert.CallUnary(ctx, req)
+}
+
+// CloseAlert calls unyo.v1.AlertService.CloseAlert.
+func (c *alertServiceClient) CloseAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return c.closeAlert.CallUnary(ctx, req)
+}
+
+// AlertServiceHandler is an implementation of the unyo.v1.AlertService service.
+type AlertServiceHandler interface {
+	ListAlerts(context.Context, *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error)
+	GetAlert(context.Context, *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error)
+	AckAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error)
+	CloseAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error)
+}
+
+// NewAlertServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewAlertServiceHandler(svc AlertServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	alertServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("AlertService").Methods()
+	alertServiceListAlertsHandler := connect.NewUnaryHandler(
+		AlertServiceListAlertsProcedure,
+		svc.ListAlerts,
+		connect.WithSchema(alertServiceMethods.ByName("ListAlerts")),
+		connect.WithHandlerOptions(opts...),
+	)
+	alertServiceGetAlertHandler := connect.NewUnaryHandler(
+		AlertServiceGetAlertProcedure,
+		svc.GetAlert,
+		connect.WithSchema(alertServiceMethods.ByName("GetAlert")),
+		connect.WithHandlerOptions(opts...),
+	)
+	alertServiceAckAlertHandler := connect.NewUnaryHandler(
+		AlertServiceAckAlertProcedure,
+		svc.AckAlert,
+		connect.WithSchema(alertServiceMethods.ByName("AckAlert")),
+		connect.WithHandlerOptions(opts...),
+	)
+	alertServiceCloseAlertHandler := connect.NewUnaryHandler(
+		AlertServiceCloseAlertProcedure,
+		svc.CloseAlert,
+		connect.WithSchema(alertServiceMethods.ByName("CloseAlert")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.AlertService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case AlertServiceListAlertsProcedure:
+			alertServiceListAlertsHandler.ServeHTTP(w, r)
+		case AlertServiceGetAlertProcedure:
+			alertServiceGetAlertHandler.ServeHTTP(w, r)
+		case AlertServiceAckAlertProcedure:
+			alertServiceAckAlertHandler.ServeHTTP(w, r)
+		case AlertServiceCloseAlertProcedure:
+			alertServiceCloseAlertHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedAlertServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedAlertServiceHandler struct{}
+
+func (UnimplementedAlertServiceHandler) ListAlerts(context.Context, *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AlertService.ListAlerts is not implemented"))
+}
+
+func (UnimplementedAlertServiceHandler) GetAlert(context.Context, *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AlertService.GetAlert is not implemented"))
+}
+
+func (UnimplementedAlertServiceHandler) AckAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AlertService.AckAlert is not implemented"))
+}
+
+func (UnimplementedAlertServiceHandler) CloseAlert(context.Context, *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AlertService.CloseAlert is not implemented"))
+}
+
+// MaintenanceServiceClient is a client for the unyo.v1.MaintenanceService service.
+type MaintenanceServiceClient interface {
+	// End sets the end of an open maintenance to now.
+	EndMaintenance(context.Context, *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error)
+}
+
+// NewMaintenanceServiceClient constructs a client for the unyo.v1.MaintenanceService service. By
+// default, it uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses,
+// and sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the
+// connect.WithGRPC() or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewMaintenanceServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) MaintenanceServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	maintenanceServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("MaintenanceService").Methods()
+	return &maintenanceServiceClient{
+		endMaintenance: connect.NewClient[unyov1.EndMaintenanceRequest, unyov1.EndMaintenanceResponse](
+			httpClient,
+			baseURL+MaintenanceServiceEndMaintenanceProcedure,
+			connect.WithSchema(maintenanceServiceMethods.ByName("EndMaintenance")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// maintenanceServiceClient implements MaintenanceServiceClient.
+type maintenanceServiceClient struct {
+	endMaintenance *connect.Client[unyov1.EndMaintenanceRequest, unyov1.EndMaintenanceResponse]
+}
+
+// EndMaintenance calls unyo.v1.MaintenanceService.EndMaintenance.
+func (c *maintenanceServiceClient) EndMaintenance(ctx context.Context, req *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error) {
+	return c.endMaintenance.CallUnary(ctx, req)
+}
+
+// MaintenanceServiceHandler is an implementation of the unyo.v1.MaintenanceService service.
+type MaintenanceServiceHandler interface {
+	// End sets the end of an open maintenance to now.
+	EndMaintenance(context.Context, *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error)
+}
+
+// NewMaintenanceServiceHandler builds an HTTP handler from the service implementation. It returns
+// the path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewMaintenanceServiceHandler(svc MaintenanceServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	maintenanceServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("MaintenanceService").Methods()
+	maintenanceServiceEndMaintenanceHandler := connect.NewUnaryHandler(
+		MaintenanceServiceEndMaintenanceProcedure,
+		svc.EndMaintenance,
+		connect.WithSchema(maintenanceServiceMethods.ByName("EndMaintenance")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.MaintenanceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case MaintenanceServiceEndMaintenanceProcedure:
+			maintenanceServiceEndMaintenanceHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedMaintenanceServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedMaintenanceServiceHandler struct{}
+
+func (UnimplementedMaintenanceServiceHandler) EndMaintenance(context.Context, *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.MaintenanceService.EndMaintenance is not implemented"))
 }
 
 // ClusterServiceClient is a client for the unyo.v1.ClusterService service.

@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/alerts"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// alertService answers operators' alert reads and their ack and close.
+type alertService struct{ c *Cluster }
+
+func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
+	m := req.Msg
+	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
+		return connect.NewResponse(&unyov1.ListAlertsResponse{}), nil
+	}
+	as, err := s.c.store.ListAlerts(ctx, store.AlertFilter{
+		Node: m.GetNode(), Check: m.GetCheck(), Levels: m.GetLevels(), States: m.GetStates(), Limit: int(m.GetLimit()),
+	})
+	if err != nil {
+		return nil, internal(fmt.Errorf("list alerts: %w", err))
+	}
+	alerts.Sort(as)
+	return connect.NewResponse(&unyov1.ListAlertsResponse{Alerts: as}), nil
+}
+
+func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error) {
+	a, err := s.c.store.GetAlert(ctx, req.Msg.GetId())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("alert %q not found in cluster %q", req.Msg.GetId(), s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, internal(fmt.Errorf("get alert %q: %w", req.Msg.GetId(), err))
+	}
+	return connect.NewResponse(&unyov1.GetAlertResponse{Alerts: []*unyov1.Alert{a}}), nil
+}
+
+func (s *alertService) change(ctx context.Context, m *unyov1.AlertActionRequest, fn func(a *unyov1.Alert, by, reason string, now time.Time) error) (*connect.Response[unyov1.AlertActionResponse], error) {
+	if m.GetBy() == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
+	}
+	var opErr error
+	a, err := s.c.store.UpdateAlert(ctx, m.GetId(), func(a *unyov1.Alert) error {
+		opErr = fn(a, m.GetBy(), m.GetReason(), time.Now())
+		return opErr
+	})
+	switch {
+	case opErr != nil:
+		return nil, connect.NewError(connect.CodeFailedPrecondition, opErr)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("alert %q not found in cluster %q", m.GetId(), s.c.opts.Name))
+	case err != nil:
+		return nil, internal(fmt.Errorf("change alert %q: %w", m.GetId(), err))
+	}
+	return connect.NewResponse(&unyov1.AlertActionResponse{Alert: a}), nil
+}
+
+func (s *alertService) AckAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return s.change(ctx, req.Msg, alerts.Ack)
+}
+
+func (s *alertService) CloseAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
+	return s.change(ctx, req.Msg, alerts.Close)
+}
+
+// maintenanceService ends maintenance; starting one is an apply.
+type maintenanceService struct{ c *Cluster }
+
+func (s *maintenanceService) EndMaintenance(ctx context.Context, req *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error) {
+	m := req.Msg
+	if m.GetBy() == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
+	}
+	rec, err := s.c.store.EndMaintenance(ctx, m.GetName(), m.GetBy(), time.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("maintenance %q not found in cluster %q", m.GetName(), s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("end maintenance %q: %w", m.GetName(), err))
+	}
+	return connect.NewResponse(&unyov1.EndMaintenanceResponse{Maintenances: []*unyov1.Maintenance{rec}}), nil
+}

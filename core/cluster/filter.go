@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/eventrules"
+)
+
+// filterCache holds the compiled rules for ingest, where Filter rules drop
+// events before they are stored. Every replica ingests, so every replica
+// keeps its own copy, re-read at most once a second when the rules change.
+type filterCache struct {
+	st store.Store
+
+	mu  sync.Mutex
+	at  time.Time
+	rev int64
+	set *eventrules.Set
+}
+
+func (f *filterCache) rules(ctx context.Context) (*eventrules.Set, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.set != nil && time.Since(f.at) < time.Second {
+		return f.set, nil
+	}
+	rev, err := f.st.RulesRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.at = time.Now()
+	if f.set != nil && rev == f.rev {
+		return f.set, nil
+	}
+	rs, err := f.st.ListEventRules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var compiled []eventrules.Rule
+	for _, r := range rs {
+		if cr, err := eventrules.Compile(r); err == nil {
+			compiled = append(compiled, cr)
+		}
+	}
+	f.set, f.rev = eventrules.NewSet(compiled), rev
+	return f.set, nil
+}
+
+// filter drops the events a Filter rule matches and counts the drops per rule.
+func (c *Cluster) filter(ctx context.Context, events []*unyov1.Event) ([]*unyov1.Event, error) {
+	set, err := c.filters.rules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kept := events[:0]
+	drops := map[string]int64{}
+	for _, e := range events {
+		if r, ok := set.Filter(e, eventTime(e)); ok {
+			drops[r.Name]++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if len(drops) > 0 {
+		if err := c.store.CountMatches(ctx, drops, nil); err != nil {
+			c.log.Warn("counting filtered events failed", "err", err)
+		}
+	}
+	return kept, nil
+}

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
+)
+
+// hookWorkers bounds deliveries in flight, so a slow receiver cannot hold
+// up every other hook.
+const hookWorkers = 8
+
+// runHooks delivers the ApiHook jobs the pipeline committed to the outbox.
+// A job leaves the outbox only when delivery finished, so a crash means it
+// is delivered again: at least once, with its idempotency key.
+func (c *Cluster) runHooks(ctx context.Context) {
+	hc := &http.Client{}
+	inFlight := map[string]bool{}
+	done := make(chan string, hookWorkers)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if len(inFlight) < hookWorkers {
+			jobs, err := c.store.DueHooks(ctx, 4*hookWorkers)
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("reading the hook outbox failed", "err", err)
+			}
+			for _, j := range jobs {
+				if inFlight[j.Key] || len(inFlight) >= hookWorkers {
+					continue
+				}
+				inFlight[j.Key] = true
+				go func() {
+					c.deliver(ctx, hc, j)
+					done <- j.Key
+				}()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			for len(inFlight) > 0 { // let deliveries see the cancellation and return
+				delete(inFlight, <-done)
+			}
+			return
+		case k := <-done:
+			delete(inFlight, k)
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingHook) {
+	cfg, err := hookFromProto(j.Hook)
+	var out apihook.Outcome
+	if err == nil {
+		out = apihook.SendBody(ctx, hc, cfg, j.Key, j.Body)
+	} else {
+		out = apihook.Outcome{Err: err}
+	}
+	if ctx.Err() != nil {
+		return // stopping, or the lease moved: the next holder delivers it
+	}
+	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "api_hook to " + cfg.URL + ": " + out.String()}
+	if err := c.store.FinishHook(ctx, j.Key, s); err != nil {
+		c.log.Warn("recording a hook delivery failed; it will be delivered again", "key", j.Key, "err", err)
+		return
+	}
+	if out.Succeeded {
+		return
+	}
+	c.log.Warn("api_hook delivery failed for good", "rule", j.Rule, "url", cfg.URL, "outcome", out.String())
+	// A final failure is an event like any other, so rules can alert on it.
+	node := c.opts.Name
+	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
+		node = e.GetNode()
+	}
+	now := timestamppb.Now()
+	failure := &unyov1.Event{
+		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: node, Check: "api-hook",
+		Level: unyov1.Level_LEVEL_WARNING, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+		Output:    fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, cfg.URL, out.String()),
+		StartedAt: now, ReceivedAt: now, Duration: durationpb.New(out.Duration),
+	}
+	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{failure}); err != nil {
+		c.log.Warn("recording the hook failure as an event failed", "err", err)
+	}
+}
+
+func hookFromProto(h *unyov1.ApiHookAction) (apihook.Config, error) {
+	cfg := apihook.Config{URL: h.GetUrl(), Format: h.GetFormat(), Retries: int(h.GetRetries()), Headers: h.GetHeaders()}
+	if h.GetTimeout() != "" {
+		d, err := time.ParseDuration(h.GetTimeout())
+		if err != nil {
+			return cfg, fmt.Errorf("timeout %q: %w", h.GetTimeout(), err)
+		}
+		cfg.Timeout = d
+	}
+	return cfg, nil
+}

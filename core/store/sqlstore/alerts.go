@@ -1,0 +1,220 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+const alertClosed = int32(unyov1.AlertState_ALERT_STATE_CLOSED)
+
+func decodeAlert(body []byte) (*unyov1.Alert, error) {
+	a := new(unyov1.Alert)
+	if err := proto.Unmarshal(body, a); err != nil {
+		return nil, fmt.Errorf("decode alert: %w", err)
+	}
+	return a, nil
+}
+
+func putAlertTx(ctx context.Context, tx *sql.Tx, a *unyov1.Alert) error {
+	b, err := proto.Marshal(a)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO alerts (id, key, state, level, node, check_name, first_seen, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, level = excluded.level, body = excluded.body`,
+		a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b)
+	if err != nil {
+		return fmt.Errorf("store alert %s: %w", a.GetId(), err)
+	}
+	return nil
+}
+
+// applyAlertOp runs one alert operation on the active alert with its key,
+// read and written in the pipeline's transaction.
+func (s *Store) applyAlertOp(ctx context.Context, tx *sql.Tx, op store.AlertOp) error {
+	var cur *unyov1.Alert
+	var body []byte
+	err := tx.QueryRowContext(ctx, "SELECT body FROM alerts WHERE key = $1 AND state != $2"+s.d.forUpdate, op.Key, alertClosed).Scan(&body)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("read alert %q: %w", op.Key, err)
+	default:
+		if cur, err = decodeAlert(body); err != nil {
+			return err
+		}
+	}
+	next, err := op.Apply(cur)
+	if err != nil {
+		return fmt.Errorf("alert %q: %w", op.Key, err)
+	}
+	if next == nil {
+		return nil
+	}
+	return putAlertTx(ctx, tx, next)
+}
+
+// ListAlerts returns alerts matching f; without states, every alert but
+// closed ones.
+func (s *Store) ListAlerts(ctx context.Context, f store.AlertFilter) ([]*unyov1.Alert, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Node != "" {
+		where = append(where, "node = "+arg(f.Node))
+	}
+	if f.Check != "" {
+		where = append(where, "check_name = "+arg(f.Check))
+	}
+	if len(f.States) == 0 {
+		where = append(where, "state != "+arg(alertClosed))
+	} else {
+		var in []string
+		for _, st := range f.States {
+			in = append(in, arg(int32(st)))
+		}
+		where = append(where, "state IN ("+strings.Join(in, ", ")+")")
+	}
+	if len(f.Levels) > 0 {
+		var in []string
+		for _, l := range f.Levels {
+			in = append(in, arg(int32(l)))
+		}
+		where = append(where, "level IN ("+strings.Join(in, ", ")+")")
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > maxEventLimit {
+		limit = defaultEventLimit
+	}
+	q := "SELECT body FROM alerts WHERE " + strings.Join(where, " AND ") + " ORDER BY level DESC, first_seen LIMIT " + arg(limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list alerts: %w", err)
+	}
+	defer rows.Close()
+	var out []*unyov1.Alert
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("list alerts: %w", err)
+		}
+		a, err := decodeAlert(body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// GetAlert returns one alert by id.
+func (s *Store) GetAlert(ctx context.Context, id string) (*unyov1.Alert, error) {
+	var body []byte
+	err := s.r.QueryRowContext(ctx, "SELECT body FROM alerts WHERE id = $1", id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("alert", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get alert %q: %w", id, err)
+	}
+	return decodeAlert(body)
+}
+
+// UpdateAlert changes one alert in a transaction; fn's error aborts it.
+func (s *Store) UpdateAlert(ctx context.Context, id string, fn func(*unyov1.Alert) error) (*unyov1.Alert, error) {
+	var out *unyov1.Alert
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var body []byte
+		err := tx.QueryRowContext(ctx, "SELECT body FROM alerts WHERE id = $1"+s.d.forUpdate, id).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("alert", id)
+		}
+		if err != nil {
+			return err
+		}
+		a, err := decodeAlert(body)
+		if err != nil {
+			return err
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+		out = a
+		return putAlertTx(ctx, tx, a)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func insertHook(ctx context.Context, tx *sql.Tx, h store.HookJob) error {
+	body, err := h.Body()
+	if err != nil {
+		return fmt.Errorf("build the body of hook %s: %w", h.Key, err)
+	}
+	hook, err := proto.Marshal(h.Hook)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO hooks (key, rule, event_id, created_at, hook, body) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (key) DO NOTHING`, h.Key, h.Rule, h.EventID, now(), hook, body)
+	if err != nil {
+		return fmt.Errorf("queue hook %s: %w", h.Key, err)
+	}
+	return nil
+}
+
+// DueHooks returns queued hook jobs, oldest first.
+func (s *Store) DueHooks(ctx context.Context, limit int) ([]store.PendingHook, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT key, rule, event_id, hook, body FROM hooks ORDER BY created_at, key LIMIT $1", limit)
+	if err != nil {
+		return nil, fmt.Errorf("read hook outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.PendingHook
+	for rows.Next() {
+		var p store.PendingHook
+		var hook []byte
+		if err := rows.Scan(&p.Key, &p.Rule, &p.EventID, &hook, &p.Body); err != nil {
+			return nil, fmt.Errorf("read hook outbox: %w", err)
+		}
+		p.Hook = new(unyov1.ApiHookAction)
+		if err := proto.Unmarshal(hook, p.Hook); err != nil {
+			return nil, fmt.Errorf("decode hook %s: %w", p.Key, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// FinishHook removes a delivered (or given up) job and records the outcome
+// in its event's explanation.
+func (s *Store) FinishHook(ctx context.Context, key string, step *unyov1.ExplanationStep) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var eventID string
+		err := tx.QueryRowContext(ctx, "DELETE FROM hooks WHERE key = $1 RETURNING event_id", key).Scan(&eventID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // finished already (by a replica that had the lease before)
+		}
+		if err != nil {
+			return fmt.Errorf("finish hook %s: %w", key, err)
+		}
+		if step == nil {
+			return nil
+		}
+		return s.writeExplanations(ctx, tx, []store.Explained{{ID: eventID, Explanation: &unyov1.Explanation{Steps: []*unyov1.ExplanationStep{step}}, Append: true, KeepOutcome: true}})
+	})
+}
