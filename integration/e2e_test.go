@@ -24,6 +24,9 @@ type fleet struct {
 	dir     string
 	pg      *testpg.Server
 	rootURL string
+	// api is where operator commands go: root, unless a test talks to a
+	// cluster replica directly.
+	api     string
 	cluster *proc
 	clURL   string
 	agents  map[string]*proc
@@ -34,6 +37,7 @@ func newFleet(t *testing.T, clusterExtra string) *fleet {
 	f := &fleet{t: t, dir: t.TempDir(), pg: testpg.New(t), agents: map[string]*proc{}}
 	rootAddr, clAddr := freeAddr(t), freeAddr(t)
 	f.rootURL, f.clURL = "http://"+rootAddr, "http://"+clAddr
+	f.api = f.rootURL
 	rootCfg := writeFile(t, f.dir, "root.yaml", fmt.Sprintf(`
 role: root
 data_dir: %s/root
@@ -98,11 +102,11 @@ agent:
 }
 
 func (f *fleet) cli(args ...string) (string, error) {
-	return cli(f.t, f.rootURL, append([]string{"--token", adminToken}, args...)...)
+	return cli(f.t, f.api, append([]string{"--token", adminToken}, args...)...)
 }
 
 func (f *fleet) json(args ...string) ([]map[string]any, error) {
-	return cliJSON(f.t, f.rootURL, append([]string{"--token", adminToken}, args...)...)
+	return cliJSON(f.t, f.api, append([]string{"--token", adminToken}, args...)...)
 }
 
 // latest returns the latest event per "node/check".

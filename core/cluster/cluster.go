@@ -38,9 +38,9 @@ type Cluster struct {
 	started time.Time
 	lease   *lease.Runner
 
-	beats     *heartbeats
-	kinds     map[string]kind
-	filters   filterCache
+	beats   *heartbeats
+	kinds   map[string]kind
+	filters filterCache
 	// ingested wakes the pipeline when results were stored on this replica.
 	ingested  chan struct{}
 	knownMu   sync.Mutex
@@ -70,10 +70,10 @@ func New(st store.Store, opts Options) *Cluster {
 	}
 	log := opts.Logger.With("cluster", opts.Name)
 	c := &Cluster{
-		opts:    opts,
-		store:   st,
-		log:     log,
-		started: time.Now(),
+		opts:     opts,
+		store:    st,
+		log:      log,
+		started:  time.Now(),
 		beats:    &heartbeats{seen: map[string]time.Time{}},
 		known:    map[string]*unyov1.Node{},
 		kinds:    kinds(),

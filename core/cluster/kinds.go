@@ -69,7 +69,10 @@ func kinds() map[string]kind {
 			},
 		},
 		"Maintenance": {
-			validate: func(o *unyov1.Object) error { _, err := maintenance.Compile(o.GetMaintenance(), time.Now()); return err },
+			validate: func(o *unyov1.Object) error {
+				_, err := maintenance.Compile(o.GetMaintenance(), time.Now())
+				return err
+			},
 			put: func(ctx context.Context, st store.Store, o *unyov1.Object) (store.PutResult, error) {
 				return st.PutMaintenance(ctx, o.GetMaintenance())
 			},

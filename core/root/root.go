@@ -61,6 +61,8 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{r}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{r}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{r}, o...))
+	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{r}, o...))
+	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{r}, o...))
 }
 
 func (r *Root) client(url string) (*client.Clients, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/manifest"
 )
 
 type clusterService struct{ r *Root }
@@ -63,8 +64,6 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 // naming none goes to every cluster.
 type objectService struct{ r *Root }
 
-func objectCluster(o *unyov1.Object) string { return o.GetCheck().GetCluster() }
-
 func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
 	objs := req.Msg.GetObjects()
 	if err := cluster.ValidateObjects(objs); err != nil {
@@ -80,7 +79,7 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	// Group per cluster so each cluster gets one request.
 	per := map[string][]*unyov1.Object{}
 	for i, o := range objs {
-		name := objectCluster(o)
+		name := manifest.Cluster(o)
 		if name == "" {
 			for _, c := range all {
 				per[c.GetName()] = append(per[c.GetName()], o)
@@ -118,9 +117,7 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 	out := make([]*unyov1.Object, len(objs))
 	for i, o := range objs {
 		c := proto.Clone(o).(*unyov1.Object)
-		if ch := c.GetCheck(); ch != nil {
-			ch.Cluster = name
-		}
+		manifest.SetCluster(c, name)
 		out[i] = c
 	}
 	return out

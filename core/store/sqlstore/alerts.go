@@ -38,6 +38,121 @@ func putAlertTx(ctx context.Context, tx *sql.Tx, a *unyov1.Alert) error {
 	return nil
 }
 
+// applyAlertOps runs the alert operations in order. On PostgreSQL the
+// active alerts of all their keys are read in one statement and written in
+// one, instead of two round trips per operation.
+func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []store.AlertOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if s.d.name != "postgres" {
+		for _, op := range ops {
+			if err := s.applyAlertOp(ctx, tx, op); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(ops))
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if !seen[op.Key] {
+			seen[op.Key] = true
+			keys = append(keys, op.Key)
+		}
+	}
+	active := map[string]*unyov1.Alert{}
+	rows, err := tx.QueryContext(ctx, "SELECT body FROM alerts WHERE key = ANY($1::text[]) AND state != $2 ORDER BY key FOR UPDATE", keys, alertClosed)
+	if err != nil {
+		return fmt.Errorf("read alerts: %w", err)
+	}
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			rows.Close()
+			return fmt.Errorf("read alerts: %w", err)
+		}
+		a, err := decodeAlert(body)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		active[a.GetKey()] = a
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read alerts: %w", err)
+	}
+	existed := map[string]bool{}
+	for _, a := range active {
+		existed[a.GetId()] = true
+	}
+	// Changed alerts by id, in the order they were first changed.
+	var order []string
+	changed := map[string]*unyov1.Alert{}
+	for _, op := range ops {
+		next, err := op.Apply(active[op.Key])
+		if err != nil {
+			return fmt.Errorf("alert %q: %w", op.Key, err)
+		}
+		if next == nil {
+			continue
+		}
+		if _, ok := changed[next.GetId()]; !ok {
+			order = append(order, next.GetId())
+		}
+		changed[next.GetId()] = next
+		active[op.Key] = next
+		if next.GetState() == unyov1.AlertState_ALERT_STATE_CLOSED {
+			delete(active, op.Key)
+		}
+	}
+	// Existing alerts first: one closed here frees its key for a new one.
+	var updates, inserts []*unyov1.Alert
+	for _, id := range order {
+		if existed[id] {
+			updates = append(updates, changed[id])
+		} else {
+			inserts = append(inserts, changed[id])
+		}
+	}
+	for _, batch := range [][]*unyov1.Alert{updates, inserts} {
+		if err := putAlertsUnnest(ctx, tx, batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putAlertsUnnest(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) error {
+	if len(as) == 0 {
+		return nil
+	}
+	var (
+		ids, keys, nodes, checks []string
+		states, levels           []int32
+		firsts                   []int64
+		bodies                   [][]byte
+	)
+	for _, a := range as {
+		b, err := proto.Marshal(a)
+		if err != nil {
+			return err
+		}
+		ids, keys, nodes, checks = append(ids, a.GetId()), append(keys, a.GetKey()), append(nodes, a.GetNode()), append(checks, a.GetCheck())
+		states, levels = append(states, int32(a.GetState())), append(levels, int32(a.GetLevel()))
+		firsts, bodies = append(firsts, toNanos(a.GetFirstSeen())), append(bodies, b)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO alerts (id, key, state, level, node, check_name, first_seen, body)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::text[], $6::text[], $7::int8[], $8::bytea[])
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, level = excluded.level, body = excluded.body`,
+		ids, keys, states, levels, nodes, checks, firsts, bodies)
+	if err != nil {
+		return fmt.Errorf("store %d alerts: %w", len(as), err)
+	}
+	return nil
+}
+
 // applyAlertOp runs one alert operation on the active alert with its key,
 // read and written in the pipeline's transaction.
 func (s *Store) applyAlertOp(ctx context.Context, tx *sql.Tx, op store.AlertOp) error {

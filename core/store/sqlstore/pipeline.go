@@ -114,10 +114,8 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 				return fmt.Errorf("remove aggregate group: %w", err)
 			}
 		}
-		for _, op := range c.AlertOps {
-			if err := s.applyAlertOp(ctx, tx, op); err != nil {
-				return err
-			}
+		if err := s.applyAlertOps(ctx, tx, c.AlertOps); err != nil {
+			return err
 		}
 		for _, h := range c.Hooks {
 			if err := insertHook(ctx, tx, h); err != nil {
@@ -138,27 +136,48 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 	return nil
 }
 
+// pipelineChecksUpsert writes occurrences and, where issued_at is not 0,
+// the reissue window of a node/check.
+const pipelineChecksUpsert = `
+		ON CONFLICT (node, check_name) DO UPDATE SET occ_level = excluded.occ_level, occ_count = excluded.occ_count,
+			issue_level = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issue_level ELSE excluded.issue_level END,
+			issued_at = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issued_at ELSE excluded.issued_at END`
+
 func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.PipelineCommit) error {
 	if len(c.Counters)+len(c.Issued) == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO pipeline_checks (node, check_name, occ_level, occ_count, issue_level, issued_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (node, check_name) DO UPDATE SET occ_level = excluded.occ_level, occ_count = excluded.occ_count,
-			issue_level = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issue_level ELSE excluded.issue_level END,
-			issued_at = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issued_at ELSE excluded.issued_at END`)
-	if err != nil {
-		return fmt.Errorf("store occurrences: %w", err)
-	}
-	defer st.Close()
+	var (
+		nodes, checks             []string
+		levels, counts, issLevels []int32
+		issAt                     []int64
+	)
 	for nc, cnt := range c.Counters {
 		var il int32
 		var at int64
 		if is, ok := c.Issued[nc]; ok {
 			il, at = int32(is.Level), is.At.UnixNano()
 		}
-		if _, err := st.ExecContext(ctx, nc.Node, nc.Check, int32(cnt.Level), int32(cnt.Count), il, at); err != nil {
-			return fmt.Errorf("store occurrences of %s/%s: %w", nc.Node, nc.Check, err)
+		nodes, checks = append(nodes, nc.Node), append(checks, nc.Check)
+		levels, counts, issLevels, issAt = append(levels, int32(cnt.Level)), append(counts, int32(cnt.Count)), append(issLevels, il), append(issAt, at)
+	}
+	if s.d.name == "postgres" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pipeline_checks (node, check_name, occ_level, occ_count, issue_level, issued_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int4[], $6::int8[])`+pipelineChecksUpsert,
+			nodes, checks, levels, counts, issLevels, issAt); err != nil {
+			return fmt.Errorf("store occurrences: %w", err)
+		}
+	} else {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO pipeline_checks (node, check_name, occ_level, occ_count, issue_level, issued_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`+pipelineChecksUpsert)
+		if err != nil {
+			return fmt.Errorf("store occurrences: %w", err)
+		}
+		defer st.Close()
+		for i := range nodes {
+			if _, err := st.ExecContext(ctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
+				return fmt.Errorf("store occurrences of %s/%s: %w", nodes[i], checks[i], err)
+			}
 		}
 	}
 	for nc, is := range c.Issued {
@@ -177,16 +196,7 @@ func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Ex
 	if len(ex) == 0 {
 		return nil
 	}
-	hist, err := tx.PrepareContext(ctx, "UPDATE events SET explanation = $1, silenced_by = $2 WHERE id = $3")
-	if err != nil {
-		return fmt.Errorf("store explanations: %w", err)
-	}
-	defer hist.Close()
-	latest, err := tx.PrepareContext(ctx, "UPDATE latest_events SET explanation = $1, silenced_by = $2 WHERE id = $3")
-	if err != nil {
-		return fmt.Errorf("store explanations: %w", err)
-	}
-	defer latest.Close()
+	ids, bodies, silenced := make([]string, 0, len(ex)), make([][]byte, 0, len(ex)), make([]string, 0, len(ex))
 	for _, e := range ex {
 		x := e.Explanation
 		if e.Append {
@@ -211,16 +221,35 @@ func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Ex
 		if err != nil {
 			return err
 		}
-		silenced := e.SilencedBy
+		by := e.SilencedBy
 		if e.Append {
-			silenced = "" // appended steps come after silencing would have applied
+			by = "" // appended steps come after silencing would have applied
 		}
-		if _, err := hist.ExecContext(ctx, b, silenced, e.ID); err != nil {
-			return fmt.Errorf("store explanation of %s: %w", e.ID, err)
+		ids, bodies, silenced = append(ids, e.ID), append(bodies, b), append(silenced, by)
+	}
+	if s.d.name == "postgres" {
+		// One statement per table: a round trip per event would bound the
+		// pipeline by the network, not the database.
+		for _, table := range []string{"events", "latest_events"} {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+table+` AS t SET explanation = v.x, silenced_by = v.s
+				FROM unnest($1::text[], $2::bytea[], $3::text[]) AS v(id, x, s) WHERE t.id = v.id`, ids, bodies, silenced); err != nil {
+				return fmt.Errorf("store explanations: %w", err)
+			}
 		}
-		if _, err := latest.ExecContext(ctx, b, silenced, e.ID); err != nil {
-			return fmt.Errorf("store explanation of %s: %w", e.ID, err)
+		return nil
+	}
+	for _, table := range []string{"events", "latest_events"} {
+		st, err := tx.PrepareContext(ctx, "UPDATE "+table+" SET explanation = $1, silenced_by = $2 WHERE id = $3")
+		if err != nil {
+			return fmt.Errorf("store explanations: %w", err)
 		}
+		for i := range ids {
+			if _, err := st.ExecContext(ctx, bodies[i], silenced[i], ids[i]); err != nil {
+				st.Close()
+				return fmt.Errorf("store explanation of %s: %w", ids[i], err)
+			}
+		}
+		st.Close()
 	}
 	return nil
 }

@@ -1,0 +1,161 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/integration/testpg"
+)
+
+// hundredRules is a rule set of 100: mostly action rules on particular
+// checks, and a few silence, filter and aggregate rules.
+func hundredRules() string {
+	var b strings.Builder
+	for i := range 94 {
+		fmt.Fprintf(&b, "---\nkind: EventRule\nname: act-%02d\nspec: {type: action, priority: %d, match: {check: \"check-%d\", levels: [critical, warning]}, actions: [{create_alert: {}}], owner: bench, reason: bench}\n", i, i%7, i%40)
+	}
+	for i := range 3 {
+		fmt.Fprintf(&b, "---\nkind: EventRule\nname: quiet-%d\nspec: {type: silence, match: {node: \"maint-%d.*\"}, owner: bench, reason: bench}\n", i, i)
+		fmt.Fprintf(&b, "---\nkind: EventRule\nname: drop-%d\nspec: {type: filter, match: {message: \".*ignore me %d.*\"}, owner: bench, reason: bench}\n", i, i)
+	}
+	b.WriteString("---\nkind: EventRule\nname: resolve\nspec: {type: action, priority: 100, match: {levels: [success]}, actions: [{delete_alert: {}}], continue: true, owner: bench, reason: bench}\n")
+	return b.String()
+}
+
+// pipelineBench sends results through the agent API at a given rate (0: as
+// fast as possible) and reports processed results/s and the latency from
+// receipt to the alerts and explanation being committed.
+func pipelineBench(b *testing.B, st store.Store, rate int) {
+	c := startCluster(b, st)
+	ctx := context.Background()
+	objs, err := manifest.Decode(strings.NewReader(hundredRules()), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs})); err != nil {
+		b.Fatal(err)
+	}
+	const nodes, batch = 8, 250
+	for i := range nodes {
+		if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: fmt.Sprintf("node-%d", i)}})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	levels := []unyov1.Level{ok, ok, ok, ok, ok, ok, ok, warn, warn, crit}
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := b.N/nodes + 1
+	for n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node := fmt.Sprintf("node-%d", n)
+			for sent := 0; sent < per; sent += batch {
+				if rate > 0 { // pace: this node's share of the rate
+					due := start.Add(time.Duration(float64(sent) / float64(rate/nodes) * float64(time.Second)))
+					time.Sleep(time.Until(due))
+				}
+				req := &unyov1.ReportResultsRequest{Node: node}
+				for j := range batch {
+					k := sent + j
+					req.Results = append(req.Results, &unyov1.Event{Id: uuid.Must(uuid.NewV7()).String(), Node: node,
+						Check: fmt.Sprintf("check-%d", k%40), Level: levels[k%len(levels)], Output: "result", StartedAt: timestamppb.Now()})
+				}
+				if _, err := c.Agent.ReportResults(ctx, connect.NewRequest(req)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	last := waitProcessed(b, st)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	lat := latencies(b, c)
+	b.ReportMetric(float64(last)/elapsed.Seconds(), "results/s")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+}
+
+// waitProcessed waits until the pipeline cursor reaches the last event.
+func waitProcessed(b *testing.B, st store.Store) int {
+	ctx := context.Background()
+	for {
+		ps, err := st.LoadPipeline(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rest, err := st.NextEvents(ctx, ps.Cursor, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rest) == 0 {
+			return int(ps.Cursor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// latencies are received→processed times of the newest 10,000 events.
+func latencies(b *testing.B, c *client.Clients) []time.Duration {
+	resp, err := c.Events.ListEvents(context.Background(), connect.NewRequest(&unyov1.ListEventsRequest{History: true, Limit: 10000}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []time.Duration
+	for _, e := range resp.Msg.GetEvents() {
+		if p := e.GetExplanation().GetProcessedAt(); p != nil {
+			out = append(out, p.AsTime().Sub(e.GetReceivedAt().AsTime()))
+		}
+	}
+	if len(out) == 0 {
+		b.Fatal("no processed events")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func openSQLite(b *testing.B) store.Store {
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+func openPostgresDurable(b *testing.B) store.Store {
+	st, err := sqlstore.OpenPostgres(context.Background(), testpg.New(b, testpg.WithDurable()).DSN())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// Throughput: as fast as the cluster takes results.
+func BenchmarkPipelineSQLite(b *testing.B)          { pipelineBench(b, openSQLite(b), 0) }
+func BenchmarkPipelinePostgresDurable(b *testing.B) { pipelineBench(b, openPostgresDurable(b), 0) }
+
+// Latency at half the target rate (10,000/s embedded, 5,000/s PostgreSQL).
+func BenchmarkPipelineLatencySQLite5k(b *testing.B) { pipelineBench(b, openSQLite(b), 5000) }
+func BenchmarkPipelineLatencyPostgres2500(b *testing.B) {
+	pipelineBench(b, openPostgresDurable(b), 2500)
+}
