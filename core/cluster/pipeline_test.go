@@ -425,3 +425,36 @@ spec:
 		}
 	}
 }
+
+func TestHookFinalFailureIsAnEvent(t *testing.T) {
+	e := newEnv(t, "web1")
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(dead.Close)
+	e.apply(fmt.Sprintf(`
+kind: EventRule
+name: hook
+spec: {type: action, match: {check: http}, actions: [{api_hook: {url: %q, retries: 1, timeout: 1s}}], owner: t, reason: t}
+---
+kind: EventRule
+name: alert-on-hook-failure
+spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: warning}}], owner: t, reason: a receiver that keeps failing needs a person}
+`, dead.URL))
+	id := e.report("web1", "http", crit, "HTTP CRITICAL", 1, 0)
+	waitFor(t, "the failure recorded in the explanation", func() error {
+		if s := steps(e.explained(id)); !strings.Contains(s, "failed after 2 attempts") {
+			return fmt.Errorf("%s", s)
+		}
+		return nil
+	})
+	// The failure is an event of its own, which rules can alert on.
+	waitFor(t, "an alert about the failing hook", func() error {
+		for _, a := range e.alerts() {
+			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" && strings.Contains(a.GetSummary(), "500") {
+				return nil
+			}
+		}
+		return fmt.Errorf("alerts: %v", e.alerts())
+	})
+}
