@@ -58,49 +58,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 }
 
 func newChecksCommand(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "checks", Aliases: []string{"check"}, Short: "Checks applied centrally"}
-	var clusterName string
-	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List checks of every cluster", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: "Check", Cluster: clusterName}))
-			if err != nil {
-				return g.explain(err)
-			}
-			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
-		},
-	}
-	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one check", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "Check", Name: args[0], Cluster: clusterName}}))
-			if err != nil {
-				return g.explain(err)
-			}
-			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
-		},
-	}
-	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
-	cmd.AddCommand(ls, get)
-	return cmd
+	return newKindCommand(g, "checks", "Check", "Checks applied centrally", "check")
 }
 
 // parseLevels turns "warning,critical" into levels.

@@ -39,6 +39,19 @@ func readFiles(cmd *cobra.Command, files []string) ([]*unyov1.Object, error) {
 	return all, nil
 }
 
+// namedRefs turns "KIND NAME..." arguments into references.
+func namedRefs(args []string, cluster string) ([]*unyov1.ObjectRef, error) {
+	kind, err := manifest.ParseKind(args[0])
+	if err != nil {
+		return nil, err
+	}
+	var refs []*unyov1.ObjectRef
+	for _, name := range args[1:] {
+		refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: cluster})
+	}
+	return refs, nil
+}
+
 func newApplyCommand(g *globals) *cobra.Command {
 	var files []string
 	cmd := &cobra.Command{
@@ -91,12 +104,9 @@ func newDeleteCommand(g *globals) *cobra.Command {
 					refs = append(refs, manifest.Ref(o))
 				}
 			case len(args) >= 2:
-				kind, err := manifest.ParseKind(args[0])
-				if err != nil {
+				var err error
+				if refs, err = namedRefs(args, clusterName); err != nil {
 					return err
-				}
-				for _, name := range args[1:] {
-					refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: clusterName})
 				}
 			default:
 				return errors.New("say what to delete: -f FILE, or KIND NAME (for example: unyo delete check disk)")
@@ -147,12 +157,9 @@ func newGetCommand(g *globals) *cobra.Command {
 				}
 				listKind = kind
 			case len(args) >= 2:
-				kind, err := manifest.ParseKind(args[0])
-				if err != nil {
+				var err error
+				if refs, err = namedRefs(args, clusterName); err != nil {
 					return err
-				}
-				for _, name := range args[1:] {
-					refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: clusterName})
 				}
 			default:
 				return errors.New("say what to get: -f FILE, KIND or KIND NAME (for example: unyo get check)")
