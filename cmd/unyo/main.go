@@ -36,6 +36,7 @@ func newRootCommand() *cobra.Command {
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
 		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
 		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
+		newMetricsCommand(g), newLogsCommand(g),
 		newStatusCommand(g), newVersionCommand(),
 	)
 	return cmd

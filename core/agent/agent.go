@@ -20,6 +20,7 @@ import (
 	"github.com/unyo-ops/unyo/checks/schedule"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/spool"
 )
 
@@ -40,19 +41,27 @@ type Options struct {
 	// StatusListen is where the agent's status endpoint answers; empty turns it off.
 	StatusListen string
 	LocalChecks  []*unyov1.Check
-	Version      string
-	Logger       *slog.Logger
+	// MetricsInterval is how often system metrics are collected; 0 turns
+	// collection off (check perfdata is still sent).
+	MetricsInterval time.Duration
+	// Logs are the files to tail; none turns tailing off.
+	Logs    []logtail.FileConfig
+	Version string
+	Logger  *slog.Logger
 }
 
 // Agent is one node's agent.
 type Agent struct {
-	opts   Options
-	log    *slog.Logger
-	cl     *client.Clients
-	spool  *spool.Spool
-	sched  *schedule.Scheduler
-	local  []checks.Definition
-	status status
+	opts  Options
+	log   *slog.Logger
+	cl    *client.Clients
+	spool *spool.Spool
+	// metrics and logs are outboxes of their own, in
+	// <data_dir>/spool-metrics and spool-logs.
+	metrics, logs *outbox
+	sched         *schedule.Scheduler
+	local         []checks.Definition
+	status        status
 
 	mu          sync.Mutex
 	registered  bool
@@ -64,6 +73,9 @@ type Agent struct {
 	// seq numbers results; seeded from the clock so that it keeps
 	// increasing across agent restarts.
 	seq atomic.Uint64
+	// logSeq numbers spooled log lines, likewise; the cluster drops a line
+	// whose number it has seen (see unyov1.LogEntry).
+	logSeq atomic.Uint64
 }
 
 // New validates the options and opens the spool; Run starts the work.
@@ -101,6 +113,7 @@ func New(opts Options) (*Agent, error) {
 	log := opts.Logger.With("node", opts.NodeName)
 	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1)}
 	a.seq.Store(uint64(time.Now().UnixNano()))
+	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {
 		c.Source = "local"
 		d, err := checks.Compile(c)
@@ -119,13 +132,17 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("open the result spool: %w", err)
 	}
 	a.spool = sp
+	if err := a.openOutboxes(); err != nil {
+		a.closeSpools()
+		return nil, err
+	}
 	a.sched = schedule.New(a.runCheck, schedule.Options{
 		NodeName: opts.NodeName, MaxConcurrent: opts.MaxConcurrent, Logger: log,
 	})
 	if opts.StatusListen != "" {
 		ln, err := net.Listen("tcp", opts.StatusListen)
 		if err != nil {
-			_ = sp.Close()
+			a.closeSpools()
 			return nil, fmt.Errorf("agent.status_listen: %w", err)
 		}
 		a.statusLn = ln
@@ -143,7 +160,7 @@ func (a *Agent) StatusAddr() string {
 
 // Run works until ctx ends, then stops the checks and closes the spool.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.spool.Close()
+	defer a.closeSpools()
 	a.loadCachedChecks()
 	a.applyChecks()
 	var wg sync.WaitGroup
@@ -153,12 +170,38 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
-	run(a.sendLoop)
+	for _, o := range []*outbox{{name: "results", dir: a.opts.SpoolDir, spool: a.spool, send: a.sendResults}, a.metrics, a.logs} {
+		run(func(ctx context.Context) { a.sendLoop(ctx, o) })
+	}
+	if a.opts.MetricsInterval > 0 {
+		run(a.metricsLoop)
+	}
+	if len(a.opts.Logs) > 0 {
+		run(a.logsLoop)
+	}
 	if a.statusLn != nil {
 		run(a.serveStatus)
 	}
 	wg.Wait()
 	return nil
+}
+
+func (a *Agent) closeSpools() {
+	for _, sp := range []*spool.Spool{a.spool, a.metrics.spoolOrNil(), a.logs.spoolOrNil()} {
+		if sp == nil {
+			continue
+		}
+		if err := sp.Close(); err != nil {
+			a.log.Error("closing a spool failed", "err", err)
+		}
+	}
+}
+
+func (o *outbox) spoolOrNil() *spool.Spool {
+	if o == nil {
+		return nil
+	}
+	return o.spool
 }
 
 // applyChecks hands the scheduler the local checks plus the central ones; a

@@ -32,6 +32,9 @@ func (a *Agent) runCheck(ctx context.Context, d checks.Definition) {
 	if err := a.spool.Append(data); err != nil {
 		a.log.Error("spooling a check result failed; the result is lost", "check", d.Name, "err", err)
 	}
+	if err := a.spoolSamples(perfdataSamples(e)); err != nil {
+		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", d.Name, "err", err)
+	}
 }
 
 // execute turns one run of a Nagios-style command into an Event.

@@ -9,23 +9,37 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/spool"
 )
 
 // maxBatchBytes keeps one report well under the server's message limit.
 const maxBatchBytes = 4 << 20
 
-// sendLoop delivers spooled results in order, oldest first, and removes them
+// outbox is one spool and how its records reach the cluster. Results,
+// metrics and logs each have their own, so that a flood of log lines never
+// delays check results, and a cluster refusing one kind does not block the
+// others.
+type outbox struct {
+	name  string // results, metrics or logs: for the log
+	dir   string
+	spool *spool.Spool
+	// send delivers a batch of records; the cluster must drop (or harmlessly
+	// rewrite) records it stored before. It returns how many it sent.
+	send func(ctx context.Context, records [][]byte) (int, error)
+}
+
+// sendLoop delivers spooled records in order, oldest first, and removes them
 // from the spool only after the cluster has stored them. A failed send is
-// retried with backoff; the cluster drops ids it has already stored, so a
-// resend after a lost answer never doubles a result.
-func (a *Agent) sendLoop(ctx context.Context) {
+// retried with backoff; the cluster drops what it has already stored, so a
+// resend after a lost answer never doubles anything.
+func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 	bo := backoff{min: 200 * time.Millisecond, max: 30 * time.Second}
 	for {
-		if err := a.spool.Wait(ctx); err != nil {
+		if err := o.spool.Wait(ctx); err != nil {
 			return
 		}
-		// Let a few results gather so a busy node sends batches, not drips.
-		if a.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !sleep(ctx, a.opts.FlushInterval) {
+		// Let a few records gather so a busy node sends batches, not drips.
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !sleep(ctx, a.opts.FlushInterval) {
 			return
 		}
 		if !a.isRegistered() {
@@ -34,9 +48,9 @@ func (a *Agent) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		batch, err := a.spool.Peek(a.opts.BatchSize, maxBatchBytes)
+		batch, err := o.spool.Peek(a.opts.BatchSize, maxBatchBytes)
 		if err != nil {
-			a.log.Error("reading the result spool failed", "dir", a.opts.SpoolDir, "err", err)
+			a.log.Error("reading the spool failed", "spool", o.name, "dir", o.dir, "err", err)
 			if !sleep(ctx, bo.next()) {
 				return
 			}
@@ -45,16 +59,7 @@ func (a *Agent) sendLoop(ctx context.Context) {
 		if len(batch.Records) == 0 {
 			continue
 		}
-		req := &unyov1.ReportResultsRequest{Node: a.opts.NodeName}
-		for _, rec := range batch.Records {
-			e := new(unyov1.Event)
-			if err := proto.Unmarshal(rec, e); err != nil {
-				a.log.Error("dropping an unreadable spooled result", "err", err)
-				continue
-			}
-			req.Results = append(req.Results, e)
-		}
-		resp, err := a.cl.Agent.ReportResults(ctx, connect.NewRequest(req))
+		n, err := o.send(ctx, batch.Records)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -66,19 +71,79 @@ func (a *Agent) sendLoop(ctx context.Context) {
 				}
 			}
 			a.status.sendFailed(err)
-			a.log.Warn("sending results failed; they stay spooled", "pending", a.spool.Stats().PendingRecords, "err", client.Explain(a.opts.ClusterURL, err))
+			a.log.Warn("sending to the cluster failed; the records stay spooled", "spool", o.name,
+				"pending", o.spool.Stats().PendingRecords, "err", client.Explain(a.opts.ClusterURL, err))
 			if !sleep(ctx, bo.next()) {
 				return
 			}
 			continue
 		}
 		bo.reset()
-		for _, r := range resp.Msg.GetRejected() {
-			a.log.Error("the cluster rejected a result", "why", r)
+		if err := o.spool.Ack(batch); err != nil {
+			a.log.Error("acknowledging sent records in the spool failed; they may be sent again", "spool", o.name, "err", err)
 		}
-		if err := a.spool.Ack(batch); err != nil {
-			a.log.Error("acknowledging sent results in the spool failed; they may be sent again", "err", err)
+		if o.name == "results" {
+			a.status.sent(n)
 		}
-		a.status.sent(len(req.Results))
 	}
+}
+
+// decodeAll unmarshals spooled records, dropping (and logging) unreadable
+// ones: a corrupt record must not block the spool forever.
+func decodeAll[T proto.Message](a *Agent, what string, records [][]byte, fresh func() T) []T {
+	out := make([]T, 0, len(records))
+	for _, rec := range records {
+		m := fresh()
+		if err := proto.Unmarshal(rec, m); err != nil {
+			a.log.Error("dropping an unreadable spooled record", "spool", what, "err", err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (a *Agent) sendResults(ctx context.Context, records [][]byte) (int, error) {
+	req := &unyov1.ReportResultsRequest{Node: a.opts.NodeName,
+		Results: decodeAll(a, "results", records, func() *unyov1.Event { return new(unyov1.Event) })}
+	resp, err := a.cl.Agent.ReportResults(ctx, connect.NewRequest(req))
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range resp.Msg.GetRejected() {
+		a.log.Error("the cluster rejected a result", "why", r)
+	}
+	return len(req.Results), nil
+}
+
+func (a *Agent) sendMetrics(ctx context.Context, records [][]byte) (int, error) {
+	req := &unyov1.WriteMetricsRequest{Node: a.opts.NodeName,
+		Samples: decodeAll(a, "metrics", records, func() *unyov1.Sample { return new(unyov1.Sample) })}
+	if _, err := a.cl.Metrics.WriteMetrics(ctx, connect.NewRequest(req)); err != nil {
+		if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeFailedPrecondition {
+			// Resending cannot help: drop the batch rather than block the
+			// spool (a cluster without a TSDB would otherwise fill it).
+			a.log.Error("the cluster refused metrics; dropping the batch", "samples", len(req.Samples), "err", err)
+			return 0, nil
+		}
+		return 0, err
+	}
+	return len(req.Samples), nil
+}
+
+func (a *Agent) sendLogs(ctx context.Context, records [][]byte) (int, error) {
+	req := &unyov1.WriteLogsRequest{Node: a.opts.NodeName,
+		Entries: decodeAll(a, "logs", records, func() *unyov1.LogEntry { return new(unyov1.LogEntry) })}
+	resp, err := a.cl.Logs.WriteLogs(ctx, connect.NewRequest(req))
+	if err != nil {
+		if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeFailedPrecondition {
+			a.log.Error("the cluster refused log lines; dropping the batch", "lines", len(req.Entries), "err", err)
+			return 0, nil
+		}
+		return 0, err
+	}
+	if r := resp.Msg.GetRejected(); r > 0 {
+		a.log.Warn("the cluster did not store log lines older than its retention", "lines", r)
+	}
+	return len(req.Entries), nil
 }

@@ -39,6 +39,8 @@ type Clients struct {
 	Alerts  unyov1connect.AlertServiceClient
 	// Maintenance ends maintenance; starting one is an Objects.Apply.
 	Maintenance unyov1connect.MaintenanceServiceClient
+	Metrics     unyov1connect.MetricsServiceClient
+	Logs        unyov1connect.LogsServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -73,6 +75,8 @@ func New(opts Options) (*Clients, error) {
 		Status:      unyov1connect.NewStatusServiceClient(hc, url, o...),
 		Alerts:      unyov1connect.NewAlertServiceClient(hc, url, o...),
 		Maintenance: unyov1connect.NewMaintenanceServiceClient(hc, url, o...),
+		Metrics:     unyov1connect.NewMetricsServiceClient(hc, url, o...),
+		Logs:        unyov1connect.NewLogsServiceClient(hc, url, o...),
 	}, nil
 }
 

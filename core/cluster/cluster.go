@@ -13,8 +13,10 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/lease"
+	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
 // Options configure a cluster server.
@@ -27,7 +29,14 @@ type Options struct {
 	StaleAfter        time.Duration
 	DownAfter         time.Duration
 	HistoryPerCheck   int
-	Logger            *slog.Logger
+	// Metrics and Logs are the cluster's TSDB and log store; nil means none
+	// is configured, and their services say so. The caller closes them.
+	Metrics tsdb.Store
+	Logs    logstore.Store
+	// LogRetention is how long log lines are kept (the controller drops
+	// older days); 0 means logstore.DefaultRetention.
+	LogRetention time.Duration
+	Logger       *slog.Logger
 }
 
 // Cluster holds one cluster replica's services and loops.
@@ -65,6 +74,9 @@ func New(st store.Store, opts Options) *Cluster {
 	if opts.DownAfter <= opts.StaleAfter {
 		opts.DownAfter = 3 * opts.StaleAfter
 	}
+	if opts.LogRetention <= 0 {
+		opts.LogRetention = logstore.DefaultRetention
+	}
 	if opts.HistoryPerCheck <= 0 {
 		opts.HistoryPerCheck = 100
 	}
@@ -95,6 +107,8 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))
 	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{c}, o...))
 	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{c}, o...))
+	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{c}, o...))
+	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{c}, o...))
 }
 
 // Run flushes heartbeats on every replica and runs the controller loops on
@@ -110,9 +124,10 @@ func (c *Cluster) Run(ctx context.Context) {
 // controller runs the loops only one replica may run at a time.
 func (c *Cluster) controller(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); c.watchLiveness(ctx) }()
 	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
+	go func() { defer wg.Done(); every(ctx, time.Hour, c.pruneLogs) }()
 	go func() { defer wg.Done(); c.runPipeline(ctx) }()
 	go func() { defer wg.Done(); c.runHooks(ctx) }()
 	wg.Wait()
@@ -141,6 +156,20 @@ func (c *Cluster) pruneHistory(ctx context.Context) {
 	}
 	if n > 0 {
 		c.log.Debug("pruned event history", "removed", n, "keep_per_check", c.opts.HistoryPerCheck)
+	}
+}
+
+// pruneLogs drops log days past the retention (the stores do not expire
+// them themselves) and the positions of files not written for as long.
+func (c *Cluster) pruneLogs(ctx context.Context) {
+	cutoff := time.Now().Add(-c.opts.LogRetention)
+	if c.opts.Logs != nil {
+		if err := c.opts.Logs.DropBefore(ctx, cutoff); err != nil && ctx.Err() == nil {
+			c.log.Warn("dropping old log days failed", "before", cutoff, "err", err)
+		}
+	}
+	if _, err := c.store.PruneLogPositions(ctx, cutoff); err != nil && ctx.Err() == nil {
+		c.log.Warn("pruning log positions failed", "err", err)
 	}
 }
 

@@ -37,6 +37,8 @@ type Config struct {
 	Cluster Cluster `yaml:"cluster" mapstructure:"cluster"`
 	Root    Root    `yaml:"root" mapstructure:"root"`
 	Agent   Agent   `yaml:"agent" mapstructure:"agent"`
+	Metrics Metrics `yaml:"metrics" mapstructure:"metrics"`
+	Logs    Logs    `yaml:"logs" mapstructure:"logs"`
 
 	// File is the configuration file Load read ("" if none). It is not a
 	// setting; it lets later checks (such as of agent.checks[i].spec) name
@@ -135,6 +137,49 @@ type Agent struct {
 	// (and labels, spec). They are kept raw: the spec is decoded and checked
 	// by the same code as `unyo apply`, not here.
 	Checks []map[string]any `yaml:"checks" mapstructure:"checks"`
+	// MetricsInterval is how often system metrics are collected; 0 turns
+	// collection off (perfdata of checks is still sent).
+	MetricsInterval time.Duration `yaml:"metrics_interval" mapstructure:"metrics_interval"`
+	// Logs are the files the agent tails and sends to its cluster.
+	Logs []LogFile `yaml:"logs" mapstructure:"logs"`
+}
+
+// LogFile is one item of agent.logs.
+type LogFile struct {
+	// Path is a file or a glob (/var/log/app/*.log).
+	Path string `yaml:"path"`
+	// App names the application; default: from each line, if it says.
+	App string `yaml:"app"`
+	// Format is auto (default), json, logfmt or plain.
+	Format string `yaml:"format"`
+	// StartAt is end (default: only new lines) or beginning, for files that
+	// exist when the agent first sees them.
+	StartAt string `yaml:"start_at"`
+}
+
+// Metrics is a cluster's time-series database.
+type Metrics struct {
+	// Store is embedded (VictoriaMetrics in-process, data under data_dir),
+	// remote (a VictoriaMetrics server at URL) or none.
+	Store string `yaml:"store" mapstructure:"store" want:"metrics store"`
+	URL   string `yaml:"url" mapstructure:"url" want:"URL"`
+	// Retention is how long samples are kept (embedded store only).
+	Retention time.Duration `yaml:"retention" mapstructure:"retention"`
+}
+
+// Logs is a cluster's log store.
+type Logs struct {
+	// Store is embedded (VictoriaLogs storage in-process, data under
+	// data_dir), clickhouse or none.
+	Store      string        `yaml:"store" mapstructure:"store" want:"log store"`
+	ClickHouse ClickHouse    `yaml:"clickhouse" mapstructure:"clickhouse"`
+	Retention  time.Duration `yaml:"retention" mapstructure:"retention"`
+}
+
+// ClickHouse is where logs.store clickhouse writes.
+type ClickHouse struct {
+	Addr     string `yaml:"addr" mapstructure:"addr" want:"host:port"`
+	Database string `yaml:"database" mapstructure:"database"`
 }
 
 // Defaults returns the configuration a role gets when nothing is set,
@@ -178,6 +223,13 @@ func staticDefaults(role string) *Config {
 			FlushInterval:       time.Second,
 			SpoolMaxBytes:       256 * MiB,
 			StatusListen:        "127.0.0.1:7402",
+			MetricsInterval:     10 * time.Second,
+		},
+		Metrics: Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour},
+		Logs: Logs{
+			Store:      "embedded",
+			ClickHouse: ClickHouse{Database: "unyo"},
+			Retention:  14 * 24 * time.Hour,
 		},
 	}
 	switch role {

@@ -105,6 +105,8 @@ func TestLoadValidFiles(t *testing.T) {
 				StaleAfter:        time.Minute,
 				DownAfter:         90 * time.Second,
 			})
+			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour})
+			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
 		}},
 		{"testdata/valid_agent.yaml", RoleAgent, func(t *testing.T, c *Config) {
 			equal(t, "agent", c.Agent, Agent{
@@ -121,6 +123,11 @@ func TestLoadValidFiles(t *testing.T) {
 				SpoolDir:            "/var/lib/unyo-agent/spool",
 				SpoolMaxBytes:       1536 * MiB,
 				StatusListen:        "",
+				MetricsInterval:     30 * time.Second,
+				Logs: []LogFile{
+					{Path: "/var/log/shop/*.log", App: "shop", Format: "json"},
+					{Path: "/var/log/syslog", StartAt: "beginning"},
+				},
 				Checks: []map[string]any{
 					{"name": "load", "labels": map[string]any{"team": "web"}, "spec": map[string]any{
 						"command":  []any{"check_load", "-w", "5,4,3", "-c", "10,8,6"},
@@ -178,7 +185,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, checks)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, checks, metrics_interval, logs)`,
 			},
 		},
 		{
@@ -306,6 +313,28 @@ func TestLoadProblems(t *testing.T) {
 				`testdata/semantic.yaml: cluster.root_url: invalid URL "root.example.internal:7400" (expected http://host:port or https://host:port)`,
 				`testdata/semantic.yaml: cluster.root_token: required when cluster.root_url is set (a join token of the root)`,
 				`testdata/semantic.yaml: cluster.stale_after: must be longer than cluster.heartbeat_interval (30s), or nodes turn stale between heartbeats`,
+				`testdata/semantic.yaml: metrics.store: invalid value "prometheus" (expected embedded, remote or none)`,
+				`testdata/semantic.yaml: logs.clickhouse.addr: required when logs.store is clickhouse (ClickHouse's native protocol address, e.g. ch.example.com:9000)`,
+				`testdata/semantic.yaml: logs.retention: must be at least 1d (logs are dropped by whole days), got 1h0m0s`,
+			},
+		},
+		{
+			name: "agent log files",
+			opts: LoadOptions{File: "testdata/agent_logs.yaml"},
+			want: []string{
+				`testdata/agent_logs.yaml: agent.logs[1]: expected a mapping with a path (and app, format, start_at), got a string`,
+				`testdata/agent_logs.yaml: agent.logs[2].colour: unknown key (expected path, app, format or start_at)`,
+				`testdata/agent_logs.yaml: agent.logs[3].app: expected a string, got a list`,
+			},
+		},
+		{
+			name: "agent log file values",
+			opts: LoadOptions{File: "testdata/agent_logs_values.yaml"},
+			want: []string{
+				`testdata/agent_logs_values.yaml: agent.metrics_interval: must be 0 (off) or at least 1s, got 500ms`,
+				`testdata/agent_logs_values.yaml: agent.logs[0].path: required (the file or glob to tail)`,
+				`testdata/agent_logs_values.yaml: agent.logs[1].format: invalid value "xml" (expected auto, json, logfmt or plain)`,
+				`testdata/agent_logs_values.yaml: agent.logs[1].start_at: invalid value "middle" (expected end or beginning)`,
 			},
 		},
 		{
@@ -624,7 +653,10 @@ func TestDefaults(t *testing.T) {
 		SpoolDir:            "/var/lib/unyo/spool",
 		SpoolMaxBytes:       256 * MiB,
 		StatusListen:        "127.0.0.1:7402",
+		MetricsInterval:     10 * time.Second,
 	})
+	equal(t, "metrics", agent.Metrics, Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour})
+	equal(t, "logs", agent.Logs, Logs{Store: "embedded", ClickHouse: ClickHouse{Database: "unyo"}, Retention: 14 * 24 * time.Hour})
 }
 
 func TestDerivedDefaultsFollowOverrides(t *testing.T) {
@@ -801,7 +833,7 @@ func TestSuggestions(t *testing.T) {
 		{root, "lgo", "unknown key (did you mean log?)"},
 		{root, "listen", "unknown key (did you mean server.listen?)"},
 		{root, "dsn", "unknown key (did you mean store.dsn?)"},
-		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent)"},
+		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent, metrics, logs)"},
 	}
 	for _, tt := range tests {
 		equal(t, tt.name, unknownKey(root, tt.section, tt.name), tt.want)

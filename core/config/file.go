@@ -229,7 +229,59 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		if ok {
 			r.set(f, n, checks)
 		}
+
+	case kindLogFiles:
+		if n.Kind != yaml.SequenceNode {
+			wrongType()
+			return
+		}
+		files := []LogFile{}
+		ok := true
+		for i, item := range n.Content {
+			lf, good := r.logFile(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
+			files = append(files, lf)
+			ok = ok && good
+		}
+		if ok {
+			r.set(f, n, files)
+		}
 	}
+}
+
+// logFile reads one item of agent.logs: a mapping of known string keys.
+// Allowed values are checked by Validate, which names the key too.
+func (r *fileReader) logFile(n *yaml.Node, key string) (LogFile, bool) {
+	var lf LogFile
+	if n.Kind != yaml.MappingNode {
+		r.add(n.Line, key, "expected a mapping with a path (and app, format, start_at), got "+describe(n))
+		return lf, false
+	}
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		var dst *string
+		switch k.Value {
+		case "path":
+			dst = &lf.Path
+		case "app":
+			dst = &lf.App
+		case "format":
+			dst = &lf.Format
+		case "start_at":
+			dst = &lf.StartAt
+		default:
+			r.add(k.Line, key+"."+k.Value, "unknown key (expected path, app, format or start_at)")
+			ok = false
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || isNull(v) {
+			r.add(v.Line, key+"."+k.Value, "expected a string, got "+describe(v))
+			ok = false
+			continue
+		}
+		*dst = v.Value
+	}
+	return lf, ok
 }
 
 // check checks one item of agent.checks: only that it is a mapping with a

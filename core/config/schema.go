@@ -19,6 +19,7 @@ const (
 	kindStrings               // []string
 	kindStringMap             // map[string]string (agent.labels)
 	kindChecks                // []map[string]any, kept raw (agent.checks)
+	kindLogFiles              // []LogFile (agent.logs)
 )
 
 // field is one key of the schema, found by reflection over Config's yaml
@@ -75,6 +76,8 @@ func kindOf(t reflect.Type) kind {
 		return kindStringMap
 	case t == reflect.TypeFor[[]map[string]any]():
 		return kindChecks
+	case t == reflect.TypeFor[[]LogFile]():
+		return kindLogFiles
 	case t.Kind() == reflect.String:
 		return kindString
 	case t.Kind() == reflect.Int:
@@ -126,10 +129,10 @@ func (f *field) leaves() []*field {
 }
 
 // viaViper reports whether viper may carry the key's value. Maps (and the
-// maps inside agent.checks) may not: viper lower-cases their keys and splits
+// maps inside agent.checks and agent.logs) may not: viper lower-cases their keys and splits
 // them at dots.
 func (f *field) viaViper() bool {
-	return f.kind != kindStringMap && f.kind != kindChecks
+	return f.kind != kindStringMap && f.kind != kindChecks && f.kind != kindLogFiles
 }
 
 // envName is the environment variable for a key.
@@ -165,6 +168,8 @@ func (f *field) expected() string {
 		return "a mapping of names to strings"
 	case kindChecks:
 		return "a list of checks"
+	case kindLogFiles:
+		return "a list of log files (path, app, format, start_at)"
 	}
 	return "something else"
 }

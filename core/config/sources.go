@@ -109,13 +109,21 @@ func parseText(f *field, text string) (any, error) {
 		return parsePairs(text)
 	case kindChecks:
 		return nil, errors.New("checks can only be set in the configuration file")
+	case kindLogFiles:
+		return nil, errors.New("log files can only be set in the configuration file")
 	}
 	return nil, fmt.Errorf("%s cannot be set here", f.key)
 }
 
-// parseDuration accepts Go durations ("10s", "1m30s"). A bare number is
-// refused rather than guessed at: 30 could mean seconds or nanoseconds.
+// parseDuration accepts Go durations ("10s", "1m30s") and whole days
+// ("14d", for retentions). A bare number is refused rather than guessed at:
+// 30 could mean seconds or nanoseconds.
 func parseDuration(text string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(strings.TrimSpace(text), "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 && n <= 100*365 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
 	d, err := time.ParseDuration(strings.TrimSpace(text))
 	switch {
 	case err != nil:

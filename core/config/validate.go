@@ -97,6 +97,27 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.DownAfter <= c.Cluster.StaleAfter {
 			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
 		}
+		oneOf("metrics.store", c.Metrics.Store, "embedded", "remote", "none")
+		if c.Metrics.Store == "remote" {
+			if msg := checkURL(c.Metrics.URL); msg != "" {
+				bad("metrics.url", "%s: the VictoriaMetrics server, required when metrics.store is remote", msg)
+			}
+		}
+		if c.Metrics.Retention < 24*time.Hour {
+			bad("metrics.retention", "must be at least 1d, got %s", c.Metrics.Retention)
+		}
+		oneOf("logs.store", c.Logs.Store, "embedded", "clickhouse", "none")
+		if c.Logs.Store == "clickhouse" {
+			if c.Logs.ClickHouse.Addr == "" {
+				bad("logs.clickhouse.addr", "required when logs.store is clickhouse (ClickHouse's native protocol address, e.g. ch.example.com:9000)")
+			} else if msg := checkHostPort(c.Logs.ClickHouse.Addr); msg != "" {
+				bad("logs.clickhouse.addr", "%s", msg)
+			}
+			required("logs.clickhouse.database", c.Logs.ClickHouse.Database, "when logs.store is clickhouse")
+		}
+		if c.Logs.Retention < 24*time.Hour {
+			bad("logs.retention", "must be at least 1d (logs are dropped by whole days), got %s", c.Logs.Retention)
+		}
 	}
 
 	if isAgent {
@@ -118,6 +139,19 @@ func (c *Config) problems() []Problem {
 		if c.Agent.StatusListen != "" {
 			if msg := checkHostPort(c.Agent.StatusListen); msg != "" {
 				bad("agent.status_listen", "%s", msg)
+			}
+		}
+		if c.Agent.MetricsInterval != 0 && c.Agent.MetricsInterval < time.Second {
+			bad("agent.metrics_interval", "must be 0 (off) or at least 1s, got %s", c.Agent.MetricsInterval)
+		}
+		for i, lf := range c.Agent.Logs {
+			key := fmt.Sprintf("agent.logs[%d]", i)
+			required(key+".path", lf.Path, "(the file or glob to tail)")
+			if lf.Format != "" {
+				oneOf(key+".format", lf.Format, "auto", "json", "logfmt", "plain")
+			}
+			if lf.StartAt != "" {
+				oneOf(key+".start_at", lf.StartAt, "end", "beginning")
 			}
 		}
 		for i, check := range c.Agent.Checks {

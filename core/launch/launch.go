@@ -6,6 +6,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -17,11 +18,18 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
+	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/logstore/clickhouse"
+	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/root"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
+	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
 )
 
 // Version is stamped into status answers and node descriptions.
@@ -79,12 +87,69 @@ func Cluster(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	return runCluster(ctx, c, c.Server.Listen, st, log)
 }
 
+// OpenMetrics opens the configured TSDB; nil when metrics.store is none.
+// The embedded one keeps its data in <data_dir>/metrics.
+func OpenMetrics(c *config.Config) (tsdb.Store, error) {
+	switch c.Metrics.Store {
+	case "none":
+		return nil, nil
+	case "remote":
+		db, err := vmremote.Open(vmremote.Options{URL: c.Metrics.URL, Retention: c.Metrics.Retention})
+		if err != nil {
+			return nil, fmt.Errorf("metrics.url: %w", err)
+		}
+		return db, nil
+	}
+	dir := filepath.Join(c.DataDir, "metrics")
+	db, err := vmembed.Open(vmembed.Options{DataDir: dir, Retention: c.Metrics.Retention})
+	if err != nil {
+		return nil, fmt.Errorf("open the embedded metrics store in %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// OpenLogs opens the configured log store; nil when logs.store is none. The
+// embedded one keeps its data in <data_dir>/logs.
+func OpenLogs(ctx context.Context, c *config.Config) (logstore.Store, error) {
+	switch c.Logs.Store {
+	case "none":
+		return nil, nil
+	case "clickhouse":
+		st, err := clickhouse.Open(ctx, clickhouse.Options{Addr: c.Logs.ClickHouse.Addr, Database: c.Logs.ClickHouse.Database, Retention: c.Logs.Retention})
+		if err != nil {
+			return nil, fmt.Errorf("logs.clickhouse: %w", err)
+		}
+		return st, nil
+	}
+	dir := filepath.Join(c.DataDir, "logs")
+	st, err := vlembed.Open(vlembed.Options{Path: dir, Retention: c.Logs.Retention})
+	if err != nil {
+		return nil, fmt.Errorf("open the embedded log store in %s: %w", dir, err)
+	}
+	return st, nil
+}
+
 func runCluster(ctx context.Context, c *config.Config, listen string, st store.Store, log *slog.Logger) error {
+	metrics, err := OpenMetrics(c)
+	if err != nil {
+		return err
+	}
+	if metrics != nil {
+		defer closeLogged(log, "metrics store", metrics)
+	}
+	logs, err := OpenLogs(ctx, c)
+	if err != nil {
+		return err
+	}
+	if logs != nil {
+		defer closeLogged(log, "log store", logs)
+	}
 	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
 	cl := cluster.New(st, cluster.Options{
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
-		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck, Logger: log,
+		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
+		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
 	})
 	cl.Register(srv)
 	ln, err := srv.Listen()
@@ -131,13 +196,24 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		}
 		local = append(local, ch)
 	}
+	logs := make([]logtail.FileConfig, len(c.Agent.Logs))
+	for i, l := range c.Agent.Logs {
+		logs[i] = logtail.FileConfig{Path: l.Path, App: l.App, Format: l.Format, StartAt: l.StartAt}
+	}
 	return agent.New(agent.Options{
 		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token,
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
+		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
 	})
+}
+
+func closeLogged(log *slog.Logger, what string, c io.Closer) {
+	if err := c.Close(); err != nil {
+		log.Error("closing the "+what+" failed", "err", err)
+	}
 }
 
 // nextPort returns host:port+n, for dev's cluster and agent listeners.

@@ -63,6 +63,8 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{r}, o...))
 	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{r}, o...))
 	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{r}, o...))
+	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{r}, o...))
+	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{r}, o...))
 }
 
 func (r *Root) client(url string) (*client.Clients, error) {

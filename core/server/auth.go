@@ -25,6 +25,8 @@ func (a Auth) Enabled() bool { return len(a.AdminTokens)+len(a.JoinTokens) > 0 }
 // joinProcedures are the calls a join token may make.
 var joinServices = []string{
 	"/" + unyov1connect.AgentServiceName + "/",
+	unyov1connect.MetricsServiceWriteMetricsProcedure,
+	unyov1connect.LogsServiceWriteLogsProcedure,
 	unyov1connect.ClusterServiceRegisterClusterProcedure,
 	unyov1connect.StatusServiceGetStatusProcedure,
 }

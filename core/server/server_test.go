@@ -49,6 +49,8 @@ func serve(t *testing.T, opts server.Options) string {
 	srv := server.New(opts)
 	srv.Handle(unyov1connect.NewStatusServiceHandler(fakeStatus{}, srv.HandlerOptions()...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(fakeNodes{}, srv.HandlerOptions()...))
+	srv.Handle(unyov1connect.NewMetricsServiceHandler(unyov1connect.UnimplementedMetricsServiceHandler{}, srv.HandlerOptions()...))
+	srv.Handle(unyov1connect.NewLogsServiceHandler(unyov1connect.UnimplementedLogsServiceHandler{}, srv.HandlerOptions()...))
 	ln, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +74,11 @@ func TestAuth(t *testing.T) {
 		{"admin lists nodes", "adm", listNodes, 0},
 		{"join token may not list nodes", "join", listNodes, connect.CodePermissionDenied},
 		{"join token may read status", "join", getStatus, 0},
+		// The fakes are unimplemented: Unimplemented means auth let the call through.
+		{"join token may write metrics", "join", writeMetrics, connect.CodeUnimplemented},
+		{"join token may write logs", "join", writeLogs, connect.CodeUnimplemented},
+		{"join token may not query metrics", "join", queryMetrics, connect.CodePermissionDenied},
+		{"join token may not query logs", "join", queryLogs, connect.CodePermissionDenied},
 		{"no token", "", listNodes, connect.CodeUnauthenticated},
 		{"wrong token", "nope", getStatus, connect.CodeUnauthenticated},
 	}
@@ -91,6 +98,26 @@ func TestAuth(t *testing.T) {
 
 func listNodes(c *client.Clients) error {
 	_, err := c.Nodes.ListNodes(context.Background(), connect.NewRequest(&unyov1.ListNodesRequest{}))
+	return err
+}
+
+func writeMetrics(c *client.Clients) error {
+	_, err := c.Metrics.WriteMetrics(context.Background(), connect.NewRequest(&unyov1.WriteMetricsRequest{}))
+	return err
+}
+
+func writeLogs(c *client.Clients) error {
+	_, err := c.Logs.WriteLogs(context.Background(), connect.NewRequest(&unyov1.WriteLogsRequest{}))
+	return err
+}
+
+func queryMetrics(c *client.Clients) error {
+	_, err := c.Metrics.Query(context.Background(), connect.NewRequest(&unyov1.QueryMetricsRequest{}))
+	return err
+}
+
+func queryLogs(c *client.Clients) error {
+	_, err := c.Logs.Query(context.Background(), connect.NewRequest(&unyov1.QueryLogsRequest{}))
 	return err
 }
 

@@ -24,7 +24,28 @@ type Store interface {
 	Leases
 	Rules
 	Pipeline
+	LogPositions
 	Close() error
+}
+
+// LogPosition is the last line a cluster stored from one tailed file of a
+// node: the agent's sequence number of the line and its byte offset.
+type LogPosition struct {
+	Sequence uint64
+	Offset   int64
+}
+
+// LogPositions let a cluster drop log lines it stored before: lines an agent
+// resends after a lost answer, or replays after a crash.
+type LogPositions interface {
+	// GetLogPositions returns the positions of node's files by file id.
+	GetLogPositions(ctx context.Context, node string) (map[string]LogPosition, error)
+	// PutLogPositions sets the positions of some of node's files.
+	PutLogPositions(ctx context.Context, node string, pos map[string]LogPosition) error
+	// PruneLogPositions forgets files not written since before, so that a
+	// reused inode does not inherit an old file's position, and returns how
+	// many it forgot.
+	PruneLogPositions(ctx context.Context, before time.Time) (int, error)
 }
 
 // Nodes are the machines whose agents report to a cluster.

@@ -4584,6 +4584,1432 @@ func (x *GetStatusResponse) GetStartedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type Sample struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Metric name (Prometheus __name__).
+	Name   string            `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Labels map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Milliseconds since the Unix epoch: the TSDB's resolution, and a third of
+	// the size of a Timestamp per sample.
+	TimeMs        int64   `protobuf:"varint,3,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	Value         float64 `protobuf:"fixed64,4,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sample) Reset() {
+	*x = Sample{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sample) ProtoMessage() {}
+
+func (x *Sample) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sample.ProtoReflect.Descriptor instead.
+func (*Sample) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *Sample) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Sample) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Sample) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *Sample) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+type Point struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TimeMs        int64                  `protobuf:"varint,1,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	Value         float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Point) Reset() {
+	*x = Point{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Point) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Point) ProtoMessage() {}
+
+func (x *Point) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Point.ProtoReflect.Descriptor instead.
+func (*Point) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *Point) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *Point) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+type Series struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Labels        map[string]string      `protobuf:"bytes,1,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Points        []*Point               `protobuf:"bytes,2,rep,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Series) Reset() {
+	*x = Series{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Series) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Series) ProtoMessage() {}
+
+func (x *Series) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Series.ProtoReflect.Descriptor instead.
+func (*Series) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *Series) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Series) GetPoints() []*Point {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+type SeriesLabels struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Labels        map[string]string      `protobuf:"bytes,1,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesLabels) Reset() {
+	*x = SeriesLabels{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesLabels) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesLabels) ProtoMessage() {}
+
+func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
+func (*SeriesLabels) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SeriesLabels) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type WriteMetricsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The cluster sets the label node=<node> on every sample.
+	Samples       []*Sample `protobuf:"bytes,2,rep,name=samples,proto3" json:"samples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteMetricsRequest) Reset() {
+	*x = WriteMetricsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteMetricsRequest) ProtoMessage() {}
+
+func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
+func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *WriteMetricsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *WriteMetricsRequest) GetSamples() []*Sample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
+type WriteMetricsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Accepted      int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteMetricsResponse) Reset() {
+	*x = WriteMetricsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteMetricsResponse) ProtoMessage() {}
+
+func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
+func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *WriteMetricsResponse) GetAccepted() int32 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
+type QueryRangeRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// MetricsQL (a superset of PromQL).
+	Expr          string                 `protobuf:"bytes,2,opt,name=expr,proto3" json:"expr,omitempty"`
+	Start         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	End           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	Step          *durationpb.Duration   `protobuf:"bytes,5,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryRangeRequest) Reset() {
+	*x = QueryRangeRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryRangeRequest) ProtoMessage() {}
+
+func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
+func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *QueryRangeRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *QueryRangeRequest) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
+func (x *QueryRangeRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QueryRangeRequest) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QueryRangeRequest) GetStep() *durationpb.Duration {
+	if x != nil {
+		return x.Step
+	}
+	return nil
+}
+
+type QueryMetricsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Expr    string                 `protobuf:"bytes,2,opt,name=expr,proto3" json:"expr,omitempty"`
+	// Default: now.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryMetricsRequest) Reset() {
+	*x = QueryMetricsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryMetricsRequest) ProtoMessage() {}
+
+func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
+func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *QueryMetricsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *QueryMetricsRequest) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
+func (x *QueryMetricsRequest) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+type QueryMetricsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Series        []*Series              `protobuf:"bytes,1,rep,name=series,proto3" json:"series,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryMetricsResponse) Reset() {
+	*x = QueryMetricsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryMetricsResponse) ProtoMessage() {}
+
+func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
+func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *QueryMetricsResponse) GetSeries() []*Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *QueryMetricsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type SeriesRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// A series selector such as up{job=~"node.*"}.
+	Match string `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
+	// Defaults: the last hour.
+	Start         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	End           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesRequest) Reset() {
+	*x = SeriesRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesRequest) ProtoMessage() {}
+
+func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
+func (*SeriesRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *SeriesRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *SeriesRequest) GetMatch() string {
+	if x != nil {
+		return x.Match
+	}
+	return ""
+}
+
+func (x *SeriesRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *SeriesRequest) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+type SeriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Series        []*SeriesLabels        `protobuf:"bytes,1,rep,name=series,proto3" json:"series,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesResponse) Reset() {
+	*x = SeriesResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesResponse) ProtoMessage() {}
+
+func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
+func (*SeriesResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *SeriesResponse) GetSeries() []*SeriesLabels {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *SeriesResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type LogEntry struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Time    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Host    string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	App     string                 `protobuf:"bytes,3,opt,name=app,proto3" json:"app,omitempty"`
+	Level   string                 `protobuf:"bytes,4,opt,name=level,proto3" json:"level,omitempty"`
+	TraceId string                 `protobuf:"bytes,5,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	Message string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Fields  map[string]string      `protobuf:"bytes,7,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Set by the cluster.
+	Cluster string `protobuf:"bytes,8,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Agent -> cluster only, for idempotency. file_id ("device:inode") and
+	// offset (of the line's start) identify a line of a tailed file; sequence
+	// increases with every line an agent spools, across restarts. The cluster
+	// keeps, per node and file_id, the sequence and offset of the last line it
+	// stored, and drops a line whose sequence is not newer (a resent batch) or
+	// whose offset is not past the stored one, unless it is 0 (the file was
+	// truncated and is read again from its start).
+	File          string `protobuf:"bytes,9,opt,name=file,proto3" json:"file,omitempty"`
+	FileId        string `protobuf:"bytes,10,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
+	Offset        int64  `protobuf:"varint,11,opt,name=offset,proto3" json:"offset,omitempty"`
+	Sequence      uint64 `protobuf:"varint,12,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogEntry) Reset() {
+	*x = LogEntry{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogEntry) ProtoMessage() {}
+
+func (x *LogEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
+func (*LogEntry) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *LogEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *LogEntry) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *LogEntry) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
+}
+
+func (x *LogEntry) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *LogEntry) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *LogEntry) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *LogEntry) GetFields() map[string]string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *LogEntry) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *LogEntry) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *LogEntry) GetFileId() string {
+	if x != nil {
+		return x.FileId
+	}
+	return ""
+}
+
+func (x *LogEntry) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *LogEntry) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+type WriteLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Entries       []*LogEntry            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteLogsRequest) Reset() {
+	*x = WriteLogsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteLogsRequest) ProtoMessage() {}
+
+func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
+func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *WriteLogsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *WriteLogsRequest) GetEntries() []*LogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type WriteLogsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Accepted int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// Lines stored before (a resend or a replay after an agent crash).
+	Duplicates int32 `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// Lines older than the log store's retention; not stored, must not be resent.
+	Rejected      int32 `protobuf:"varint,3,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteLogsResponse) Reset() {
+	*x = WriteLogsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteLogsResponse) ProtoMessage() {}
+
+func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
+func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *WriteLogsResponse) GetAccepted() int32 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
+func (x *WriteLogsResponse) GetDuplicates() int32 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+func (x *WriteLogsResponse) GetRejected() int32 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
+type LogFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// since inclusive, until exclusive; unset = unbounded.
+	Since   *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	Until   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	Host    string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	App     string                 `protobuf:"bytes,4,opt,name=app,proto3" json:"app,omitempty"`
+	TraceId string                 `protobuf:"bytes,5,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// Any of these levels.
+	Levels []string `protobuf:"bytes,6,rep,name=levels,proto3" json:"levels,omitempty"`
+	// Case-sensitive substring of the message.
+	Grep string `protobuf:"bytes,7,opt,name=grep,proto3" json:"grep,omitempty"`
+	// 0 = the store's default (1000).
+	Limit         int32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogFilter) Reset() {
+	*x = LogFilter{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogFilter) ProtoMessage() {}
+
+func (x *LogFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
+func (*LogFilter) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *LogFilter) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *LogFilter) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *LogFilter) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *LogFilter) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
+}
+
+func (x *LogFilter) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *LogFilter) GetLevels() []string {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+func (x *LogFilter) GetGrep() string {
+	if x != nil {
+		return x.Grep
+	}
+	return ""
+}
+
+func (x *LogFilter) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type QueryLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Filter        *LogFilter             `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryLogsRequest) Reset() {
+	*x = QueryLogsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryLogsRequest) ProtoMessage() {}
+
+func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
+func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *QueryLogsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *QueryLogsRequest) GetFilter() *LogFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+type QueryLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Entries       []*LogEntry     `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryLogsResponse) Reset() {
+	*x = QueryLogsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryLogsResponse) ProtoMessage() {}
+
+func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
+func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *QueryLogsResponse) GetEntries() []*LogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *QueryLogsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type LogBucket struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Count         int64                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	Errors        int64                  `protobuf:"varint,4,opt,name=errors,proto3" json:"errors,omitempty"`
+	Warnings      int64                  `protobuf:"varint,5,opt,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogBucket) Reset() {
+	*x = LogBucket{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogBucket) ProtoMessage() {}
+
+func (x *LogBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
+func (*LogBucket) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *LogBucket) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *LogBucket) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LogBucket) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *LogBucket) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *LogBucket) GetWarnings() int64 {
+	if x != nil {
+		return x.Warnings
+	}
+	return 0
+}
+
+type LogStatsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Filter  *LogFilter             `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	// level, app or host.
+	By            string               `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	Interval      *durationpb.Duration `protobuf:"bytes,4,opt,name=interval,proto3" json:"interval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogStatsRequest) Reset() {
+	*x = LogStatsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogStatsRequest) ProtoMessage() {}
+
+func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
+func (*LogStatsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *LogStatsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *LogStatsRequest) GetFilter() *LogFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *LogStatsRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *LogStatsRequest) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+type LogStatsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	By       string                 `protobuf:"bytes,1,opt,name=by,proto3" json:"by,omitempty"`
+	Interval *durationpb.Duration   `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	// Ordered by start, then key.
+	Buckets       []*LogBucket    `protobuf:"bytes,3,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,4,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogStatsResponse) Reset() {
+	*x = LogStatsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogStatsResponse) ProtoMessage() {}
+
+func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
+func (*LogStatsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *LogStatsResponse) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *LogStatsResponse) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *LogStatsResponse) GetBuckets() []*LogBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *LogStatsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type TraceLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	TraceId       string                 `protobuf:"bytes,2,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceLogsRequest) Reset() {
+	*x = TraceLogsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceLogsRequest) ProtoMessage() {}
+
+func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
+func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *TraceLogsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *TraceLogsRequest) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *TraceLogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *TraceLogsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+type TraceLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	Entries       []*LogEntry     `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceLogsResponse) Reset() {
+	*x = TraceLogsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceLogsResponse) ProtoMessage() {}
+
+func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
+func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *TraceLogsResponse) GetEntries() []*LogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *TraceLogsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 var File_unyo_v1_unyo_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_unyo_proto_rawDesc = "" +
@@ -4939,7 +6365,120 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\areplica\x18\x04 \x01(\tR\areplica\x12\x16\n" +
 	"\x06leases\x18\x05 \x03(\tR\x06leases\x129\n" +
 	"\n" +
-	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt*q\n" +
+	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\xbb\x01\n" +
+	"\x06Sample\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Sample.LabelsEntryR\x06labels\x12\x17\n" +
+	"\atime_ms\x18\x03 \x01(\x03R\x06timeMs\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\x01R\x05value\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"6\n" +
+	"\x05Point\x12\x17\n" +
+	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"\xa0\x01\n" +
+	"\x06Series\x123\n" +
+	"\x06labels\x18\x01 \x03(\v2\x1b.unyo.v1.Series.LabelsEntryR\x06labels\x12&\n" +
+	"\x06points\x18\x02 \x03(\v2\x0e.unyo.v1.PointR\x06points\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x84\x01\n" +
+	"\fSeriesLabels\x129\n" +
+	"\x06labels\x18\x01 \x03(\v2!.unyo.v1.SeriesLabels.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\x13WriteMetricsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12)\n" +
+	"\asamples\x18\x02 \x03(\v2\x0f.unyo.v1.SampleR\asamples\"2\n" +
+	"\x14WriteMetricsResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\x05R\baccepted\"\xd0\x01\n" +
+	"\x11QueryRangeRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12-\n" +
+	"\x04step\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04step\"s\n" +
+	"\x13QueryMetricsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"}\n" +
+	"\x14QueryMetricsResponse\x12'\n" +
+	"\x06series\x18\x01 \x03(\v2\x0f.unyo.v1.SeriesR\x06series\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x9f\x01\n" +
+	"\rSeriesRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x14\n" +
+	"\x05match\x18\x02 \x01(\tR\x05match\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"}\n" +
+	"\x0eSeriesResponse\x12-\n" +
+	"\x06series\x18\x01 \x03(\v2\x15.unyo.v1.SeriesLabelsR\x06series\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x98\x03\n" +
+	"\bLogEntry\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x10\n" +
+	"\x03app\x18\x03 \x01(\tR\x03app\x12\x14\n" +
+	"\x05level\x18\x04 \x01(\tR\x05level\x12\x19\n" +
+	"\btrace_id\x18\x05 \x01(\tR\atraceId\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x125\n" +
+	"\x06fields\x18\a \x03(\v2\x1d.unyo.v1.LogEntry.FieldsEntryR\x06fields\x12\x18\n" +
+	"\acluster\x18\b \x01(\tR\acluster\x12\x12\n" +
+	"\x04file\x18\t \x01(\tR\x04file\x12\x17\n" +
+	"\afile_id\x18\n" +
+	" \x01(\tR\x06fileId\x12\x16\n" +
+	"\x06offset\x18\v \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bsequence\x18\f \x01(\x04R\bsequence\x1a9\n" +
+	"\vFieldsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
+	"\x10WriteLogsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12+\n" +
+	"\aentries\x18\x02 \x03(\v2\x11.unyo.v1.LogEntryR\aentries\"k\n" +
+	"\x11WriteLogsResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\x05R\baccepted\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x02 \x01(\x05R\n" +
+	"duplicates\x12\x1a\n" +
+	"\brejected\x18\x03 \x01(\x05R\brejected\"\xf2\x01\n" +
+	"\tLogFilter\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x10\n" +
+	"\x03app\x18\x04 \x01(\tR\x03app\x12\x19\n" +
+	"\btrace_id\x18\x05 \x01(\tR\atraceId\x12\x16\n" +
+	"\x06levels\x18\x06 \x03(\tR\x06levels\x12\x12\n" +
+	"\x04grep\x18\a \x01(\tR\x04grep\x12\x14\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\"X\n" +
+	"\x10QueryLogsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12*\n" +
+	"\x06filter\x18\x02 \x01(\v2\x12.unyo.v1.LogFilterR\x06filter\"~\n" +
+	"\x11QueryLogsResponse\x12+\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.unyo.v1.LogEntryR\aentries\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x99\x01\n" +
+	"\tLogBucket\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\x12\x16\n" +
+	"\x06errors\x18\x04 \x01(\x03R\x06errors\x12\x1a\n" +
+	"\bwarnings\x18\x05 \x01(\x03R\bwarnings\"\x9e\x01\n" +
+	"\x0fLogStatsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12*\n" +
+	"\x06filter\x18\x02 \x01(\v2\x12.unyo.v1.LogFilterR\x06filter\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x125\n" +
+	"\binterval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xc5\x01\n" +
+	"\x10LogStatsResponse\x12\x0e\n" +
+	"\x02by\x18\x01 \x01(\tR\x02by\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12,\n" +
+	"\abuckets\x18\x03 \x03(\v2\x12.unyo.v1.LogBucketR\abuckets\x12<\n" +
+	"\x0ecluster_errors\x18\x04 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xab\x01\n" +
+	"\x10TraceLogsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x19\n" +
+	"\btrace_id\x18\x02 \x01(\tR\atraceId\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"~\n" +
+	"\x11TraceLogsResponse\x12+\n" +
+	"\aentries\x18\x01 \x03(\v2\x11.unyo.v1.LogEntryR\aentries\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors*q\n" +
 	"\vCheckStatus\x12\x13\n" +
 	"\x0fCHECK_STATUS_OK\x10\x00\x12\x18\n" +
 	"\x14CHECK_STATUS_WARNING\x10\x01\x12\x19\n" +
@@ -4998,7 +6537,18 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x0fRegisterCluster\x12\x1f.unyo.v1.RegisterClusterRequest\x1a .unyo.v1.RegisterClusterResponse\x12K\n" +
 	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse2S\n" +
 	"\rStatusService\x12B\n" +
-	"\tGetStatus\x12\x19.unyo.v1.GetStatusRequest\x1a\x1a.unyo.v1.GetStatusResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"\tGetStatus\x12\x19.unyo.v1.GetStatusRequest\x1a\x1a.unyo.v1.GetStatusResponse2\xa7\x02\n" +
+	"\x0eMetricsService\x12K\n" +
+	"\fWriteMetrics\x12\x1c.unyo.v1.WriteMetricsRequest\x1a\x1d.unyo.v1.WriteMetricsResponse\x12G\n" +
+	"\n" +
+	"QueryRange\x12\x1a.unyo.v1.QueryRangeRequest\x1a\x1d.unyo.v1.QueryMetricsResponse\x12D\n" +
+	"\x05Query\x12\x1c.unyo.v1.QueryMetricsRequest\x1a\x1d.unyo.v1.QueryMetricsResponse\x129\n" +
+	"\x06Series\x12\x16.unyo.v1.SeriesRequest\x1a\x17.unyo.v1.SeriesResponse2\x8f\x02\n" +
+	"\vLogsService\x12B\n" +
+	"\tWriteLogs\x12\x19.unyo.v1.WriteLogsRequest\x1a\x1a.unyo.v1.WriteLogsResponse\x12>\n" +
+	"\x05Query\x12\x19.unyo.v1.QueryLogsRequest\x1a\x1a.unyo.v1.QueryLogsResponse\x12<\n" +
+	"\x05Stats\x12\x18.unyo.v1.LogStatsRequest\x1a\x19.unyo.v1.LogStatsResponse\x12>\n" +
+	"\x05Trace\x12\x19.unyo.v1.TraceLogsRequest\x1a\x1a.unyo.v1.TraceLogsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_unyo_proto_rawDescOnce sync.Once
@@ -5013,7 +6563,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -5083,73 +6633,99 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*ListClustersResponse)(nil),    // 65: unyo.v1.ListClustersResponse
 	(*GetStatusRequest)(nil),        // 66: unyo.v1.GetStatusRequest
 	(*GetStatusResponse)(nil),       // 67: unyo.v1.GetStatusResponse
-	nil,                             // 68: unyo.v1.Node.LabelsEntry
-	nil,                             // 69: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 70: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 71: unyo.v1.Check.LabelsEntry
-	nil,                             // 72: unyo.v1.Event.LabelsEntry
-	nil,                             // 73: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 74: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 75: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 76: unyo.v1.Maintenance.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 77: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 78: google.protobuf.Duration
+	(*Sample)(nil),                  // 68: unyo.v1.Sample
+	(*Point)(nil),                   // 69: unyo.v1.Point
+	(*Series)(nil),                  // 70: unyo.v1.Series
+	(*SeriesLabels)(nil),            // 71: unyo.v1.SeriesLabels
+	(*WriteMetricsRequest)(nil),     // 72: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),    // 73: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),       // 74: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),     // 75: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),    // 76: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),           // 77: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),          // 78: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                // 79: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),        // 80: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),       // 81: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),               // 82: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),        // 83: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),       // 84: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),               // 85: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),         // 86: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),        // 87: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),        // 88: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),       // 89: unyo.v1.TraceLogsResponse
+	nil,                             // 90: unyo.v1.Node.LabelsEntry
+	nil,                             // 91: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 92: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 93: unyo.v1.Check.LabelsEntry
+	nil,                             // 94: unyo.v1.Event.LabelsEntry
+	nil,                             // 95: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 96: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 97: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 98: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 99: unyo.v1.Sample.LabelsEntry
+	nil,                             // 100: unyo.v1.Series.LabelsEntry
+	nil,                             // 101: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 102: unyo.v1.LogEntry.FieldsEntry
+	(*timestamppb.Timestamp)(nil),   // 103: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 104: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	68,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	90,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	77,  // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	77,  // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	69,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	70,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	71,  // 7: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	103, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	103, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	91,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	92,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	93,  // 7: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	7,   // 8: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	77,  // 9: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	77,  // 10: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	103, // 9: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	103, // 10: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 11: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 12: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	9,   // 13: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	77,  // 14: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	78,  // 15: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	77,  // 16: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	78,  // 17: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	103, // 14: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	104, // 15: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	103, // 16: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	104, // 17: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	11,  // 18: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	72,  // 19: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	94,  // 19: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	12,  // 20: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	77,  // 21: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	77,  // 22: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	73,  // 23: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	74,  // 24: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	103, // 21: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	103, // 22: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	95,  // 23: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	96,  // 24: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	14,  // 25: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	15,  // 26: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	16,  // 27: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	13,  // 28: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	17,  // 29: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	75,  // 30: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	97,  // 30: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	18,  // 31: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	77,  // 32: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	77,  // 33: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	77,  // 34: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	77,  // 35: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	103, // 32: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	103, // 33: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	103, // 34: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	103, // 35: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	10,  // 36: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	76,  // 37: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	98,  // 37: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	21,  // 38: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	77,  // 39: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	77,  // 40: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	77,  // 41: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	103, // 39: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	103, // 40: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	103, // 41: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 42: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 43: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 44: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 45: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	77,  // 46: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	77,  // 47: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	103, // 46: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	103, // 47: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	23,  // 48: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	8,   // 49: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	19,  // 50: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	22,  // 51: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 52: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	78,  // 53: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	104, // 53: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 54: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	10,  // 55: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
 	8,   // 56: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
@@ -5183,55 +6759,104 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	24,  // 84: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	22,  // 85: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	27,  // 86: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	77,  // 87: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	77,  // 88: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	103, // 87: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	103, // 88: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	61,  // 89: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	77,  // 90: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	28,  // 91: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	30,  // 92: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	32,  // 93: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	34,  // 94: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	36,  // 95: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	39,  // 96: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	41,  // 97: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	43,  // 98: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	45,  // 99: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	47,  // 100: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	49,  // 101: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	51,  // 102: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	53,  // 103: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	55,  // 104: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	57,  // 105: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	57,  // 106: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	59,  // 107: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	62,  // 108: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	64,  // 109: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	66,  // 110: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	29,  // 111: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	31,  // 112: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	33,  // 113: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	35,  // 114: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	38,  // 115: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	40,  // 116: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	42,  // 117: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	44,  // 118: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	46,  // 119: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	48,  // 120: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	50,  // 121: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	52,  // 122: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	54,  // 123: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	56,  // 124: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	58,  // 125: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	58,  // 126: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	60,  // 127: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	63,  // 128: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	65,  // 129: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	67,  // 130: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	111, // [111:131] is the sub-list for method output_type
-	91,  // [91:111] is the sub-list for method input_type
-	91,  // [91:91] is the sub-list for extension type_name
-	91,  // [91:91] is the sub-list for extension extendee
-	0,   // [0:91] is the sub-list for field type_name
+	103, // 90: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	99,  // 91: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	100, // 92: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	69,  // 93: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	101, // 94: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	68,  // 95: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	103, // 96: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	103, // 97: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	104, // 98: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	103, // 99: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	70,  // 100: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	27,  // 101: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	103, // 102: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	103, // 103: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	71,  // 104: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	27,  // 105: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	103, // 106: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	102, // 107: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	79,  // 108: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	103, // 109: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	103, // 110: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	82,  // 111: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	79,  // 112: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	27,  // 113: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	103, // 114: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	82,  // 115: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	104, // 116: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	104, // 117: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	85,  // 118: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	27,  // 119: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	103, // 120: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	103, // 121: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	79,  // 122: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	27,  // 123: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	28,  // 124: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	30,  // 125: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	32,  // 126: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	34,  // 127: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	36,  // 128: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	39,  // 129: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	41,  // 130: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	43,  // 131: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	45,  // 132: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	47,  // 133: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	49,  // 134: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	51,  // 135: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	53,  // 136: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	55,  // 137: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	57,  // 138: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	57,  // 139: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	59,  // 140: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	62,  // 141: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	64,  // 142: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	66,  // 143: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	72,  // 144: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	74,  // 145: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	75,  // 146: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	77,  // 147: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	80,  // 148: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	83,  // 149: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	86,  // 150: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	88,  // 151: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	29,  // 152: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	31,  // 153: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	33,  // 154: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	35,  // 155: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	38,  // 156: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	40,  // 157: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	42,  // 158: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	44,  // 159: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	46,  // 160: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	48,  // 161: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	50,  // 162: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	52,  // 163: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	54,  // 164: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	56,  // 165: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	58,  // 166: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	58,  // 167: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	60,  // 168: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	63,  // 169: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	65,  // 170: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	67,  // 171: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	73,  // 172: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	76,  // 173: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	76,  // 174: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	78,  // 175: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	81,  // 176: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	84,  // 177: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	87,  // 178: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	89,  // 179: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	152, // [152:180] is the sub-list for method output_type
+	124, // [124:152] is the sub-list for method input_type
+	124, // [124:124] is the sub-list for extension type_name
+	124, // [124:124] is the sub-list for extension extendee
+	0,   // [0:124] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -5256,9 +6881,9 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   72,
+			NumMessages:   98,
 			NumExtensions: 0,
-			NumServices:   8,
+			NumServices:   10,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Events", eventTests()},
 		{"Clusters", clusterTests()},
 		{"Leases", leaseTests()},
+		{"LogPositions", logPositionTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -905,6 +907,42 @@ func clusterTests() []contractTest {
 			wantNotFound(t, err, `"mars"`)
 			if err := s.UpsertCluster(ctx(t), &unyov1.ClusterInfo{}); err == nil {
 				t.Error("UpsertCluster accepted a cluster without a name")
+			}
+		}},
+	}
+}
+
+// ----- log positions
+
+func logPositionTests() []contractTest {
+	return []contractTest{
+		{"PutGetPrune", func(t *testing.T, s store.Store) {
+			got, err := s.GetLogPositions(ctx(t), "web1")
+			must(t, err)
+			if len(got) != 0 {
+				t.Fatalf("positions of an unknown node = %v, want none", got)
+			}
+			big := uint64(time.Now().UnixNano()) // agents seed sequences so
+			must(t, s.PutLogPositions(ctx(t), "web1", map[string]store.LogPosition{
+				"8:1": {Sequence: big, Offset: 10}, "8:2": {Sequence: big + 1, Offset: 0},
+			}))
+			must(t, s.PutLogPositions(ctx(t), "web2", map[string]store.LogPosition{"8:1": {Sequence: 7, Offset: 99}}))
+			must(t, s.PutLogPositions(ctx(t), "web1", map[string]store.LogPosition{"8:1": {Sequence: big + 5, Offset: 42}}))
+			got, err = s.GetLogPositions(ctx(t), "web1")
+			must(t, err)
+			want := map[string]store.LogPosition{"8:1": {Sequence: big + 5, Offset: 42}, "8:2": {Sequence: big + 1, Offset: 0}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("positions = %v, want %v", got, want)
+			}
+			n, err := s.PruneLogPositions(ctx(t), time.Now().Add(-time.Hour))
+			must(t, err)
+			if n != 0 {
+				t.Errorf("pruned %d recent positions, want 0", n)
+			}
+			n, err = s.PruneLogPositions(ctx(t), time.Now().Add(time.Second))
+			must(t, err)
+			if n != 3 {
+				t.Errorf("pruned %d positions, want 3", n)
 			}
 		}},
 	}

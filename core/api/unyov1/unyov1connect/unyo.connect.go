@@ -40,6 +40,10 @@ const (
 	ClusterServiceName = "unyo.v1.ClusterService"
 	// StatusServiceName is the fully-qualified name of the StatusService service.
 	StatusServiceName = "unyo.v1.StatusService"
+	// MetricsServiceName is the fully-qualified name of the MetricsService service.
+	MetricsServiceName = "unyo.v1.MetricsService"
+	// LogsServiceName is the fully-qualified name of the LogsService service.
+	LogsServiceName = "unyo.v1.LogsService"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -94,6 +98,24 @@ const (
 	ClusterServiceListClustersProcedure = "/unyo.v1.ClusterService/ListClusters"
 	// StatusServiceGetStatusProcedure is the fully-qualified name of the StatusService's GetStatus RPC.
 	StatusServiceGetStatusProcedure = "/unyo.v1.StatusService/GetStatus"
+	// MetricsServiceWriteMetricsProcedure is the fully-qualified name of the MetricsService's
+	// WriteMetrics RPC.
+	MetricsServiceWriteMetricsProcedure = "/unyo.v1.MetricsService/WriteMetrics"
+	// MetricsServiceQueryRangeProcedure is the fully-qualified name of the MetricsService's QueryRange
+	// RPC.
+	MetricsServiceQueryRangeProcedure = "/unyo.v1.MetricsService/QueryRange"
+	// MetricsServiceQueryProcedure is the fully-qualified name of the MetricsService's Query RPC.
+	MetricsServiceQueryProcedure = "/unyo.v1.MetricsService/Query"
+	// MetricsServiceSeriesProcedure is the fully-qualified name of the MetricsService's Series RPC.
+	MetricsServiceSeriesProcedure = "/unyo.v1.MetricsService/Series"
+	// LogsServiceWriteLogsProcedure is the fully-qualified name of the LogsService's WriteLogs RPC.
+	LogsServiceWriteLogsProcedure = "/unyo.v1.LogsService/WriteLogs"
+	// LogsServiceQueryProcedure is the fully-qualified name of the LogsService's Query RPC.
+	LogsServiceQueryProcedure = "/unyo.v1.LogsService/Query"
+	// LogsServiceStatsProcedure is the fully-qualified name of the LogsService's Stats RPC.
+	LogsServiceStatsProcedure = "/unyo.v1.LogsService/Stats"
+	// LogsServiceTraceProcedure is the fully-qualified name of the LogsService's Trace RPC.
+	LogsServiceTraceProcedure = "/unyo.v1.LogsService/Trace"
 )
 
 // AgentServiceClient is a client for the unyo.v1.AgentService service.
@@ -968,4 +990,308 @@ type UnimplementedStatusServiceHandler struct{}
 
 func (UnimplementedStatusServiceHandler) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.StatusService.GetStatus is not implemented"))
+}
+
+// MetricsServiceClient is a client for the unyo.v1.MetricsService service.
+type MetricsServiceClient interface {
+	// Agent -> cluster. Rewriting a sample (same series, timestamp and value)
+	// is harmless, so a resent batch needs no idempotency key.
+	WriteMetrics(context.Context, *connect.Request[unyov1.WriteMetricsRequest]) (*connect.Response[unyov1.WriteMetricsResponse], error)
+	QueryRange(context.Context, *connect.Request[unyov1.QueryRangeRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error)
+	Query(context.Context, *connect.Request[unyov1.QueryMetricsRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error)
+	Series(context.Context, *connect.Request[unyov1.SeriesRequest]) (*connect.Response[unyov1.SeriesResponse], error)
+}
+
+// NewMetricsServiceClient constructs a client for the unyo.v1.MetricsService service. By default,
+// it uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and
+// sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC()
+// or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewMetricsServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) MetricsServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	metricsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("MetricsService").Methods()
+	return &metricsServiceClient{
+		writeMetrics: connect.NewClient[unyov1.WriteMetricsRequest, unyov1.WriteMetricsResponse](
+			httpClient,
+			baseURL+MetricsServiceWriteMetricsProcedure,
+			connect.WithSchema(metricsServiceMethods.ByName("WriteMetrics")),
+			connect.WithClientOptions(opts...),
+		),
+		queryRange: connect.NewClient[unyov1.QueryRangeRequest, unyov1.QueryMetricsResponse](
+			httpClient,
+			baseURL+MetricsServiceQueryRangeProcedure,
+			connect.WithSchema(metricsServiceMethods.ByName("QueryRange")),
+			connect.WithClientOptions(opts...),
+		),
+		query: connect.NewClient[unyov1.QueryMetricsRequest, unyov1.QueryMetricsResponse](
+			httpClient,
+			baseURL+MetricsServiceQueryProcedure,
+			connect.WithSchema(metricsServiceMethods.ByName("Query")),
+			connect.WithClientOptions(opts...),
+		),
+		series: connect.NewClient[unyov1.SeriesRequest, unyov1.SeriesResponse](
+			httpClient,
+			baseURL+MetricsServiceSeriesProcedure,
+			connect.WithSchema(metricsServiceMethods.ByName("Series")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// metricsServiceClient implements MetricsServiceClient.
+type metricsServiceClient struct {
+	writeMetrics *connect.Client[unyov1.WriteMetricsRequest, unyov1.WriteMetricsResponse]
+	queryRange   *connect.Client[unyov1.QueryRangeRequest, unyov1.QueryMetricsResponse]
+	query        *connect.Client[unyov1.QueryMetricsRequest, unyov1.QueryMetricsResponse]
+	series       *connect.Client[unyov1.SeriesRequest, unyov1.SeriesResponse]
+}
+
+// WriteMetrics calls unyo.v1.MetricsService.WriteMetrics.
+func (c *metricsServiceClient) WriteMetrics(ctx context.Context, req *connect.Request[unyov1.WriteMetricsRequest]) (*connect.Response[unyov1.WriteMetricsResponse], error) {
+	return c.writeMetrics.CallUnary(ctx, req)
+}
+
+// QueryRange calls unyo.v1.MetricsService.QueryRange.
+func (c *metricsServiceClient) QueryRange(ctx context.Context, req *connect.Request[unyov1.QueryRangeRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error) {
+	return c.queryRange.CallUnary(ctx, req)
+}
+
+// Query calls unyo.v1.MetricsService.Query.
+func (c *metricsServiceClient) Query(ctx context.Context, req *connect.Request[unyov1.QueryMetricsRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error) {
+	return c.query.CallUnary(ctx, req)
+}
+
+// Series calls unyo.v1.MetricsService.Series.
+func (c *metricsServiceClient) Series(ctx context.Context, req *connect.Request[unyov1.SeriesRequest]) (*connect.Response[unyov1.SeriesResponse], error) {
+	return c.series.CallUnary(ctx, req)
+}
+
+// MetricsServiceHandler is an implementation of the unyo.v1.MetricsService service.
+type MetricsServiceHandler interface {
+	// Agent -> cluster. Rewriting a sample (same series, timestamp and value)
+	// is harmless, so a resent batch needs no idempotency key.
+	WriteMetrics(context.Context, *connect.Request[unyov1.WriteMetricsRequest]) (*connect.Response[unyov1.WriteMetricsResponse], error)
+	QueryRange(context.Context, *connect.Request[unyov1.QueryRangeRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error)
+	Query(context.Context, *connect.Request[unyov1.QueryMetricsRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error)
+	Series(context.Context, *connect.Request[unyov1.SeriesRequest]) (*connect.Response[unyov1.SeriesResponse], error)
+}
+
+// NewMetricsServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewMetricsServiceHandler(svc MetricsServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	metricsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("MetricsService").Methods()
+	metricsServiceWriteMetricsHandler := connect.NewUnaryHandler(
+		MetricsServiceWriteMetricsProcedure,
+		svc.WriteMetrics,
+		connect.WithSchema(metricsServiceMethods.ByName("WriteMetrics")),
+		connect.WithHandlerOptions(opts...),
+	)
+	metricsServiceQueryRangeHandler := connect.NewUnaryHandler(
+		MetricsServiceQueryRangeProcedure,
+		svc.QueryRange,
+		connect.WithSchema(metricsServiceMethods.ByName("QueryRange")),
+		connect.WithHandlerOptions(opts...),
+	)
+	metricsServiceQueryHandler := connect.NewUnaryHandler(
+		MetricsServiceQueryProcedure,
+		svc.Query,
+		connect.WithSchema(metricsServiceMethods.ByName("Query")),
+		connect.WithHandlerOptions(opts...),
+	)
+	metricsServiceSeriesHandler := connect.NewUnaryHandler(
+		MetricsServiceSeriesProcedure,
+		svc.Series,
+		connect.WithSchema(metricsServiceMethods.ByName("Series")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.MetricsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case MetricsServiceWriteMetricsProcedure:
+			metricsServiceWriteMetricsHandler.ServeHTTP(w, r)
+		case MetricsServiceQueryRangeProcedure:
+			metricsServiceQueryRangeHandler.ServeHTTP(w, r)
+		case MetricsServiceQueryProcedure:
+			metricsServiceQueryHandler.ServeHTTP(w, r)
+		case MetricsServiceSeriesProcedure:
+			metricsServiceSeriesHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedMetricsServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedMetricsServiceHandler struct{}
+
+func (UnimplementedMetricsServiceHandler) WriteMetrics(context.Context, *connect.Request[unyov1.WriteMetricsRequest]) (*connect.Response[unyov1.WriteMetricsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.MetricsService.WriteMetrics is not implemented"))
+}
+
+func (UnimplementedMetricsServiceHandler) QueryRange(context.Context, *connect.Request[unyov1.QueryRangeRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.MetricsService.QueryRange is not implemented"))
+}
+
+func (UnimplementedMetricsServiceHandler) Query(context.Context, *connect.Request[unyov1.QueryMetricsRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.MetricsService.Query is not implemented"))
+}
+
+func (UnimplementedMetricsServiceHandler) Series(context.Context, *connect.Request[unyov1.SeriesRequest]) (*connect.Response[unyov1.SeriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.MetricsService.Series is not implemented"))
+}
+
+// LogsServiceClient is a client for the unyo.v1.LogsService service.
+type LogsServiceClient interface {
+	// Agent -> cluster, idempotent per (node, file_id, offset, sequence): see
+	// LogEntry.
+	WriteLogs(context.Context, *connect.Request[unyov1.WriteLogsRequest]) (*connect.Response[unyov1.WriteLogsResponse], error)
+	Query(context.Context, *connect.Request[unyov1.QueryLogsRequest]) (*connect.Response[unyov1.QueryLogsResponse], error)
+	Stats(context.Context, *connect.Request[unyov1.LogStatsRequest]) (*connect.Response[unyov1.LogStatsResponse], error)
+	Trace(context.Context, *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error)
+}
+
+// NewLogsServiceClient constructs a client for the unyo.v1.LogsService service. By default, it uses
+// the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and sends
+// uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC() or
+// connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewLogsServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) LogsServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	logsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("LogsService").Methods()
+	return &logsServiceClient{
+		writeLogs: connect.NewClient[unyov1.WriteLogsRequest, unyov1.WriteLogsResponse](
+			httpClient,
+			baseURL+LogsServiceWriteLogsProcedure,
+			connect.WithSchema(logsServiceMethods.ByName("WriteLogs")),
+			connect.WithClientOptions(opts...),
+		),
+		query: connect.NewClient[unyov1.QueryLogsRequest, unyov1.QueryLogsResponse](
+			httpClient,
+			baseURL+LogsServiceQueryProcedure,
+			connect.WithSchema(logsServiceMethods.ByName("Query")),
+			connect.WithClientOptions(opts...),
+		),
+		stats: connect.NewClient[unyov1.LogStatsRequest, unyov1.LogStatsResponse](
+			httpClient,
+			baseURL+LogsServiceStatsProcedure,
+			connect.WithSchema(logsServiceMethods.ByName("Stats")),
+			connect.WithClientOptions(opts...),
+		),
+		trace: connect.NewClient[unyov1.TraceLogsRequest, unyov1.TraceLogsResponse](
+			httpClient,
+			baseURL+LogsServiceTraceProcedure,
+			connect.WithSchema(logsServiceMethods.ByName("Trace")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// logsServiceClient implements LogsServiceClient.
+type logsServiceClient struct {
+	writeLogs *connect.Client[unyov1.WriteLogsRequest, unyov1.WriteLogsResponse]
+	query     *connect.Client[unyov1.QueryLogsRequest, unyov1.QueryLogsResponse]
+	stats     *connect.Client[unyov1.LogStatsRequest, unyov1.LogStatsResponse]
+	trace     *connect.Client[unyov1.TraceLogsRequest, unyov1.TraceLogsResponse]
+}
+
+// WriteLogs calls unyo.v1.LogsService.WriteLogs.
+func (c *logsServiceClient) WriteLogs(ctx context.Context, req *connect.Request[unyov1.WriteLogsRequest]) (*connect.Response[unyov1.WriteLogsResponse], error) {
+	return c.writeLogs.CallUnary(ctx, req)
+}
+
+// Query calls unyo.v1.LogsService.Query.
+func (c *logsServiceClient) Query(ctx context.Context, req *connect.Request[unyov1.QueryLogsRequest]) (*connect.Response[unyov1.QueryLogsResponse], error) {
+	return c.query.CallUnary(ctx, req)
+}
+
+// Stats calls unyo.v1.LogsService.Stats.
+func (c *logsServiceClient) Stats(ctx context.Context, req *connect.Request[unyov1.LogStatsRequest]) (*connect.Response[unyov1.LogStatsResponse], error) {
+	return c.stats.CallUnary(ctx, req)
+}
+
+// Trace calls unyo.v1.LogsService.Trace.
+func (c *logsServiceClient) Trace(ctx context.Context, req *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error) {
+	return c.trace.CallUnary(ctx, req)
+}
+
+// LogsServiceHandler is an implementation of the unyo.v1.LogsService service.
+type LogsServiceHandler interface {
+	// Agent -> cluster, idempotent per (node, file_id, offset, sequence): see
+	// LogEntry.
+	WriteLogs(context.Context, *connect.Request[unyov1.WriteLogsRequest]) (*connect.Response[unyov1.WriteLogsResponse], error)
+	Query(context.Context, *connect.Request[unyov1.QueryLogsRequest]) (*connect.Response[unyov1.QueryLogsResponse], error)
+	Stats(context.Context, *connect.Request[unyov1.LogStatsRequest]) (*connect.Response[unyov1.LogStatsResponse], error)
+	Trace(context.Context, *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error)
+}
+
+// NewLogsServiceHandler builds an HTTP handler from the service implementation. It returns the path
+// on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewLogsServiceHandler(svc LogsServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	logsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("LogsService").Methods()
+	logsServiceWriteLogsHandler := connect.NewUnaryHandler(
+		LogsServiceWriteLogsProcedure,
+		svc.WriteLogs,
+		connect.WithSchema(logsServiceMethods.ByName("WriteLogs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logsServiceQueryHandler := connect.NewUnaryHandler(
+		LogsServiceQueryProcedure,
+		svc.Query,
+		connect.WithSchema(logsServiceMethods.ByName("Query")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logsServiceStatsHandler := connect.NewUnaryHandler(
+		LogsServiceStatsProcedure,
+		svc.Stats,
+		connect.WithSchema(logsServiceMethods.ByName("Stats")),
+		connect.WithHandlerOptions(opts...),
+	)
+	logsServiceTraceHandler := connect.NewUnaryHandler(
+		LogsServiceTraceProcedure,
+		svc.Trace,
+		connect.WithSchema(logsServiceMethods.ByName("Trace")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.LogsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case LogsServiceWriteLogsProcedure:
+			logsServiceWriteLogsHandler.ServeHTTP(w, r)
+		case LogsServiceQueryProcedure:
+			logsServiceQueryHandler.ServeHTTP(w, r)
+		case LogsServiceStatsProcedure:
+			logsServiceStatsHandler.ServeHTTP(w, r)
+		case LogsServiceTraceProcedure:
+			logsServiceTraceHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedLogsServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedLogsServiceHandler struct{}
+
+func (UnimplementedLogsServiceHandler) WriteLogs(context.Context, *connect.Request[unyov1.WriteLogsRequest]) (*connect.Response[unyov1.WriteLogsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.LogsService.WriteLogs is not implemented"))
+}
+
+func (UnimplementedLogsServiceHandler) Query(context.Context, *connect.Request[unyov1.QueryLogsRequest]) (*connect.Response[unyov1.QueryLogsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.LogsService.Query is not implemented"))
+}
+
+func (UnimplementedLogsServiceHandler) Stats(context.Context, *connect.Request[unyov1.LogStatsRequest]) (*connect.Response[unyov1.LogStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.LogsService.Stats is not implemented"))
+}
+
+func (UnimplementedLogsServiceHandler) Trace(context.Context, *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.LogsService.Trace is not implemented"))
 }

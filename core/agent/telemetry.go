@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/checks/nagios"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/logtail"
+	"github.com/unyo-ops/unyo/core/spool"
+	"github.com/unyo-ops/unyo/core/sysmetrics"
+)
+
+// PerfdataMetric is the series every perfdata item of a check becomes:
+// unyo_check_perfdata{check, label, uom} with the value in base units
+// (bytes, seconds; see nagios.Perf.BaseValue) and uom the base unit
+// ("bytes", "seconds", "percent", "counter", "" or the plugin's own unit).
+// One name with the label as a label, rather than a name per label, keeps
+// every label a plugin prints (such as "/" or "time ms") without mangling,
+// and lets `{check="disk"}` select all of a check's values.
+const PerfdataMetric = "unyo_check_perfdata"
+
+// openOutboxes opens the spools of metrics and logs next to the results'.
+func (a *Agent) openOutboxes() error {
+	for _, o := range []struct {
+		name string
+		dst  **outbox
+		send func(context.Context, [][]byte) (int, error)
+	}{
+		{"metrics", &a.metrics, a.sendMetrics},
+		{"logs", &a.logs, a.sendLogs},
+	} {
+		dir := filepath.Join(a.opts.DataDir, "spool-"+o.name)
+		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: a.opts.SpoolMaxBytes, Logger: a.log})
+		if err != nil {
+			return fmt.Errorf("open the %s spool: %w", o.name, err)
+		}
+		*o.dst = &outbox{name: o.name, dir: dir, spool: sp, send: o.send}
+	}
+	return nil
+}
+
+// spoolSamples appends samples to the metrics spool in one write.
+func (a *Agent) spoolSamples(samples []*unyov1.Sample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	recs := make([][]byte, len(samples))
+	for i, s := range samples {
+		b, err := proto.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("encode sample %s: %w", s.GetName(), err)
+		}
+		recs[i] = b
+	}
+	return a.metrics.spool.Append(recs...)
+}
+
+// perfdataSamples turns a result's perfdata into samples at the run's start.
+func perfdataSamples(e *unyov1.Event) []*unyov1.Sample {
+	var out []*unyov1.Sample
+	at := e.GetStartedAt().AsTime().UnixMilli()
+	for _, p := range e.GetPerfdata() {
+		v, unit := nagios.Perf{Label: p.GetLabel(), Value: p.GetValue(), UOM: p.GetUom()}.BaseValue()
+		if math.IsNaN(v) {
+			continue // "U": the plugin could not determine the value
+		}
+		out = append(out, &unyov1.Sample{
+			Name:   PerfdataMetric,
+			Labels: map[string]string{"check": e.GetCheck(), "label": p.GetLabel(), "uom": unit},
+			TimeMs: at, Value: v,
+		})
+	}
+	return out
+}
+
+// metricsLoop collects system metrics every MetricsInterval into the spool.
+func (a *Agent) metricsLoop(ctx context.Context) {
+	col := sysmetrics.New(sysmetrics.Options{})
+	var buf []sysmetrics.Sample
+	t := time.NewTicker(a.opts.MetricsInterval)
+	defer t.Stop()
+	for {
+		var err error
+		buf, err = col.Collect(ctx, buf[:0])
+		if err != nil && ctx.Err() == nil {
+			// Partial: whatever could be read is still sent.
+			a.log.Debug("some system metrics could not be read", "err", err)
+		}
+		at := time.Now().UnixMilli()
+		samples := make([]*unyov1.Sample, len(buf))
+		for i, s := range buf {
+			labels := make(map[string]string, len(s.Labels))
+			for _, l := range s.Labels {
+				labels[l.Name] = l.Value
+			}
+			samples[i] = &unyov1.Sample{Name: s.Name, Labels: labels, TimeMs: at, Value: s.Value}
+		}
+		if err := a.spoolSamples(samples); err != nil {
+			a.log.Error("spooling system metrics failed; this collection is lost", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// logsLoop tails the configured files into the logs spool. A batch's
+// offsets are committed only after it is spooled, so nothing is lost; lines
+// replayed after a crash carry their file id and offset and the cluster
+// drops them.
+func (a *Agent) logsLoop(ctx context.Context) {
+	files := make([]logtail.FileConfig, len(a.opts.Logs))
+	copy(files, a.opts.Logs)
+	tl, err := logtail.New(logtail.Options{
+		Files: files, Host: a.opts.NodeName, StateFile: filepath.Join(a.opts.DataDir, "logtail.state"),
+		BatchSize: a.opts.BatchSize, Logger: a.log,
+	})
+	if err != nil {
+		a.log.Error("agent.logs: cannot tail log files", "err", err)
+		return
+	}
+	bo := backoff{min: time.Second, max: 30 * time.Second}
+	for {
+		err := tl.Run(ctx, a.spoolLogs)
+		if ctx.Err() != nil {
+			return
+		}
+		a.log.Error("tailing log files stopped; retrying", "err", err)
+		if !sleep(ctx, bo.next()) {
+			return
+		}
+	}
+}
+
+func (a *Agent) spoolLogs(batch []logtail.Record) error {
+	recs := make([][]byte, len(batch))
+	for i, r := range batch {
+		fields := r.Fields
+		if r.File != "" || r.Truncated {
+			fields = make(map[string]string, len(r.Fields)+2)
+			for k, v := range r.Fields {
+				fields[k] = v
+			}
+			fields["file"] = r.File
+			if r.Truncated {
+				fields["line_truncated"] = "true"
+			}
+		}
+		e := &unyov1.LogEntry{
+			Time: timestamppb.New(r.Time), Host: r.Host, App: r.App, Level: strings.ToLower(r.Level), TraceId: r.TraceID,
+			Message: r.Message, Fields: fields, File: r.File, FileId: r.FileID, Offset: r.Offset, Sequence: a.logSeq.Add(1),
+		}
+		b, err := proto.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encode a log line of %s: %w", r.File, err)
+		}
+		recs[i] = b
+	}
+	if err := a.logs.spool.Append(recs...); err != nil {
+		return fmt.Errorf("spool %d log lines: %w", len(recs), err)
+	}
+	return nil
+}

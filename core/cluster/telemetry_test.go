@@ -1,0 +1,224 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
+)
+
+// startTelemetryCluster starts a cluster on SQLite with the given stores and
+// registers node web1.
+func startTelemetryCluster(t *testing.T, opts cluster.Options) *client.Clients {
+	t.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.Name, opts.Replica, opts.Logger = "c1", "r1", quiet
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
+	cl := cluster.New(st, opts)
+	cl.Register(srv)
+	ln, err := srv.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); cl.Run(ctx) }()
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wantCode(t *testing.T, what string, err error, code connect.Code) {
+	t.Helper()
+	if connect.CodeOf(err) != code {
+		t.Fatalf("%s: got %v, want code %v", what, err, code)
+	}
+}
+
+func TestTelemetryWithoutStores(t *testing.T) {
+	c := startTelemetryCluster(t, cluster.Options{})
+	ctx := t.Context()
+	_, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1"}))
+	wantCode(t, "WriteMetrics", err, connect.CodeFailedPrecondition)
+	if !strings.Contains(err.Error(), "metrics.store") {
+		t.Errorf("error %q does not name the setting", err)
+	}
+	_, err = c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "up"}))
+	wantCode(t, "Query", err, connect.CodeFailedPrecondition)
+	_, err = c.Logs.WriteLogs(ctx, connect.NewRequest(&unyov1.WriteLogsRequest{Node: "web1"}))
+	wantCode(t, "WriteLogs", err, connect.CodeFailedPrecondition)
+	_, err = c.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{}))
+	wantCode(t, "Logs.Query", err, connect.CodeFailedPrecondition)
+	if !strings.Contains(err.Error(), "logs.store") {
+		t.Errorf("error %q does not name the setting", err)
+	}
+}
+
+// TestTelemetryServices runs the metrics and logs services on the embedded
+// stores: one test, since only one embedded VictoriaMetrics fits a process.
+func TestTelemetryServices(t *testing.T) {
+	tsdb, err := vmembed.Open(vmembed.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tsdb.Close() })
+	logs, err := vlembed.Open(vlembed.Options{Path: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	c := startTelemetryCluster(t, cluster.Options{Metrics: tsdb, Logs: logs})
+
+	t.Run("Metrics", func(t *testing.T) {
+		ctx := t.Context()
+		now := time.Now().Truncate(time.Second)
+		var samples []*unyov1.Sample
+		for i := range 5 {
+			at := now.Add(time.Duration(i-4) * 10 * time.Second).UnixMilli()
+			samples = append(samples,
+				&unyov1.Sample{Name: "node_load1", TimeMs: at, Value: float64(i)},
+				// An agent cannot claim another node: the cluster sets the label.
+				&unyov1.Sample{Name: "unyo_check_perfdata", Labels: map[string]string{"check": "disk", "label": "/", "uom": "bytes", "node": "other"}, TimeMs: at, Value: 1e9})
+		}
+		if _, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: samples})); err != nil {
+			t.Fatal(err)
+		}
+		// A resend is harmless: the TSDB deduplicates identical samples.
+		if _, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: samples})); err != nil {
+			t.Fatal(err)
+		}
+		if err := tsdb.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		inst, err := c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "node_load1", Time: timestamppb.New(now)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := inst.Msg.GetSeries(); len(s) != 1 || s[0].GetLabels()["node"] != "web1" || s[0].GetPoints()[0].GetValue() != 4 {
+			t.Fatalf("instant query = %v, want node_load1{node=web1} 4", s)
+		}
+		rng, err := c.Metrics.QueryRange(ctx, connect.NewRequest(&unyov1.QueryRangeRequest{
+			Expr: `unyo_check_perfdata{check="disk"}`, Start: timestamppb.New(now.Add(-40 * time.Second)), End: timestamppb.New(now), Step: durationpb.New(10 * time.Second)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := rng.Msg.GetSeries(); len(s) != 1 || len(s[0].GetPoints()) != 5 || s[0].GetLabels()["node"] != "web1" {
+			t.Fatalf("range query = %v, want one series of 5 points on web1", s)
+		}
+		ser, err := c.Metrics.Series(ctx, connect.NewRequest(&unyov1.SeriesRequest{Match: `{node="web1"}`}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ser.Msg.GetSeries()); n != 2 {
+			t.Errorf("series = %d, want 2", n)
+		}
+		_, err = c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "sum(("}))
+		wantCode(t, "bad expression", err, connect.CodeInvalidArgument)
+		_, err = c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "ghost"}))
+		wantCode(t, "unregistered node", err, connect.CodeNotFound)
+		_, err = c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: []*unyov1.Sample{{Name: "bad name!", TimeMs: now.UnixMilli()}}}))
+		wantCode(t, "invalid sample", err, connect.CodeInvalidArgument)
+	})
+
+	t.Run("Logs", func(t *testing.T) {
+		ctx := t.Context()
+		base := time.Now().Add(-time.Minute).Truncate(time.Second)
+		seq := uint64(1000)
+		line := func(file string, off int64, level, msg string) *unyov1.LogEntry {
+			seq++
+			return &unyov1.LogEntry{Time: timestamppb.New(base.Add(time.Duration(seq) * time.Millisecond)), App: "shop", Level: level,
+				Message: msg, FileId: file, Offset: off, Sequence: seq, TraceId: "t-" + file, Host: "spoofed"}
+		}
+		write := func(entries ...*unyov1.LogEntry) *unyov1.WriteLogsResponse {
+			t.Helper()
+			resp, err := c.Logs.WriteLogs(ctx, connect.NewRequest(&unyov1.WriteLogsRequest{Node: "web1", Entries: entries}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.Msg
+		}
+		first := []*unyov1.LogEntry{line("1:1", 0, "info", "a0"), line("1:1", 10, "error", "a1"), line("1:1", 20, "info", "a2")}
+		if r := write(first...); r.GetAccepted() != 3 || r.GetDuplicates() != 0 {
+			t.Fatalf("first write = %v", r)
+		}
+		// A resend after a lost answer: same sequences.
+		if r := write(first...); r.GetAccepted() != 0 || r.GetDuplicates() != 3 {
+			t.Fatalf("resend = %v, want 3 duplicates", r)
+		}
+		// A replay after an agent crash: new sequences, old offsets; then new lines.
+		if r := write(line("1:1", 10, "error", "a1"), line("1:1", 20, "info", "a2"), line("1:1", 30, "warn", "a3")); r.GetAccepted() != 1 || r.GetDuplicates() != 2 {
+			t.Fatalf("replay = %v, want 1 accepted, 2 duplicates", r)
+		}
+		// Truncation: the file is read again from 0; and a second file.
+		if r := write(line("1:1", 0, "info", "b0"), line("1:1", 5, "error", "b1"), line("2:7", 0, "info", "c0")); r.GetAccepted() != 3 {
+			t.Fatalf("after truncation = %v, want 3 accepted", r)
+		}
+		q, err := c.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{Filter: &unyov1.LogFilter{App: "shop"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []string
+		for _, e := range q.Msg.GetEntries() {
+			msgs = append(msgs, e.GetMessage())
+			if e.GetHost() != "web1" || e.GetCluster() != "c1" {
+				t.Errorf("entry %q: host %q cluster %q, want web1 and c1", e.GetMessage(), e.GetHost(), e.GetCluster())
+			}
+		}
+		sort.Strings(msgs)
+		if got := strings.Join(msgs, " "); got != "a0 a1 a2 a3 b0 b1 c0" {
+			t.Errorf("stored lines = %s, want each once: a0 a1 a2 a3 b0 b1 c0", got)
+		}
+		st, err := c.Logs.Stats(ctx, connect.NewRequest(&unyov1.LogStatsRequest{By: "level", Interval: durationpb.New(24 * time.Hour)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]int64{}
+		for _, b := range st.Msg.GetBuckets() {
+			counts[b.GetKey()] += b.GetCount()
+		}
+		if fmt.Sprint(counts) != "map[error:2 info:4 warn:1]" {
+			t.Errorf("stats by level = %v", counts)
+		}
+		tr, err := c.Logs.Trace(ctx, connect.NewRequest(&unyov1.TraceLogsRequest{TraceId: "t-2:7"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := tr.Msg.GetEntries(); len(e) != 1 || e[0].GetMessage() != "c0" {
+			t.Errorf("trace = %v, want c0", e)
+		}
+		_, err = c.Logs.Stats(ctx, connect.NewRequest(&unyov1.LogStatsRequest{By: "colour", Interval: durationpb.New(time.Hour)}))
+		wantCode(t, "stats by colour", err, connect.CodeInvalidArgument)
+		_, err = c.Logs.Trace(ctx, connect.NewRequest(&unyov1.TraceLogsRequest{}))
+		wantCode(t, "empty trace id", err, connect.CodeInvalidArgument)
+	})
+}

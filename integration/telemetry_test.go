@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// appendLines writes "line N" for each n in [from, to] to path, every third
+// at level error.
+func appendLines(t *testing.T, path string, from, to int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for n := from; n <= to; n++ {
+		level := "info"
+		if n%3 == 0 {
+			level = "error"
+		}
+		fmt.Fprintf(f, "level=%s msg=\"line %d\" trace_id=t%d\n", level, n, n%5)
+	}
+}
+
+func TestMetricsAndLogsEndToEnd(t *testing.T) {
+	f := newFleet(t, "")
+	logFile := f.dir + "/app.log"
+	appendLines(t, logFile, 1, 10)
+	agent := f.agent("m1", "{}", fmt.Sprintf(`  metrics_interval: 1s
+  checks:
+    - name: perf
+      spec: {command: [sh, -c, 'echo "OK - fine | used=42MB;100;200;0;1000 ratio=50%%"'], interval: 1s}
+  logs:
+    - {path: %s, app: demo, start_at: beginning}
+`, logFile))
+
+	// System metrics and check perfdata reach the cluster's TSDB and are
+	// queryable through root, labelled with their cluster and node.
+	value := func(expr string) (float64, map[string]any, error) {
+		items, err := f.json("metrics", "query", expr)
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(items) != 1 {
+			return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
+		}
+		pts, _ := items[0]["points"].([]any)
+		if len(pts) == 0 {
+			return 0, nil, fmt.Errorf("%s: no points: %v", expr, items[0])
+		}
+		v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
+		labels, _ := items[0]["labels"].(map[string]any)
+		return v, labels, err
+	}
+	eventually(t, 60*time.Second, "system metrics", func() error {
+		v, labels, err := value(`node_memory_MemTotal_bytes{node="m1"}`)
+		if err != nil {
+			return err
+		}
+		if v <= 0 || labels["cluster"] != "c1" || labels["node"] != "m1" {
+			return fmt.Errorf("MemTotal %v %v", v, labels)
+		}
+		return nil
+	})
+	eventually(t, 60*time.Second, "check perfdata in base units", func() error {
+		v, _, err := value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
+		if err != nil {
+			return err
+		}
+		if v != 42*1024*1024 {
+			return fmt.Errorf("used = %v, want %v bytes", v, 42*1024*1024)
+		}
+		return nil
+	})
+	if _, err := f.cli("metrics", "series", `{node="m1"}`); err != nil {
+		t.Errorf("metrics series: %v", err)
+	}
+
+	// Logs: appended, rotated (rename and create), the agent restarted in
+	// the middle, then truncated: every line arrives exactly once.
+	appendLines(t, logFile, 11, 20)
+	waitLines(t, f, 20)
+	if err := os.Rename(logFile, logFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, logFile, 21, 30)
+	waitLines(t, f, 30)
+	agent.stop(syscall.SIGTERM, 10*time.Second)
+	appendLines(t, logFile, 31, 40) // written while the agent is down
+	agent.restart()
+	waitLines(t, f, 40)
+	if err := os.Truncate(logFile, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, logFile, 41, 45)
+	got := waitLines(t, f, 45)
+	for n := 1; n <= 45; n++ {
+		if got[n] != 1 {
+			t.Errorf("line %d stored %d times", n, got[n])
+		}
+	}
+
+	// Error rates per day, and one trace across the file.
+	stats, err := f.json("logs", "stats", "--by", "level", "--interval", "24h", "--since", "2d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]string{}
+	for _, b := range stats {
+		counts[str(b, "key")] = str(b, "count")
+	}
+	if counts["error"] != "15" || counts["info"] != "30" {
+		t.Errorf("logs stats by level: %v, want error 15, info 30", stats)
+	}
+	trace, err := f.json("logs", "trace", "t0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trace) != 9 { // lines 5, 10, ..., 45
+		t.Errorf("trace t0 has %d lines, want 9", len(trace))
+	}
+}
+
+// waitLines waits until the demo app's log has want distinct lines and
+// returns how often each line number was stored.
+func waitLines(t *testing.T, f *fleet, want int) map[int]int {
+	t.Helper()
+	var seen map[int]int
+	eventually(t, 60*time.Second, fmt.Sprintf("%d log lines", want), func() error {
+		items, err := f.json("logs", "query", "--app", "demo", "--since", "1h", "--limit", "10000")
+		if err != nil {
+			return err
+		}
+		seen = map[int]int{}
+		for _, e := range items {
+			n, err := strconv.Atoi(strings.TrimPrefix(str(e, "message"), "line "))
+			if err != nil {
+				return fmt.Errorf("unexpected message %q", str(e, "message"))
+			}
+			seen[n]++
+		}
+		if len(seen) < want {
+			return fmt.Errorf("%d distinct lines stored", len(seen))
+		}
+		return nil
+	})
+	return seen
+}
