@@ -37,6 +37,7 @@ func newRootCommand() *cobra.Command {
 		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
 		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
 		newMetricsCommand(g), newLogsCommand(g),
+		newPluginCommand(),
 		newStatusCommand(g), newVersionCommand(),
 	)
 	return cmd

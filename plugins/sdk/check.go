@@ -41,6 +41,11 @@ func (s *checkServer) Run(ctx context.Context, req *pluginv1.RunRequest) (*plugi
 		return nil, err
 	}
 	if res.Cancelled {
+		// The host's own deadline is DEADLINE_EXCEEDED, whichever side
+		// notices first; only an explicit cancel is CANCELLED.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, status.Errorf(codes.DeadlineExceeded, "check abandoned: the call's deadline passed")
+		}
 		return nil, status.Errorf(codes.Canceled, "check cancelled by the host")
 	}
 	return &pluginv1.RunResponse{Result: res}, nil

@@ -1,0 +1,112 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/unyo-ops/unyo/plugins/base"
+	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+)
+
+// CheckBinary makes the quick checks of `unyo plugin check`: the file's
+// name and mode, `describe`, refusal to run without the handshake cookie,
+// a handshake within the deadline and nothing else on stdout. It needs no
+// fixtures and never configures the plugin.
+func CheckBinary(ctx context.Context, path string) *Report {
+	target := Binary(path, nil)
+	rep := &Report{Target: target.String(), Started: time.Now()}
+	cases := []testCase{
+		{name: "check/name", run: func(c *C) {
+			if _, _, ok := splitBinaryName(path); !ok {
+				c.Errorf("%s is not named unyo-<check|action|provider>-<name>, so discovery will not find it", filepath.Base(path))
+			}
+		}},
+		{name: "check/executable", run: func(c *C) {
+			st, err := os.Stat(path)
+			switch {
+			case err != nil:
+				c.Fatalf("%v", err)
+			case !st.Mode().IsRegular():
+				c.Errorf("%s is not a regular file", path)
+			case st.Mode().Perm()&0o111 == 0:
+				c.Errorf("%s is not executable (mode %s)", path, st.Mode().Perm())
+			}
+		}},
+		{name: "check/describe", run: func(c *C) {
+			d, raw, err := runDescribe(c.ctx, path)
+			if err != nil {
+				c.Fatalf("%s describe: %v (output %q)", filepath.Base(path), err, truncate(raw, 200))
+			}
+			if d.Name == "" || !semver.MatchString(d.Version) || len(d.Kinds) == 0 {
+				c.Errorf("describe output lacks a name, a semantic version or kinds: %s", truncate(raw, 200))
+			}
+			if kind, name, ok := splitBinaryName(path); ok {
+				if d.Name != name {
+					c.Errorf("binary is named for plugin %q but describe says %q", name, d.Name)
+				}
+				if !strings.Contains(" "+strings.Join(d.Kinds, " ")+" ", " "+base.KindName(kind)+" ") {
+					c.Errorf("binary is named as a %s plugin but describe lists %v", base.KindName(kind), d.Kinds)
+				}
+			}
+			rep.Plugin, rep.Version, rep.Kinds = d.Name, d.Version, d.Kinds
+		}},
+		{name: "check/refuses_without_cookie", run: func(c *C) { caseNoCookie(c, path) }},
+		{name: "check/handshake", run: func(c *C) {
+			inst := c.start(false)
+			ctx, cancel := c.timeout(5 * time.Second)
+			defer cancel()
+			if _, err := inst.conn.Plugin.Info(ctx, &pluginv1.InfoRequest{HostApiVersions: base.SupportedAPIVersions()}); err != nil {
+				c.Errorf("Info after the handshake: %v", err)
+			}
+			c.log("handshake in %s", inst.took.Round(time.Millisecond))
+			if ok, err := inst.shutdown(time.Second, 4*time.Second); err != nil || !ok {
+				c.Errorf("plugin did not exit after Shutdown: %v", err)
+			}
+			if out := inst.stdout.String(); out != "" {
+				c.Errorf("plugin wrote to stdout besides the handshake: %q", truncate(out, 200))
+			}
+		}},
+	}
+	for _, tc := range cases {
+		rep.add(runCase(ctx, tc, &C{name: tc.name, target: target, fx: &Fixtures{}}))
+	}
+	rep.Duration = time.Since(rep.Started)
+	return rep
+}
+
+// caseNoCookie: started by hand, without the cookie, a plugin must say so
+// and exit instead of waiting for a handshake, and print no handshake.
+func caseNoCookie(c *C, path string) {
+	ctx, cancel := c.timeout(5 * time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, base.MagicCookieKey+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		c.Errorf("without the handshake cookie the plugin did not exit within 5s")
+	case err == nil:
+		c.Errorf("without the handshake cookie the plugin exited 0; want a non-zero exit")
+	case !errors.As(err, &ee):
+		c.Errorf("cannot run %s: %v", path, err)
+	}
+	if stdout.Len() > 0 {
+		c.Errorf("without the handshake cookie the plugin printed on stdout: %q", truncate(stdout.String(), 200))
+	}
+	if stderr.Len() == 0 {
+		c.Errorf("without the handshake cookie the plugin exited silently; it should tell the operator why")
+	}
+}

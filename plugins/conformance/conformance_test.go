@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/unyo-ops/unyo/plugins/internal/testbin"
+	"github.com/unyo-ops/unyo/plugins/sdk"
+)
+
+// binDir holds the plugin binaries, built once for the whole test run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "unyo-conformance-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_, err = testbin.Build(dir,
+		[]string{"../check-http", "../check-tcp", "../action-exec", "../provider-exec", "./testdata/unyo-check-broken"},
+		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-provider-exec", "unyo-check-broken"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func fixtures(t *testing.T, name string) *Fixtures {
+	t.Helper()
+	fx, err := LoadFixtures(filepath.Join("testdata", "fixtures", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// TestBundledPlugins: every bundled plugin passes every case that applies.
+func TestBundledPlugins(t *testing.T) {
+	for _, name := range []string{"check-http", "check-tcp", "action-exec", "provider-exec"} {
+		t.Run(name, func(t *testing.T) {
+			Run(t, Binary(filepath.Join(binDir, "unyo-"+name), fixtures(t, name)))
+		})
+	}
+}
+
+// TestBrokenPluginFails: the harness can fail, and names the broken cases.
+func TestBrokenPluginFails(t *testing.T) {
+	rep, err := Execute(t.Context(), Binary(filepath.Join(binDir, "unyo-check-broken"), fixtures(t, "check-broken")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_ = rep.WriteTable(&buf)
+	t.Log("\n" + buf.String())
+	if rep.OK() {
+		t.Fatal("the broken plugin passed")
+	}
+	want := map[string]bool{"base/no_fd_or_memory_growth": true, "check/no_zombie_children": true}
+	for _, c := range rep.Cases {
+		if want[c.Name] != (c.Outcome == Fail) {
+			t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
+		}
+	}
+	if c, _ := rep.Case("base/no_fd_or_memory_growth"); !strings.Contains(c.Message, "open descriptors grew") {
+		t.Errorf("growth failure does not say what grew: %q", c.Message)
+	}
+}
+
+// TestReportFormats: JSON round-trips and JUnit is well-formed XML with a
+// failure element per failed case.
+func TestReportFormats(t *testing.T) {
+	rep, err := Execute(t.Context(), Binary(filepath.Join(binDir, "unyo-check-broken"), fixtures(t, "check-broken")),
+		Options{Run: regexp.MustCompile(`^(base/info|check/no_zombie_children|check/status_warning)$`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cases) != 3 || rep.Failed != 1 || rep.Passed != 2 {
+		t.Fatalf("report: %+v", rep)
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Failed != 1 || back.Cases[0].Name != "base/info" {
+		t.Fatalf("json: %v %+v", err, back)
+	}
+	var x bytes.Buffer
+	if err := rep.WriteJUnit(&x); err != nil {
+		t.Fatal(err)
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(x.Bytes(), &suites); err != nil {
+		t.Fatalf("junit: %v\n%s", err, x.String())
+	}
+	s := suites.Suites[0]
+	if s.Tests != 3 || s.Failures != 1 || len(s.Cases) != 3 {
+		t.Fatalf("junit suite: %+v", s)
+	}
+	for _, c := range s.Cases {
+		if (c.Failure != nil) != (c.Name == "check/no_zombie_children") {
+			t.Errorf("junit case %s: failure %v", c.Name, c.Failure)
+		}
+	}
+}
+
+// TestInProcess: the same cases against an implementation in this
+// process; the ones needing a process of their own are skipped.
+func TestInProcess(t *testing.T) {
+	store := &memStore{m: map[string]sdk.Resource{}}
+	rep := RunWith(t, InProcess(func() sdk.Plugin { return &memProvider{s: store} }, &Fixtures{
+		Provider: ProviderFixtures{Resource: map[string]any{"size": 1.0}, Other: map[string]any{"size": 2.0},
+			Invalid: map[string]any{"size": -1.0}, Failing: map[string]any{"size": 13.0}},
+	}), Options{})
+	if c, _ := rep.Case("base/exit_on_parent_death"); c.Outcome != Skip {
+		t.Errorf("parent death in-process: %v", c)
+	}
+	if len(store.m) != 0 {
+		t.Errorf("resources left behind: %v", store.m)
+	}
+}
+
+// TestCleanupAfterFailure: resources are deleted even when cases fail.
+func TestCleanupAfterFailure(t *testing.T) {
+	store := &memStore{m: map[string]sdk.Resource{}}
+	rep, err := Execute(t.Context(), InProcess(func() sdk.Plugin { return &memProvider{s: store, forgetful: true} }, &Fixtures{
+		Provider: ProviderFixtures{Resource: map[string]any{"size": 1.0}},
+	}), Options{Run: regexp.MustCompile(`^provider/`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := rep.Case("provider/lifecycle"); c.Outcome != Fail {
+		t.Errorf("lifecycle against a provider that changes configs: %+v", c)
+	}
+	if len(store.m) != 0 {
+		t.Errorf("resources left behind by failed cases: %v", store.m)
+	}
+}
+
+func TestCheckBinary(t *testing.T) {
+	rep := CheckBinary(t.Context(), filepath.Join(binDir, "unyo-check-tcp"))
+	if !rep.OK() || rep.Passed != 5 || rep.Plugin != "tcp" {
+		var buf bytes.Buffer
+		_ = rep.WriteTable(&buf)
+		t.Fatalf("check-tcp:\n%s", buf.String())
+	}
+	// A program that is not a plugin: wrong name, no describe.
+	notPlugin := filepath.Join(t.TempDir(), "unyo-check-fake")
+	if err := os.WriteFile(notPlugin, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep = CheckBinary(t.Context(), notPlugin)
+	for _, name := range []string{"check/describe", "check/refuses_without_cookie", "check/handshake"} {
+		if c, _ := rep.Case(name); c.Outcome != Fail {
+			t.Errorf("%s on a non-plugin: %+v", name, c)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// runEnv is what one run provides to the fixtures: a temp dir and the
+// helper servers behind the placeholders. Everything is closed by close.
+type runEnv struct {
+	// runID tells this run's provider resources apart (ids and a label).
+	runID   string
+	dir     string
+	vars    map[string]string
+	servers []*http.Server
+	lis     []net.Listener
+	conns   sync.WaitGroup
+	done    chan struct{}
+}
+
+func newRunEnv() (*runEnv, error) {
+	// Short and in /tmp: unix socket paths below it are limited.
+	dir, err := os.MkdirTemp("", "unyoconf")
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	e := &runEnv{runID: hex.EncodeToString(rnd[:]), dir: dir, done: make(chan struct{}), vars: map[string]string{"tempdir": dir}}
+	listen := func() (net.Listener, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			e.lis = append(e.lis, l)
+		}
+		return l, err
+	}
+	fail := func(err error) (*runEnv, error) {
+		e.close()
+		return nil, fmt.Errorf("conformance: helper servers: %w", err)
+	}
+
+	hl, err := listen()
+	if err != nil {
+		return fail(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/status/", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/status/"))
+		if err != nil || code < 100 || code > 599 {
+			code = http.StatusBadRequest
+		}
+		w.WriteHeader(code)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			_, _ = w.Write([]byte("ok\n"))
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/hang", func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-e.done:
+		}
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	e.servers = append(e.servers, hs)
+	go func() { _ = hs.Serve(hl) }()
+	e.vars["http"] = "http://" + hl.Addr().String()
+
+	echo, err := listen()
+	if err != nil {
+		return fail(err)
+	}
+	go e.accept(echo, func(c net.Conn) {
+		buf := make([]byte, 512)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(buf); err == nil {
+			_, _ = c.Write([]byte("hello\n"))
+		}
+	})
+	e.vars["tcp_echo"] = echo.Addr().String()
+
+	silent, err := listen()
+	if err != nil {
+		return fail(err)
+	}
+	go e.accept(silent, func(c net.Conn) {
+		select {
+		case <-e.done:
+		case <-time.After(time.Minute):
+		}
+	})
+	e.vars["tcp_silent"] = silent.Addr().String()
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	e.vars["tcp_closed"] = closed.Addr().String()
+	closed.Close()
+	return e, nil
+}
+
+func (e *runEnv) accept(l net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		e.conns.Add(1)
+		go func() {
+			defer e.conns.Done()
+			defer c.Close()
+			serve(c)
+		}()
+	}
+}
+
+func (e *runEnv) close() {
+	select {
+	case <-e.done:
+		return
+	default:
+	}
+	close(e.done)
+	for _, s := range e.servers {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.Shutdown(ctx)
+		cancel()
+		_ = s.Close()
+	}
+	for _, l := range e.lis {
+		_ = l.Close()
+	}
+	e.conns.Wait()
+	_ = os.RemoveAll(e.dir)
+}
