@@ -68,7 +68,9 @@ const (
 // outlasting its interval would only make the next run be skipped); cron
 // schedules use the standard 5 fields or a descriptor, are evaluated in the
 // agent's local time zone unless prefixed with CRON_TZ=Zone, and must fire
-// at least once in the next five years.
+// at least once in the next five years. Exactly one of spec.command,
+// spec.metric and spec.log is set; metric and log checks run on an interval
+// only (a log check's defaults to DefaultLogInterval) and have no env.
 func Compile(c *unyov1.Check) (Definition, error) {
 	v := &validator{}
 	d := Definition{
@@ -84,20 +86,51 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		return Definition{}, v.err(d.Name)
 	}
 
+	// Kind: exactly one of command, metric and log.
 	d.Command = slices.Clone(spec.GetCommand())
-	v.checkCommand(d.Command)
+	const oneKind = "set exactly one of spec.command, spec.metric and spec.log"
+	switch {
+	case spec.GetMetric() != nil && spec.GetLog() != nil:
+		v.add("spec.log", "cannot be combined with spec.metric; "+oneKind)
+	case spec.GetMetric() != nil:
+		if len(d.Command) > 0 {
+			v.add("spec.metric", "cannot be combined with spec.command; "+oneKind)
+		}
+		d.Metric = v.metric(spec.GetMetric())
+	case spec.GetLog() != nil:
+		if len(d.Command) > 0 {
+			v.add("spec.log", "cannot be combined with spec.command; "+oneKind)
+		}
+		d.Log = v.log(spec.GetLog())
+	default:
+		v.checkCommand(d.Command)
+	}
+	commandless := d.Metric != nil || d.Log != nil
+	if commandless && len(spec.GetEnv()) > 0 {
+		v.add("spec.env", "only a command check has an environment")
+	}
 
-	// Schedule: exactly one of interval and cron.
+	// Schedule: exactly one of interval and cron. Metric and log checks run
+	// on an interval only: the cluster evaluates the one, and the other's
+	// interval is its rate limit, which a calendar does not express.
+	interval := spec.GetInterval()
+	if d.Log != nil && interval == "" && spec.GetCron() == "" {
+		interval = DefaultLogInterval.String()
+	}
 	intervalOK := false
 	switch {
-	case spec.GetInterval() != "" && spec.GetCron() != "":
+	case commandless && spec.GetCron() != "":
+		v.add("spec.cron", "a metric or log check runs on spec.interval, not on a cron schedule")
+	case interval != "" && spec.GetCron() != "":
 		v.add("spec.cron", "cannot be combined with spec.interval; set exactly one of them")
-	case spec.GetInterval() == "" && spec.GetCron() == "":
+	case interval == "" && spec.GetCron() == "" && d.Metric != nil:
+		v.add("spec.interval", "required: how often the cluster evaluates spec.metric, such as 60s")
+	case interval == "" && spec.GetCron() == "":
 		v.add("spec.interval", "required: set spec.interval (such as 60s) or spec.cron")
-	case spec.GetInterval() != "":
-		if iv, ok := v.duration("spec.interval", spec.GetInterval()); ok {
+	case interval != "":
+		if iv, ok := v.duration("spec.interval", interval); ok {
 			if iv < MinInterval {
-				v.addf("spec.interval", "must be at least %s, got %q", MinInterval, spec.GetInterval())
+				v.addf("spec.interval", "must be at least %s, got %q", MinInterval, interval)
 			} else {
 				d.Interval, intervalOK = iv, true
 			}
@@ -176,14 +209,7 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		}
 	}
 
-	switch raw := spec.GetUnknownLevel(); raw {
-	case "", "critical":
-		d.UnknownLevel = unyov1.Level_LEVEL_CRITICAL
-	case "warning":
-		d.UnknownLevel = unyov1.Level_LEVEL_WARNING
-	default:
-		v.addf("spec.unknown_level", `must be "critical" or "warning", got %q`, raw)
-	}
+	d.UnknownLevel = v.alertLevel("spec.unknown_level", spec.GetUnknownLevel())
 
 	if err := v.err(d.Name); err != nil {
 		return Definition{}, err
@@ -207,6 +233,19 @@ func (v *validator) err(name string) error {
 		return nil
 	}
 	return &ValidationError{Check: name, Fields: v.fields}
+}
+
+// alertLevel reads an event level an operator may choose: "critical" (the
+// default) or "warning".
+func (v *validator) alertLevel(field, raw string) unyov1.Level {
+	switch raw {
+	case "", "critical":
+		return unyov1.Level_LEVEL_CRITICAL
+	case "warning":
+		return unyov1.Level_LEVEL_WARNING
+	}
+	v.addf(field, `must be "critical" or "warning", got %q`, raw)
+	return unyov1.Level_LEVEL_UNSPECIFIED
 }
 
 func (v *validator) duration(field, raw string) (time.Duration, bool) {

@@ -62,6 +62,12 @@ type Definition struct {
 	Revision     int64
 	// Source is "central" or "local"; informational.
 	Source string
+	// Metric is set for a metric check (Command is then empty): the cluster
+	// evaluates it, agents never run it.
+	Metric *Metric
+	// Log is set for a log check (Command is then empty): agents match it
+	// against the lines they tail instead of running a command.
+	Log *Log
 }
 
 // Selects reports whether a node with these labels should run the check:
@@ -95,6 +101,27 @@ func (d Definition) SpecHash() string {
 	writeMap(h, d.NodeSelector)
 	writeMap(h, d.Env)
 	writeInt(h, int64(d.UnknownLevel))
+	if m := d.Metric; m != nil {
+		writeString(h, "metric")
+		writeString(h, m.Expr)
+		writeString(h, rangeString(m.Warning))
+		writeString(h, rangeString(m.Critical))
+		writeInt(h, int64(m.For))
+		writeInt(h, int64(m.NoData))
+	}
+	if l := d.Log; l != nil {
+		writeString(h, "log")
+		writeString(h, l.App)
+		writeString(h, l.File)
+		writeString(h, regexpString(l.Pattern))
+		writeString(h, l.Field)
+		writeString(h, regexpString(l.FieldPattern))
+		writeInt(h, int64(len(l.Levels)))
+		for _, lv := range l.Levels {
+			writeString(h, lv)
+		}
+		writeInt(h, int64(l.Level))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

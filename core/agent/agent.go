@@ -62,6 +62,7 @@ type Agent struct {
 	sched         *schedule.Scheduler
 	local         []checks.Definition
 	status        status
+	logChecks     logChecks
 
 	mu          sync.Mutex
 	registered  bool
@@ -119,6 +120,9 @@ func New(opts Options) (*Agent, error) {
 		d, err := checks.Compile(c)
 		if err != nil {
 			return nil, fmt.Errorf("agent.checks[%d]: %w", i, err)
+		}
+		if d.Metric != nil {
+			return nil, fmt.Errorf("agent.checks[%d] (%s): spec.metric: a metric check runs in the cluster on its metrics; apply it centrally (unyo apply)", i, d.Name)
 		}
 		a.local = append(a.local, d)
 	}
@@ -178,6 +182,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if len(a.opts.Logs) > 0 {
 		run(a.logsLoop)
+		run(a.logChecksLoop)
 	}
 	if a.statusLn != nil {
 		run(a.serveStatus)
@@ -222,6 +227,22 @@ func (a *Agent) applyChecks() {
 		}
 		defs = append(defs, d)
 	}
-	a.sched.Update(defs)
-	a.status.setChecks(defs)
+	// Commands go to the scheduler and log checks to the tailer; metric
+	// checks are the cluster's (it does not send them, but an older cluster
+	// or the on-disk cache might).
+	var commands, logs []checks.Definition
+	for _, d := range defs {
+		switch {
+		case d.Log != nil:
+			logs = append(logs, d)
+		case d.Metric == nil:
+			commands = append(commands, d)
+		}
+	}
+	if len(logs) > 0 && len(a.opts.Logs) == 0 {
+		a.log.Warn("log checks apply to this node but agent.logs tails no files, so they never match", "checks", len(logs))
+	}
+	a.logChecks.set(logs)
+	a.sched.Update(commands)
+	a.status.setChecks(append(commands, logs...))
 }

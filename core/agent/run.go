@@ -23,23 +23,29 @@ func (a *Agent) runCheck(ctx context.Context, d checks.Definition) {
 	if ctx.Err() != nil && !e.GetTimedOut() {
 		return // the agent is stopping; a killed run is not a result
 	}
+	a.spoolResult(e)
+}
+
+// spoolResult records one result for the status endpoint and spools it
+// with its perfdata.
+func (a *Agent) spoolResult(e *unyov1.Event) {
 	a.status.result(e)
 	data, err := proto.Marshal(e)
 	if err != nil {
-		a.log.Error("encoding a check result failed", "check", d.Name, "err", err)
+		a.log.Error("encoding a check result failed", "check", e.GetCheck(), "err", err)
 		return
 	}
 	if err := a.spool.Append(data); err != nil {
-		a.log.Error("spooling a check result failed; the result is lost", "check", d.Name, "err", err)
+		a.log.Error("spooling a check result failed; the result is lost", "check", e.GetCheck(), "err", err)
 	}
 	if err := a.spoolSamples(perfdataSamples(e)); err != nil {
-		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", d.Name, "err", err)
+		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", e.GetCheck(), "err", err)
 	}
 }
 
-// execute turns one run of a Nagios-style command into an Event.
-func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event {
-	e := &unyov1.Event{
+// newEvent starts a result of check d on this node.
+func (a *Agent) newEvent(d checks.Definition) *unyov1.Event {
+	return &unyov1.Event{
 		Id:       uuid.Must(uuid.NewV7()).String(),
 		Node:     a.opts.NodeName,
 		Check:    d.Name,
@@ -49,6 +55,11 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event 
 		Occurrences: int32(d.Occurrences),
 		Reissue:     durationpb.New(d.Reissue),
 	}
+}
+
+// execute turns one run of a Nagios-style command into an Event.
+func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event {
+	e := a.newEvent(d)
 	path, err := execute.Resolve(d.Command[0], a.opts.CheckDirs)
 	if err != nil {
 		e.StartedAt = timestamppb.Now()

@@ -143,6 +143,9 @@ func (a *Agent) logsLoop(ctx context.Context) {
 }
 
 func (a *Agent) spoolLogs(batch []logtail.Record) error {
+	// Log checks see the lines before they are spooled, so that an alert
+	// does not wait for the cluster.
+	a.logChecks.observe(batch)
 	recs := make([][]byte, len(batch))
 	for i, r := range batch {
 		fields := r.Fields

@@ -120,10 +120,7 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d results from node %q: %w", len(good), node, err))
 	}
 	resp.Filtered = int32(received - len(good))
-	select {
-	case s.c.ingested <- struct{}{}:
-	default:
-	}
+	s.c.wakePipeline()
 	resp.Accepted = int32(inserted)
 	resp.Duplicates = int32(len(good) - inserted)
 	if len(resp.Rejected) > 0 {
@@ -176,7 +173,8 @@ func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov
 			s.c.log.Warn("stored check no longer valid; not sent to agents", "check", ch.GetName(), "err", err)
 			continue
 		}
-		if d.Selects(n.GetLabels()) {
+		// Metric checks run in the cluster (metricchecks.go), not on agents.
+		if d.Metric == nil && d.Selects(n.GetLabels()) {
 			resp.Checks = append(resp.Checks, ch)
 		}
 	}

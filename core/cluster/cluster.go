@@ -124,13 +124,23 @@ func (c *Cluster) Run(ctx context.Context) {
 // controller runs the loops only one replica may run at a time.
 func (c *Cluster) controller(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); c.watchLiveness(ctx) }()
+	go func() { defer wg.Done(); c.runMetricChecks(ctx) }()
 	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
 	go func() { defer wg.Done(); every(ctx, time.Hour, c.pruneLogs) }()
 	go func() { defer wg.Done(); c.runPipeline(ctx) }()
 	go func() { defer wg.Done(); c.runHooks(ctx) }()
 	wg.Wait()
+}
+
+// wakePipeline tells the pipeline that new events were stored on this
+// replica, without blocking when it already knows.
+func (c *Cluster) wakePipeline() {
+	select {
+	case c.ingested <- struct{}{}:
+	default:
+	}
 }
 
 func every(ctx context.Context, d time.Duration, fn func(context.Context)) {

@@ -101,10 +101,7 @@ func (c *Cluster) judgeLiveness(ctx context.Context, hc *http.Client, watch map[
 		if _, err := c.store.AppendEvents(ctx, events); err != nil {
 			c.log.Warn("recording node liveness events failed", "err", err)
 		}
-		select {
-		case c.ingested <- struct{}{}:
-		default:
-		}
+		c.wakePipeline()
 	}
 }
 

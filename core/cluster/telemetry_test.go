@@ -21,7 +21,9 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 )
 
@@ -150,6 +152,8 @@ func TestTelemetryServices(t *testing.T) {
 		wantCode(t, "invalid sample", err, connect.CodeInvalidArgument)
 	})
 
+	t.Run("MetricChecks", func(t *testing.T) { testMetricChecks(t, tsdb) })
+
 	t.Run("Logs", func(t *testing.T) {
 		ctx := t.Context()
 		base := time.Now().Add(-time.Minute).Truncate(time.Second)
@@ -221,4 +225,87 @@ func TestTelemetryServices(t *testing.T) {
 		_, err = c.Logs.Trace(ctx, connect.NewRequest(&unyov1.TraceLogsRequest{}))
 		wantCode(t, "empty trace id", err, connect.CodeInvalidArgument)
 	})
+}
+
+// testMetricChecks drives a metric check through ok, pending, warning,
+// critical, ok and no data on the embedded TSDB, evaluating at chosen
+// instants on a cluster of its own (its controller does not run, so the
+// test's evaluations are the only ones).
+func testMetricChecks(t *testing.T, db *vmembed.Store) {
+	ctx := t.Context()
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cl := cluster.New(st, cluster.Options{Name: "c1", Replica: "r1", Metrics: db, Logger: quiet})
+	if _, err := st.PutCheck(ctx, &unyov1.Check{Name: "load", Spec: &unyov1.CheckSpec{
+		Interval: "10s",
+		Metric:   &unyov1.MetricCheck{Expr: "mc_load1", Warning: "5", Critical: "10", For: "15s"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-30 * time.Minute).Truncate(time.Second)
+	at := func(d time.Duration) time.Time { return base.Add(d) }
+	var samples []tsdb.Sample
+	for i, v := range []float64{1, 7, 7, 7, 12, 12, 12, 2} {
+		samples = append(samples, tsdb.Sample{Name: "mc_load1", Labels: map[string]string{"node": "web1"}, Timestamp: at(time.Duration(i) * 10 * time.Second), Value: v})
+	}
+	// After a gap longer than any lookback, data again.
+	samples = append(samples, tsdb.Sample{Name: "mc_load1", Labels: map[string]string{"node": "web1"}, Timestamp: at(21 * time.Minute), Value: 1})
+	if err := db.Write(ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tick := cluster.NewMetricTicker(cl)
+	type want struct {
+		node   string
+		level  unyov1.Level
+		output string
+	}
+	ok, warn, crit := unyov1.Level_LEVEL_SUCCESS, unyov1.Level_LEVEL_WARNING, unyov1.Level_LEVEL_CRITICAL
+	for _, step := range []struct {
+		at   time.Duration
+		want []want
+	}{
+		{0, []want{{"web1", ok, "mc_load1 = 1"}}},
+		{10 * time.Second, []want{{"web1", ok, "mc_load1 = 7 (warning above 5); pending for 0s of 15s"}}},
+		{20 * time.Second, []want{{"web1", ok, "mc_load1 = 7 (warning above 5); pending for 10s of 15s"}}},
+		{30 * time.Second, []want{{"web1", warn, "mc_load1 = 7 (warning above 5)"}}},
+		{40 * time.Second, []want{{"web1", warn, "mc_load1 = 12 (critical above 10); pending for 0s of 15s"}}},
+		{50 * time.Second, []want{{"web1", warn, "mc_load1 = 12 (critical above 10); pending for 10s of 15s"}}},
+		{60 * time.Second, []want{{"web1", crit, "mc_load1 = 12 (critical above 10)"}}},
+		{70 * time.Second, []want{{"web1", ok, "mc_load1 = 2"}}},
+		// No series: the no-data level (unknown, hence critical) for the
+		// cluster, after `for` like any other condition.
+		{20 * time.Minute, []want{{"c1", ok, "no data: mc_load1 returned no series; pending for 0s of 15s"}}},
+		{20*time.Minute + 20*time.Second, []want{{"c1", crit, "no data: mc_load1 returned no series"}}},
+		{21 * time.Minute, []want{{"web1", ok, "mc_load1 = 1"}, {"c1", ok, "data again: 1 series"}}},
+	} {
+		events := tick(ctx, at(step.at))
+		var got []want
+		for _, e := range events {
+			got = append(got, want{e.GetNode(), e.GetLevel(), e.GetOutput()})
+			if e.GetCheck() != "load" || !e.GetStartedAt().AsTime().Equal(at(step.at)) {
+				t.Errorf("at +%s: event %v: want check load started at the evaluation", step.at, e)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(step.want) {
+			t.Errorf("at +%s:\n got %v\nwant %v", step.at, got, step.want)
+		}
+	}
+	// Not due yet: nothing is evaluated twice within the interval.
+	if events := tick(ctx, at(21*time.Minute+5*time.Second)); len(events) != 0 {
+		t.Errorf("evaluated before the interval passed: %v", events)
+	}
+	hist, err := st.ListEvents(ctx, store.EventFilter{Check: "load", Node: "web1", History: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 9 || len(hist[0].GetPerfdata()) != 1 || hist[0].GetPerfdata()[0].GetValue() != 1 || hist[0].GetPerfdata()[0].GetCrit() != "10" {
+		t.Errorf("stored history of web1 = %d events, newest %v; want 9 with the value as perfdata", len(hist), hist[0])
+	}
 }

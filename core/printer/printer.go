@@ -221,7 +221,14 @@ func objectTable(kind string, objs []*unyov1.Object, now time.Time) table {
 			if schedule == "" {
 				schedule = orDash(s.GetCron())
 			}
-			t.add(c.GetName(), orDash(c.GetCluster()), schedule, truncate(command(s.GetCommand()), 40),
+			what := command(s.GetCommand())
+			switch {
+			case s.GetMetric() != nil:
+				what = "metric: " + s.GetMetric().GetExpr()
+			case s.GetLog() != nil:
+				what = strings.TrimSpace("log: " + s.GetLog().GetPattern() + " " + strings.Join(s.GetLog().GetLevels(), ","))
+			}
+			t.add(c.GetName(), orDash(c.GetCluster()), schedule, truncate(what, 40),
 				labels(s.GetNodeSelector(), "<all>"), fmt.Sprint(c.GetRevision()))
 		}
 		return t

@@ -499,7 +499,12 @@ type CheckSpec struct {
 	NodeSelector map[string]string `protobuf:"bytes,8,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Env          map[string]string `protobuf:"bytes,9,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Event level for UNKNOWN results: "critical" (default) or "warning".
-	UnknownLevel  string `protobuf:"bytes,10,opt,name=unknown_level,json=unknownLevel,proto3" json:"unknown_level,omitempty"`
+	UnknownLevel string `protobuf:"bytes,10,opt,name=unknown_level,json=unknownLevel,proto3" json:"unknown_level,omitempty"`
+	// A metric check, evaluated by the cluster instead of a command on agents.
+	// Exactly one of command, metric and log is set.
+	Metric *MetricCheck `protobuf:"bytes,11,opt,name=metric,proto3" json:"metric,omitempty"`
+	// A log check, evaluated by agents on the lines they tail.
+	Log           *LogCheck `protobuf:"bytes,12,opt,name=log,proto3" json:"log,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -604,6 +609,204 @@ func (x *CheckSpec) GetUnknownLevel() string {
 	return ""
 }
 
+func (x *CheckSpec) GetMetric() *MetricCheck {
+	if x != nil {
+		return x.Metric
+	}
+	return nil
+}
+
+func (x *CheckSpec) GetLog() *LogCheck {
+	if x != nil {
+		return x.Log
+	}
+	return nil
+}
+
+// MetricCheck is a MetricsQL expression the cluster's controller evaluates
+// every spec.interval; each returned series is judged on its own.
+type MetricCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Expr  string                 `protobuf:"bytes,1,opt,name=expr,proto3" json:"expr,omitempty"`
+	// Thresholds in Nagios range syntax ("5" alerts above 5 or below 0,
+	// "~:5" above 5, "10:" below 10, "@1:3" inside 1..3); at least one.
+	Warning  string `protobuf:"bytes,2,opt,name=warning,proto3" json:"warning,omitempty"`
+	Critical string `protobuf:"bytes,3,opt,name=critical,proto3" json:"critical,omitempty"`
+	// A level is raised only after its condition held this long (Go duration;
+	// default 0: at once). Until then the series is pending and reports OK.
+	For string `protobuf:"bytes,4,opt,name=for,proto3" json:"for,omitempty"`
+	// Level when the expression returns no series: "unknown" (default; the
+	// event level then follows unknown_level), "ok", "warning" or "critical".
+	NoData        string `protobuf:"bytes,5,opt,name=no_data,json=noData,proto3" json:"no_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricCheck) Reset() {
+	*x = MetricCheck{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricCheck) ProtoMessage() {}
+
+func (x *MetricCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricCheck.ProtoReflect.Descriptor instead.
+func (*MetricCheck) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *MetricCheck) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
+func (x *MetricCheck) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
+}
+
+func (x *MetricCheck) GetCritical() string {
+	if x != nil {
+		return x.Critical
+	}
+	return ""
+}
+
+func (x *MetricCheck) GetFor() string {
+	if x != nil {
+		return x.For
+	}
+	return ""
+}
+
+func (x *MetricCheck) GetNoData() string {
+	if x != nil {
+		return x.NoData
+	}
+	return ""
+}
+
+// LogCheck raises an event when lines tailed by the agent match. At least one
+// of pattern, field and levels is given; every given condition must hold.
+type LogCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only lines of this app (agent.logs app, or the app parsed from the line).
+	App string `protobuf:"bytes,1,opt,name=app,proto3" json:"app,omitempty"`
+	// Only lines of this file (the path as configured in agent.logs).
+	File string `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	// Regular expression (RE2, unanchored) on the message.
+	Pattern string `protobuf:"bytes,3,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// A field of structured lines and a regular expression on its value.
+	Field        string `protobuf:"bytes,4,opt,name=field,proto3" json:"field,omitempty"`
+	FieldPattern string `protobuf:"bytes,5,opt,name=field_pattern,json=fieldPattern,proto3" json:"field_pattern,omitempty"`
+	// Normalized line levels: trace, debug, info, warn, error, fatal.
+	Levels []string `protobuf:"bytes,6,rep,name=levels,proto3" json:"levels,omitempty"`
+	// Event level of a match: "critical" (default) or "warning".
+	Level         string `protobuf:"bytes,7,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogCheck) Reset() {
+	*x = LogCheck{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogCheck) ProtoMessage() {}
+
+func (x *LogCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogCheck.ProtoReflect.Descriptor instead.
+func (*LogCheck) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LogCheck) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
+}
+
+func (x *LogCheck) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *LogCheck) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *LogCheck) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *LogCheck) GetFieldPattern() string {
+	if x != nil {
+		return x.FieldPattern
+	}
+	return ""
+}
+
+func (x *LogCheck) GetLevels() []string {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+func (x *LogCheck) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
 type Check struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -621,7 +824,7 @@ type Check struct {
 
 func (x *Check) Reset() {
 	*x = Check{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +836,7 @@ func (x *Check) String() string {
 func (*Check) ProtoMessage() {}
 
 func (x *Check) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +849,7 @@ func (x *Check) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Check.ProtoReflect.Descriptor instead.
 func (*Check) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Check) GetName() string {
@@ -721,7 +924,7 @@ type PerfData struct {
 
 func (x *PerfData) Reset() {
 	*x = PerfData{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +936,7 @@ func (x *PerfData) String() string {
 func (*PerfData) ProtoMessage() {}
 
 func (x *PerfData) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +949,7 @@ func (x *PerfData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PerfData.ProtoReflect.Descriptor instead.
 func (*PerfData) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PerfData) GetLabel() string {
@@ -836,7 +1039,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1051,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1064,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Event) GetId() string {
@@ -1025,7 +1228,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1240,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1253,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Explanation) GetOutcome() string {
@@ -1088,7 +1291,7 @@ type ExplanationStep struct {
 
 func (x *ExplanationStep) Reset() {
 	*x = ExplanationStep{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1303,7 @@ func (x *ExplanationStep) String() string {
 func (*ExplanationStep) ProtoMessage() {}
 
 func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1316,7 @@ func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplanationStep.ProtoReflect.Descriptor instead.
 func (*ExplanationStep) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExplanationStep) GetStage() string {
@@ -1162,7 +1365,7 @@ type EventMatch struct {
 
 func (x *EventMatch) Reset() {
 	*x = EventMatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1377,7 @@ func (x *EventMatch) String() string {
 func (*EventMatch) ProtoMessage() {}
 
 func (x *EventMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1390,7 @@ func (x *EventMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventMatch.ProtoReflect.Descriptor instead.
 func (*EventMatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EventMatch) GetNode() string {
@@ -1239,7 +1442,7 @@ type CreateAlertAction struct {
 
 func (x *CreateAlertAction) Reset() {
 	*x = CreateAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1454,7 @@ func (x *CreateAlertAction) String() string {
 func (*CreateAlertAction) ProtoMessage() {}
 
 func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1467,7 @@ func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAlertAction.ProtoReflect.Descriptor instead.
 func (*CreateAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateAlertAction) GetLevel() string {
@@ -1300,7 +1503,7 @@ type DeleteAlertAction struct {
 
 func (x *DeleteAlertAction) Reset() {
 	*x = DeleteAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1515,7 @@ func (x *DeleteAlertAction) String() string {
 func (*DeleteAlertAction) ProtoMessage() {}
 
 func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1528,7 @@ func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAlertAction.ProtoReflect.Descriptor instead.
 func (*DeleteAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteAlertAction) GetKey() string {
@@ -1358,7 +1561,7 @@ type ApiHookAction struct {
 
 func (x *ApiHookAction) Reset() {
 	*x = ApiHookAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1573,7 @@ func (x *ApiHookAction) String() string {
 func (*ApiHookAction) ProtoMessage() {}
 
 func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1586,7 @@ func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiHookAction.ProtoReflect.Descriptor instead.
 func (*ApiHookAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApiHookAction) GetUrl() string {
@@ -1435,7 +1638,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1650,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1663,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -1544,7 +1747,7 @@ type EventRuleSpec struct {
 
 func (x *EventRuleSpec) Reset() {
 	*x = EventRuleSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1759,7 @@ func (x *EventRuleSpec) String() string {
 func (*EventRuleSpec) ProtoMessage() {}
 
 func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1772,7 @@ func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRuleSpec.ProtoReflect.Descriptor instead.
 func (*EventRuleSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EventRuleSpec) GetType() string {
@@ -1659,7 +1862,7 @@ type EventRule struct {
 
 func (x *EventRule) Reset() {
 	*x = EventRule{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1874,7 @@ func (x *EventRule) String() string {
 func (*EventRule) ProtoMessage() {}
 
 func (x *EventRule) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1887,7 @@ func (x *EventRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRule.ProtoReflect.Descriptor instead.
 func (*EventRule) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EventRule) GetName() string {
@@ -1758,7 +1961,7 @@ type AggregateGroup struct {
 
 func (x *AggregateGroup) Reset() {
 	*x = AggregateGroup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1973,7 @@ func (x *AggregateGroup) String() string {
 func (*AggregateGroup) ProtoMessage() {}
 
 func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1986,7 @@ func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateGroup.ProtoReflect.Descriptor instead.
 func (*AggregateGroup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AggregateGroup) GetRule() string {
@@ -1837,7 +2040,7 @@ type MaintenanceSpec struct {
 
 func (x *MaintenanceSpec) Reset() {
 	*x = MaintenanceSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +2052,7 @@ func (x *MaintenanceSpec) String() string {
 func (*MaintenanceSpec) ProtoMessage() {}
 
 func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +2065,7 @@ func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MaintenanceSpec) GetNodes() []string {
@@ -1925,7 +2128,7 @@ type Maintenance struct {
 
 func (x *Maintenance) Reset() {
 	*x = Maintenance{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2140,7 @@ func (x *Maintenance) String() string {
 func (*Maintenance) ProtoMessage() {}
 
 func (x *Maintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2153,7 @@ func (x *Maintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
 func (*Maintenance) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Maintenance) GetName() string {
@@ -2023,7 +2226,7 @@ type AlertTransition struct {
 
 func (x *AlertTransition) Reset() {
 	*x = AlertTransition{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2238,7 @@ func (x *AlertTransition) String() string {
 func (*AlertTransition) ProtoMessage() {}
 
 func (x *AlertTransition) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2251,7 @@ func (x *AlertTransition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertTransition.ProtoReflect.Descriptor instead.
 func (*AlertTransition) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AlertTransition) GetAt() *timestamppb.Timestamp {
@@ -2109,7 +2312,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2324,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2337,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Alert) GetId() string {
@@ -2250,7 +2453,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2465,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2478,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -2345,7 +2548,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2560,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2573,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ObjectRef) GetKind() string {
@@ -2404,7 +2607,7 @@ type ClusterError struct {
 
 func (x *ClusterError) Reset() {
 	*x = ClusterError{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2619,7 @@ func (x *ClusterError) String() string {
 func (*ClusterError) ProtoMessage() {}
 
 func (x *ClusterError) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2632,7 @@ func (x *ClusterError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterError.ProtoReflect.Descriptor instead.
 func (*ClusterError) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ClusterError) GetCluster() string {
@@ -2455,7 +2658,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2670,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2683,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegisterRequest) GetNode() *Node {
@@ -2500,7 +2703,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2512,7 +2715,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2525,7 +2728,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegisterResponse) GetCluster() string {
@@ -2552,7 +2755,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2767,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2780,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -2604,7 +2807,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2819,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2832,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -2649,7 +2852,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2864,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2877,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -2706,7 +2909,7 @@ type ReportResultsResponse struct {
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2921,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2934,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -2771,7 +2974,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +2986,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +2999,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -2816,7 +3019,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +3031,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +3044,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -2867,7 +3070,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +3082,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3095,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -2913,7 +3116,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3128,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3141,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -2965,7 +3168,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3180,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3193,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -3016,7 +3219,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3231,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3244,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -3062,7 +3265,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3277,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3290,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -3113,7 +3316,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3125,7 +3328,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3138,7 +3341,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -3158,7 +3361,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3373,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3386,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -3210,7 +3413,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3425,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3438,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -3262,7 +3465,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3477,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3490,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -3313,7 +3516,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3528,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3541,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -3358,7 +3561,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +3573,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3383,7 +3586,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3410,7 +3613,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3625,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3638,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -3462,7 +3665,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3474,7 +3677,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3487,7 +3690,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -3519,7 +3722,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3531,7 +3734,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3544,7 +3747,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -3599,7 +3802,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3814,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3827,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -3651,7 +3854,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3866,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3879,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -3703,7 +3906,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +3918,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +3931,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -3760,7 +3963,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3975,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3988,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -3840,7 +4043,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +4055,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +4068,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -3892,7 +4095,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3904,7 +4107,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3917,7 +4120,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -3944,7 +4147,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3956,7 +4159,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3969,7 +4172,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -3998,7 +4201,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4010,7 +4213,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4023,7 +4226,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -4063,7 +4266,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4075,7 +4278,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4088,7 +4291,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -4109,7 +4312,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4324,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4337,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -4168,7 +4371,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4180,7 +4383,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4193,7 +4396,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -4225,7 +4428,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4237,7 +4440,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4250,7 +4453,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -4305,7 +4508,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4317,7 +4520,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4330,7 +4533,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -4355,7 +4558,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4367,7 +4570,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4380,7 +4583,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 type ListClustersRequest struct {
@@ -4391,7 +4594,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4606,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4619,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 type ListClustersResponse struct {
@@ -4428,7 +4631,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4643,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4656,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -4471,7 +4674,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +4686,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,7 +4699,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 type GetStatusResponse struct {
@@ -4514,7 +4717,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4526,7 +4729,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4539,7 +4742,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -4599,7 +4802,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +4814,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,7 +4827,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Sample) GetName() string {
@@ -4665,7 +4868,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4677,7 +4880,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4690,7 +4893,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -4717,7 +4920,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4729,7 +4932,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4742,7 +4945,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -4768,7 +4971,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4780,7 +4983,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4793,7 +4996,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -4814,7 +5017,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4826,7 +5029,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4839,7 +5042,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -4865,7 +5068,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4877,7 +5080,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4890,7 +5093,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -4914,7 +5117,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4926,7 +5129,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4939,7 +5142,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -4989,7 +5192,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5001,7 +5204,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5014,7 +5217,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5048,7 +5251,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5060,7 +5263,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5073,7 +5276,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -5104,7 +5307,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5116,7 +5319,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5129,7 +5332,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -5170,7 +5373,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5182,7 +5385,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5195,7 +5398,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -5240,7 +5443,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5252,7 +5455,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5265,7 +5468,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -5362,7 +5565,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5374,7 +5577,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5387,7 +5590,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -5417,7 +5620,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5429,7 +5632,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5442,7 +5645,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -5486,7 +5689,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5498,7 +5701,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5511,7 +5714,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -5580,7 +5783,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5592,7 +5795,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5605,7 +5808,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -5633,7 +5836,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5645,7 +5848,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5658,7 +5861,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -5688,7 +5891,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5700,7 +5903,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5713,7 +5916,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -5764,7 +5967,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5776,7 +5979,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5789,7 +5992,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -5833,7 +6036,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5845,7 +6048,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5858,7 +6061,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -5901,7 +6104,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5913,7 +6116,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5926,7 +6129,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -5968,7 +6171,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5980,7 +6183,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5993,7 +6196,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6035,7 +6238,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x0elast_heartbeat\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x04\n" +
 	"\tCheckSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x1a\n" +
 	"\binterval\x18\x02 \x01(\tR\binterval\x12\x12\n" +
@@ -6047,13 +6250,29 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\rnode_selector\x18\b \x03(\v2$.unyo.v1.CheckSpec.NodeSelectorEntryR\fnodeSelector\x12-\n" +
 	"\x03env\x18\t \x03(\v2\x1b.unyo.v1.CheckSpec.EnvEntryR\x03env\x12#\n" +
 	"\runknown_level\x18\n" +
-	" \x01(\tR\funknownLevel\x1a?\n" +
+	" \x01(\tR\funknownLevel\x12,\n" +
+	"\x06metric\x18\v \x01(\v2\x14.unyo.v1.MetricCheckR\x06metric\x12#\n" +
+	"\x03log\x18\f \x01(\v2\x11.unyo.v1.LogCheckR\x03log\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x01\n" +
+	"\vMetricCheck\x12\x12\n" +
+	"\x04expr\x18\x01 \x01(\tR\x04expr\x12\x18\n" +
+	"\awarning\x18\x02 \x01(\tR\awarning\x12\x1a\n" +
+	"\bcritical\x18\x03 \x01(\tR\bcritical\x12\x10\n" +
+	"\x03for\x18\x04 \x01(\tR\x03for\x12\x17\n" +
+	"\ano_data\x18\x05 \x01(\tR\x06noData\"\xb3\x01\n" +
+	"\bLogCheck\x12\x10\n" +
+	"\x03app\x18\x01 \x01(\tR\x03app\x12\x12\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\x12\x18\n" +
+	"\apattern\x18\x03 \x01(\tR\apattern\x12\x14\n" +
+	"\x05field\x18\x04 \x01(\tR\x05field\x12#\n" +
+	"\rfield_pattern\x18\x05 \x01(\tR\ffieldPattern\x12\x16\n" +
+	"\x06levels\x18\x06 \x03(\tR\x06levels\x12\x14\n" +
+	"\x05level\x18\a \x01(\tR\x05level\"\xf6\x02\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x122\n" +
@@ -6563,7 +6782,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 100)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -6573,290 +6792,294 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Capacity)(nil),                // 5: unyo.v1.Capacity
 	(*Node)(nil),                    // 6: unyo.v1.Node
 	(*CheckSpec)(nil),               // 7: unyo.v1.CheckSpec
-	(*Check)(nil),                   // 8: unyo.v1.Check
-	(*PerfData)(nil),                // 9: unyo.v1.PerfData
-	(*Event)(nil),                   // 10: unyo.v1.Event
-	(*Explanation)(nil),             // 11: unyo.v1.Explanation
-	(*ExplanationStep)(nil),         // 12: unyo.v1.ExplanationStep
-	(*EventMatch)(nil),              // 13: unyo.v1.EventMatch
-	(*CreateAlertAction)(nil),       // 14: unyo.v1.CreateAlertAction
-	(*DeleteAlertAction)(nil),       // 15: unyo.v1.DeleteAlertAction
-	(*ApiHookAction)(nil),           // 16: unyo.v1.ApiHookAction
-	(*Action)(nil),                  // 17: unyo.v1.Action
-	(*EventRuleSpec)(nil),           // 18: unyo.v1.EventRuleSpec
-	(*EventRule)(nil),               // 19: unyo.v1.EventRule
-	(*AggregateGroup)(nil),          // 20: unyo.v1.AggregateGroup
-	(*MaintenanceSpec)(nil),         // 21: unyo.v1.MaintenanceSpec
-	(*Maintenance)(nil),             // 22: unyo.v1.Maintenance
-	(*AlertTransition)(nil),         // 23: unyo.v1.AlertTransition
-	(*Alert)(nil),                   // 24: unyo.v1.Alert
-	(*Object)(nil),                  // 25: unyo.v1.Object
-	(*ObjectRef)(nil),               // 26: unyo.v1.ObjectRef
-	(*ClusterError)(nil),            // 27: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),         // 28: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),        // 29: unyo.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),        // 30: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),       // 31: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),    // 32: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),   // 33: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),        // 34: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),       // 35: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),            // 36: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 37: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),           // 38: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),           // 39: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 40: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),              // 41: unyo.v1.GetRequest
-	(*GetResponse)(nil),             // 42: unyo.v1.GetResponse
-	(*ListRequest)(nil),             // 43: unyo.v1.ListRequest
-	(*ListResponse)(nil),            // 44: unyo.v1.ListResponse
-	(*ListNodesRequest)(nil),        // 45: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),       // 46: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),          // 47: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),         // 48: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),       // 49: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),      // 50: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),         // 51: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),        // 52: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),       // 53: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),      // 54: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),         // 55: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),        // 56: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),      // 57: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),     // 58: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),   // 59: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),  // 60: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),             // 61: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),  // 62: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil), // 63: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),     // 64: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 65: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),        // 66: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),       // 67: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                  // 68: unyo.v1.Sample
-	(*Point)(nil),                   // 69: unyo.v1.Point
-	(*Series)(nil),                  // 70: unyo.v1.Series
-	(*SeriesLabels)(nil),            // 71: unyo.v1.SeriesLabels
-	(*WriteMetricsRequest)(nil),     // 72: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),    // 73: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),       // 74: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),     // 75: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),    // 76: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),           // 77: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),          // 78: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                // 79: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),        // 80: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),       // 81: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),               // 82: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),        // 83: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),       // 84: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),               // 85: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),         // 86: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),        // 87: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),        // 88: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),       // 89: unyo.v1.TraceLogsResponse
-	nil,                             // 90: unyo.v1.Node.LabelsEntry
-	nil,                             // 91: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 92: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 93: unyo.v1.Check.LabelsEntry
-	nil,                             // 94: unyo.v1.Event.LabelsEntry
-	nil,                             // 95: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 96: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 97: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 98: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 99: unyo.v1.Sample.LabelsEntry
-	nil,                             // 100: unyo.v1.Series.LabelsEntry
-	nil,                             // 101: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 102: unyo.v1.LogEntry.FieldsEntry
-	(*timestamppb.Timestamp)(nil),   // 103: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 104: google.protobuf.Duration
+	(*MetricCheck)(nil),             // 8: unyo.v1.MetricCheck
+	(*LogCheck)(nil),                // 9: unyo.v1.LogCheck
+	(*Check)(nil),                   // 10: unyo.v1.Check
+	(*PerfData)(nil),                // 11: unyo.v1.PerfData
+	(*Event)(nil),                   // 12: unyo.v1.Event
+	(*Explanation)(nil),             // 13: unyo.v1.Explanation
+	(*ExplanationStep)(nil),         // 14: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),              // 15: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),       // 16: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),       // 17: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),           // 18: unyo.v1.ApiHookAction
+	(*Action)(nil),                  // 19: unyo.v1.Action
+	(*EventRuleSpec)(nil),           // 20: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),               // 21: unyo.v1.EventRule
+	(*AggregateGroup)(nil),          // 22: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),         // 23: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),             // 24: unyo.v1.Maintenance
+	(*AlertTransition)(nil),         // 25: unyo.v1.AlertTransition
+	(*Alert)(nil),                   // 26: unyo.v1.Alert
+	(*Object)(nil),                  // 27: unyo.v1.Object
+	(*ObjectRef)(nil),               // 28: unyo.v1.ObjectRef
+	(*ClusterError)(nil),            // 29: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),         // 30: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),        // 31: unyo.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),        // 32: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),       // 33: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),    // 34: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),   // 35: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),        // 36: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),       // 37: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),            // 38: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),             // 39: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),           // 40: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),           // 41: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),          // 42: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),              // 43: unyo.v1.GetRequest
+	(*GetResponse)(nil),             // 44: unyo.v1.GetResponse
+	(*ListRequest)(nil),             // 45: unyo.v1.ListRequest
+	(*ListResponse)(nil),            // 46: unyo.v1.ListResponse
+	(*ListNodesRequest)(nil),        // 47: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),       // 48: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),          // 49: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),         // 50: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),       // 51: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),      // 52: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),         // 53: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),        // 54: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),       // 55: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),      // 56: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),         // 57: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),        // 58: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),      // 59: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),     // 60: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),   // 61: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),  // 62: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),             // 63: unyo.v1.ClusterInfo
+	(*RegisterClusterRequest)(nil),  // 64: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil), // 65: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),     // 66: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),    // 67: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),        // 68: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),       // 69: unyo.v1.GetStatusResponse
+	(*Sample)(nil),                  // 70: unyo.v1.Sample
+	(*Point)(nil),                   // 71: unyo.v1.Point
+	(*Series)(nil),                  // 72: unyo.v1.Series
+	(*SeriesLabels)(nil),            // 73: unyo.v1.SeriesLabels
+	(*WriteMetricsRequest)(nil),     // 74: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),    // 75: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),       // 76: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),     // 77: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),    // 78: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),           // 79: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),          // 80: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                // 81: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),        // 82: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),       // 83: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),               // 84: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),        // 85: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),       // 86: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),               // 87: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),         // 88: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),        // 89: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),        // 90: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),       // 91: unyo.v1.TraceLogsResponse
+	nil,                             // 92: unyo.v1.Node.LabelsEntry
+	nil,                             // 93: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 94: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 95: unyo.v1.Check.LabelsEntry
+	nil,                             // 96: unyo.v1.Event.LabelsEntry
+	nil,                             // 97: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 98: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 99: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 100: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 101: unyo.v1.Sample.LabelsEntry
+	nil,                             // 102: unyo.v1.Series.LabelsEntry
+	nil,                             // 103: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 104: unyo.v1.LogEntry.FieldsEntry
+	(*timestamppb.Timestamp)(nil),   // 105: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 106: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	90,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	92,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	103, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	103, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	91,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	92,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	93,  // 7: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	7,   // 8: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	103, // 9: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	103, // 10: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 11: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 12: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	9,   // 13: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	103, // 14: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	104, // 15: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	103, // 16: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	104, // 17: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	11,  // 18: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	94,  // 19: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	12,  // 20: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	103, // 21: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	103, // 22: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	95,  // 23: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	96,  // 24: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	14,  // 25: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	15,  // 26: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	16,  // 27: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	13,  // 28: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	17,  // 29: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	97,  // 30: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	18,  // 31: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	103, // 32: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	103, // 33: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	103, // 34: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	103, // 35: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	10,  // 36: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	98,  // 37: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	21,  // 38: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	103, // 39: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	103, // 40: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	103, // 41: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 42: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 43: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 44: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 45: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	103, // 46: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	103, // 47: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	23,  // 48: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	8,   // 49: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	19,  // 50: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	22,  // 51: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	6,   // 52: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	104, // 53: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 54: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	10,  // 55: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	8,   // 56: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	25,  // 57: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	26,  // 58: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	37,  // 59: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	27,  // 60: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	26,  // 61: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	37,  // 62: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	27,  // 63: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	26,  // 64: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	25,  // 65: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	27,  // 66: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	25,  // 67: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	27,  // 68: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 69: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	27,  // 70: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 71: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	27,  // 72: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 73: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	10,  // 74: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	27,  // 75: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	10,  // 76: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	27,  // 77: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 78: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 79: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	24,  // 80: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	27,  // 81: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	24,  // 82: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	27,  // 83: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	24,  // 84: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	22,  // 85: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	27,  // 86: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	103, // 87: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	103, // 88: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	61,  // 89: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	103, // 90: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	99,  // 91: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	100, // 92: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	69,  // 93: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	101, // 94: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	68,  // 95: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	103, // 96: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	103, // 97: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	104, // 98: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	103, // 99: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	70,  // 100: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	27,  // 101: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	103, // 102: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	103, // 103: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	71,  // 104: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	27,  // 105: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	103, // 106: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	102, // 107: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	79,  // 108: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	103, // 109: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	103, // 110: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	82,  // 111: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	79,  // 112: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	27,  // 113: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	103, // 114: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	82,  // 115: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	104, // 116: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	104, // 117: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	85,  // 118: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	27,  // 119: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	103, // 120: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	103, // 121: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	79,  // 122: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	27,  // 123: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	28,  // 124: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	30,  // 125: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	32,  // 126: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	34,  // 127: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	36,  // 128: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	39,  // 129: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	41,  // 130: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	43,  // 131: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	45,  // 132: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	47,  // 133: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	49,  // 134: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	51,  // 135: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	53,  // 136: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	55,  // 137: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	57,  // 138: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	57,  // 139: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	59,  // 140: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	62,  // 141: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	64,  // 142: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	66,  // 143: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	72,  // 144: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	74,  // 145: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	75,  // 146: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	77,  // 147: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	80,  // 148: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	83,  // 149: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	86,  // 150: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	88,  // 151: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	29,  // 152: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	31,  // 153: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	33,  // 154: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	35,  // 155: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	38,  // 156: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	40,  // 157: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	42,  // 158: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	44,  // 159: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	46,  // 160: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	48,  // 161: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	50,  // 162: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	52,  // 163: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	54,  // 164: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	56,  // 165: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	58,  // 166: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	58,  // 167: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	60,  // 168: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	63,  // 169: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	65,  // 170: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	67,  // 171: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	73,  // 172: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	76,  // 173: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	76,  // 174: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	78,  // 175: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	81,  // 176: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	84,  // 177: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	87,  // 178: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	89,  // 179: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	152, // [152:180] is the sub-list for method output_type
-	124, // [124:152] is the sub-list for method input_type
-	124, // [124:124] is the sub-list for extension type_name
-	124, // [124:124] is the sub-list for extension extendee
-	0,   // [0:124] is the sub-list for field type_name
+	105, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	105, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	93,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	94,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	8,   // 7: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	9,   // 8: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	95,  // 9: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	7,   // 10: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	105, // 11: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	105, // 12: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 13: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 14: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	11,  // 15: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	105, // 16: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	106, // 17: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	105, // 18: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	106, // 19: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	13,  // 20: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	96,  // 21: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	14,  // 22: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	105, // 23: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	105, // 24: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	97,  // 25: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	98,  // 26: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	16,  // 27: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	17,  // 28: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	18,  // 29: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	15,  // 30: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	19,  // 31: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	99,  // 32: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	20,  // 33: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	105, // 34: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	105, // 35: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 36: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	105, // 37: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	12,  // 38: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	100, // 39: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	23,  // 40: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	105, // 41: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	105, // 42: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	105, // 43: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 44: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 45: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 46: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 47: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	105, // 48: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	105, // 49: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	25,  // 50: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	10,  // 51: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	21,  // 52: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	24,  // 53: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	6,   // 54: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	106, // 55: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 56: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	12,  // 57: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	10,  // 58: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	27,  // 59: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	28,  // 60: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	39,  // 61: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	29,  // 62: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	28,  // 63: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	39,  // 64: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	29,  // 65: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	28,  // 66: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	27,  // 67: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	29,  // 68: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	27,  // 69: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	29,  // 70: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 71: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	29,  // 72: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 73: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	29,  // 74: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 75: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	12,  // 76: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	29,  // 77: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	12,  // 78: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	29,  // 79: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 80: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 81: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	26,  // 82: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	29,  // 83: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	26,  // 84: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	29,  // 85: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	26,  // 86: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	24,  // 87: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	29,  // 88: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	105, // 89: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	105, // 90: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	63,  // 91: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	105, // 92: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	101, // 93: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	102, // 94: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	71,  // 95: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	103, // 96: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	70,  // 97: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	105, // 98: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	105, // 99: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	106, // 100: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	105, // 101: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	72,  // 102: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	29,  // 103: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	105, // 104: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	105, // 105: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	73,  // 106: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	29,  // 107: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	105, // 108: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	104, // 109: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	81,  // 110: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	105, // 111: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	105, // 112: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	84,  // 113: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	81,  // 114: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	29,  // 115: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	105, // 116: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	84,  // 117: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	106, // 118: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	106, // 119: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	87,  // 120: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	29,  // 121: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	105, // 122: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	105, // 123: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	81,  // 124: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	29,  // 125: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 126: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	32,  // 127: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	34,  // 128: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	36,  // 129: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	38,  // 130: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	41,  // 131: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	43,  // 132: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	45,  // 133: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	47,  // 134: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	49,  // 135: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	51,  // 136: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	53,  // 137: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	55,  // 138: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	57,  // 139: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	59,  // 140: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	59,  // 141: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	61,  // 142: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	64,  // 143: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	66,  // 144: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	68,  // 145: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	74,  // 146: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	76,  // 147: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	77,  // 148: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	79,  // 149: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	82,  // 150: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	85,  // 151: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	88,  // 152: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	90,  // 153: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	31,  // 154: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	33,  // 155: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	35,  // 156: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	37,  // 157: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	40,  // 158: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	42,  // 159: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	44,  // 160: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	46,  // 161: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	48,  // 162: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	50,  // 163: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	52,  // 164: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	54,  // 165: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	56,  // 166: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	58,  // 167: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	60,  // 168: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	60,  // 169: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	62,  // 170: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	65,  // 171: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	67,  // 172: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	69,  // 173: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	75,  // 174: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	78,  // 175: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	78,  // 176: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	80,  // 177: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	83,  // 178: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	86,  // 179: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	89,  // 180: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	91,  // 181: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	154, // [154:182] is the sub-list for method output_type
+	126, // [126:154] is the sub-list for method input_type
+	126, // [126:126] is the sub-list for extension type_name
+	126, // [126:126] is the sub-list for extension extendee
+	0,   // [0:126] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -6864,13 +7087,13 @@ func file_unyo_v1_unyo_proto_init() {
 	if File_unyo_v1_unyo_proto != nil {
 		return
 	}
-	file_unyo_v1_unyo_proto_msgTypes[4].OneofWrappers = []any{}
-	file_unyo_v1_unyo_proto_msgTypes[12].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[6].OneofWrappers = []any{}
+	file_unyo_v1_unyo_proto_msgTypes[14].OneofWrappers = []any{
 		(*Action_CreateAlert)(nil),
 		(*Action_DeleteAlert)(nil),
 		(*Action_ApiHook)(nil),
 	}
-	file_unyo_v1_unyo_proto_msgTypes[20].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[22].OneofWrappers = []any{
 		(*Object_Check)(nil),
 		(*Object_EventRule)(nil),
 		(*Object_Maintenance)(nil),
@@ -6881,7 +7104,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   98,
+			NumMessages:   100,
 			NumExtensions: 0,
 			NumServices:   10,
 		},

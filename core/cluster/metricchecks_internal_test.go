@@ -1,0 +1,19 @@
+package cluster
+
+import "testing"
+
+func TestSeriesNode(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"node": "web1"}, "web1"},
+		{map[string]string{"node": "web1", "cpu": "0", "mode": "idle"}, "web1{cpu=0,mode=idle}"},
+		{map[string]string{"job": "api", "env": "prod"}, "env=prod,job=api"},
+		{nil, "c1"},
+	} {
+		if got := seriesNode(tc.labels, "c1"); got != tc.want {
+			t.Errorf("seriesNode(%v) = %q, want %q", tc.labels, got, tc.want)
+		}
+	}
+}
