@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_, err = testbin.Build(dir,
-		[]string{"../check-http", "../check-tcp", "../action-exec", "../provider-exec", "./testdata/unyo-check-broken"},
-		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-provider-exec", "unyo-check-broken"})
+		[]string{"../check-http", "../check-tcp", "../action-exec", "../action-smtp", "../provider-exec", "./testdata/unyo-check-broken"},
+		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-action-smtp", "unyo-provider-exec", "unyo-check-broken"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -48,7 +48,7 @@ func fixtures(t *testing.T, name string) *Fixtures {
 
 // TestBundledPlugins: every bundled plugin passes every case that applies.
 func TestBundledPlugins(t *testing.T) {
-	for _, name := range []string{"check-http", "check-tcp", "action-exec", "provider-exec"} {
+	for _, name := range []string{"check-http", "check-tcp", "action-exec", "action-smtp", "provider-exec"} {
 		t.Run(name, func(t *testing.T) {
 			Run(t, Binary(filepath.Join(binDir, "unyo-"+name), fixtures(t, name)))
 		})

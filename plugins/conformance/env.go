@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +110,13 @@ func newRunEnv() (*runEnv, error) {
 	})
 	e.vars["tcp_silent"] = silent.Addr().String()
 
+	sl, err := listen()
+	if err != nil {
+		return fail(err)
+	}
+	go e.accept(sl, e.serveSMTP)
+	e.vars["smtp"] = sl.Addr().String()
+
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fail(err)
@@ -149,4 +159,100 @@ func (e *runEnv) close() {
 	}
 	e.conns.Wait()
 	_ = os.RemoveAll(e.dir)
+}
+
+// smtpMessages is the file under the run's temp dir where the SMTP helper
+// appends one line per accepted message.
+const smtpMessages = "smtp-messages"
+
+// serveSMTP is a minimal SMTP server (no TLS, no AUTH) for the {{smtp}}
+// placeholder. Each accepted message appends a line to
+// {{tempdir}}/smtp-messages before the final 250, so that the line is there
+// when the client learns of the success. The recipient's local part picks
+// the reply: "hang" is answered only when the client gives up,
+// "tempfail" gets 451 and "reject" 550; others are accepted.
+func (e *runEnv) serveSMTP(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	go func() {
+		// A hanging exchange ends with the run.
+		select {
+		case <-e.done:
+			_ = c.Close()
+		case <-time.After(time.Minute):
+		}
+	}()
+	tp := textproto.NewConn(c)
+	reply := func(s string) bool { return tp.PrintfLine("%s", s) == nil }
+	if !reply("220 unyo-conformance ESMTP") {
+		return
+	}
+	var from string
+	var rcpts []string
+	for {
+		line, err := tp.ReadLine()
+		if err != nil {
+			return
+		}
+		verb, arg, _ := strings.Cut(line, " ")
+		ok := true
+		switch strings.ToUpper(verb) {
+		case "EHLO":
+			ok = reply("250-unyo-conformance") && reply("250 8BITMIME")
+		case "HELO", "NOOP":
+			ok = reply("250 OK")
+		case "RSET":
+			from, rcpts = "", nil
+			ok = reply("250 OK")
+		case "MAIL":
+			from, rcpts = arg, nil
+			ok = reply("250 OK")
+		case "RCPT":
+			addr := strings.Trim(strings.TrimPrefix(strings.TrimPrefix(arg, "TO:"), "to:"), "<> ")
+			local, _, _ := strings.Cut(addr, "@")
+			switch {
+			case from == "":
+				ok = reply("503 5.5.1 MAIL first")
+			case local == "hang":
+				_, _ = tp.ReadLine() // until the client gives up
+				return
+			case local == "tempfail":
+				ok = reply("451 4.3.0 try again later")
+			case local == "reject":
+				ok = reply("550 5.1.1 no such user")
+			default:
+				rcpts = append(rcpts, addr)
+				ok = reply("250 OK")
+			}
+		case "DATA":
+			if len(rcpts) == 0 {
+				ok = reply("503 5.5.1 RCPT first")
+				break
+			}
+			if !reply("354 go ahead") {
+				return
+			}
+			if _, err := tp.ReadDotBytes(); err != nil {
+				return
+			}
+			f, err := os.OpenFile(filepath.Join(e.dir, smtpMessages), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				_, err = fmt.Fprintf(f, "from %s to %s\n", from, strings.Join(rcpts, ","))
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil {
+				ok = reply("451 4.3.0 cannot record the message")
+				break
+			}
+			from, rcpts = "", nil
+			ok = reply("250 OK")
+		case "QUIT":
+			_ = reply("221 bye")
+			return
+		default:
+			ok = reply("502 5.5.2 not implemented")
+		}
+		if !ok {
+			return
+		}
+	}
 }

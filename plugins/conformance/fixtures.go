@@ -22,6 +22,11 @@ import (
 //	{{tcp_echo}}    host:port answering "hello\n" to anything
 //	{{tcp_silent}}  host:port that accepts and never answers
 //	{{tcp_closed}}  host:port where nothing listens
+//	{{smtp}}        host:port of a harness SMTP server (no TLS, no AUTH)
+//	                that appends one line per accepted message to
+//	                {{tempdir}}/smtp-messages; RCPT TO a local part "hang"
+//	                is answered only when the client gives up, "tempfail"
+//	                gets 451, "reject" 550
 type Fixtures struct {
 	// Config is a valid plugin-wide config.
 	Config map[string]any `yaml:"config" json:"config"`

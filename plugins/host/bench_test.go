@@ -44,6 +44,37 @@ func BenchmarkStartToFirstCall(b *testing.B) {
 	b.ReportMetric(float64(median(ds).Microseconds())/1000, "median-ms")
 }
 
+// BenchmarkRestartToFirstCall: a start of a plugin its Host has started
+// before (as after a crash: hash check, exec, handshake, Info, Configure) to
+// its first answered check.
+func BenchmarkRestartToFirstCall(b *testing.B) {
+	t := &testing.T{}
+	h, err := New(Config{Dirs: []string{binDir}, Plugins: []PluginConfig{crashy(t)}, TempDir: shortTempDirB(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	h.racy = 0 // the binary was built moments ago; cache its digest anyway
+	if err := h.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := h.Plugin("check", "crashy")
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		inst, err := p.start(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inst.conn.Check.Run(context.Background(), &pluginv1.RunRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+		p.kill(inst)
+	}
+	b.ReportMetric(float64(median(ds).Microseconds())/1000, "median-ms")
+}
+
 // BenchmarkStreamedRuns: checks per second through one plugin's RunStream.
 func BenchmarkStreamedRuns(b *testing.B) {
 	t := &testing.T{}
@@ -107,6 +138,7 @@ func BenchmarkRecoveryAfterSIGKILL(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close(context.Background())
+	h.racy = 0 // the binary was built moments ago; cache its digest anyway
 	if err := h.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}

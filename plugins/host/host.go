@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -117,6 +118,13 @@ type Host struct {
 	order   []string
 	closed  bool
 	wg      sync.WaitGroup
+
+	// digests caches verified binaries' sha256 by path (see digest);
+	// hashes counts the full hashes made, for tests.
+	digestMu sync.Mutex
+	digests  map[string]digestEntry
+	racy     time.Duration // racyWindow; tests shorten it
+	hashes   atomic.Int64
 }
 
 // New validates cfg and makes the private socket directory; it starts
@@ -160,7 +168,8 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("plugin socket directory %s is too long for unix sockets (%d bytes, at most %d): set a shorter temp dir", dir, len(dir), maxSockDirLen)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{cfg: cfg, log: cfg.Logger, sockDir: dir, ctx: ctx, cancel: cancel, plugins: map[string]*Plugin{}}
+	h := &Host{cfg: cfg, log: cfg.Logger, sockDir: dir, ctx: ctx, cancel: cancel, plugins: map[string]*Plugin{},
+		digests: map[string]digestEntry{}, racy: racyWindow}
 	for _, pc := range cfg.Plugins {
 		h.plugins[pc.ID()] = newPlugin(h, pc)
 		h.order = append(h.order, pc.ID())
@@ -178,8 +187,9 @@ func (h *Host) Start(ctx context.Context) error {
 	var ready []<-chan struct{}
 	for _, id := range h.order {
 		p := h.plugins[id]
-		// The checksum is verified by the supervisor before every start,
-		// once per start: hashing a large binary is most of the start time.
+		// The checksum is verified by the supervisor before every start;
+		// the digest is cached per file identity (see digest), so only a
+		// first start or a changed file pays for hashing the binary.
 		path, err := h.resolve(p.cfg)
 		if err != nil {
 			p.setState(StateFailed, err)
@@ -268,20 +278,16 @@ func Discover(dirs []string) ([]Found, error) {
 }
 
 // verify checks the binary's digest against the pinned one and returns the
-// actual digest.
-func verify(path string, pc PluginConfig, allowUnpinned bool, log *slog.Logger) (string, error) {
-	f, err := os.Open(path)
+// actual digest. The digest comes from the Host's cache when the file is
+// unchanged since it was hashed (see digest), so restarts after a crash do
+// not hash again; the comparison with the pin is made every time.
+func (h *Host) verify(path string, pc PluginConfig, log *slog.Logger) (string, error) {
+	actual, cached, err := h.digest(path)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: cannot read %s to verify it: %w", pc.ID(), path, err)
 	}
-	defer f.Close()
-	hash := sha256.New()
-	if _, err := io.Copy(hash, f); err != nil {
-		return "", fmt.Errorf("plugin %s: cannot read %s to verify it: %w", pc.ID(), path, err)
-	}
-	actual := hex.EncodeToString(hash.Sum(nil))
 	if pc.SHA256 == "" {
-		if !allowUnpinned {
+		if !h.cfg.AllowUnpinned {
 			return actual, fmt.Errorf("plugin %s: no sha256 pinned; %s has sha256 %s", pc.ID(), path, actual)
 		}
 		log.Warn("starting an unpinned plugin", "plugin", pc.ID(), "path", path, "sha256", actual)
@@ -290,7 +296,66 @@ func verify(path string, pc PluginConfig, allowUnpinned bool, log *slog.Logger) 
 	if !strings.EqualFold(pc.SHA256, actual) {
 		return actual, fmt.Errorf("plugin %s refused: %s has sha256 %s, but the configuration expects %s", pc.ID(), path, actual, strings.ToLower(pc.SHA256))
 	}
+	if cached {
+		log.Debug("sha256 verified (file unchanged since it was hashed)", "path", path)
+	}
 	return actual, nil
+}
+
+// racyWindow: files changed this recently are hashed but not cached, since
+// a rewrite within the file system's timestamp granularity could leave
+// size, mtime and ctime as they were (git's "racy" entries).
+const racyWindow = 2 * time.Second
+
+// digestEntry is a cached digest and the file identity it was computed for.
+type digestEntry struct {
+	id     fileID
+	sha256 string
+}
+
+// digest returns the sha256 of path and whether it came from the cache.
+// The cache is keyed by path and valid while the file's device, inode,
+// size, mtime and ctime are all unchanged: replacing the file changes the
+// inode, rewriting it in place changes mtime and ctime (which no
+// unprivileged user can set back). The identity cached is that of the
+// opened file before and after hashing, so a change during the hash is not
+// cached either.
+func (h *Host) digest(path string) (string, bool, error) {
+	if fi, err := os.Stat(path); err == nil {
+		if id, ok := identity(fi); ok {
+			h.digestMu.Lock()
+			e, hit := h.digests[path]
+			h.digestMu.Unlock()
+			if hit && e.id == id {
+				return e.sha256, true, nil
+			}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	began := time.Now()
+	before, errB := f.Stat()
+	hash := sha256.New()
+	if _, err := io.Copy(hash, f); err != nil {
+		return "", false, err
+	}
+	h.hashes.Add(1)
+	actual := hex.EncodeToString(hash.Sum(nil))
+	after, errA := f.Stat()
+	if errB != nil || errA != nil {
+		return actual, false, nil
+	}
+	idB, okB := identity(before)
+	idA, okA := identity(after)
+	if okB && okA && idB == idA && began.Sub(idA.changed()) > h.racy {
+		h.digestMu.Lock()
+		h.digests[path] = digestEntry{id: idA, sha256: actual}
+		h.digestMu.Unlock()
+	}
+	return actual, false, nil
 }
 
 // Plugin returns the supervised plugin kind/name.

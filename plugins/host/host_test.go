@@ -385,3 +385,98 @@ func TestLongTempDirRefused(t *testing.T) {
 		t.Errorf("long temp dir: %v", err)
 	}
 }
+
+// TestDigestCachedAcrossRestarts: a restart of an unchanged binary does not
+// hash it again; touching it does; changing it in place is still refused.
+func TestDigestCachedAcrossRestarts(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(binDir, "unyo-check-crashy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "unyo-check-crashy")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pc := crashy(t)
+	pc.Path = bin
+	// Long enough a backoff to rewrite the binary while nothing runs it.
+	h, logs, _ := newHost(t, func(c *Config) { c.BackoffMin, c.BackoffMax = 300*time.Millisecond, 300*time.Millisecond }, pc)
+	h.racy = 0 // the copy was just written
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := h.Plugin("check", "crashy")
+	restart := func(whileDown func()) {
+		t.Helper()
+		pid := p.PID()
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if whileDown != nil {
+			waitFor(t, "backoff", 5*time.Second, func() bool { return p.Status().State == StateBackoff })
+			whileDown()
+		}
+		waitFor(t, "a restart", 10*time.Second, func() bool {
+			st := p.Status()
+			return st.State == StateFailed || (st.State == StateRunning && st.PID != pid && st.PID != 0)
+		})
+	}
+	if n := h.hashes.Load(); n != 1 {
+		t.Fatalf("first start hashed %d times", n)
+	}
+	restart(nil)
+	if n := h.hashes.Load(); n != 1 || p.Status().State != StateRunning {
+		t.Fatalf("restart of an unchanged binary: %d hashes, state %s\n%s", n, p.Status().State, logs)
+	}
+	if !strings.Contains(logs.String(), "file unchanged since it was hashed") {
+		t.Errorf("no log of the cached verification:\n%s", logs)
+	}
+	// Same bytes, new mtime and ctime: hashed again and accepted.
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	restart(nil)
+	if n := h.hashes.Load(); n != 2 || p.Status().State != StateRunning {
+		t.Fatalf("restart of a touched binary: %d hashes, state %s", n, p.Status().State)
+	}
+	// Rewritten in place, same size: refused.
+	restart(func() {
+		f, err := os.OpenFile(bin, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte{b[len(b)-1] ^ 0xff}, int64(len(b)-1)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	st := p.Status()
+	if st.State != StateFailed || !strings.Contains(st.LastError, "refused") || !strings.Contains(st.LastError, pc.SHA256) {
+		t.Fatalf("rewritten binary: state %s, %q", st.State, st.LastError)
+	}
+	if n := h.hashes.Load(); n != 3 {
+		t.Errorf("rewritten binary hashed %d times in all, want 3", n)
+	}
+}
+
+// TestDigestNotCachedWhenRacy: a file changed within the racy window is
+// hashed every time.
+func TestDigestNotCachedWhenRacy(t *testing.T) {
+	h, _, _ := newHost(t, nil)
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, cached, err := h.digest(path); err != nil || cached {
+			t.Fatalf("digest of a fresh file: cached=%v %v", cached, err)
+		}
+	}
+	h.racy = -time.Hour
+	_, _, _ = h.digest(path)
+	if d, cached, err := h.digest(path); err != nil || !cached || d != "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881" {
+		t.Fatalf("digest outside the window: %s cached=%v %v", d, cached, err)
+	}
+	if n := h.hashes.Load(); n != 3 {
+		t.Errorf("%d hashes, want 3", n)
+	}
+}

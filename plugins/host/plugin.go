@@ -221,7 +221,7 @@ func (p *Plugin) supervise(ctx context.Context) {
 func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	cfg := &p.h.cfg
 	// Checked on every start: the file may have been replaced since.
-	if _, err := verify(p.path, p.cfg, cfg.AllowUnpinned, p.log); err != nil {
+	if _, err := p.h.verify(p.path, p.cfg, p.log); err != nil {
 		return nil, &permanentError{err}
 	}
 	dir, err := os.MkdirTemp(p.h.sockDir, "p")

@@ -1,6 +1,10 @@
 package host
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+	"time"
+)
 
 // sysProcAttr makes the kernel send SIGTERM to a plugin when the host dies,
 // so that no plugin outlives it even after a SIGKILL of the host. (The SDK
@@ -9,4 +13,23 @@ import "syscall"
 // exits while locked to them, which the host never does.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
+
+// fileID is what the kernel says about a file's identity and last change.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns since the epoch
+}
+
+func (id fileID) changed() time.Time { return time.Unix(0, max(id.mtime, id.ctime)) }
+
+// identity returns fi's fileID; false where the platform gives none.
+func identity(fi os.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size), // widths differ by arch
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
 }

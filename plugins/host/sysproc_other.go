@@ -2,6 +2,17 @@
 
 package host
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+	"time"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// fileID is empty where the platform gives no identity: nothing is cached.
+type fileID struct{}
+
+func (fileID) changed() time.Time { return time.Time{} }
+
+func identity(os.FileInfo) (fileID, bool) { return fileID{}, false }
