@@ -69,8 +69,9 @@ const (
 // schedules use the standard 5 fields or a descriptor, are evaluated in the
 // agent's local time zone unless prefixed with CRON_TZ=Zone, and must fire
 // at least once in the next five years. Exactly one of spec.command,
-// spec.metric and spec.log is set; metric and log checks run on an interval
-// only (a log check's defaults to DefaultLogInterval) and have no env.
+// spec.metric, spec.log and spec.plugin is set; metric and log checks run on
+// an interval only (a log check's defaults to DefaultLogInterval); metric,
+// log and plugin checks have no env.
 func Compile(c *unyov1.Check) (Definition, error) {
 	v := &validator{}
 	d := Definition{
@@ -86,27 +87,37 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		return Definition{}, v.err(d.Name)
 	}
 
-	// Kind: exactly one of command, metric and log.
+	// Kind: exactly one of command, metric, log and plugin.
 	d.Command = slices.Clone(spec.GetCommand())
-	const oneKind = "set exactly one of spec.command, spec.metric and spec.log"
+	const oneKind = "set exactly one of spec.command, spec.metric, spec.log and spec.plugin"
+	var kinds []string // the kinds set, in schema order
+	if len(d.Command) > 0 {
+		kinds = append(kinds, "spec.command")
+	}
+	if spec.GetMetric() != nil {
+		kinds = append(kinds, "spec.metric")
+	}
+	if spec.GetLog() != nil {
+		kinds = append(kinds, "spec.log")
+	}
+	if spec.GetPlugin() != nil {
+		kinds = append(kinds, "spec.plugin")
+	}
 	switch {
-	case spec.GetMetric() != nil && spec.GetLog() != nil:
-		v.add("spec.log", "cannot be combined with spec.metric; "+oneKind)
+	case len(kinds) > 1:
+		// The later field is the one that does not belong.
+		v.addf(kinds[len(kinds)-1], "cannot be combined with %s; %s", strings.Join(kinds[:len(kinds)-1], " and "), oneKind)
 	case spec.GetMetric() != nil:
-		if len(d.Command) > 0 {
-			v.add("spec.metric", "cannot be combined with spec.command; "+oneKind)
-		}
 		d.Metric = v.metric(spec.GetMetric())
 	case spec.GetLog() != nil:
-		if len(d.Command) > 0 {
-			v.add("spec.log", "cannot be combined with spec.command; "+oneKind)
-		}
 		d.Log = v.log(spec.GetLog())
+	case spec.GetPlugin() != nil:
+		d.Plugin = v.plugin(spec.GetPlugin())
 	default:
 		v.checkCommand(d.Command)
 	}
 	commandless := d.Metric != nil || d.Log != nil
-	if commandless && len(spec.GetEnv()) > 0 {
+	if (commandless || spec.GetPlugin() != nil) && len(spec.GetEnv()) > 0 {
 		v.add("spec.env", "only a command check has an environment")
 	}
 

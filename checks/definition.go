@@ -68,6 +68,9 @@ type Definition struct {
 	// Log is set for a log check (Command is then empty): agents match it
 	// against the lines they tail instead of running a command.
 	Log *Log
+	// Plugin is set for a plugin check (Command is then empty): agents run
+	// it through the check plugin instead of a command.
+	Plugin *Plugin
 }
 
 // Selects reports whether a node with these labels should run the check:
@@ -121,6 +124,11 @@ func (d Definition) SpecHash() string {
 			writeString(h, lv)
 		}
 		writeInt(h, int64(l.Level))
+	}
+	if p := d.Plugin; p != nil {
+		writeString(h, "plugin")
+		writeString(h, p.Name)
+		writeString(h, p.targetJSON())
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

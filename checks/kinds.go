@@ -1,14 +1,17 @@
 package checks
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/unyo-ops/unyo/checks/nagios"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -229,6 +232,38 @@ func (v *validator) log(l *unyov1.LogCheck) *Log {
 	}
 	d.Level = v.alertLevel("spec.log.level", l.GetLevel())
 	return d
+}
+
+// Plugin is a check run by the check plugin unyo-check-<Name> on agents.
+type Plugin struct {
+	Name string
+	// Target is what the plugin checks, sent as its RunRequest.target.
+	Target map[string]any
+}
+
+// TargetStruct is Target as the plugin protocol carries it.
+func (p *Plugin) TargetStruct() (*structpb.Struct, error) {
+	return structpb.NewStruct(p.Target)
+}
+
+// targetJSON is Target in canonical form (sorted keys), for SpecHash.
+func (p *Plugin) targetJSON() string {
+	b, err := json.Marshal(p.Target)
+	if err != nil {
+		return fmt.Sprint(p.Target)
+	}
+	return string(b)
+}
+
+func (v *validator) plugin(pc *unyov1.PluginCheck) *Plugin {
+	p := &Plugin{Name: pc.GetName(), Target: pc.GetTarget().AsMap()}
+	switch {
+	case p.Name == "":
+		v.add("spec.plugin.name", "required: the check plugin to run (unyo-check-<name>, enabled in agent.plugins)")
+	case strings.ContainsAny(p.Name, "/ \t\n"):
+		v.addf("spec.plugin.name", "%q must be a plugin name (the <name> in unyo-check-<name>), without slashes or spaces", p.Name)
+	}
+	return p
 }
 
 func rangeString(r *nagios.Range) string {

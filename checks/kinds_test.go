@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
@@ -50,7 +53,12 @@ func TestCompileMetricAndLogInvalid(t *testing.T) {
 		field    string
 		contains string
 	}{
-		{"metric and command", &unyov1.CheckSpec{Command: []string{"check_load"}, Interval: "1m", Metric: &unyov1.MetricCheck{Expr: "up", Critical: "1"}}, "spec.metric", "exactly one of spec.command, spec.metric and spec.log"},
+		{"metric and command", &unyov1.CheckSpec{Command: []string{"check_load"}, Interval: "1m", Metric: &unyov1.MetricCheck{Expr: "up", Critical: "1"}}, "spec.metric", "exactly one of spec.command, spec.metric, spec.log and spec.plugin"},
+		{"plugin and command", &unyov1.CheckSpec{Command: []string{"check_load"}, Interval: "1m", Plugin: &unyov1.PluginCheck{Name: "tcp"}}, "spec.plugin", "cannot be combined with spec.command;"},
+		{"plugin, log and metric", &unyov1.CheckSpec{Interval: "1m", Metric: &unyov1.MetricCheck{Expr: "up", Critical: "1"}, Log: &unyov1.LogCheck{Pattern: "x"}, Plugin: &unyov1.PluginCheck{Name: "tcp"}}, "spec.plugin", "cannot be combined with spec.metric and spec.log"},
+		{"plugin without name", &unyov1.CheckSpec{Interval: "1m", Plugin: &unyov1.PluginCheck{}}, "spec.plugin.name", "required"},
+		{"plugin name with slash", &unyov1.CheckSpec{Interval: "1m", Plugin: &unyov1.PluginCheck{Name: "check/tcp"}}, "spec.plugin.name", "without slashes"},
+		{"plugin with env", &unyov1.CheckSpec{Interval: "1m", Env: map[string]string{"A": "b"}, Plugin: &unyov1.PluginCheck{Name: "tcp"}}, "spec.env", "only a command check"},
 		{"metric and log", &unyov1.CheckSpec{Interval: "1m", Metric: &unyov1.MetricCheck{Expr: "up", Critical: "1"}, Log: &unyov1.LogCheck{Pattern: "x"}}, "spec.log", "cannot be combined with spec.metric"},
 		{"log and command", &unyov1.CheckSpec{Command: []string{"check_load"}, Interval: "1m", Log: &unyov1.LogCheck{Pattern: "x"}}, "spec.log", "cannot be combined with spec.command"},
 		{"metric without interval", &unyov1.CheckSpec{Metric: &unyov1.MetricCheck{Expr: "up", Critical: "1"}}, "spec.interval", "how often the cluster evaluates"},
@@ -84,6 +92,37 @@ func TestCompileMetricAndLogInvalid(t *testing.T) {
 				t.Errorf("got %s: %s\nwant %s: ...%s...", f.Field, f.Description, tt.field, tt.contains)
 			}
 		})
+	}
+}
+
+func TestCompilePlugin(t *testing.T) {
+	target, err := structpb.NewStruct(map[string]any{"address": "127.0.0.1:22", "warning": "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := checks.Compile(check("ssh", &unyov1.CheckSpec{Cron: "@every 1m", Plugin: &unyov1.PluginCheck{Name: "tcp", Target: target}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Plugin == nil || d.Plugin.Name != "tcp" || d.Plugin.Target["address"] != "127.0.0.1:22" || len(d.Command) != 0 {
+		t.Fatalf("got %+v", d)
+	}
+	s, err := d.Plugin.TargetStruct()
+	if err != nil || !proto.Equal(s, target) {
+		t.Errorf("TargetStruct() = %v, %v; want %v", s, err, target)
+	}
+	// The target is part of what the check does.
+	other, _ := structpb.NewStruct(map[string]any{"address": "127.0.0.1:23", "warning": "1s"})
+	d2, err := checks.Compile(check("ssh", &unyov1.CheckSpec{Cron: "@every 1m", Plugin: &unyov1.PluginCheck{Name: "tcp", Target: other}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.SpecHash() == d2.SpecHash() {
+		t.Error("SpecHash ignores spec.plugin.target")
+	}
+	d3, _ := checks.Compile(check("ssh", &unyov1.CheckSpec{Cron: "@every 1m", Plugin: &unyov1.PluginCheck{Name: "tcp", Target: target}}))
+	if d.SpecHash() != d3.SpecHash() {
+		t.Error("SpecHash differs for the same plugin check")
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -44,6 +46,7 @@ const (
 	ActionCreateAlert ActionKind = iota + 1
 	ActionDeleteAlert
 	ActionAPIHook
+	ActionPlugin
 )
 
 // String is the kind's field name in the schema.
@@ -55,6 +58,8 @@ func (k ActionKind) String() string {
 		return "delete_alert"
 	case ActionAPIHook:
 		return "api_hook"
+	case ActionPlugin:
+		return "plugin"
 	}
 	return "unknown"
 }
@@ -65,6 +70,14 @@ type Action struct {
 	CreateAlert *CreateAlert
 	DeleteAlert *DeleteAlert
 	APIHook     *APIHook
+	Plugin      *PluginAction
+}
+
+// PluginAction runs the action plugin unyo-action-<Name> with Config as
+// the action's params, through the hook outbox.
+type PluginAction struct {
+	Name   string
+	Config *unyov1.PluginAction
 }
 
 // CreateAlert opens an alert, or refreshes the open alert with the same key.
@@ -389,8 +402,20 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 	case *unyov1.Action_ApiHook:
 		h, hok := compileHook(v, field+".api_hook", k.ApiHook)
 		return Action{Kind: ActionAPIHook, APIHook: h}, hok
+	case *unyov1.Action_Plugin:
+		f := field + ".plugin"
+		name := k.Plugin.GetName()
+		switch {
+		case name == "":
+			v.add(f+".name", "required: the action plugin to run (unyo-action-<name>, enabled in cluster.plugins)")
+			ok = false
+		case strings.ContainsAny(name, "/ \t\n"):
+			v.addf(f+".name", "%q must be a plugin name (the <name> in unyo-action-<name>), without slashes or spaces", name)
+			ok = false
+		}
+		return Action{Kind: ActionPlugin, Plugin: &PluginAction{Name: name, Config: proto.Clone(k.Plugin).(*unyov1.PluginAction)}}, ok
 	}
-	v.add(field, "give exactly one of create_alert, delete_alert or api_hook")
+	v.add(field, "give exactly one of create_alert, delete_alert, api_hook or plugin")
 	return Action{}, false
 }
 

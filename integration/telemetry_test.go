@@ -107,7 +107,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	}
 
 	// Error rates per day, and one trace across the file.
-	stats, err := f.json("logs", "stats", "--by", "level", "--interval", "24h", "--since", "2d")
+	stats, err := f.json("logs", "stats", "--by", "level", "--interval", "24h", "--since", "2d", "--app", "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +117,17 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	}
 	if counts["error"] != "15" || counts["info"] != "30" {
 		t.Errorf("logs stats by level: %v, want error 15, info 30", stats)
+	}
+	// Every processed event is in the history with its outcome.
+	hist, err := f.json("events", "history", "--node", "m1", "--check", "perf", "--limit", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) == 0 || !strings.HasPrefix(str(hist[0], "message"), "check=perf outcome=processed: OK - fine") {
+		t.Errorf("events history: %v", hist)
+	}
+	if fields, _ := hist[0]["fields"].(map[string]any); fields["event_id"] == nil || fields["check"] != "perf" {
+		t.Errorf("events history fields: %v", hist[0]["fields"])
 	}
 	trace, err := f.json("logs", "trace", "t0")
 	if err != nil {

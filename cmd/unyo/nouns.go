@@ -137,7 +137,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 		},
 	}
 	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")
-	cmd.AddCommand(ls, get)
+	cmd.AddCommand(ls, get, newEventsHistoryCommand(g))
 	return cmd
 }
 

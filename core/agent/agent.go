@@ -22,6 +22,7 @@ import (
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/spool"
+	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Options configure an agent.
@@ -45,9 +46,13 @@ type Options struct {
 	// collection off (check perfdata is still sent).
 	MetricsInterval time.Duration
 	// Logs are the files to tail; none turns tailing off.
-	Logs    []logtail.FileConfig
-	Version string
-	Logger  *slog.Logger
+	Logs []logtail.FileConfig
+	// PluginDirs are searched for plugin binaries (unyo-<kind>-<name>);
+	// Plugins are the check plugins started (none: no plugin host).
+	PluginDirs []string
+	Plugins    []host.PluginConfig
+	Version    string
+	Logger     *slog.Logger
 }
 
 // Agent is one node's agent.
@@ -63,6 +68,12 @@ type Agent struct {
 	local         []checks.Definition
 	status        status
 	logChecks     logChecks
+	// plugins runs the check plugins (nil when none are enabled, or when
+	// the host could not be made: pluginsErr); pluginsReady is closed once
+	// their first start is over.
+	plugins      *host.Host
+	pluginsErr   error
+	pluginsReady chan struct{}
 
 	mu          sync.Mutex
 	registered  bool
@@ -151,6 +162,7 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.statusLn = ln
 	}
+	a.newPlugins()
 	return a, nil
 }
 
@@ -165,6 +177,9 @@ func (a *Agent) StatusAddr() string {
 // Run works until ctx ends, then stops the checks and closes the spool.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeSpools()
+	// Plugins stop after everything else and before the spools close, so
+	// that their last state changes are spooled.
+	defer a.closePlugins()
 	a.loadCachedChecks()
 	a.applyChecks()
 	var wg sync.WaitGroup
@@ -172,6 +187,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); fn(ctx) }()
 	}
+	run(a.startPlugins)
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
 	for _, o := range []*outbox{{name: "results", dir: a.opts.SpoolDir, spool: a.spool, send: a.sendResults}, a.metrics, a.logs} {
@@ -227,7 +243,7 @@ func (a *Agent) applyChecks() {
 		}
 		defs = append(defs, d)
 	}
-	// Commands go to the scheduler and log checks to the tailer; metric
+	// Commands and plugin checks go to the scheduler and log checks to the tailer; metric
 	// checks are the cluster's (it does not send them, but an older cluster
 	// or the on-disk cache might).
 	var commands, logs []checks.Definition

@@ -57,8 +57,12 @@ func (a *Agent) newEvent(d checks.Definition) *unyov1.Event {
 	}
 }
 
-// execute turns one run of a Nagios-style command into an Event.
+// execute turns one run of a Nagios-style command (or, for a plugin check,
+// of its check plugin) into an Event.
 func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event {
+	if d.Plugin != nil {
+		return a.executePlugin(ctx, d)
+	}
 	e := a.newEvent(d)
 	path, err := execute.Resolve(d.Command[0], a.opts.CheckDirs)
 	if err != nil {

@@ -67,12 +67,14 @@ func (a *Agent) serveStatus(ctx context.Context) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		st := a.spool.Stats()
+		plugins := a.pluginStatus()
 		a.status.mu.Lock()
 		body, err := json.Marshal(struct {
-			Node  string `json:"node"`
-			Spool any    `json:"spool"`
+			Node    string `json:"node"`
+			Spool   any    `json:"spool"`
+			Plugins any    `json:"plugins,omitempty"`
 			*status
-		}{a.opts.NodeName, st, &a.status})
+		}{a.opts.NodeName, st, plugins, &a.status})
 		a.status.mu.Unlock()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -17,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Options configure a cluster server.
@@ -36,7 +37,11 @@ type Options struct {
 	// LogRetention is how long log lines are kept (the controller drops
 	// older days); 0 means logstore.DefaultRetention.
 	LogRetention time.Duration
-	Logger       *slog.Logger
+	// PluginDirs are searched for plugin binaries; Plugins are the action
+	// plugins started (on every replica), for EventRule plugin actions.
+	PluginDirs []string
+	Plugins    []host.PluginConfig
+	Logger     *slog.Logger
 }
 
 // Cluster holds one cluster replica's services and loops.
@@ -55,6 +60,11 @@ type Cluster struct {
 	knownMu   sync.Mutex
 	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
 	revisions revisionCache
+
+	pluginsMu sync.Mutex
+	plugins   *host.Host // nil without plugins
+	// pluginsReady is closed once the plugins' first start is over.
+	pluginsReady chan struct{}
 }
 
 // New returns a cluster on st. Call Register to serve it and Run for its loops.
@@ -90,6 +100,8 @@ func New(st store.Store, opts Options) *Cluster {
 		known:    map[string]*unyov1.Node{},
 		kinds:    kinds(),
 		ingested: make(chan struct{}, 1),
+
+		pluginsReady: make(chan struct{}),
 	}
 	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
@@ -114,8 +126,10 @@ func (c *Cluster) Register(srv *server.Server) {
 // Run flushes heartbeats on every replica and runs the controller loops on
 // the lease holder, until ctx ends.
 func (c *Cluster) Run(ctx context.Context) {
+	defer c.closePlugins()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); c.startPlugins(ctx); close(c.pluginsReady) }()
 	go func() { defer wg.Done(); c.flushHeartbeats(ctx) }()
 	go func() { defer wg.Done(); c.lease.Run(ctx, c.controller) }()
 	wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,6 +60,10 @@ func (c *Cluster) runHooks(ctx context.Context) {
 }
 
 func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingHook) {
+	if j.Plugin != nil {
+		c.deliverPlugin(ctx, j)
+		return
+	}
 	cfg, err := hookFromProto(j.Hook)
 	var out apihook.Outcome
 	if err == nil {
@@ -105,4 +110,41 @@ func hookFromProto(h *unyov1.ApiHookAction) (apihook.Config, error) {
 		cfg.Timeout = d
 	}
 	return cfg, nil
+}
+
+// deliverPlugin runs an outbox job's action plugin, records the outcome in
+// the event's explanation and raises a final failure as an event.
+func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingHook) {
+	out := c.runAction(ctx, j)
+	if ctx.Err() != nil {
+		return // stopping, or the lease moved: the next holder runs it (same key)
+	}
+	id := "action/" + j.Plugin.GetName()
+	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "plugin " + id + ": " + out.text}
+	if err := c.store.FinishHook(ctx, j.Key, s); err != nil {
+		c.log.Warn("recording a plugin action failed; it will run again", "key", j.Key, "err", err)
+		return
+	}
+	if out.ok {
+		return
+	}
+	c.log.Warn("plugin action failed for good", "rule", j.Rule, "plugin", id, "outcome", out.text)
+	node := c.opts.Name
+	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
+		node = e.GetNode()
+	}
+	now := timestamppb.Now()
+	first, long, _ := strings.Cut(out.text, "\n")
+	failure := &unyov1.Event{
+		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: node, Check: ActionPluginCheck,
+		Level: unyov1.Level_LEVEL_WARNING, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+		Output:     fmt.Sprintf("plugin action of rule %s (plugin %s) failed: %s", j.Rule, id, first),
+		LongOutput: long,
+		StartedAt:  now, ReceivedAt: now, Duration: durationpb.New(out.duration),
+	}
+	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{failure}); err != nil {
+		c.log.Warn("recording the plugin action failure as an event failed", "err", err)
+		return
+	}
+	c.wakePipeline()
 }

@@ -185,6 +185,7 @@ func (p *pipeline) process(ctx context.Context, events []store.SeqEvent) error {
 	if err := p.c.store.CommitPipeline(ctx, &cm.PipelineCommit); err != nil {
 		return fmt.Errorf("commit %d processed events: %w", len(events), err)
 	}
+	p.c.recordHistory(ctx, events, cm.Explained)
 	p.state.Cursor = cm.Cursor
 	for k, v := range cm.Counters {
 		p.state.Counters[k] = v
@@ -375,6 +376,22 @@ func (p *pipeline) runActions(cm *commit, r eventrules.Rule, subject *unyov1.Eve
 				Key: jobKey, Rule: r.Name, EventID: subject.GetId(), Hook: hookProto(cfg),
 				Body: func() ([]byte, error) {
 					return apihook.Body(cfg, apihook.Payload{Key: jobKey, Rule: r.Name, Cluster: p.c.opts.Name, Events: members, Alert: touched, Status: status})
+				},
+			})
+		case a.Plugin != nil:
+			s := step("action", r.Name, "plugin: queued for action/"+a.Plugin.Name, at)
+			steps = append(steps, s)
+			jobKey := fmt.Sprintf("%s/%s/%d", r.Name, idem, i)
+			status := "firing"
+			if subject.GetLevel() == unyov1.Level_LEVEL_SUCCESS {
+				status = "resolved"
+			}
+			cm.Hooks = append(cm.Hooks, store.HookJob{
+				Key: jobKey, Rule: r.Name, EventID: subject.GetId(), Plugin: a.Plugin.Config,
+				// The payload is the unyo api_hook body: the event(s) and
+				// the alert the rule's earlier actions produced.
+				Body: func() ([]byte, error) {
+					return apihook.Body(apihook.Config{Format: eventrules.FormatUnyo}, apihook.Payload{Key: jobKey, Rule: r.Name, Cluster: p.c.opts.Name, Events: members, Alert: touched, Status: status})
 				},
 			})
 		}

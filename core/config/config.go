@@ -105,6 +105,8 @@ type Cluster struct {
 	// DownAfter: a Stale node whose agent also fails the direct probe turns
 	// Down after this long without heartbeats.
 	DownAfter time.Duration `yaml:"down_after" mapstructure:"down_after"`
+	// Plugins are the action plugins EventRule plugin actions run.
+	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
 }
 
 // Root is used by role root (and dev).
@@ -142,6 +144,29 @@ type Agent struct {
 	MetricsInterval time.Duration `yaml:"metrics_interval" mapstructure:"metrics_interval"`
 	// Logs are the files the agent tails and sends to its cluster.
 	Logs []LogFile `yaml:"logs" mapstructure:"logs"`
+	// Plugins are the check plugins the agent runs (see plugins/README.md).
+	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
+}
+
+// Plugins says where plugin binaries live and which ones to run.
+type Plugins struct {
+	// Dirs are searched in order for binaries named unyo-<kind>-<name>.
+	Dirs []string `yaml:"dirs" mapstructure:"dirs"`
+	// Enabled are the only plugins started; none starts no plugin host.
+	Enabled []Plugin `yaml:"enabled" mapstructure:"enabled"`
+}
+
+// Plugin is one item of plugins.enabled.
+type Plugin struct {
+	// Kind is check (on agents) or action (on clusters).
+	Kind string `yaml:"kind" mapstructure:"kind"`
+	// Name is the <name> in unyo-<kind>-<name>.
+	Name string `yaml:"name" mapstructure:"name"`
+	// SHA256 is the hex digest the binary must have; it is checked before
+	// every start.
+	SHA256 string `yaml:"sha256" mapstructure:"sha256"`
+	// Config is passed to the plugin's Configure as JSON.
+	Config map[string]any `yaml:"config,omitempty" mapstructure:"config"`
 }
 
 // LogFile is one item of agent.logs.
@@ -182,6 +207,9 @@ type ClickHouse struct {
 	Database string `yaml:"database" mapstructure:"database"`
 }
 
+// DefaultPluginDir is where plugin binaries are looked for by default.
+const DefaultPluginDir = "/usr/lib/unyo/plugins"
+
 // Defaults returns the configuration a role gets when nothing is set,
 // including the values derived from others (store.dsn for sqlite,
 // agent.spool_dir, agent.node_name, cluster.advertise_url and
@@ -212,6 +240,7 @@ func staticDefaults(role string) *Config {
 			HeartbeatInterval: 10 * time.Second,
 			StaleAfter:        30 * time.Second,
 			DownAfter:         90 * time.Second,
+			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}},
 		},
 		Agent: Agent{
 			Labels:              map[string]string{},
@@ -224,6 +253,7 @@ func staticDefaults(role string) *Config {
 			SpoolMaxBytes:       256 * MiB,
 			StatusListen:        "127.0.0.1:7402",
 			MetricsInterval:     10 * time.Second,
+			Plugins:             Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}},
 		},
 		Metrics: Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour},
 		Logs: Logs{

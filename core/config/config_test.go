@@ -104,6 +104,9 @@ func TestLoadValidFiles(t *testing.T) {
 				HeartbeatInterval: 5 * time.Second,
 				StaleAfter:        time.Minute,
 				DownAfter:         90 * time.Second,
+				Plugins: Plugins{Dirs: []string{"/opt/unyo/plugins"}, Enabled: []Plugin{{Kind: "action", Name: "exec",
+					SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}}},
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
@@ -128,6 +131,12 @@ func TestLoadValidFiles(t *testing.T) {
 					{Path: "/var/log/shop/*.log", App: "shop", Format: "json"},
 					{Path: "/var/log/syslog", StartAt: "beginning"},
 				},
+				// Config keeps its keys' case and dots, and nests.
+				Plugins: Plugins{Dirs: []string{"/opt/unyo/plugins", "/usr/lib/unyo/plugins"}, Enabled: []Plugin{
+					{Kind: "check", Name: "http", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+						Config: map[string]any{"user_agent": "unyo", "Max.Redirects": 3, "tls": map[string]any{"verify": true}}},
+					{Kind: "check", Name: "tcp", SHA256: "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"},
+				}},
 				Checks: []map[string]any{
 					{"name": "load", "labels": map[string]any{"team": "web"}, "spec": map[string]any{
 						"command":  []any{"check_load", "-w", "5,4,3", "-c", "10,8,6"},
@@ -185,7 +194,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, checks, metrics_interval, logs)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, checks, metrics_interval, logs, plugins)`,
 			},
 		},
 		{
@@ -338,6 +347,35 @@ func TestLoadProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "agent plugins",
+			opts: LoadOptions{File: "testdata/agent_plugins.yaml"},
+			want: []string{
+				`testdata/agent_plugins.yaml: agent.plugins.enabled[0]: expected a mapping with a kind, name and sha256 (and config), got a string`,
+				`testdata/agent_plugins.yaml: agent.plugins.enabled[1].colour: unknown key (expected kind, name, sha256 or config)`,
+				`testdata/agent_plugins.yaml: agent.plugins.enabled[2].name: expected a string, got a list`,
+				`testdata/agent_plugins.yaml: agent.plugins.enabled[3].config: expected a mapping (passed to the plugin as JSON), got a list`,
+			},
+		},
+		{
+			name: "cluster plugins run actions",
+			opts: LoadOptions{File: "testdata/cluster_plugins.yaml"},
+			want: []string{
+				`testdata/cluster_plugins.yaml: cluster.plugins.enabled[0].kind: invalid value "check" (expected action: only action plugins run here)`,
+			},
+		},
+		{
+			name: "agent plugin values",
+			opts: LoadOptions{File: "testdata/agent_plugins_values.yaml"},
+			want: []string{
+				`testdata/agent_plugins_values.yaml: agent.plugins.dirs: required when plugins are enabled (where unyo-<kind>-<name> binaries are looked for)`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[0].kind: invalid value "action" (expected check: only check plugins run here)`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[1].name: "a/b" must not contain slashes or spaces`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[1].sha256: must be 64 hex digits (as printed by sha256sum)`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[2].sha256: required: the binary's sha256 (64 hex digits, as printed by sha256sum)`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[3].name: plugin check/tcp is already enabled at agent.plugins.enabled[2]`,
+			},
+		},
+		{
 			name: "a rule is not reported on top of a type error in the same key",
 			opts: LoadOptions{Role: RoleRoot, Env: []string{"UNYO_SERVER_SHUTDOWN_TIMEOUT=0", "UNYO_STORE_HISTORY_PER_CHECK=x"}},
 			want: []string{
@@ -392,6 +430,7 @@ func TestEnv(t *testing.T) {
 			"UNYO_STORE_HISTORY_PER_CHECK=7",               // integer
 			"UNYO_AGENT_MAX_OUTPUT=1MiB",                   // size
 			"UNYO_AGENT_LABELS=env=prod, app.k8s.io/x=Y",   // labels keep dots and case
+			"UNYO_AGENT_PLUGINS_DIRS=/a,/b",                // nested list
 			"UNYO_CLUSTER_NAME=",                           // empty: ignored
 			"UNYO_NO_SUCH_KEY=1",                           // unknown: ignored
 			"UNYO_CONFIG=/etc/unyo/cluster.yaml",           // the cmd layer's own
@@ -406,6 +445,7 @@ func TestEnv(t *testing.T) {
 	equal(t, "store.history_per_check", cfg.Store.HistoryPerCheck, 7)
 	equal(t, "agent.max_output", cfg.Agent.MaxOutput, MiB)
 	equal(t, "agent.labels", cfg.Agent.Labels, map[string]string{"env": "prod", "app.k8s.io/x": "Y"})
+	equal(t, "agent.plugins.dirs", cfg.Agent.Plugins.Dirs, []string{"/a", "/b"})
 	equal(t, "cluster.name (file)", cfg.Cluster.Name, "eu-west")
 	// Derived values follow the overridden listen address.
 	equal(t, "cluster.advertise_url", cfg.Cluster.AdvertiseURL, "http://"+hostname(t)+":9401")
@@ -415,12 +455,14 @@ func TestEnv(t *testing.T) {
 		"UNYO_AGENT_MAX_OUTPUT=lots",
 		"UNYO_AGENT_LABELS=env",
 		"UNYO_AGENT_CHECKS=load",
+		"UNYO_AGENT_PLUGINS_ENABLED=http",
 	}})
 	equal(t, "problems", lines, []string{
 		`environment UNYO_CLUSTER_LEASE_TTL: invalid duration "x" (expected a duration such as 10s, 1m30s or 1h)`,
 		`environment UNYO_AGENT_LABELS: invalid labels "env" (expected name=value pairs separated by commas)`,
 		`environment UNYO_AGENT_MAX_OUTPUT: invalid size "lots" (expected bytes or a size such as 64KiB)`,
 		`environment UNYO_AGENT_CHECKS: checks can only be set in the configuration file`,
+		`environment UNYO_AGENT_PLUGINS_ENABLED: plugins can only be enabled in the configuration file`,
 	})
 }
 
@@ -640,6 +682,7 @@ func TestDefaults(t *testing.T) {
 		HeartbeatInterval: 10 * time.Second,
 		StaleAfter:        30 * time.Second,
 		DownAfter:         90 * time.Second,
+		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}},
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,
@@ -654,6 +697,7 @@ func TestDefaults(t *testing.T) {
 		SpoolMaxBytes:       256 * MiB,
 		StatusListen:        "127.0.0.1:7402",
 		MetricsInterval:     10 * time.Second,
+		Plugins:             Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}},
 	})
 	equal(t, "metrics", agent.Metrics, Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour})
 	equal(t, "logs", agent.Logs, Logs{Store: "embedded", ClickHouse: ClickHouse{Database: "unyo"}, Retention: 14 * 24 * time.Hour})

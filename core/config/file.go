@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -245,7 +246,79 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		if ok {
 			r.set(f, n, files)
 		}
+
+	case kindPlugins:
+		if n.Kind != yaml.SequenceNode {
+			wrongType()
+			return
+		}
+		plugins := []Plugin{}
+		ok := true
+		for i, item := range n.Content {
+			p, good := r.plugin(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
+			plugins = append(plugins, p)
+			ok = ok && good
+		}
+		if ok {
+			r.set(f, n, plugins)
+		}
 	}
+}
+
+// plugin reads one item of plugins.enabled: kind, name and sha256 strings
+// and a free-form config mapping. Allowed values are checked by Validate.
+func (r *fileReader) plugin(n *yaml.Node, key string) (Plugin, bool) {
+	var p Plugin
+	if n.Kind != yaml.MappingNode {
+		r.add(n.Line, key, "expected a mapping with a kind, name and sha256 (and config), got "+describe(n))
+		return p, false
+	}
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		var dst *string
+		switch k.Value {
+		case "kind":
+			dst = &p.Kind
+		case "name":
+			dst = &p.Name
+		case "sha256":
+			dst = &p.SHA256
+		case "config":
+			if isNull(v) {
+				continue
+			}
+			if v.Kind != yaml.MappingNode {
+				r.add(v.Line, key+".config", "expected a mapping (passed to the plugin as JSON), got "+describe(v))
+				ok = false
+				continue
+			}
+			var m map[string]any
+			if err := v.Decode(&m); err != nil {
+				r.add(v.Line, key+".config", oneLine(err.Error()))
+				ok = false
+				continue
+			}
+			if _, err := json.Marshal(m); err != nil {
+				r.add(v.Line, key+".config", "cannot be passed as JSON: "+oneLine(err.Error()))
+				ok = false
+				continue
+			}
+			p.Config = m
+			continue
+		default:
+			r.add(k.Line, key+"."+k.Value, "unknown key (expected kind, name, sha256 or config)")
+			ok = false
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || isNull(v) {
+			r.add(v.Line, key+"."+k.Value, "expected a string, got "+describe(v))
+			ok = false
+			continue
+		}
+		*dst = v.Value
+	}
+	return p, ok
 }
 
 // logFile reads one item of agent.logs: a mapping of known string keys.

@@ -20,6 +20,7 @@ const (
 	kindStringMap             // map[string]string (agent.labels)
 	kindChecks                // []map[string]any, kept raw (agent.checks)
 	kindLogFiles              // []LogFile (agent.logs)
+	kindPlugins               // []Plugin (agent.plugins.enabled)
 )
 
 // field is one key of the schema, found by reflection over Config's yaml
@@ -78,6 +79,8 @@ func kindOf(t reflect.Type) kind {
 		return kindChecks
 	case t == reflect.TypeFor[[]LogFile]():
 		return kindLogFiles
+	case t == reflect.TypeFor[[]Plugin]():
+		return kindPlugins
 	case t.Kind() == reflect.String:
 		return kindString
 	case t.Kind() == reflect.Int:
@@ -129,10 +132,10 @@ func (f *field) leaves() []*field {
 }
 
 // viaViper reports whether viper may carry the key's value. Maps (and the
-// maps inside agent.checks and agent.logs) may not: viper lower-cases their keys and splits
+// maps inside agent.checks, agent.logs and agent.plugins.enabled) may not: viper lower-cases their keys and splits
 // them at dots.
 func (f *field) viaViper() bool {
-	return f.kind != kindStringMap && f.kind != kindChecks && f.kind != kindLogFiles
+	return f.kind != kindStringMap && f.kind != kindChecks && f.kind != kindLogFiles && f.kind != kindPlugins
 }
 
 // envName is the environment variable for a key.
@@ -170,6 +173,8 @@ func (f *field) expected() string {
 		return "a list of checks"
 	case kindLogFiles:
 		return "a list of log files (path, app, format, start_at)"
+	case kindPlugins:
+		return "a list of plugins (kind, name, sha256, config)"
 	}
 	return "something else"
 }

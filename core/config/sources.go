@@ -111,6 +111,8 @@ func parseText(f *field, text string) (any, error) {
 		return nil, errors.New("checks can only be set in the configuration file")
 	case kindLogFiles:
 		return nil, errors.New("log files can only be set in the configuration file")
+	case kindPlugins:
+		return nil, errors.New("plugins can only be enabled in the configuration file")
 	}
 	return nil, fmt.Errorf("%s cannot be set here", f.key)
 }

@@ -97,6 +97,7 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.DownAfter <= c.Cluster.StaleAfter {
 			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
 		}
+		ps = append(ps, pluginProblems("cluster.plugins", c.Cluster.Plugins, "action")...)
 		oneOf("metrics.store", c.Metrics.Store, "embedded", "remote", "none")
 		if c.Metrics.Store == "remote" {
 			if msg := checkURL(c.Metrics.URL); msg != "" {
@@ -159,8 +160,63 @@ func (c *Config) problems() []Problem {
 				bad(fmt.Sprintf("agent.checks[%d].name", i), "required (every check needs a name)")
 			}
 		}
+		ps = append(ps, pluginProblems("agent.plugins", c.Agent.Plugins, "check")...)
 	}
 	return ps
+}
+
+// pluginProblems checks a plugins section whose plugins must be of kind.
+func pluginProblems(key string, p Plugins, kind string) []Problem {
+	var ps []Problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if len(p.Enabled) > 0 && len(p.Dirs) == 0 {
+		bad(key+".dirs", "required when plugins are enabled (where unyo-<kind>-<name> binaries are looked for)")
+	}
+	for i, d := range p.Dirs {
+		if d == "" {
+			bad(fmt.Sprintf("%s.dirs[%d]", key, i), "must not be empty")
+		}
+	}
+	seen := map[string]int{}
+	for i, pl := range p.Enabled {
+		at := fmt.Sprintf("%s.enabled[%d]", key, i)
+		if pl.Kind != kind {
+			bad(at+".kind", "invalid value %q (expected %s: only %s plugins run here)", pl.Kind, kind, kind)
+		}
+		switch {
+		case pl.Name == "":
+			bad(at+".name", "required (the <name> in unyo-%s-<name>)", kind)
+		case strings.ContainsAny(pl.Name, "/ \t\n"):
+			bad(at+".name", "%q must not contain slashes or spaces", pl.Name)
+		default:
+			if j, dup := seen[pl.Kind+"/"+pl.Name]; dup {
+				bad(at+".name", "plugin %s/%s is already enabled at %s.enabled[%d]", pl.Kind, pl.Name, key, j)
+			}
+			seen[pl.Kind+"/"+pl.Name] = i
+		}
+		if !isSHA256(pl.SHA256) {
+			if pl.SHA256 == "" {
+				bad(at+".sha256", "required: the binary's sha256 (64 hex digits, as printed by sha256sum)")
+			} else {
+				bad(at+".sha256", "must be 64 hex digits (as printed by sha256sum)")
+			}
+		}
+	}
+	return ps
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkHostPort returns what is wrong with a listen address, or "".

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/unyo-ops/unyo/core/agent"
@@ -30,6 +31,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Version is stamped into status answers and node descriptions.
@@ -150,6 +152,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
 		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
+		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
 	})
 	cl.Register(srv)
 	ln, err := srv.Listen()
@@ -200,14 +203,25 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 	for i, l := range c.Agent.Logs {
 		logs[i] = logtail.FileConfig{Path: l.Path, App: l.App, Format: l.Format, StartAt: l.StartAt}
 	}
+	plugins := pluginConfigs(c.Agent.Plugins)
 	return agent.New(agent.Options{
 		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token,
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
+		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
 	})
+}
+
+// pluginConfigs turns a plugins section into the plugin host's configuration.
+func pluginConfigs(p config.Plugins) []host.PluginConfig {
+	var out []host.PluginConfig
+	for _, pl := range p.Enabled {
+		out = append(out, host.PluginConfig{Kind: pl.Kind, Name: pl.Name, SHA256: strings.ToLower(pl.SHA256), Config: pl.Config})
+	}
+	return out
 }
 
 func closeLogged(log *slog.Logger, what string, c io.Closer) {

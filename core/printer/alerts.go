@@ -160,6 +160,8 @@ func ruleTable(objs []*unyov1.Object) table {
 				acts = append(acts, "delete_alert")
 			case a.GetApiHook() != nil:
 				acts = append(acts, "api_hook")
+			case a.GetPlugin() != nil:
+				acts = append(acts, "plugin:"+a.GetPlugin().GetName())
 			}
 		}
 		if s.GetContinue() {

@@ -227,6 +227,8 @@ func objectTable(kind string, objs []*unyov1.Object, now time.Time) table {
 				what = "metric: " + s.GetMetric().GetExpr()
 			case s.GetLog() != nil:
 				what = strings.TrimSpace("log: " + s.GetLog().GetPattern() + " " + strings.Join(s.GetLog().GetLevels(), ","))
+			case s.GetPlugin() != nil:
+				what = "plugin: " + s.GetPlugin().GetName()
 			}
 			t.add(c.GetName(), orDash(c.GetCluster()), schedule, truncate(what, 40),
 				labels(s.GetNodeSelector(), "<all>"), fmt.Sprint(c.GetRevision()))

@@ -86,14 +86,17 @@ type Explained struct {
 	KeepOutcome bool
 }
 
-// HookJob is one ApiHook delivery, run at least once by the outbox worker.
+// HookJob is one ApiHook delivery or action plugin run, run at least once by the outbox worker.
 type HookJob struct {
 	// Key is the idempotency key (rule + event or group); a second job with
 	// the same key is ignored.
 	Key     string
 	Rule    string
 	EventID string
-	Hook    *unyov1.ApiHookAction
+	// Exactly one of Hook and Plugin is set: an HTTP POST, or an action
+	// plugin run with Body as its payload.
+	Hook   *unyov1.ApiHookAction
+	Plugin *unyov1.PluginAction
 	// Body is built inside the commit, after the alert operations, so that
 	// it can carry the alert they produced.
 	Body func() ([]byte, error)
@@ -105,6 +108,7 @@ type PendingHook struct {
 	Rule     string
 	EventID  string
 	Hook     *unyov1.ApiHookAction
+	Plugin   *unyov1.PluginAction
 	Body     []byte
 	Attempts int
 }

@@ -280,12 +280,28 @@ func insertHook(ctx context.Context, tx *sql.Tx, h store.HookJob) error {
 	if err != nil {
 		return fmt.Errorf("build the body of hook %s: %w", h.Key, err)
 	}
-	hook, err := proto.Marshal(h.Hook)
+	hookMsg := h.Hook
+	if hookMsg == nil {
+		hookMsg = &unyov1.ApiHookAction{}
+	}
+	hook, err := proto.Marshal(hookMsg)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO hooks (key, rule, event_id, created_at, hook, body) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (key) DO NOTHING`, h.Key, h.Rule, h.EventID, now(), hook, body)
+	if hook == nil {
+		hook = []byte{} // the column is NOT NULL
+	}
+	var plugin []byte // NULL for an api_hook
+	if h.Plugin != nil {
+		if plugin, err = proto.Marshal(h.Plugin); err != nil {
+			return err
+		}
+		if plugin == nil {
+			plugin = []byte{}
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO hooks (key, rule, event_id, created_at, hook, body, plugin) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (key) DO NOTHING`, h.Key, h.Rule, h.EventID, now(), hook, body, plugin)
 	if err != nil {
 		return fmt.Errorf("queue hook %s: %w", h.Key, err)
 	}
@@ -294,7 +310,7 @@ func insertHook(ctx context.Context, tx *sql.Tx, h store.HookJob) error {
 
 // DueHooks returns queued hook jobs, oldest first.
 func (s *Store) DueHooks(ctx context.Context, limit int) ([]store.PendingHook, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT key, rule, event_id, hook, body FROM hooks ORDER BY created_at, key LIMIT $1", limit)
+	rows, err := s.r.QueryContext(ctx, "SELECT key, rule, event_id, hook, body, plugin FROM hooks ORDER BY created_at, key LIMIT $1", limit)
 	if err != nil {
 		return nil, fmt.Errorf("read hook outbox: %w", err)
 	}
@@ -302,13 +318,19 @@ func (s *Store) DueHooks(ctx context.Context, limit int) ([]store.PendingHook, e
 	var out []store.PendingHook
 	for rows.Next() {
 		var p store.PendingHook
-		var hook []byte
-		if err := rows.Scan(&p.Key, &p.Rule, &p.EventID, &hook, &p.Body); err != nil {
+		var hook, plugin []byte
+		if err := rows.Scan(&p.Key, &p.Rule, &p.EventID, &hook, &p.Body, &plugin); err != nil {
 			return nil, fmt.Errorf("read hook outbox: %w", err)
 		}
 		p.Hook = new(unyov1.ApiHookAction)
 		if err := proto.Unmarshal(hook, p.Hook); err != nil {
 			return nil, fmt.Errorf("decode hook %s: %w", p.Key, err)
+		}
+		if plugin != nil {
+			p.Plugin = new(unyov1.PluginAction)
+			if err := proto.Unmarshal(plugin, p.Plugin); err != nil {
+				return nil, fmt.Errorf("decode the plugin action of hook %s: %w", p.Key, err)
+			}
 		}
 		out = append(out, p)
 	}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/printer"
+)
+
+// newEventsHistoryCommand is `unyo events history`: every processed event
+// with its outcome, from the clusters' log stores, kept as long as logs are.
+func newEventsHistoryCommand(g *globals) *cobra.Command {
+	var clusterName, node, check, outcome, since, until string
+	var levels []string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Every processed event with its outcome, newest first (kept as long as logs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := logFilter{since: since, until: until, host: node, app: logstore.EventsApp, levels: levels, limit: limit}
+			if check != "" || outcome != "" {
+				// The history line starts with check=NAME outcome=OUTCOME:.
+				f.grep = cluster.HistoryMessage(check, outcome, "")
+				if check == "" {
+					f.grep = "outcome=" + outcome + ":"
+				} else if outcome == "" {
+					f.grep = "check=" + check + " "
+				}
+			}
+			lf, err := f.proto(time.Now())
+			if err != nil {
+				return err
+			}
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{Cluster: clusterName, Filter: lf}))
+			if err != nil {
+				return g.explain(err)
+			}
+			if err := printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()); err != nil {
+				return err
+			}
+			warnClusters(cmd, resp.Msg.GetClusterErrors())
+			return exitIfPartial(resp.Msg.GetClusterErrors())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&clusterName, "cluster", "", "only this cluster")
+	fl.StringVar(&node, "node", "", "only this node")
+	fl.StringVar(&check, "check", "", "only this check")
+	fl.StringVar(&outcome, "outcome", "", "only this outcome: processed, pending, suppressed, silenced, grouped")
+	fl.StringSliceVar(&levels, "level", nil, "only these levels: info (success), warn (warning), error (critical)")
+	fl.StringVar(&since, "since", "24h", "from this time (RFC 3339) or age (1h, 2d)")
+	fl.StringVar(&until, "until", "", "before this time or age")
+	fl.IntVar(&limit, "limit", 0, "at most this many events (default 1000)")
+	return cmd
+}

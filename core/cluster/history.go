@@ -1,0 +1,63 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// historyLevel maps an event level to a log level, so that `unyo logs
+// stats` on the event history counts events by level like any log.
+func historyLevel(l unyov1.Level) string {
+	switch l {
+	case unyov1.Level_LEVEL_WARNING:
+		return "warn"
+	case unyov1.Level_LEVEL_CRITICAL:
+		return "error"
+	}
+	return "info"
+}
+
+// HistoryMessage is how an event's history line starts: `unyo events
+// history --check` greps for it.
+func HistoryMessage(check, outcome, output string) string {
+	return fmt.Sprintf("check=%s outcome=%s: %s", check, outcome, output)
+}
+
+// recordHistory writes processed events with their outcome to the log
+// store, the long-term event history. It runs after the pipeline committed
+// and is best effort: the state store keeps the recent history either way.
+func (c *Cluster) recordHistory(ctx context.Context, events []store.SeqEvent, explained []store.Explained) {
+	if c.opts.Logs == nil || len(events) == 0 {
+		return
+	}
+	outcome := make(map[string]*unyov1.Explanation, len(explained))
+	for _, x := range explained {
+		outcome[x.ID] = x.Explanation
+	}
+	entries := make([]logstore.Entry, 0, len(events))
+	for _, se := range events {
+		e := se.Event
+		ex := outcome[e.GetId()]
+		var rules []string
+		for _, s := range ex.GetSteps() {
+			if s.GetRule() != "" {
+				rules = append(rules, s.GetRule())
+			}
+		}
+		entry := logstore.EventRecord{
+			Time: eventTime(e), Host: e.GetNode(), Cluster: c.opts.Name, EventID: e.GetId(), Kind: "check",
+			Outcome: ex.GetOutcome(), Message: HistoryMessage(e.GetCheck(), ex.GetOutcome(), e.GetOutput()),
+			Fields: map[string]string{"check": e.GetCheck(), "silenced_by": e.GetSilencedBy(), "rules": strings.Join(rules, ",")},
+		}.Entry()
+		entry.Level = historyLevel(e.GetLevel())
+		entries = append(entries, entry)
+	}
+	if err := c.opts.Logs.Write(ctx, entries); err != nil && ctx.Err() == nil {
+		c.log.Warn("writing event history to the log store failed", "events", len(entries), "err", err)
+	}
+}

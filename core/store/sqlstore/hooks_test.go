@@ -1,0 +1,58 @@
+package sqlstore
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// TestHookOutboxPlugin: an outbox job keeps its action plugin (name and
+// params) next to api_hook jobs, which keep none.
+func TestHookOutboxPlugin(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, open func(ctx context.Context) (*Store, error)) {
+		s, err := open(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		params, _ := structpb.NewStruct(map[string]any{"args": []any{"a", "b"}})
+		plugin := &unyov1.PluginAction{Name: "exec", Config: params}
+		body := func() ([]byte, error) { return []byte(`{"k":1}`), nil }
+		if err := s.CommitPipeline(t.Context(), &store.PipelineCommit{Hooks: []store.HookJob{
+			{Key: "r/e1/0", Rule: "r", EventID: "e1", Hook: &unyov1.ApiHookAction{Url: "http://x"}, Body: body},
+			{Key: "r/e1/1", Rule: "r", EventID: "e1", Plugin: plugin, Body: body},
+			{Key: "r/e1/2", Rule: "r", EventID: "e1", Plugin: &unyov1.PluginAction{Name: "bare"}, Body: body},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		due, err := s.DueHooks(t.Context(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey := map[string]store.PendingHook{}
+		for _, j := range due {
+			byKey[j.Key] = j
+		}
+		if j := byKey["r/e1/0"]; j.Plugin != nil || j.Hook.GetUrl() != "http://x" || string(j.Body) != `{"k":1}` {
+			t.Errorf("api_hook job: %+v", j)
+		}
+		if j := byKey["r/e1/1"]; !proto.Equal(j.Plugin, plugin) || string(j.Body) != `{"k":1}` {
+			t.Errorf("plugin job: %+v", j)
+		}
+		if j := byKey["r/e1/2"]; j.Plugin.GetName() != "bare" {
+			t.Errorf("plugin job without params: %+v", j)
+		}
+		if err := s.FinishHook(t.Context(), "r/e1/1", nil); err != nil {
+			t.Fatal(err)
+		}
+		if due, err = s.DueHooks(t.Context(), 10); err != nil || len(due) != 2 {
+			t.Errorf("after FinishHook: %d jobs, %v", len(due), err)
+		}
+	})
+}

@@ -1,0 +1,193 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sha256File is the hex sha256 of a file, as sha256sum prints it.
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// pidsOf returns the processes running the binary at path.
+func pidsOf(path string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == path {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestCheckPlugin: a Check naming the tcp check plugin runs through the
+// agent's plugin host; its results follow the target; a SIGKILLed plugin
+// is raised as an event, comes back, and never stops the agent's other
+// checks.
+func TestCheckPlugin(t *testing.T) {
+	bin := buildPlugin(t, "../plugins/check-tcp", "unyo-check-tcp")
+	sum := sha256File(t, bin)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+
+	f := newFleet(t, "")
+	f.agent("plug1", "{role: plug}", fmt.Sprintf(`  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: check, name: tcp, sha256: %s}
+      # Not installed: refused at start, which must not stop the agent.
+      - {kind: check, name: http, sha256: %s}
+  checks:
+    - name: other
+      spec:
+        command: [check_dummy, "0", "still running"]
+        interval: 1s
+`, filepath.Dir(bin), sum, strings.Repeat("0", 64)))
+
+	checks := writeFile(t, f.dir, "tcp.yaml", fmt.Sprintf(`
+kind: Check
+name: tcp-port
+spec:
+  plugin: {name: tcp, target: {address: %q, warning: 5s}}
+  interval: 1s
+  node_selector: {role: plug}
+`, addr))
+	if out, err := f.cli("apply", "-f", checks); err != nil || !strings.Contains(out, "Check/tcp-port (c1) created") {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+
+	eventually(t, 60*time.Second, "an OK result of the plugin check and the plugin's running event", func() error {
+		ev, err := f.latest()
+		if err != nil {
+			return err
+		}
+		if e := ev["plug1/tcp-port"]; str(e, "level") != "LEVEL_SUCCESS" || !strings.HasPrefix(str(e, "output"), "TCP OK") {
+			return fmt.Errorf("tcp-port: %v", e)
+		}
+		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "LEVEL_SUCCESS" || !strings.Contains(str(e, "output"), "plugin check/tcp is running") {
+			return fmt.Errorf("plugin-check-tcp: %v", e)
+		}
+		if e := ev["plug1/plugin-check-http"]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "no executable unyo-check-http") {
+			return fmt.Errorf("plugin-check-http: %v", e)
+		}
+		return nil
+	})
+	ev, _ := f.latest()
+	ok := ev["plug1/tcp-port"]
+	if pd, _ := ok["perfdata"].([]any); len(pd) != 1 || str(pd[0].(map[string]any), "label") != "time" || str(pd[0].(map[string]any), "uom") != "s" {
+		t.Errorf("perfdata of the plugin's metrics: %v", ok["perfdata"])
+	}
+
+	// The target goes down: CRITICAL, with the plugin's output in the
+	// event's details.
+	ln.Close()
+	var critID string
+	eventually(t, 30*time.Second, "a CRITICAL result once the listener is closed", func() error {
+		ev, err := f.latest()
+		if err != nil {
+			return err
+		}
+		e := ev["plug1/tcp-port"]
+		if str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "TCP CRITICAL - cannot connect to "+addr) {
+			return fmt.Errorf("tcp-port: %v", e)
+		}
+		critID = str(e, "id")
+		return nil
+	})
+	out, err := f.cli("events", "get", critID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "TCP CRITICAL") || !strings.Contains(out, "tcp-port") {
+		t.Errorf("events get %s:\n%s", critID, out)
+	}
+
+	// Kill the plugin as a crash would.
+	pids := pidsOf(bin)
+	if len(pids) != 1 {
+		t.Fatalf("processes running %s: %v, want one", bin, pids)
+	}
+	before, _ := f.latest()
+	otherBefore := str(before["plug1/other"], "id")
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the crash raised as an event, the plugin back, the other check still running", func() error {
+		hist, err := f.json("events", "ls", "--history", "--node", "plug1", "--check", "plugin-check-tcp")
+		if err != nil {
+			return err
+		}
+		crashed := false
+		for _, e := range hist {
+			if str(e, "level") == "LEVEL_WARNING" && strings.Contains(str(e, "output"), "plugin check/tcp") {
+				crashed = true
+			}
+		}
+		if !crashed {
+			return fmt.Errorf("no warning event for the crashed plugin in %d events", len(hist))
+		}
+		now := pidsOf(bin)
+		if len(now) != 1 || now[0] == pids[0] {
+			return fmt.Errorf("plugin processes %v (killed %d)", now, pids[0])
+		}
+		ev, err := f.latest()
+		if err != nil {
+			return err
+		}
+		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "LEVEL_SUCCESS" {
+			return fmt.Errorf("plugin-check-tcp: %v", e)
+		}
+		if e := ev["plug1/other"]; str(e, "id") == otherBefore || str(e, "level") != "LEVEL_SUCCESS" {
+			return fmt.Errorf("other check: %v", e)
+		}
+		// Answered by the restarted plugin again (not UNKNOWN).
+		if e := ev["plug1/tcp-port"]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "TCP CRITICAL") {
+			return fmt.Errorf("tcp-port: %v", e)
+		}
+		return nil
+	})
+	a := f.agents["plug1"]
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	select {
+	case <-done:
+		t.Fatal("the agent exited")
+	default:
+	}
+}
