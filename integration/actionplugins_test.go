@@ -42,6 +42,17 @@ printf '%s\n' "$UNYO_IDEMPOTENCY_KEY" >> "$1.keys"; cat >> "$1"`
     - name: crit3
       spec: {command: [check_dummy, "2", "flaky"], interval: 1s, reissue: 1h}
 `)
+	// `unyo plugin ls` through root shows the cluster's action plugin.
+	eventually(t, 30*time.Second, "plugin ls to show the cluster's exec plugin running", func() error {
+		p, err := pluginLs(f, "cluster:c1", "action", "exec")
+		if err != nil {
+			return err
+		}
+		if str(p, "state") != "running" || str(p, "version") == "" {
+			return fmt.Errorf("exec plugin: %v", p)
+		}
+		return nil
+	})
 	rules := writeFile(t, f.dir, "rules.yaml", fmt.Sprintf(`
 kind: EventRule
 name: notify-exec

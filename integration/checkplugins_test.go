@@ -41,6 +41,20 @@ func pidsOf(path string) []int {
 	return pids
 }
 
+// pluginLs is the item of `unyo plugin ls -o json` for one plugin.
+func pluginLs(f *fleet, where, kind, name string) (map[string]any, error) {
+	items, err := f.json("plugin", "ls")
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		if str(it, "where") == where && str(it, "kind") == kind && str(it, "name") == name {
+			return it, nil
+		}
+	}
+	return nil, fmt.Errorf("no %s/%s plugin at %s in plugin ls: %v", kind, name, where, items)
+}
+
 // TestCheckPlugin: a Check naming the tcp check plugin runs through the
 // agent's plugin host; its results follow the target; a SIGKILLed plugin
 // is raised as an event, comes back, and never stops the agent's other
@@ -107,6 +121,28 @@ spec:
 		}
 		return nil
 	})
+	// `unyo plugin ls` shows the agent's plugins as its heartbeats carry them.
+	eventually(t, 30*time.Second, "plugin ls to show the tcp plugin running and the http plugin failed", func() error {
+		tcp, err := pluginLs(f, "plug1", "check", "tcp")
+		if err != nil {
+			return err
+		}
+		if str(tcp, "state") != "running" || str(tcp, "version") == "" || str(tcp, "cluster") != "c1" || str(tcp, "since") == "" {
+			return fmt.Errorf("tcp plugin: %v", tcp)
+		}
+		http, err := pluginLs(f, "plug1", "check", "http")
+		if err != nil {
+			return err
+		}
+		if str(http, "state") != "failed" || !strings.Contains(str(http, "last_error"), "no executable unyo-check-http") {
+			return fmt.Errorf("http plugin: %v", http)
+		}
+		return nil
+	})
+	if out, err := f.cli("plugin", "ls"); err != nil || !strings.Contains(out, "WHERE") || !strings.Contains(out, "running") {
+		t.Errorf("plugin ls: %v\n%s", err, out)
+	}
+
 	ev, _ := f.latest()
 	ok := ev["plug1/tcp-port"]
 	if pd, _ := ok["perfdata"].([]any); len(pd) != 1 || str(pd[0].(map[string]any), "label") != "time" || str(pd[0].(map[string]any), "uom") != "s" {
@@ -178,6 +214,16 @@ spec:
 		// Answered by the restarted plugin again (not UNKNOWN).
 		if e := ev["plug1/tcp-port"]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "TCP CRITICAL") {
 			return fmt.Errorf("tcp-port: %v", e)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "plugin ls to count the restart", func() error {
+		tcp, err := pluginLs(f, "plug1", "check", "tcp")
+		if err != nil {
+			return err
+		}
+		if r, _ := tcp["restarts"].(float64); r < 1 || str(tcp, "state") != "running" {
+			return fmt.Errorf("tcp plugin after the kill: %v", tcp)
 		}
 		return nil
 	})

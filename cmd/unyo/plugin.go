@@ -14,14 +14,14 @@ import (
 )
 
 // newPluginCommand groups the commands that vet plugin binaries before
-// they are pinned and configured. They run the binary locally and need no
-// server.
-func newPluginCommand() *cobra.Command {
+// they are pinned and configured (check and conformance run the binary
+// locally and need no server) and ls, which lists the plugins that run.
+func newPluginCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Check plugin binaries against the unyo plugin protocol",
+		Short: "Check plugin binaries against the unyo plugin protocol; list running plugins",
 	}
-	cmd.AddCommand(newPluginCheckCommand(), newPluginConformanceCommand())
+	cmd.AddCommand(newPluginCheckCommand(), newPluginConformanceCommand(), newPluginLsCommand(g))
 	return cmd
 }
 

@@ -101,7 +101,7 @@ func (a *Agent) register(ctx context.Context) error {
 	node := &unyov1.Node{
 		Name: a.opts.NodeName, Labels: a.opts.Labels, Capacity: capacity,
 		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,
-		RegisteredAt: timestamppb.Now(),
+		RegisteredAt: timestamppb.Now(), Plugins: a.pluginStatusProto(),
 	}
 	resp, err := a.cl.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
 	if err != nil {
@@ -125,7 +125,9 @@ func (a *Agent) fingerprintPath() string {
 }
 
 func (a *Agent) beat(ctx context.Context) error {
-	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: a.opts.NodeName}))
+	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{
+		Node: a.opts.NodeName, Plugins: a.pluginStatusProto(),
+	}))
 	if err != nil {
 		return err
 	}

@@ -229,3 +229,26 @@ func executeOnce(ctx context.Context, p *host.Plugin, req *pluginv1.ExecuteReque
 	})
 	return out, err
 }
+
+// pluginStatus is this replica's action plugins' state, for GetStatus.
+func (c *Cluster) pluginStatus() []*unyov1.PluginStatus {
+	c.pluginsMu.Lock()
+	h := c.plugins
+	c.pluginsMu.Unlock()
+	if h == nil {
+		return nil
+	}
+	st := h.Status()
+	out := make([]*unyov1.PluginStatus, 0, len(st))
+	for _, s := range st {
+		p := &unyov1.PluginStatus{
+			Kind: s.Kind, Name: s.Name, Version: s.Version, State: string(s.State),
+			Restarts: int32(s.Restarts), LastError: s.LastError,
+		}
+		if !s.Since.IsZero() {
+			p.Since = timestamppb.New(s.Since)
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -36,12 +38,43 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		return nil, internal(fmt.Errorf("register node %q: %w", n.GetName(), err))
 	}
 	s.c.remember(n)
+	s.c.knownMu.Lock()
+	s.c.nodePlugins[n.GetName()] = n.GetPlugins()
+	s.c.knownMu.Unlock()
 	s.c.beats.add(n.GetName(), time.Now())
 	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels())
 	return connect.NewResponse(&unyov1.RegisterResponse{
 		Cluster:           s.c.opts.Name,
 		HeartbeatInterval: durationpb.New(s.c.opts.HeartbeatInterval),
 	}), nil
+}
+
+// notePlugins keeps the plugin statuses a node's heartbeat carried: they are
+// written to the node's record when they differ from the ones last written
+// (by this replica, or as read with the node). A failed write is logged and
+// tried again with the next heartbeat; the heartbeat itself goes on.
+func (c *Cluster) notePlugins(ctx context.Context, n *unyov1.Node, plugins []*unyov1.PluginStatus) {
+	name := n.GetName()
+	c.knownMu.Lock()
+	last, ok := c.nodePlugins[name]
+	if !ok {
+		last = n.GetPlugins()
+	}
+	same := slices.EqualFunc(last, plugins, func(a, b *unyov1.PluginStatus) bool { return proto.Equal(a, b) })
+	if same && !ok {
+		c.nodePlugins[name] = last
+	}
+	c.knownMu.Unlock()
+	if same {
+		return
+	}
+	if err := c.store.SetNodePlugins(ctx, name, plugins); err != nil {
+		c.log.Warn("recording the plugin statuses of a node failed; will retry with its next heartbeat", "node", name, "err", err)
+		return
+	}
+	c.knownMu.Lock()
+	c.nodePlugins[name] = plugins
+	c.knownMu.Unlock()
 }
 
 func (c *Cluster) remember(n *unyov1.Node) {
@@ -72,10 +105,12 @@ func (c *Cluster) node(ctx context.Context, name string) (*unyov1.Node, error) {
 }
 
 func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov1.HeartbeatRequest]) (*connect.Response[unyov1.HeartbeatResponse], error) {
-	if _, err := s.c.node(ctx, req.Msg.GetNode()); err != nil {
+	n, err := s.c.node(ctx, req.Msg.GetNode())
+	if err != nil {
 		return nil, err
 	}
 	s.c.beats.add(req.Msg.GetNode(), time.Now())
+	s.c.notePlugins(ctx, n, req.Msg.GetPlugins())
 	rev, err := s.c.revisions.get(ctx)
 	if err != nil {
 		return nil, internal(fmt.Errorf("read checks revision: %w", err))

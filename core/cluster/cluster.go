@@ -61,6 +61,10 @@ type Cluster struct {
 	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
 	revisions revisionCache
 
+	// nodePlugins is each node's plugin statuses as last stored (guarded by
+	// knownMu): a heartbeat writes them only when they changed.
+	nodePlugins map[string][]*unyov1.PluginStatus
+
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins
 	// pluginsReady is closed once the plugins' first start is over.
@@ -101,6 +105,7 @@ func New(st store.Store, opts Options) *Cluster {
 		kinds:    kinds(),
 		ingested: make(chan struct{}, 1),
 
+		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		pluginsReady: make(chan struct{}),
 	}
 	c.filters.st = st

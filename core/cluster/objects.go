@@ -78,5 +78,6 @@ func (s *statusService) GetStatus(context.Context, *connect.Request[unyov1.GetSt
 		resp.Leases = append(resp.Leases, s.c.lease.Name)
 	}
 	sort.Strings(resp.Leases)
+	resp.Plugins = s.c.pluginStatus()
 	return connect.NewResponse(resp), nil
 }

@@ -78,8 +78,15 @@ func TestPrint(t *testing.T) {
 		{"status", func(t *testing.T, p *printer, _ io.Writer) error {
 			return p.status(load(t, "status", &unyov1.GetStatusResponse{}))
 		}},
+		{"plugins", func(t *testing.T, p *printer, _ io.Writer) error {
+			return p.plugins([]PluginRow{
+				{Cluster: "dc1", Status: &unyov1.PluginStatus{Kind: "action", Name: "exec", Version: "1.0.0", State: "running", Since: timestamppb.New(now().Add(-2 * time.Hour))}},
+				{Cluster: "dc1", Node: "web-1", Status: &unyov1.PluginStatus{Kind: "check", Name: "tcp", Version: "0.3.0", State: "running", Restarts: 2, LastError: "exited: signal: killed\nmore", Since: timestamppb.New(now().Add(-90 * time.Second))}},
+				{Cluster: "dc1", Node: "web-1", Status: &unyov1.PluginStatus{Kind: "check", Name: "http", State: "failed", LastError: "no executable unyo-check-http"}},
+			})
+		}},
 		{"empty", func(t *testing.T, p *printer, _ io.Writer) error {
-			return firstErr(p.nodes(nil), p.objects(nil), p.events(nil))
+			return firstErr(p.nodes(nil), p.objects(nil), p.events(nil), p.plugins(nil))
 		}},
 	}
 	for _, tt := range tests {

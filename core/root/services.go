@@ -46,8 +46,10 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 		return resp.Msg, nil
 	})
 	reachable := map[string]bool{}
+	plugins := map[string][]*unyov1.PluginStatus{}
 	for _, a := range answers {
 		reachable[a.cluster] = true
+		plugins[a.cluster] = a.value.GetPlugins()
 	}
 	failed := map[string]string{}
 	for _, e := range errs {
@@ -56,6 +58,7 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	for _, c := range all {
 		c.Reachable = reachable[c.GetName()]
 		c.Error = failed[c.GetName()]
+		c.Plugins = plugins[c.GetName()]
 	}
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
 }

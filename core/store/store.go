@@ -57,6 +57,9 @@ type Nodes interface {
 	TouchNodes(ctx context.Context, seen map[string]time.Time) error
 	// SetNodeState changes a node's liveness state.
 	SetNodeState(ctx context.Context, name string, state unyov1.NodeState) error
+	// SetNodePlugins replaces the plugin statuses kept with a node, leaving
+	// the rest of it (state included) as it is.
+	SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
 }

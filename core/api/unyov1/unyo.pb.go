@@ -369,6 +369,8 @@ type Node struct {
 	State         NodeState              `protobuf:"varint,9,opt,name=state,proto3,enum=unyo.v1.NodeState" json:"state,omitempty"`
 	RegisteredAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=registered_at,json=registeredAt,proto3" json:"registered_at,omitempty"`
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
+	// The agent's check plugins as of its latest heartbeat that changed them.
+	Plugins       []*PluginStatus `protobuf:"bytes,12,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -480,6 +482,111 @@ func (x *Node) GetLastHeartbeat() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Node) GetPlugins() []*PluginStatus {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
+// PluginStatus is one plugin's state as its host (an agent for check
+// plugins, a cluster server for action plugins) sees it.
+type PluginStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "check" or "action".
+	Kind    string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name    string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// starting, running, degraded, backoff, failed or stopped.
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// Restarts after a crash or failed start.
+	Restarts  int32  `protobuf:"varint,5,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastError string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When the plugin entered its state.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PluginStatus) Reset() {
+	*x = PluginStatus{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PluginStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PluginStatus) ProtoMessage() {}
+
+func (x *PluginStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
+func (*PluginStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PluginStatus) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *PluginStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type CheckSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// argv of a Nagios-style plugin; the first word is a path or a name found
@@ -514,7 +621,7 @@ type CheckSpec struct {
 
 func (x *CheckSpec) Reset() {
 	*x = CheckSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +633,7 @@ func (x *CheckSpec) String() string {
 func (*CheckSpec) ProtoMessage() {}
 
 func (x *CheckSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +646,7 @@ func (x *CheckSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSpec.ProtoReflect.Descriptor instead.
 func (*CheckSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CheckSpec) GetCommand() []string {
@@ -647,7 +754,7 @@ type PluginCheck struct {
 
 func (x *PluginCheck) Reset() {
 	*x = PluginCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +766,7 @@ func (x *PluginCheck) String() string {
 func (*PluginCheck) ProtoMessage() {}
 
 func (x *PluginCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +779,7 @@ func (x *PluginCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginCheck.ProtoReflect.Descriptor instead.
 func (*PluginCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PluginCheck) GetName() string {
@@ -710,7 +817,7 @@ type MetricCheck struct {
 
 func (x *MetricCheck) Reset() {
 	*x = MetricCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +829,7 @@ func (x *MetricCheck) String() string {
 func (*MetricCheck) ProtoMessage() {}
 
 func (x *MetricCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +842,7 @@ func (x *MetricCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricCheck.ProtoReflect.Descriptor instead.
 func (*MetricCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MetricCheck) GetExpr() string {
@@ -796,7 +903,7 @@ type LogCheck struct {
 
 func (x *LogCheck) Reset() {
 	*x = LogCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +915,7 @@ func (x *LogCheck) String() string {
 func (*LogCheck) ProtoMessage() {}
 
 func (x *LogCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +928,7 @@ func (x *LogCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogCheck.ProtoReflect.Descriptor instead.
 func (*LogCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LogCheck) GetApp() string {
@@ -890,7 +997,7 @@ type Check struct {
 
 func (x *Check) Reset() {
 	*x = Check{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1009,7 @@ func (x *Check) String() string {
 func (*Check) ProtoMessage() {}
 
 func (x *Check) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1022,7 @@ func (x *Check) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Check.ProtoReflect.Descriptor instead.
 func (*Check) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Check) GetName() string {
@@ -990,7 +1097,7 @@ type PerfData struct {
 
 func (x *PerfData) Reset() {
 	*x = PerfData{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1109,7 @@ func (x *PerfData) String() string {
 func (*PerfData) ProtoMessage() {}
 
 func (x *PerfData) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1122,7 @@ func (x *PerfData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PerfData.ProtoReflect.Descriptor instead.
 func (*PerfData) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PerfData) GetLabel() string {
@@ -1105,7 +1212,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1224,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1237,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetId() string {
@@ -1294,7 +1401,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1413,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1426,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Explanation) GetOutcome() string {
@@ -1357,7 +1464,7 @@ type ExplanationStep struct {
 
 func (x *ExplanationStep) Reset() {
 	*x = ExplanationStep{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1476,7 @@ func (x *ExplanationStep) String() string {
 func (*ExplanationStep) ProtoMessage() {}
 
 func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1489,7 @@ func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplanationStep.ProtoReflect.Descriptor instead.
 func (*ExplanationStep) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExplanationStep) GetStage() string {
@@ -1431,7 +1538,7 @@ type EventMatch struct {
 
 func (x *EventMatch) Reset() {
 	*x = EventMatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1550,7 @@ func (x *EventMatch) String() string {
 func (*EventMatch) ProtoMessage() {}
 
 func (x *EventMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1563,7 @@ func (x *EventMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventMatch.ProtoReflect.Descriptor instead.
 func (*EventMatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EventMatch) GetNode() string {
@@ -1508,7 +1615,7 @@ type CreateAlertAction struct {
 
 func (x *CreateAlertAction) Reset() {
 	*x = CreateAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1627,7 @@ func (x *CreateAlertAction) String() string {
 func (*CreateAlertAction) ProtoMessage() {}
 
 func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1640,7 @@ func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAlertAction.ProtoReflect.Descriptor instead.
 func (*CreateAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateAlertAction) GetLevel() string {
@@ -1569,7 +1676,7 @@ type DeleteAlertAction struct {
 
 func (x *DeleteAlertAction) Reset() {
 	*x = DeleteAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1688,7 @@ func (x *DeleteAlertAction) String() string {
 func (*DeleteAlertAction) ProtoMessage() {}
 
 func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1701,7 @@ func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAlertAction.ProtoReflect.Descriptor instead.
 func (*DeleteAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteAlertAction) GetKey() string {
@@ -1627,7 +1734,7 @@ type ApiHookAction struct {
 
 func (x *ApiHookAction) Reset() {
 	*x = ApiHookAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1746,7 @@ func (x *ApiHookAction) String() string {
 func (*ApiHookAction) ProtoMessage() {}
 
 func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1759,7 @@ func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiHookAction.ProtoReflect.Descriptor instead.
 func (*ApiHookAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApiHookAction) GetUrl() string {
@@ -1705,7 +1812,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1824,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1837,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -1822,7 +1929,7 @@ type PluginAction struct {
 
 func (x *PluginAction) Reset() {
 	*x = PluginAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1941,7 @@ func (x *PluginAction) String() string {
 func (*PluginAction) ProtoMessage() {}
 
 func (x *PluginAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1954,7 @@ func (x *PluginAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginAction.ProtoReflect.Descriptor instead.
 func (*PluginAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PluginAction) GetName() string {
@@ -1889,7 +1996,7 @@ type EventRuleSpec struct {
 
 func (x *EventRuleSpec) Reset() {
 	*x = EventRuleSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2008,7 @@ func (x *EventRuleSpec) String() string {
 func (*EventRuleSpec) ProtoMessage() {}
 
 func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2021,7 @@ func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRuleSpec.ProtoReflect.Descriptor instead.
 func (*EventRuleSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EventRuleSpec) GetType() string {
@@ -2004,7 +2111,7 @@ type EventRule struct {
 
 func (x *EventRule) Reset() {
 	*x = EventRule{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2123,7 @@ func (x *EventRule) String() string {
 func (*EventRule) ProtoMessage() {}
 
 func (x *EventRule) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2136,7 @@ func (x *EventRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRule.ProtoReflect.Descriptor instead.
 func (*EventRule) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EventRule) GetName() string {
@@ -2103,7 +2210,7 @@ type AggregateGroup struct {
 
 func (x *AggregateGroup) Reset() {
 	*x = AggregateGroup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2222,7 @@ func (x *AggregateGroup) String() string {
 func (*AggregateGroup) ProtoMessage() {}
 
 func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2235,7 @@ func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateGroup.ProtoReflect.Descriptor instead.
 func (*AggregateGroup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AggregateGroup) GetRule() string {
@@ -2182,7 +2289,7 @@ type MaintenanceSpec struct {
 
 func (x *MaintenanceSpec) Reset() {
 	*x = MaintenanceSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2301,7 @@ func (x *MaintenanceSpec) String() string {
 func (*MaintenanceSpec) ProtoMessage() {}
 
 func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2314,7 @@ func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MaintenanceSpec) GetNodes() []string {
@@ -2270,7 +2377,7 @@ type Maintenance struct {
 
 func (x *Maintenance) Reset() {
 	*x = Maintenance{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2389,7 @@ func (x *Maintenance) String() string {
 func (*Maintenance) ProtoMessage() {}
 
 func (x *Maintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2402,7 @@ func (x *Maintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
 func (*Maintenance) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Maintenance) GetName() string {
@@ -2368,7 +2475,7 @@ type AlertTransition struct {
 
 func (x *AlertTransition) Reset() {
 	*x = AlertTransition{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2487,7 @@ func (x *AlertTransition) String() string {
 func (*AlertTransition) ProtoMessage() {}
 
 func (x *AlertTransition) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2500,7 @@ func (x *AlertTransition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertTransition.ProtoReflect.Descriptor instead.
 func (*AlertTransition) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AlertTransition) GetAt() *timestamppb.Timestamp {
@@ -2454,7 +2561,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2466,7 +2573,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2479,7 +2586,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Alert) GetId() string {
@@ -2595,7 +2702,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2714,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2727,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -2690,7 +2797,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2702,7 +2809,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2715,7 +2822,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ObjectRef) GetKind() string {
@@ -2749,7 +2856,7 @@ type ClusterError struct {
 
 func (x *ClusterError) Reset() {
 	*x = ClusterError{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2868,7 @@ func (x *ClusterError) String() string {
 func (*ClusterError) ProtoMessage() {}
 
 func (x *ClusterError) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2881,7 @@ func (x *ClusterError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterError.ProtoReflect.Descriptor instead.
 func (*ClusterError) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ClusterError) GetCluster() string {
@@ -2800,7 +2907,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2919,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2932,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RegisterRequest) GetNode() *Node {
@@ -2845,7 +2952,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +2964,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +2977,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterResponse) GetCluster() string {
@@ -2888,16 +2995,18 @@ func (x *RegisterResponse) GetHeartbeatInterval() *durationpb.Duration {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Capacity      *Capacity              `protobuf:"bytes,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Node     string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Capacity *Capacity              `protobuf:"bytes,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// The agent's check plugins now.
+	Plugins       []*PluginStatus `protobuf:"bytes,3,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2909,7 +3018,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2922,7 +3031,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -2939,6 +3048,13 @@ func (x *HeartbeatRequest) GetCapacity() *Capacity {
 	return nil
 }
 
+func (x *HeartbeatRequest) GetPlugins() []*PluginStatus {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Changes whenever a check is applied or deleted: the agent refetches.
@@ -2949,7 +3065,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3077,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3090,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -2994,7 +3110,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3006,7 +3122,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3019,7 +3135,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -3051,7 +3167,7 @@ type ReportResultsResponse struct {
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3179,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3192,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -3116,7 +3232,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3128,7 +3244,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3141,7 +3257,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -3161,7 +3277,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3289,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3302,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -3212,7 +3328,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3340,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3353,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -3258,7 +3374,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3386,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3399,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -3310,7 +3426,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3438,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3451,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -3361,7 +3477,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3373,7 +3489,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3386,7 +3502,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -3407,7 +3523,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3535,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3548,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -3458,7 +3574,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3470,7 +3586,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3483,7 +3599,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -3503,7 +3619,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3631,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3644,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -3555,7 +3671,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3567,7 +3683,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3580,7 +3696,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -3607,7 +3723,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +3735,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +3748,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -3658,7 +3774,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3786,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3799,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -3703,7 +3819,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +3831,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +3844,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3755,7 +3871,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3883,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3896,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -3807,7 +3923,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3819,7 +3935,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3832,7 +3948,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -3864,7 +3980,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3876,7 +3992,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3889,7 +4005,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -3944,7 +4060,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3956,7 +4072,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3969,7 +4085,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -3996,7 +4112,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4124,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +4137,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -4048,7 +4164,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4176,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4189,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -4105,7 +4221,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4117,7 +4233,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4130,7 +4246,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -4185,7 +4301,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4197,7 +4313,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4210,7 +4326,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -4237,7 +4353,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4365,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4378,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -4289,7 +4405,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4301,7 +4417,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4314,7 +4430,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -4343,7 +4459,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4355,7 +4471,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4368,7 +4484,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -4408,7 +4524,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4536,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4549,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -4454,7 +4570,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4582,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4595,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -4513,7 +4629,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +4641,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +4654,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -4562,15 +4678,17 @@ type ClusterInfo struct {
 	RegisteredAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=registered_at,json=registeredAt,proto3" json:"registered_at,omitempty"`
 	LastSeen     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
 	// Filled by ListClusters: did the cluster answer just now.
-	Reachable     bool   `protobuf:"varint,5,opt,name=reachable,proto3" json:"reachable,omitempty"`
-	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Reachable bool   `protobuf:"varint,5,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// Filled by ListClusters from the cluster's status: its action plugins.
+	Plugins       []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4582,7 +4700,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4595,7 +4713,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -4640,6 +4758,13 @@ func (x *ClusterInfo) GetError() string {
 	return ""
 }
 
+func (x *ClusterInfo) GetPlugins() []*PluginStatus {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
 type RegisterClusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -4650,7 +4775,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4662,7 +4787,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4675,7 +4800,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -4700,7 +4825,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4712,7 +4837,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4725,7 +4850,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 type ListClustersRequest struct {
@@ -4736,7 +4861,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +4873,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +4886,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 type ListClustersResponse struct {
@@ -4773,7 +4898,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +4910,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4798,7 +4923,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -4816,7 +4941,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4828,7 +4953,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4841,7 +4966,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 type GetStatusResponse struct {
@@ -4851,15 +4976,17 @@ type GetStatusResponse struct {
 	Cluster string                 `protobuf:"bytes,3,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	Replica string                 `protobuf:"bytes,4,opt,name=replica,proto3" json:"replica,omitempty"`
 	// Controller loops this replica runs because it holds their lease.
-	Leases        []string               `protobuf:"bytes,5,rep,name=leases,proto3" json:"leases,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	Leases    []string               `protobuf:"bytes,5,rep,name=leases,proto3" json:"leases,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// A cluster server's action plugins.
+	Plugins       []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4871,7 +4998,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4884,7 +5011,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -4929,6 +5056,13 @@ func (x *GetStatusResponse) GetStartedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GetStatusResponse) GetPlugins() []*PluginStatus {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
 type Sample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Metric name (Prometheus __name__).
@@ -4944,7 +5078,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4956,7 +5090,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4969,7 +5103,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Sample) GetName() string {
@@ -5010,7 +5144,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5022,7 +5156,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5035,7 +5169,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -5062,7 +5196,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5074,7 +5208,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5087,7 +5221,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -5113,7 +5247,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5125,7 +5259,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5138,7 +5272,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -5159,7 +5293,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5171,7 +5305,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5184,7 +5318,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -5210,7 +5344,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5222,7 +5356,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5235,7 +5369,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -5259,7 +5393,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5271,7 +5405,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5284,7 +5418,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -5334,7 +5468,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5346,7 +5480,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5359,7 +5493,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5393,7 +5527,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5405,7 +5539,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5418,7 +5552,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -5449,7 +5583,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5461,7 +5595,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5474,7 +5608,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -5515,7 +5649,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5527,7 +5661,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5540,7 +5674,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -5585,7 +5719,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5597,7 +5731,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5610,7 +5744,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -5707,7 +5841,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5719,7 +5853,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5732,7 +5866,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -5762,7 +5896,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5774,7 +5908,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5787,7 +5921,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -5831,7 +5965,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5843,7 +5977,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5856,7 +5990,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -5925,7 +6059,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5937,7 +6071,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5950,7 +6084,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -5978,7 +6112,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5990,7 +6124,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6003,7 +6137,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6033,7 +6167,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6045,7 +6179,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6058,7 +6192,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6109,7 +6243,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6121,7 +6255,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6134,7 +6268,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6178,7 +6312,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6190,7 +6324,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6203,7 +6337,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -6246,7 +6380,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6258,7 +6392,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6271,7 +6405,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -6313,7 +6447,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6325,7 +6459,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6338,7 +6472,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6364,7 +6498,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xe6\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x97\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -6377,10 +6511,20 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05state\x18\t \x01(\x0e2\x12.unyo.v1.NodeStateR\x05state\x12?\n" +
 	"\rregistered_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\fregisteredAt\x12A\n" +
-	"\x0elast_heartbeat\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x1a9\n" +
+	"\x0elast_heartbeat\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12/\n" +
+	"\aplugins\x18\f \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\fPluginStatus\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x1a\n" +
+	"\brestarts\x18\x05 \x01(\x05R\brestarts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x120\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xeb\x04\n" +
 	"\tCheckSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x1a\n" +
 	"\binterval\x18\x02 \x01(\tR\binterval\x12\x12\n" +
@@ -6609,10 +6753,11 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\v2\r.unyo.v1.NodeR\x04node\"v\n" +
 	"\x10RegisterResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12H\n" +
-	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"U\n" +
+	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"\x86\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
-	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\"<\n" +
+	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12/\n" +
+	"\aplugins\x18\x03 \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\"<\n" +
 	"\x11HeartbeatResponse\x12'\n" +
 	"\x0fchecks_revision\x18\x01 \x01(\x03R\x0echecksRevision\"T\n" +
 	"\x14ReportResultsRequest\x12\x12\n" +
@@ -6711,14 +6856,15 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
 	"\x16EndMaintenanceResponse\x128\n" +
 	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xe1\x01\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x92\x02\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
 	"\rregistered_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\fregisteredAt\x127\n" +
 	"\tlast_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x1c\n" +
 	"\treachable\x18\x05 \x01(\bR\treachable\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\">\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\">\n" +
 	"\x16RegisterClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\"\x19\n" +
@@ -6726,7 +6872,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x13ListClustersRequest\"H\n" +
 	"\x14ListClustersResponse\x120\n" +
 	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"\x12\n" +
-	"\x10GetStatusRequest\"\xc8\x01\n" +
+	"\x10GetStatusRequest\"\xf9\x01\n" +
 	"\x11GetStatusResponse\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -6734,7 +6880,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\areplica\x18\x04 \x01(\tR\areplica\x12\x16\n" +
 	"\x06leases\x18\x05 \x03(\tR\x06leases\x129\n" +
 	"\n" +
-	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\xbb\x01\n" +
+	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12/\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\"\xbb\x01\n" +
 	"\x06Sample\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Sample.LabelsEntryR\x06labels\x12\x17\n" +
@@ -6932,7 +7079,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -6941,302 +7088,308 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(AlertState)(0),                 // 4: unyo.v1.AlertState
 	(*Capacity)(nil),                // 5: unyo.v1.Capacity
 	(*Node)(nil),                    // 6: unyo.v1.Node
-	(*CheckSpec)(nil),               // 7: unyo.v1.CheckSpec
-	(*PluginCheck)(nil),             // 8: unyo.v1.PluginCheck
-	(*MetricCheck)(nil),             // 9: unyo.v1.MetricCheck
-	(*LogCheck)(nil),                // 10: unyo.v1.LogCheck
-	(*Check)(nil),                   // 11: unyo.v1.Check
-	(*PerfData)(nil),                // 12: unyo.v1.PerfData
-	(*Event)(nil),                   // 13: unyo.v1.Event
-	(*Explanation)(nil),             // 14: unyo.v1.Explanation
-	(*ExplanationStep)(nil),         // 15: unyo.v1.ExplanationStep
-	(*EventMatch)(nil),              // 16: unyo.v1.EventMatch
-	(*CreateAlertAction)(nil),       // 17: unyo.v1.CreateAlertAction
-	(*DeleteAlertAction)(nil),       // 18: unyo.v1.DeleteAlertAction
-	(*ApiHookAction)(nil),           // 19: unyo.v1.ApiHookAction
-	(*Action)(nil),                  // 20: unyo.v1.Action
-	(*PluginAction)(nil),            // 21: unyo.v1.PluginAction
-	(*EventRuleSpec)(nil),           // 22: unyo.v1.EventRuleSpec
-	(*EventRule)(nil),               // 23: unyo.v1.EventRule
-	(*AggregateGroup)(nil),          // 24: unyo.v1.AggregateGroup
-	(*MaintenanceSpec)(nil),         // 25: unyo.v1.MaintenanceSpec
-	(*Maintenance)(nil),             // 26: unyo.v1.Maintenance
-	(*AlertTransition)(nil),         // 27: unyo.v1.AlertTransition
-	(*Alert)(nil),                   // 28: unyo.v1.Alert
-	(*Object)(nil),                  // 29: unyo.v1.Object
-	(*ObjectRef)(nil),               // 30: unyo.v1.ObjectRef
-	(*ClusterError)(nil),            // 31: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),         // 32: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),        // 33: unyo.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),        // 34: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),       // 35: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),    // 36: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),   // 37: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),        // 38: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),       // 39: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),            // 40: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 41: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),           // 42: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),           // 43: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 44: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),              // 45: unyo.v1.GetRequest
-	(*GetResponse)(nil),             // 46: unyo.v1.GetResponse
-	(*ListRequest)(nil),             // 47: unyo.v1.ListRequest
-	(*ListResponse)(nil),            // 48: unyo.v1.ListResponse
-	(*ListNodesRequest)(nil),        // 49: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),       // 50: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),          // 51: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),         // 52: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),       // 53: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),      // 54: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),         // 55: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),        // 56: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),       // 57: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),      // 58: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),         // 59: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),        // 60: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),      // 61: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),     // 62: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),   // 63: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),  // 64: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),             // 65: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),  // 66: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil), // 67: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),     // 68: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 69: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),        // 70: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),       // 71: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                  // 72: unyo.v1.Sample
-	(*Point)(nil),                   // 73: unyo.v1.Point
-	(*Series)(nil),                  // 74: unyo.v1.Series
-	(*SeriesLabels)(nil),            // 75: unyo.v1.SeriesLabels
-	(*WriteMetricsRequest)(nil),     // 76: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),    // 77: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),       // 78: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),     // 79: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),    // 80: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),           // 81: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),          // 82: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                // 83: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),        // 84: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),       // 85: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),               // 86: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),        // 87: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),       // 88: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),               // 89: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),         // 90: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),        // 91: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),        // 92: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),       // 93: unyo.v1.TraceLogsResponse
-	nil,                             // 94: unyo.v1.Node.LabelsEntry
-	nil,                             // 95: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 96: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 97: unyo.v1.Check.LabelsEntry
-	nil,                             // 98: unyo.v1.Event.LabelsEntry
-	nil,                             // 99: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 100: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 101: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 102: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 103: unyo.v1.Sample.LabelsEntry
-	nil,                             // 104: unyo.v1.Series.LabelsEntry
-	nil,                             // 105: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 106: unyo.v1.LogEntry.FieldsEntry
-	(*timestamppb.Timestamp)(nil),   // 107: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 108: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 109: google.protobuf.Duration
+	(*PluginStatus)(nil),            // 7: unyo.v1.PluginStatus
+	(*CheckSpec)(nil),               // 8: unyo.v1.CheckSpec
+	(*PluginCheck)(nil),             // 9: unyo.v1.PluginCheck
+	(*MetricCheck)(nil),             // 10: unyo.v1.MetricCheck
+	(*LogCheck)(nil),                // 11: unyo.v1.LogCheck
+	(*Check)(nil),                   // 12: unyo.v1.Check
+	(*PerfData)(nil),                // 13: unyo.v1.PerfData
+	(*Event)(nil),                   // 14: unyo.v1.Event
+	(*Explanation)(nil),             // 15: unyo.v1.Explanation
+	(*ExplanationStep)(nil),         // 16: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),              // 17: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),       // 18: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),       // 19: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),           // 20: unyo.v1.ApiHookAction
+	(*Action)(nil),                  // 21: unyo.v1.Action
+	(*PluginAction)(nil),            // 22: unyo.v1.PluginAction
+	(*EventRuleSpec)(nil),           // 23: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),               // 24: unyo.v1.EventRule
+	(*AggregateGroup)(nil),          // 25: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),         // 26: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),             // 27: unyo.v1.Maintenance
+	(*AlertTransition)(nil),         // 28: unyo.v1.AlertTransition
+	(*Alert)(nil),                   // 29: unyo.v1.Alert
+	(*Object)(nil),                  // 30: unyo.v1.Object
+	(*ObjectRef)(nil),               // 31: unyo.v1.ObjectRef
+	(*ClusterError)(nil),            // 32: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),         // 33: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),        // 34: unyo.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),        // 35: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),       // 36: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),    // 37: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),   // 38: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),        // 39: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),       // 40: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),            // 41: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),             // 42: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),           // 43: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),           // 44: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),          // 45: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),              // 46: unyo.v1.GetRequest
+	(*GetResponse)(nil),             // 47: unyo.v1.GetResponse
+	(*ListRequest)(nil),             // 48: unyo.v1.ListRequest
+	(*ListResponse)(nil),            // 49: unyo.v1.ListResponse
+	(*ListNodesRequest)(nil),        // 50: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),       // 51: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),          // 52: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),         // 53: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),       // 54: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),      // 55: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),         // 56: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),        // 57: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),       // 58: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),      // 59: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),         // 60: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),        // 61: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),      // 62: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),     // 63: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),   // 64: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),  // 65: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),             // 66: unyo.v1.ClusterInfo
+	(*RegisterClusterRequest)(nil),  // 67: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil), // 68: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),     // 69: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),    // 70: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),        // 71: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),       // 72: unyo.v1.GetStatusResponse
+	(*Sample)(nil),                  // 73: unyo.v1.Sample
+	(*Point)(nil),                   // 74: unyo.v1.Point
+	(*Series)(nil),                  // 75: unyo.v1.Series
+	(*SeriesLabels)(nil),            // 76: unyo.v1.SeriesLabels
+	(*WriteMetricsRequest)(nil),     // 77: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),    // 78: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),       // 79: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),     // 80: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),    // 81: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),           // 82: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),          // 83: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                // 84: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),        // 85: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),       // 86: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),               // 87: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),        // 88: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),       // 89: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),               // 90: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),         // 91: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),        // 92: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),        // 93: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),       // 94: unyo.v1.TraceLogsResponse
+	nil,                             // 95: unyo.v1.Node.LabelsEntry
+	nil,                             // 96: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 97: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 98: unyo.v1.Check.LabelsEntry
+	nil,                             // 99: unyo.v1.Event.LabelsEntry
+	nil,                             // 100: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 101: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 102: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 103: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 104: unyo.v1.Sample.LabelsEntry
+	nil,                             // 105: unyo.v1.Series.LabelsEntry
+	nil,                             // 106: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 107: unyo.v1.LogEntry.FieldsEntry
+	(*timestamppb.Timestamp)(nil),   // 108: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 109: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 110: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	94,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	95,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	107, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	107, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	95,  // 5: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	96,  // 6: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	9,   // 7: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
-	10,  // 8: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
-	8,   // 9: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	108, // 10: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	97,  // 11: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	7,   // 12: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	107, // 13: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	107, // 14: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 15: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 16: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	12,  // 17: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	107, // 18: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	109, // 19: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	107, // 20: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	109, // 21: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	14,  // 22: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	98,  // 23: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	15,  // 24: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	107, // 25: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	107, // 26: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	99,  // 27: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	100, // 28: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	17,  // 29: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	18,  // 30: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	19,  // 31: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	21,  // 32: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	108, // 33: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
-	16,  // 34: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	20,  // 35: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	101, // 36: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	22,  // 37: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	107, // 38: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	107, // 39: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	107, // 40: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	107, // 41: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	13,  // 42: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	102, // 43: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	25,  // 44: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	107, // 45: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	107, // 46: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	107, // 47: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 48: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 49: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 50: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 51: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	107, // 52: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	107, // 53: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	27,  // 54: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	11,  // 55: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	23,  // 56: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	26,  // 57: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	6,   // 58: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	109, // 59: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 60: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	13,  // 61: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	11,  // 62: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	29,  // 63: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	30,  // 64: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	41,  // 65: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	31,  // 66: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 67: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	41,  // 68: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	31,  // 69: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 70: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	29,  // 71: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	31,  // 72: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 73: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	31,  // 74: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 75: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	31,  // 76: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 77: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	31,  // 78: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 79: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	13,  // 80: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	31,  // 81: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	13,  // 82: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	31,  // 83: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 84: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 85: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	28,  // 86: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	31,  // 87: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	28,  // 88: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	31,  // 89: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	28,  // 90: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	26,  // 91: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	31,  // 92: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	107, // 93: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	107, // 94: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	65,  // 95: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	107, // 96: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	103, // 97: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	104, // 98: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	73,  // 99: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	105, // 100: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	72,  // 101: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	107, // 102: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	107, // 103: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	109, // 104: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	107, // 105: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	74,  // 106: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	31,  // 107: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	107, // 108: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	107, // 109: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	75,  // 110: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	31,  // 111: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	107, // 112: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	106, // 113: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	83,  // 114: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	107, // 115: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	107, // 116: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	86,  // 117: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	83,  // 118: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	31,  // 119: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	107, // 120: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	86,  // 121: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	109, // 122: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	109, // 123: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	89,  // 124: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	31,  // 125: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	107, // 126: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	107, // 127: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	83,  // 128: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	31,  // 129: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 130: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	34,  // 131: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	36,  // 132: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	38,  // 133: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	40,  // 134: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	43,  // 135: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	45,  // 136: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	47,  // 137: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	49,  // 138: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	51,  // 139: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	53,  // 140: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	55,  // 141: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	57,  // 142: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	59,  // 143: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	61,  // 144: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	61,  // 145: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	63,  // 146: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	66,  // 147: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	68,  // 148: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	70,  // 149: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	76,  // 150: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	78,  // 151: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	79,  // 152: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	81,  // 153: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	84,  // 154: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	87,  // 155: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	90,  // 156: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	92,  // 157: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	33,  // 158: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	35,  // 159: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	37,  // 160: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	39,  // 161: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	42,  // 162: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	44,  // 163: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	46,  // 164: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	48,  // 165: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	50,  // 166: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	52,  // 167: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	54,  // 168: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	56,  // 169: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	58,  // 170: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	60,  // 171: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	62,  // 172: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	62,  // 173: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	64,  // 174: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	67,  // 175: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	69,  // 176: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	71,  // 177: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	77,  // 178: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	80,  // 179: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	80,  // 180: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	82,  // 181: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	85,  // 182: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	88,  // 183: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	91,  // 184: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	93,  // 185: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	158, // [158:186] is the sub-list for method output_type
-	130, // [130:158] is the sub-list for method input_type
-	130, // [130:130] is the sub-list for extension type_name
-	130, // [130:130] is the sub-list for extension extendee
-	0,   // [0:130] is the sub-list for field type_name
+	108, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	108, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
+	108, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	96,  // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	97,  // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
+	109, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	98,  // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	108, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	108, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	108, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	110, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	108, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	110, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	99,  // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	108, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	108, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	100, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	101, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
+	109, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	102, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	108, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	108, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	108, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	108, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	103, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	108, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	108, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	108, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	108, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	108, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	110, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 65: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 66: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 67: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	42,  // 68: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 69: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 70: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	42,  // 71: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 72: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 73: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 74: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 75: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 76: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 77: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 78: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 79: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 80: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 81: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 82: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 83: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 84: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 85: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 86: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 87: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 88: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 89: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 90: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 91: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 92: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	108, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	108, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	108, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	104, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	105, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	106, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	108, // 107: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	108, // 108: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	110, // 109: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	108, // 110: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	75,  // 111: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 112: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	108, // 113: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	108, // 114: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	76,  // 115: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 116: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	108, // 117: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	107, // 118: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	84,  // 119: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	108, // 120: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	108, // 121: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	87,  // 122: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	84,  // 123: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 124: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	108, // 125: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	87,  // 126: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	110, // 127: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	110, // 128: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	90,  // 129: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 130: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	108, // 131: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	108, // 132: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	84,  // 133: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 134: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 135: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	35,  // 136: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	37,  // 137: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	39,  // 138: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	41,  // 139: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	44,  // 140: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	46,  // 141: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	48,  // 142: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	50,  // 143: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	52,  // 144: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	54,  // 145: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	56,  // 146: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	58,  // 147: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	60,  // 148: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	62,  // 149: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	62,  // 150: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 151: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	67,  // 152: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	69,  // 153: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	71,  // 154: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	77,  // 155: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	79,  // 156: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	80,  // 157: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	82,  // 158: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	85,  // 159: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	88,  // 160: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	91,  // 161: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	93,  // 162: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	34,  // 163: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	36,  // 164: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	38,  // 165: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	40,  // 166: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	43,  // 167: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	45,  // 168: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	47,  // 169: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	49,  // 170: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	51,  // 171: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	53,  // 172: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	55,  // 173: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	57,  // 174: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	59,  // 175: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	61,  // 176: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	63,  // 177: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	63,  // 178: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 179: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	68,  // 180: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	70,  // 181: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	72,  // 182: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	78,  // 183: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	81,  // 184: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	81,  // 185: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	83,  // 186: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	86,  // 187: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	89,  // 188: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	92,  // 189: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	94,  // 190: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	163, // [163:191] is the sub-list for method output_type
+	135, // [135:163] is the sub-list for method input_type
+	135, // [135:135] is the sub-list for extension type_name
+	135, // [135:135] is the sub-list for extension extendee
+	0,   // [0:135] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -7244,14 +7397,14 @@ func file_unyo_v1_unyo_proto_init() {
 	if File_unyo_v1_unyo_proto != nil {
 		return
 	}
-	file_unyo_v1_unyo_proto_msgTypes[7].OneofWrappers = []any{}
-	file_unyo_v1_unyo_proto_msgTypes[15].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[8].OneofWrappers = []any{}
+	file_unyo_v1_unyo_proto_msgTypes[16].OneofWrappers = []any{
 		(*Action_CreateAlert)(nil),
 		(*Action_DeleteAlert)(nil),
 		(*Action_ApiHook)(nil),
 		(*Action_Plugin)(nil),
 	}
-	file_unyo_v1_unyo_proto_msgTypes[24].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[25].OneofWrappers = []any{
 		(*Object_Check)(nil),
 		(*Object_EventRule)(nil),
 		(*Object_Maintenance)(nil),
@@ -7262,7 +7415,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   102,
+			NumMessages:   103,
 			NumExtensions: 0,
 			NumServices:   10,
 		},

@@ -104,6 +104,35 @@ func (s *Store) SetNodeState(ctx context.Context, name string, state unyov1.Node
 	return nil
 }
 
+// SetNodePlugins replaces the plugin statuses in a node's body; the columns
+// the liveness logic and heartbeats maintain are not written.
+func (s *Store) SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var body []byte
+		if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", name).Scan(&body); err != nil {
+			return err
+		}
+		n := &unyov1.Node{}
+		if err := proto.Unmarshal(body, n); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		n.Plugins = plugins
+		body, err := proto.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, name)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("set plugins: %w", notFound("node", name))
+	}
+	if err != nil {
+		return fmt.Errorf("set plugins of node %q: %w", name, err)
+	}
+	return nil
+}
+
 const nodeColumns = "name, state, registered_at, last_heartbeat, body"
 
 func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) {

@@ -275,6 +275,26 @@ func nodeTests() []contractTest {
 			}
 			wantNotFound(t, s.SetNodeState(ctx(t), "ghost", unyov1.NodeState_NODE_STATE_READY), `"ghost"`)
 		}},
+		{"SetNodePlugins", func(t *testing.T, s store.Store) {
+			n := node("web1")
+			n.Labels = map[string]string{"role": "web"}
+			must(t, s.UpsertNode(ctx(t), n))
+			must(t, s.SetNodeState(ctx(t), "web1", unyov1.NodeState_NODE_STATE_DOWN))
+			plugins := []*unyov1.PluginStatus{{Kind: "check", Name: "tcp", Version: "1.2.3", State: "running", Restarts: 2, LastError: "boom", Since: at(3)}}
+			must(t, s.SetNodePlugins(ctx(t), "web1", plugins))
+			got := getNode(t, s, "web1")
+			if !proto.Equal(got.GetPlugins()[0], plugins[0]) || len(got.GetPlugins()) != 1 {
+				t.Errorf("plugins = %v, want %v", got.GetPlugins(), plugins)
+			}
+			if got.GetState() != unyov1.NodeState_NODE_STATE_DOWN || got.GetLabels()["role"] != "web" {
+				t.Errorf("state %v, labels %v: want DOWN and the labels kept", got.GetState(), got.GetLabels())
+			}
+			must(t, s.SetNodePlugins(ctx(t), "web1", nil))
+			if got := getNode(t, s, "web1").GetPlugins(); len(got) != 0 {
+				t.Errorf("plugins after clearing = %v", got)
+			}
+			wantNotFound(t, s.SetNodePlugins(ctx(t), "ghost", plugins), `"ghost"`)
+		}},
 	}
 }
 
