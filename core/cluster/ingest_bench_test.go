@@ -25,12 +25,18 @@ import (
 	"github.com/unyo-ops/unyo/integration/testpg"
 )
 
-// startCluster serves a cluster on st at a loopback port and returns a client.
-func startCluster(tb testing.TB, st store.Store) *client.Clients {
+// startCluster serves a cluster on st at a loopback port and returns a
+// client. opts may give the cluster's metrics and log stores.
+func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *client.Clients {
 	tb.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
-	cl := cluster.New(st, cluster.Options{Name: "bench", Replica: "r1", Logger: quiet})
+	var o cluster.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Name, o.Replica, o.Logger = "c1", "r1", quiet
+	cl := cluster.New(st, o)
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
-	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -35,26 +33,9 @@ func startTelemetryCluster(t *testing.T, opts cluster.Options) *client.Clients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	opts.Name, opts.Replica, opts.Logger = "c1", "r1", quiet
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
-	cl := cluster.New(st, opts)
-	cl.Register(srv)
-	ln, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); cl.Run(ctx) }()
-	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
+	t.Cleanup(func() { st.Close() })
+	c := startCluster(t, st, opts)
+	if _, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
 		t.Fatal(err)
 	}
 	return c
