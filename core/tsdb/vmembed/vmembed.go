@@ -174,8 +174,8 @@ func Open(opts Options) (*Store, error) {
 }
 
 // setFlags hands the options to VictoriaMetrics, which reads them from
-// flag.CommandLine. Every flag is set on every Open so nothing leaks from a
-// previous instance.
+// flag.CommandLine. Every flag is set (if it differs) on every Open so
+// nothing leaks from a previous instance.
 func setFlags(o *Options) error {
 	hours := int64(math.Ceil(o.Retention.Hours()))
 	vals := [][2]string{
@@ -188,6 +188,12 @@ func setFlags(o *Options) error {
 		{"loggerLevel", o.LogLevel},
 	}
 	for _, kv := range vals {
+		// A flag that already has its value is left alone: VictoriaMetrics'
+		// background goroutines, started once per process, keep reading
+		// some (loggerLevel), and writing one under them is a data race.
+		if f := flag.CommandLine.Lookup(kv[0]); f != nil && f.Value.String() == kv[1] {
+			continue
+		}
 		if err := flag.CommandLine.Set(kv[0], kv[1]); err != nil {
 			return fmt.Errorf("vmembed: set VictoriaMetrics flag -%s=%s: %w", kv[0], kv[1], err)
 		}
