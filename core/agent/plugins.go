@@ -88,20 +88,11 @@ func PluginCheckName(kind, name string) string { return "plugin-" + kind + "-" +
 // plugin runs, warning while it is degraded or waiting to restart, critical
 // when it failed for good. Starting and stopping are not events.
 func (a *Agent) pluginStateChanged(sc host.StateChange) {
-	var st unyov1.CheckStatus
-	var what string
-	switch sc.To {
-	case host.StateRunning:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_OK, "is running"
-	case host.StateDegraded:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_WARNING, "is degraded (running, but its probe says it cannot work now)"
-	case host.StateBackoff:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_WARNING, fmt.Sprintf("stopped or failed to start and is being restarted (restarts so far: %d)", sc.Restarts)
-	case host.StateFailed:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_CRITICAL, "failed and is not restarted (refused, or crash-looping)"
-	default:
+	code, what, ok := sc.Health()
+	if !ok {
 		return
 	}
+	st := unyov1.CheckStatus(code)
 	kind, name, _ := strings.Cut(sc.Plugin, "/")
 	out := fmt.Sprintf("plugin %s %s", sc.Plugin, what)
 	if sc.Err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -82,33 +83,18 @@ func (c *Cluster) closePlugins() {
 // pluginStateChanged raises a supervisor state change as an event of check
 // plugin-<kind>-<name> on the cluster, through the normal pipeline.
 func (c *Cluster) pluginStateChanged(ctx context.Context, sc host.StateChange) {
-	var st unyov1.CheckStatus
-	var what string
-	switch sc.To {
-	case host.StateRunning:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_OK, "is running"
-	case host.StateDegraded:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_WARNING, "is degraded"
-	case host.StateBackoff:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_WARNING, fmt.Sprintf("stopped or failed to start and is being restarted (restarts so far: %d)", sc.Restarts)
-	case host.StateFailed:
-		st, what = unyov1.CheckStatus_CHECK_STATUS_CRITICAL, "failed and is not restarted (refused, or crash-looping)"
-	default:
+	code, what, ok := sc.Health()
+	if !ok {
 		return
 	}
+	st := unyov1.CheckStatus(code)
 	kind, name, _ := strings.Cut(sc.Plugin, "/")
 	out := fmt.Sprintf("plugin %s %s on replica %s", sc.Plugin, what, c.opts.Replica)
 	if sc.Err != nil {
 		out += ": " + sc.Err.Error()
 	}
 	out, long, _ := strings.Cut(out, "\n")
-	level := unyov1.Level_LEVEL_SUCCESS
-	switch st {
-	case unyov1.CheckStatus_CHECK_STATUS_WARNING:
-		level = unyov1.Level_LEVEL_WARNING
-	case unyov1.CheckStatus_CHECK_STATUS_CRITICAL:
-		level = unyov1.Level_LEVEL_CRITICAL
-	}
+	level := checks.LevelFor(st, unyov1.Level_LEVEL_CRITICAL)
 	now := timestamppb.Now()
 	e := &unyov1.Event{
 		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: c.opts.Name, Check: "plugin-" + kind + "-" + name,

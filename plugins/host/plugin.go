@@ -67,6 +67,25 @@ type StateChange struct {
 	At       time.Time
 }
 
+// Health judges a state change the way a check result is judged, so that
+// the core can raise it as an event: status is a Nagios exit status (0 OK
+// while running, 1 WARNING while degraded or restarting, 2 CRITICAL when it
+// failed for good), what describes the new state. ok is false for states
+// that are not worth an event (starting, stopping).
+func (sc StateChange) Health() (status int, what string, ok bool) {
+	switch sc.To {
+	case StateRunning:
+		return 0, "is running", true
+	case StateDegraded:
+		return 1, "is degraded (running, but its probe says it cannot work now)", true
+	case StateBackoff:
+		return 1, fmt.Sprintf("stopped or failed to start and is being restarted (restarts so far: %d)", sc.Restarts), true
+	case StateFailed:
+		return 2, "failed and is not restarted (refused, or crash-looping)", true
+	}
+	return 0, "", false
+}
+
 // Plugin is one supervised plugin.
 type Plugin struct {
 	h          *Host
