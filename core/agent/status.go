@@ -11,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/spool"
 )
 
 // status is what the agent's status endpoint reports: enough for a cluster
@@ -67,14 +68,23 @@ func (a *Agent) serveStatus(ctx context.Context) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		st := a.spool.Stats()
+		// The metrics and logs spools, shown when telemetry is on: an
+		// operator watching a store outage sees them grow and drain.
+		telemetry := map[string]spool.Stats{}
+		for _, o := range []*outbox{a.metrics, a.logs} {
+			if sp := o.spoolOrNil(); sp != nil {
+				telemetry[o.name] = sp.Stats()
+			}
+		}
 		plugins := a.pluginStatus()
 		a.status.mu.Lock()
 		body, err := json.Marshal(struct {
-			Node    string `json:"node"`
-			Spool   any    `json:"spool"`
-			Plugins any    `json:"plugins,omitempty"`
+			Node           string                 `json:"node"`
+			Spool          any                    `json:"spool"`
+			TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
+			Plugins        any                    `json:"plugins,omitempty"`
 			*status
-		}{a.opts.NodeName, st, plugins, &a.status})
+		}{a.opts.NodeName, st, telemetry, plugins, &a.status})
 		a.status.mu.Unlock()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

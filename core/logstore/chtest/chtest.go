@@ -26,6 +26,7 @@ type Server struct {
 	// Dir holds configuration, data and server logs.
 	Dir string
 
+	bin  string
 	cmd  *exec.Cmd
 	done chan error
 }
@@ -88,9 +89,26 @@ func startOnce(bin, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := writeConfig(dir, ports); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		Addr:     fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		Dir:      dir,
+		bin:      bin,
+	}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// writeConfig prepares dir for a server listening on ports (HTTP, native).
+func writeConfig(dir string, ports []int) error {
 	for _, sub := range []string{"data", "tmp", "user_files", "log"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("creating clickhouse test directory: %w", err)
+			return fmt.Errorf("creating clickhouse test directory: %w", err)
 		}
 	}
 	users := `<?xml version="1.0"?>
@@ -130,34 +148,33 @@ func startOnce(bin, dir string) (*Server, error) {
 </yandex>
 `, dir, ports[0], ports[1])
 	if err := os.WriteFile(filepath.Join(dir, "users.xml"), []byte(users), 0o644); err != nil {
-		return nil, fmt.Errorf("writing clickhouse users file: %w", err)
+		return fmt.Errorf("writing clickhouse users file: %w", err)
 	}
-	cfgPath := filepath.Join(dir, "config.xml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
-		return nil, fmt.Errorf("writing clickhouse config: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(config), 0o644); err != nil {
+		return fmt.Errorf("writing clickhouse config: %w", err)
 	}
-	stderr, err := os.Create(filepath.Join(dir, "log", "stderr.log"))
+	return nil
+}
+
+// launch starts the server on the configuration in s.Dir and waits until it
+// accepts connections.
+func (s *Server) launch() error {
+	stderr, err := os.OpenFile(filepath.Join(s.Dir, "log", "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("creating clickhouse stderr log: %w", err)
+		return fmt.Errorf("creating clickhouse stderr log: %w", err)
 	}
 	defer stderr.Close()
 
-	cmd := exec.Command(bin, "--config-file="+cfgPath)
-	cmd.Dir = dir
+	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.Dir, "config.xml"))
+	cmd.Dir = s.Dir
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
 	// Own process group, so a Ctrl-C on the test binary does not race our shutdown.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return fmt.Errorf("starting %s: %w", s.bin, err)
 	}
-	s := &Server{
-		Addr:     fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		Dir:      dir,
-		cmd:      cmd,
-		done:     make(chan error, 1),
-	}
+	s.cmd, s.done = cmd, make(chan error, 1)
 	go func() { s.done <- cmd.Wait() }()
 
 	deadline := time.Now().Add(60 * time.Second)
@@ -165,17 +182,17 @@ func startOnce(bin, dir string) (*Server, error) {
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return s, nil
+			return nil
 		}
 		select {
 		case werr := <-s.done:
 			s.done <- werr
-			return nil, fmt.Errorf("clickhouse-server exited during startup (%v): %s", werr, s.tail())
+			return fmt.Errorf("clickhouse-server exited during startup (%v): %s", werr, s.tail())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = s.Stop()
-			return nil, fmt.Errorf("clickhouse-server did not accept connections on %s within 60s: %s", s.Addr, s.tail())
+			return fmt.Errorf("clickhouse-server did not accept connections on %s within 60s: %s", s.Addr, s.tail())
 		}
 	}
 }
@@ -219,6 +236,18 @@ func (s *Server) Stop() error {
 	err := <-s.done
 	s.done <- err
 	return nil
+}
+
+// Restart starts a stopped or killed server again on the same data directory
+// and ports, for tests of a backend that comes back.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("chtest: stopping before restart: %v", err)
+	}
+	if err := s.launch(); err != nil {
+		t.Fatalf("chtest: restart: %v", err)
+	}
 }
 
 // Kill stops the server abruptly, for tests of a backend whose server goes away.

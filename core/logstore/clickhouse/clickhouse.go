@@ -86,20 +86,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
-	conn, err := ch.Open(&ch.Options{
-		Protocol:    ch.Native,
-		Addr:        []string{opts.Addr},
-		Auth:        ch.Auth{Database: opts.Database, Username: opts.Username, Password: opts.Password},
-		DialTimeout: opts.DialTimeout,
-	})
+	conn, err := connect(ctx, opts, opts.Database)
+	var exc *ch.Exception
+	if errors.As(err, &exc) && exc.Code == codeUnknownDatabase {
+		// A new installation: create the database like the table below, so
+		// that the first start needs no manual DDL.
+		err = createDatabase(ctx, opts)
+		if err == nil {
+			conn, err = connect(ctx, opts, opts.Database)
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse log store: configuring connection to %s: %w", opts.Addr, err)
+		return nil, err
 	}
 	st := &Store{conn: conn, table: opts.Table, retention: opts.Retention, now: time.Now}
-	if err := conn.Ping(ctx); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("clickhouse log store: cannot reach %s (native protocol): %w", opts.Addr, err)
-	}
 	// Level is a plain String: LowCardinality needs an experimental setting on
 	// 18.16, and a short string compresses well anyway.
 	ddl := `CREATE TABLE IF NOT EXISTS ` + st.table + ` (
@@ -119,6 +119,41 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("clickhouse log store: creating table %s.%s: %w", opts.Database, opts.Table, err)
 	}
 	return st, nil
+}
+
+// codeUnknownDatabase is ClickHouse's UNKNOWN_DATABASE error code.
+const codeUnknownDatabase = 81
+
+// connect opens and pings a connection using database db.
+func connect(ctx context.Context, opts Options, db string) (driver.Conn, error) {
+	conn, err := ch.Open(&ch.Options{
+		Protocol:    ch.Native,
+		Addr:        []string{opts.Addr},
+		Auth:        ch.Auth{Database: db, Username: opts.Username, Password: opts.Password},
+		DialTimeout: opts.DialTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log store: configuring connection to %s: %w", opts.Addr, err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse log store: cannot reach %s (native protocol): %w", opts.Addr, err)
+	}
+	return conn, nil
+}
+
+// createDatabase creates opts.Database through a connection to the user's
+// default database.
+func createDatabase(ctx context.Context, opts Options) error {
+	conn, err := connect(ctx, opts, "")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+opts.Database); err != nil {
+		return fmt.Errorf("clickhouse log store: creating database %s on %s: %w", opts.Database, opts.Addr, err)
+	}
+	return nil
 }
 
 func (st *Store) checkOpen() error {

@@ -50,6 +50,44 @@ func TestServerGoesAway(t *testing.T) {
 	if _, err := s.Query(ctx, logstore.Query{}); err == nil {
 		t.Errorf("Query on a stopped server: want an error")
 	}
+
+	// The server comes back: the same Store reconnects, and what was written
+	// before the outage is still there.
+	srv.Restart(t)
+	if err := s.Write(ctx, []logstore.Entry{{Host: "h", Message: "after"}}); err != nil {
+		t.Fatalf("Write after the server returned: %v", err)
+	}
+	got, err := s.Query(ctx, logstore.Query{Host: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Message != "after" || got[1].Message != "before" {
+		t.Errorf("after the restart: %+v, want the entries after and before", got)
+	}
+}
+
+// TestOpenCreatesDatabase: a new installation needs no manual DDL.
+func TestOpenCreatesDatabase(t *testing.T) {
+	srv := chtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 2; i++ { // the second Open finds the database
+		s, err := clickhouse.Open(ctx, clickhouse.Options{Addr: srv.Addr, Database: "unyo_new"})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if err := s.Write(ctx, []logstore.Entry{{Host: "h", Message: "m"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Query(ctx, logstore.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != i+1 {
+			t.Errorf("open %d: %d entries, want %d", i, len(got), i+1)
+		}
+		s.Close()
+	}
 }
 
 func TestOpenErrors(t *testing.T) {
