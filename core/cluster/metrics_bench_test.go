@@ -8,12 +8,9 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster"
-	"github.com/unyo-ops/unyo/core/logstore"
-	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
@@ -82,65 +79,5 @@ func BenchmarkMetricsIngest(b *testing.B) {
 			n += len(req.Samples)
 		}
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
-	})
-}
-
-// BenchmarkLogsIngest measures log lines written straight into the
-// embedded log store and the same lines sent through the agent API (with
-// the per-file position bookkeeping that makes resends harmless).
-func BenchmarkLogsIngest(b *testing.B) {
-	logs, err := vlembed.Open(vlembed.Options{Path: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logs.Close()
-	now := time.Now()
-
-	b.Run("direct", func(b *testing.B) {
-		ctx := context.Background()
-		var n int
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			batch := make([]logstore.Entry, benchBatch)
-			for j := range batch {
-				batch[j] = logstore.Entry{Time: now, Host: "web1", App: "bench", Level: "info",
-					Message: fmt.Sprintf("request %d served in 12ms", i*benchBatch+j), Fields: map[string]string{"path": "/api"}}
-			}
-			if err := logs.Write(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-			n += len(batch)
-		}
-		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "lines/s")
-	})
-
-	b.Run("agent-api", func(b *testing.B) {
-		st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		c := startCluster(b, st, cluster.Options{Logs: logs})
-		ctx := context.Background()
-		if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
-			b.Fatal(err)
-		}
-		var n int
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			req := &unyov1.WriteLogsRequest{Node: "web1", Entries: make([]*unyov1.LogEntry, benchBatch)}
-			for j := range req.Entries {
-				k := i*benchBatch + j
-				req.Entries[j] = &unyov1.LogEntry{Time: timestamppb.New(now), App: "bench", Level: "info",
-					Message: fmt.Sprintf("request %d served in 12ms", k), Fields: map[string]string{"path": "/api"},
-					FileId: "f1", Offset: int64(k+1) * 40, Sequence: uint64(k + 1)}
-			}
-			resp, err := c.Logs.WriteLogs(ctx, connect.NewRequest(req))
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += int(resp.Msg.GetAccepted())
-		}
-		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "lines/s")
 	})
 }
