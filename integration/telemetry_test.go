@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +30,9 @@ func appendLines(t *testing.T, path string, from, to int) {
 }
 
 func TestMetricsAndLogsEndToEnd(t *testing.T) {
-	f := newFleet(t, "")
+	// A node has a few hundred system series: a query over all of them is
+	// more than this cluster allows.
+	f := newFleet(t, "metrics: {max_series: 100}\n")
 	logFile := f.dir + "/app.log"
 	appendLines(t, logFile, 1, 10)
 	agent := f.agent("m1", "{}", fmt.Sprintf(`  metrics_interval: 1s
@@ -78,8 +81,25 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := f.cli("metrics", "series", `{node="m1"}`); err != nil {
-		t.Errorf("metrics series: %v", err)
+	if series, err := f.json("metrics", "series", `{node="m1",__name__=~"node_load(1|5|15)"}`); err != nil || len(series) != 3 {
+		t.Errorf("metrics series: %v %v, want the 3 load averages", series, err)
+	}
+
+	// Queries whose answer would be huge are refused with an error naming
+	// the limit, through root, instead of an empty or partial answer.
+	for _, tc := range []struct {
+		args  []string
+		limit string
+	}{
+		{[]string{"metrics", "query", `{node="m1"}`}, `too large: limit max series per query \(-search.maxUniqueTimeseries\) exceeded.* exceeds 100;`},
+		{[]string{"metrics", "series", `{node="m1"}`}, `too large: limit max series per query \(-search.maxUniqueTimeseries\) exceeded`},
+		{[]string{"metrics", "query", `node_load1`, "--start", "60d", "--step", "1s"}, `too large: limit metrics.max_points_per_series exceeded`},
+		{[]string{"logs", "query", "--limit", "5000000"}, `too large: limit 5000000 exceeds the maximum of 100000`},
+	} {
+		out, err := f.cli(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), "cluster c1: ") || !regexp.MustCompile(tc.limit).MatchString(err.Error()) {
+			t.Errorf("%v: err %v, output %q; want a refusal naming %q", tc.args, err, out, tc.limit)
+		}
 	}
 
 	// Logs: appended, rotated (rename and create), the agent restarted in

@@ -190,6 +190,12 @@ type Metrics struct {
 	URL   string `yaml:"url" mapstructure:"url" want:"URL"`
 	// Retention is how long samples are kept (embedded store only).
 	Retention time.Duration `yaml:"retention" mapstructure:"retention"`
+	// MaxSeries bounds the series one query may return, and
+	// MaxPointsPerSeries the points per series of a range query: a query
+	// over more fails with an error naming the limit instead of exhausting
+	// the cluster's memory.
+	MaxSeries          int `yaml:"max_series" mapstructure:"max_series"`
+	MaxPointsPerSeries int `yaml:"max_points_per_series" mapstructure:"max_points_per_series"`
 }
 
 // Logs is a cluster's log store.
@@ -255,7 +261,7 @@ func staticDefaults(role string) *Config {
 			MetricsInterval:     10 * time.Second,
 			Plugins:             Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}},
 		},
-		Metrics: Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour},
+		Metrics: Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000},
 		Logs: Logs{
 			Store:      "embedded",
 			ClickHouse: ClickHouse{Database: "unyo"},

@@ -108,7 +108,7 @@ func TestLoadValidFiles(t *testing.T) {
 					SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}}},
 			})
-			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour})
+			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
 		}},
 		{"testdata/valid_agent.yaml", RoleAgent, func(t *testing.T, c *Config) {
@@ -699,7 +699,7 @@ func TestDefaults(t *testing.T) {
 		MetricsInterval:     10 * time.Second,
 		Plugins:             Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}},
 	})
-	equal(t, "metrics", agent.Metrics, Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour})
+	equal(t, "metrics", agent.Metrics, Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 	equal(t, "logs", agent.Logs, Logs{Store: "embedded", ClickHouse: ClickHouse{Database: "unyo"}, Retention: 14 * 24 * time.Hour})
 }
 

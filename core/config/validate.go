@@ -107,6 +107,12 @@ func (c *Config) problems() []Problem {
 		if c.Metrics.Retention < 24*time.Hour {
 			bad("metrics.retention", "must be at least 1d, got %s", c.Metrics.Retention)
 		}
+		if c.Metrics.MaxSeries < 1 {
+			bad("metrics.max_series", "must be at least 1, got %d", c.Metrics.MaxSeries)
+		}
+		if c.Metrics.MaxPointsPerSeries < 1 {
+			bad("metrics.max_points_per_series", "must be at least 1, got %d", c.Metrics.MaxPointsPerSeries)
+		}
 		oneOf("logs.store", c.Logs.Store, "embedded", "clickhouse", "none")
 		if c.Logs.Store == "clickhouse" {
 			if c.Logs.ClickHouse.Addr == "" {

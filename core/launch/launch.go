@@ -96,14 +96,15 @@ func OpenMetrics(c *config.Config) (tsdb.Store, error) {
 	case "none":
 		return nil, nil
 	case "remote":
-		db, err := vmremote.Open(vmremote.Options{URL: c.Metrics.URL, Retention: c.Metrics.Retention})
+		db, err := vmremote.Open(vmremote.Options{URL: c.Metrics.URL, Retention: c.Metrics.Retention, MaxSeries: c.Metrics.MaxSeries, MaxPointsPerSeries: c.Metrics.MaxPointsPerSeries})
 		if err != nil {
 			return nil, fmt.Errorf("metrics.url: %w", err)
 		}
 		return db, nil
 	}
 	dir := filepath.Join(c.DataDir, "metrics")
-	db, err := vmembed.Open(vmembed.Options{DataDir: dir, Retention: c.Metrics.Retention})
+	db, err := vmembed.Open(vmembed.Options{DataDir: dir, Retention: c.Metrics.Retention,
+		MaxSeries: c.Metrics.MaxSeries, MaxPointsPerSeries: c.Metrics.MaxPointsPerSeries})
 	if err != nil {
 		return nil, fmt.Errorf("open the embedded metrics store in %s: %w", dir, err)
 	}

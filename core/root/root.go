@@ -103,6 +103,7 @@ func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo,
 // answer is one cluster's part of a fanned-out call.
 type answer[T any] struct {
 	cluster string
+	url     string
 	value   T
 	err     error
 }
@@ -111,13 +112,47 @@ type answer[T any] struct {
 // timeout, and returns the answers in cluster-name order plus an error entry
 // for every cluster that failed.
 func fanout[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) ([]answer[T], []*unyov1.ClusterError) {
+	return split(ask(ctx, r, clusters, fn))
+}
+
+// fanoutQuery is fanout for queries: when every cluster refused the query
+// itself (it is malformed, or its result would be too large), the caller gets
+// that refusal as an error with its code, rather than an empty answer with a
+// warning per cluster.
+func fanoutQuery[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) ([]answer[T], []*unyov1.ClusterError, error) {
+	all := ask(ctx, r, clusters, fn)
+	if err := refusedByAll(all); err != nil {
+		return nil, nil, err
+	}
+	ok, errs := split(all)
+	return ok, errs, nil
+}
+
+// refusedByAll returns the first cluster's refusal when every cluster
+// refused the request as invalid or too large.
+func refusedByAll[T any](all []answer[T]) error {
+	if len(all) == 0 {
+		return nil
+	}
+	for _, a := range all {
+		if code := connect.CodeOf(a.err); a.err == nil || (code != connect.CodeInvalidArgument && code != connect.CodeResourceExhausted) {
+			return nil
+		}
+	}
+	first := all[0]
+	return connect.NewError(connect.CodeOf(first.err), fmt.Errorf("cluster %s: %w", first.cluster, client.Explain(first.url, first.err)))
+}
+
+// ask calls fn for every cluster in parallel and returns every answer, failed
+// or not, in cluster-name order.
+func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
 	answers := make([]answer[T], len(clusters))
 	var wg sync.WaitGroup
 	for i, ci := range clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i].cluster = ci.GetName()
+			answers[i].cluster, answers[i].url = ci.GetName(), ci.GetUrl()
 			cl, err := r.client(ci.GetUrl())
 			if err != nil {
 				answers[i].err = err
@@ -126,18 +161,20 @@ func fanout[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo,
 			cctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
 			defer cancel()
 			answers[i].value, answers[i].err = fn(cctx, ci.GetName(), cl)
-			if answers[i].err != nil {
-				answers[i].err = client.Explain(ci.GetUrl(), answers[i].err)
-			}
 		}()
 	}
 	wg.Wait()
 	sort.Slice(answers, func(i, j int) bool { return answers[i].cluster < answers[j].cluster })
+	return answers
+}
+
+// split separates the answers from an error entry per failed cluster.
+func split[T any](answers []answer[T]) ([]answer[T], []*unyov1.ClusterError) {
 	var errs []*unyov1.ClusterError
 	ok := answers[:0]
 	for _, a := range answers {
 		if a.err != nil {
-			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: a.err.Error()})
+			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: client.Explain(a.url, a.err).Error()})
 			continue
 		}
 		ok = append(ok, a)

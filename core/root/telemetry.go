@@ -40,13 +40,16 @@ func (s *metricsService) query(ctx context.Context, name string, call func(conte
 	if err != nil {
 		return nil, err
 	}
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Series, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.Series, error) {
 		out, err := call(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		return labelled(out.GetSeries(), name), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.QueryMetricsResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Series = append(resp.Series, a.value...)
@@ -85,7 +88,7 @@ func (s *metricsService) Series(ctx context.Context, req *connect.Request[unyov1
 	}
 	q := proto.Clone(req.Msg).(*unyov1.SeriesRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.SeriesLabels, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) ([]*unyov1.SeriesLabels, error) {
 		out, err := c.Metrics.Series(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
@@ -98,6 +101,9 @@ func (s *metricsService) Series(ctx context.Context, req *connect.Request[unyov1
 		}
 		return out.Msg.GetSeries(), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.SeriesResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Series = append(resp.Series, a.value...)
@@ -119,13 +125,16 @@ func (s *logsService) Query(ctx context.Context, req *connect.Request[unyov1.Que
 	}
 	q := proto.Clone(req.Msg).(*unyov1.QueryLogsRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogEntry, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogEntry, error) {
 		out, err := c.Logs.Query(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
 		}
 		return out.Msg.GetEntries(), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.QueryLogsResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Entries = append(resp.Entries, a.value...)
@@ -151,13 +160,16 @@ func (s *logsService) Stats(ctx context.Context, req *connect.Request[unyov1.Log
 	}
 	q := proto.Clone(req.Msg).(*unyov1.LogStatsRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogBucket, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogBucket, error) {
 		out, err := c.Logs.Stats(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
 		}
 		return out.Msg.GetBuckets(), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	// Buckets of the same interval and key from several clusters add up.
 	type key struct {
 		start int64
@@ -192,13 +204,16 @@ func (s *logsService) Trace(ctx context.Context, req *connect.Request[unyov1.Tra
 	}
 	q := proto.Clone(req.Msg).(*unyov1.TraceLogsRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogEntry, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.LogEntry, error) {
 		out, err := c.Logs.Trace(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
 		}
 		return out.Msg.GetEntries(), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.TraceLogsResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Entries = append(resp.Entries, a.value...)

@@ -367,7 +367,7 @@ func (s *Store) exec(ctx context.Context, expr string, start, end, step int64, i
 		return nil, vmerr.Classify(fmt.Errorf("vmembed: query %q: %w", expr, err))
 	}
 	if len(res) > s.opts.MaxSeries {
-		return nil, tsdb.TooLarge("vmembed Options.MaxSeries",
+		return nil, tsdb.TooLarge("metrics.max_series",
 			fmt.Errorf("query %q returned %d series, more than %d", expr, len(res), s.opts.MaxSeries))
 	}
 	return convert(res), nil
@@ -386,7 +386,7 @@ func (s *Store) QueryRange(ctx context.Context, q tsdb.QueryRange) ([]tsdb.Serie
 		return nil, fmt.Errorf("vmembed: query %q: end %s is before start %s", q.Expr, q.End, q.Start)
 	}
 	if err := promql.ValidateMaxPointsPerSeries(start, end, step, s.opts.MaxPointsPerSeries); err != nil {
-		return nil, tsdb.TooLarge("vmembed Options.MaxPointsPerSeries", fmt.Errorf("query %q: %w", q.Expr, err))
+		return nil, tsdb.TooLarge("metrics.max_points_per_series", fmt.Errorf("query %q: %w", q.Expr, err))
 	}
 	return s.exec(ctx, q.Expr, start, end, step, false)
 }

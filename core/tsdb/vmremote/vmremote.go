@@ -231,7 +231,7 @@ func (s *Store) QueryRange(ctx context.Context, q tsdb.QueryRange) ([]tsdb.Serie
 	}
 	// Checked here too: the server's limit may be higher than ours.
 	if pts := (end-start)/step + 1; pts > int64(s.opts.MaxPointsPerSeries) {
-		return nil, tsdb.TooLarge("vmremote Options.MaxPointsPerSeries",
+		return nil, tsdb.TooLarge("metrics.max_points_per_series",
 			fmt.Errorf("query %q asks for %d points per series (start=%d, end=%d, step=%dms), more than %d", q.Expr, pts, start, end, step, s.opts.MaxPointsPerSeries))
 	}
 	form := url.Values{"query": {q.Expr}, "start": {msToSec(start)}, "end": {msToSec(end)}, "step": {strconv.FormatInt(step, 10) + "ms"}}
@@ -301,7 +301,7 @@ func (s *Store) query(ctx context.Context, path, expr string, form url.Values) (
 		return nil, fmt.Errorf("vmremote: query %q: %s%s: %w", expr, s.base, path, err)
 	}
 	if len(qd.Result) > s.opts.MaxSeries {
-		return nil, tsdb.TooLarge("vmremote Options.MaxSeries",
+		return nil, tsdb.TooLarge("metrics.max_series",
 			fmt.Errorf("query %q returned %d series, more than %d", expr, len(qd.Result), s.opts.MaxSeries))
 	}
 	out := make([]tsdb.Series, 0, len(qd.Result))
@@ -338,7 +338,7 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 		return nil, fmt.Errorf("vmremote: list series %q: %s/api/v1/series: %w", match, s.base, err)
 	}
 	if len(out) > s.opts.MaxSeries {
-		return nil, tsdb.TooLarge("vmremote Options.MaxSeries",
+		return nil, tsdb.TooLarge("metrics.max_series",
 			fmt.Errorf("series %q matched %d series, more than %d", match, len(out), s.opts.MaxSeries))
 	}
 	return out, nil
