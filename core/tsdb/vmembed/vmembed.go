@@ -425,6 +425,34 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 	return out, nil
 }
 
+// LabelValues lists the values of label in matching series; see tsdb.Store.
+func (s *Store) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	tfss, err := searchutil.ParseMetricSelector(match)
+	if err != nil {
+		return nil, fmt.Errorf("vmembed: series selector %q: %w", match, err)
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	sq := storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, s.opts.MaxSeries)
+	// VictoriaMetrics calls the metric name "" inside its storage.
+	name := label
+	if name == "__name__" {
+		name = ""
+	}
+	// One more than the limit, to tell "exactly MaxSeries" from "too many".
+	vals, err := netstorage.LabelValues(nil, name, sq, s.opts.MaxSeries+1, s.deadline(ctx))
+	if err != nil {
+		return nil, vmerr.Classify(fmt.Errorf("vmembed: values of label %s in %q: %w", label, match, err))
+	}
+	if len(vals) > s.opts.MaxSeries {
+		return nil, tsdb.TooLarge("vmembed Options.MaxSeries",
+			fmt.Errorf("label %s has more than %d values in %q", label, s.opts.MaxSeries, match))
+	}
+	return vals, nil
+}
+
 func labelsOf(mn *storage.MetricName) map[string]string {
 	m := make(map[string]string, len(mn.Tags)+1)
 	if len(mn.MetricGroup) > 0 {
