@@ -156,6 +156,18 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		}
 		r.set(f, n, int(v))
 
+	case kindBool:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			wrongType()
+			return
+		}
+		v, err := parseText(f, n.Value)
+		if err != nil {
+			r.add(n.Line, f.key, err.Error())
+			return
+		}
+		r.set(f, n, v)
+
 	case kindDuration, kindSize:
 		if n.Kind != yaml.ScalarNode {
 			wrongType()
