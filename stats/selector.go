@@ -3,7 +3,6 @@ package stats
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/VictoriaMetrics/metricsql"
@@ -73,15 +72,24 @@ func (s *Selector) Name() string {
 
 // WithName narrows the selector to one metric name, for working through a
 // big selection one name at a time.
-func (s *Selector) WithName(name string) string {
+func (s *Selector) WithName(name string) string { return s.WithLabel("__name__", name) }
+
+// WithLabel narrows the selector to series whose label has value, which
+// must be one the selector allows (as TSDB.LabelValues answers for it): an
+// exact filter on the label is replaced, since MetricsQL refuses a metric
+// name set twice.
+func (s *Selector) WithLabel(label, value string) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, g := range s.groups {
 		if i > 0 {
 			b.WriteString(" or ")
 		}
-		b.WriteString("__name__=" + strconv.Quote(name))
+		b.Write((&metricsql.LabelFilter{Label: label, Value: value}).AppendString(nil))
 		for _, f := range g {
+			if f.Label == label && !f.IsRegexp && !f.IsNegative {
+				continue
+			}
 			b.WriteByte(',')
 			b.Write(f.AppendString(nil))
 		}

@@ -137,21 +137,22 @@ func TestSelector(t *testing.T) {
 	for _, tc := range []struct {
 		sel      string
 		name     string
+		batch    string // a metric name it selects
 		withName string
 		match    []map[string]string
 		noMatch  []map[string]string
 	}{
-		{`node_load1`, "node_load1", `{__name__="x",__name__="node_load1"}`,
+		{`node_load1`, "node_load1", "node_load1", `{__name__="node_load1"}`,
 			[]map[string]string{{"__name__": "node_load1", "node": "a"}},
 			[]map[string]string{{"__name__": "node_load5"}}},
-		{`node_load1{node=~"web.*",env!="dev"}`, "node_load1", `{__name__="x",__name__="node_load1",node=~"web.*",env!="dev"}`,
+		{`node_load1{node=~"web.*",env!="dev"}`, "node_load1", "node_load1", `{__name__="node_load1",node=~"web.*",env!="dev"}`,
 			[]map[string]string{{"__name__": "node_load1", "node": "web1"}, {"__name__": "node_load1", "node": "web1", "env": "prod"}},
 			[]map[string]string{{"__name__": "node_load1", "node": "aweb1"}, {"__name__": "node_load1", "node": "web1", "env": "dev"}}},
-		{`{__name__=~"node_(load1|memory_.*)"}`, "", `{__name__="x",__name__=~"node_(load1|memory_.*)"}`,
+		{`{__name__=~"node_(load1|memory_.*)"}`, "", "node_load1", `{__name__="node_load1",__name__=~"node_(load1|memory_.*)"}`,
 			[]map[string]string{{"__name__": "node_load1"}, {"__name__": "node_memory_free_bytes"}},
 			[]map[string]string{{"__name__": "node_load15"}}},
-		{`{a="1" or b="2"}`, "", `{__name__="x",a="1" or __name__="x",b="2"}`,
-			[]map[string]string{{"a": "1"}, {"b": "2"}},
+		{`{a="1" or b="2"}`, "", "x", `{__name__="x",a="1" or __name__="x",b="2"}`,
+			[]map[string]string{{"a": "1"}, {"b": "2"}, {"__name__": "x", "b": "2", "node": "web1"}},
 			[]map[string]string{{"a": "2", "b": "1"}}},
 	} {
 		t.Run(tc.sel, func(t *testing.T) {
@@ -162,8 +163,21 @@ func TestSelector(t *testing.T) {
 			if s.Name() != tc.name || s.String() != tc.sel {
 				t.Errorf("Name = %q, String = %q; want %q, %q", s.Name(), s.String(), tc.name, tc.sel)
 			}
-			if got := s.WithName("x"); got != tc.withName {
+			if got := s.WithName(tc.batch); got != tc.withName {
 				t.Errorf("WithName = %s, want %s", got, tc.withName)
+			}
+			narrowed, err := ParseSelector(s.WithName(tc.batch))
+			if err != nil {
+				t.Fatalf("WithName made a selector that does not parse: %v", err)
+			}
+			byNode, err := ParseSelector(narrowed.WithLabel("node", "web1"))
+			if err != nil {
+				t.Fatalf("WithLabel made a selector that does not parse: %v", err)
+			}
+			for _, l := range tc.match {
+				if want := l["__name__"] == tc.batch && l["node"] == "web1"; byNode.Matches(l) != want {
+					t.Errorf("narrowed to %s and node web1: Matches(%v) = %v", tc.batch, l, !want)
+				}
 			}
 			for _, l := range tc.match {
 				if !s.Matches(l) {
