@@ -217,6 +217,8 @@ type Stats struct {
 	Lateness time.Duration `yaml:"lateness" mapstructure:"lateness"`
 	// Metrics are the series selectors rolled up.
 	Metrics []string `yaml:"metrics" mapstructure:"metrics"`
+	// Interval is how often the controller computes what is due.
+	Interval time.Duration `yaml:"interval" mapstructure:"interval"`
 }
 
 // DefaultStatsMetrics are the series rolled up by default: utilisation of
@@ -298,6 +300,7 @@ func staticDefaults(role string) *Config {
 			DailyRetention:  5 * 365 * 24 * time.Hour,
 			Lateness:        3 * time.Hour,
 			Metrics:         DefaultStatsMetrics(),
+			Interval:        time.Minute,
 		},
 	}
 	switch role {

@@ -113,7 +113,7 @@ func TestLoadValidFiles(t *testing.T) {
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
 			equal(t, "stats", c.Stats, Stats{Enabled: true, HourlyRetention: 90 * 24 * time.Hour, DailyRetention: 3650 * 24 * time.Hour,
-				Lateness: 6 * time.Hour, Metrics: []string{"node_load1", `{__name__=~"app_.*", env="prod"}`}})
+				Lateness: 6 * time.Hour, Metrics: []string{"node_load1", `{__name__=~"app_.*", env="prod"}`}, Interval: time.Minute})
 		}},
 		{"testdata/valid_agent.yaml", RoleAgent, func(t *testing.T, c *Config) {
 			equal(t, "agent", c.Agent, Agent{
@@ -338,6 +338,7 @@ func TestLoadProblems(t *testing.T) {
 				`testdata/stats.yaml: stats.hourly_retention: must be whole days and at least 2d (daily rollups are made from hourly ones), got 36h0m0s`,
 				`testdata/stats.yaml: stats.daily_retention: must be whole days and at least stats.hourly_retention (36h0m0s), got 24h0m0s`,
 				`testdata/stats.yaml: stats.lateness: must be between 0s and 1d, got 48h0m0s`,
+				`testdata/stats.yaml: stats.interval: must be at least 1s, got 500ms`,
 				`testdata/stats.yaml: stats.metrics[1]: series selector "sum(node_load1)": want a selector such as node_load1{node="web1"}, not an expression`,
 				`testdata/stats.yaml: stats.metrics[2]: series selector "{node=~\"(\"}": ` + selectorErr(t, `{node=~"("}`),
 			},

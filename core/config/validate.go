@@ -189,6 +189,9 @@ func statsProblems(s Stats) []Problem {
 	if s.Lateness < 0 || s.Lateness > day {
 		bad("stats.lateness", "must be between 0s and 1d, got %s", s.Lateness)
 	}
+	if s.Interval < time.Second {
+		bad("stats.interval", "must be at least 1s, got %s", s.Interval)
+	}
 	for i, m := range s.Metrics {
 		if _, err := stats.ParseSelector(m); err != nil {
 			bad(fmt.Sprintf("stats.metrics[%d]", i), "%v", err)

@@ -252,7 +252,7 @@ func statsOptions(c *config.Config) *cluster.StatsOptions {
 	}
 	return &cluster.StatsOptions{
 		HourlyRetention: c.Stats.HourlyRetention, DailyRetention: c.Stats.DailyRetention,
-		Lateness: c.Stats.Lateness, Metrics: c.Stats.Metrics,
+		Lateness: c.Stats.Lateness, Metrics: c.Stats.Metrics, Interval: c.Stats.Interval,
 		MetricsBackfill: c.Metrics.Retention, LogsBackfill: c.Logs.Retention,
 	}
 }
