@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/printer"
 )
 
@@ -26,28 +28,21 @@ func newStatsCommand(g *globals) *cobra.Command {
 			"clusters roll up (stats.metrics), one row per series and bucket, from every cluster.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, u, err := statsRange(since, until)
-			if err != nil {
-				return err
-			}
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Stats.MetricStats(ctx, connect.NewRequest(&unyov1.MetricStatsRequest{
-				Cluster: clusterName, Selector: args[0], Resolution: resolution, Since: s, Until: u, Limit: int32(limit)}))
-			if err != nil {
-				return g.explain(err)
-			}
-			if err := printer.Rollups(cmd.OutOrStdout(), g.output, resp.Msg.GetRollups()); err != nil {
-				return err
-			}
-			if resp.Msg.GetTruncated() {
-				fmt.Fprintln(cmd.ErrOrStderr(), "more rows than --limit: narrow the selector or the time range")
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return g.statsCall(cmd, since, until, func(ctx context.Context, cl *client.Clients, s, u *timestamppb.Timestamp) error {
+				resp, err := cl.Stats.MetricStats(ctx, connect.NewRequest(&unyov1.MetricStatsRequest{
+					Cluster: clusterName, Selector: args[0], Resolution: resolution, Since: s, Until: u, Limit: int32(limit)}))
+				if err != nil {
+					return g.explain(err)
+				}
+				if err := printer.Rollups(cmd.OutOrStdout(), g.output, resp.Msg.GetRollups()); err != nil {
+					return err
+				}
+				if resp.Msg.GetTruncated() {
+					fmt.Fprintln(cmd.ErrOrStderr(), "more rows than --limit: narrow the selector or the time range")
+				}
+				warnClusters(cmd, resp.Msg.GetClusterErrors())
+				return exitIfPartial(resp.Msg.GetClusterErrors())
+			})
 		},
 	}
 	metrics.Flags().StringVar(&resolution, "resolution", "1d", "1h or 1d")
@@ -61,25 +56,18 @@ func newStatsCommand(g *globals) *cobra.Command {
 			Short: "Daily counts of " + what + " with error and warning rates",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				s, u, err := statsRange(since, until)
-				if err != nil {
-					return err
-				}
-				cl, ctx, cancel, err := g.connect(cmd)
-				if err != nil {
-					return err
-				}
-				defer cancel()
-				resp, err := cl.Stats.CountStats(ctx, connect.NewRequest(&unyov1.CountStatsRequest{
-					Cluster: clusterName, Kind: kind, By: by, Since: s, Until: u}))
-				if err != nil {
-					return g.explain(err)
-				}
-				if err := printer.DailyCounts(cmd.OutOrStdout(), g.output, kind, by, resp.Msg.GetCounts()); err != nil {
-					return err
-				}
-				warnClusters(cmd, resp.Msg.GetClusterErrors())
-				return exitIfPartial(resp.Msg.GetClusterErrors())
+				return g.statsCall(cmd, since, until, func(ctx context.Context, cl *client.Clients, s, u *timestamppb.Timestamp) error {
+					resp, err := cl.Stats.CountStats(ctx, connect.NewRequest(&unyov1.CountStatsRequest{
+						Cluster: clusterName, Kind: kind, By: by, Since: s, Until: u}))
+					if err != nil {
+						return g.explain(err)
+					}
+					if err := printer.DailyCounts(cmd.OutOrStdout(), g.output, kind, by, resp.Msg.GetCounts()); err != nil {
+						return err
+					}
+					warnClusters(cmd, resp.Msg.GetClusterErrors())
+					return exitIfPartial(resp.Msg.GetClusterErrors())
+				})
 			},
 		}
 		c.Flags().StringVar(&since, "since", "90d", "days from this time (RFC 3339) or age (90d)")
@@ -95,13 +83,22 @@ func newStatsCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-func statsRange(since, until string) (s, u *timestamppb.Timestamp, err error) {
+// statsCall reads --since and --until, connects and runs call.
+func (g *globals) statsCall(cmd *cobra.Command, since, until string,
+	call func(ctx context.Context, cl *client.Clients, s, u *timestamppb.Timestamp) error) error {
 	now := time.Now()
-	if s, err = parseWhen("since", since, now); err != nil {
-		return nil, nil, err
+	s, err := parseWhen("since", since, now)
+	if err != nil {
+		return err
 	}
-	if u, err = parseWhen("until", until, now); err != nil {
-		return nil, nil, err
+	u, err := parseWhen("until", until, now)
+	if err != nil {
+		return err
 	}
-	return s, u, nil
+	cl, ctx, cancel, err := g.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return call(ctx, cl, s, u)
 }

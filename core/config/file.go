@@ -156,20 +156,9 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		}
 		r.set(f, n, int(v))
 
-	case kindBool:
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-			wrongType()
-			return
-		}
-		v, err := parseText(f, n.Value)
-		if err != nil {
-			r.add(n.Line, f.key, err.Error())
-			return
-		}
-		r.set(f, n, v)
-
-	case kindDuration, kindSize:
-		if n.Kind != yaml.ScalarNode {
+	case kindBool, kindDuration, kindSize:
+		// A quoted "true" is a string: booleans must be written as such.
+		if n.Kind != yaml.ScalarNode || (f.kind == kindBool && n.ShortTag() != "!!bool") {
 			wrongType()
 			return
 		}

@@ -80,14 +80,7 @@ func (s *Store) ListRollups(ctx context.Context, f store.RollupFilter) ([]store.
 		args = append(args, f.Name)
 		fmt.Fprintf(&b, " AND name = $%d", len(args))
 	}
-	if !f.Since.IsZero() {
-		args = append(args, f.Since.UnixNano())
-		fmt.Fprintf(&b, " AND bucket_start >= $%d", len(args))
-	}
-	if !f.Until.IsZero() {
-		args = append(args, f.Until.UnixNano())
-		fmt.Fprintf(&b, " AND bucket_start < $%d", len(args))
-	}
+	args = timeRange(&b, args, "bucket_start", f.Since, f.Until)
 	b.WriteString(" ORDER BY series, bucket_start")
 	if f.Limit > 0 {
 		args = append(args, f.Limit)
@@ -116,6 +109,20 @@ func (s *Store) ListRollups(ctx context.Context, f store.RollupFilter) ([]store.
 		return nil, fmt.Errorf("read %s rollups: %w", f.Resolution, err)
 	}
 	return out, nil
+}
+
+// timeRange adds "AND col >= since AND col < until" to a query for the
+// bounds that are set, and returns args with their values.
+func timeRange(b *strings.Builder, args []any, col string, since, until time.Time) []any {
+	if !since.IsZero() {
+		args = append(args, since.UnixNano())
+		fmt.Fprintf(b, " AND %s >= $%d", col, len(args))
+	}
+	if !until.IsZero() {
+		args = append(args, until.UnixNano())
+		fmt.Fprintf(b, " AND %s < $%d", col, len(args))
+	}
+	return args
 }
 
 // DeleteRollupsBefore removes the rollups of resolution r starting before t.
@@ -160,14 +167,7 @@ func (s *Store) ListCounts(ctx context.Context, f store.CountFilter) ([]store.Da
 	var b strings.Builder
 	args := []any{f.Kind, f.By}
 	b.WriteString("SELECT day, key, total, errors, warnings FROM stat_counts WHERE kind = $1 AND by_key = $2")
-	if !f.Since.IsZero() {
-		args = append(args, f.Since.UnixNano())
-		fmt.Fprintf(&b, " AND day >= $%d", len(args))
-	}
-	if !f.Until.IsZero() {
-		args = append(args, f.Until.UnixNano())
-		fmt.Fprintf(&b, " AND day < $%d", len(args))
-	}
+	args = timeRange(&b, args, "day", f.Since, f.Until)
 	b.WriteString(" ORDER BY day, key")
 	rows, err := s.r.QueryContext(ctx, b.String(), args...)
 	if err != nil {

@@ -399,8 +399,9 @@ func (s *Store) Query(ctx context.Context, expr string, at time.Time) ([]tsdb.Se
 	return s.exec(ctx, expr, ts, ts, (5 * time.Minute).Milliseconds(), true)
 }
 
-// SeriesMatch lists series matching a selector; see tsdb.Store.
-func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.Time) ([]map[string]string, error) {
+// searchQuery parses a series selector into a search over [start, end] and
+// read-locks s: on success the caller must RUnlock.
+func (s *Store) searchQuery(ctx context.Context, match string, start, end time.Time) (*storage.SearchQuery, error) {
 	tfss, err := searchutil.ParseMetricSelector(match)
 	if err != nil {
 		return nil, fmt.Errorf("vmembed: series selector %q: %w", match, err)
@@ -408,8 +409,16 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
+	return storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, s.opts.MaxSeries), nil
+}
+
+// SeriesMatch lists series matching a selector; see tsdb.Store.
+func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.Time) ([]map[string]string, error) {
+	sq, err := s.searchQuery(ctx, match, start, end)
+	if err != nil {
+		return nil, err
+	}
 	defer s.mu.RUnlock()
-	sq := storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, s.opts.MaxSeries)
 	names, err := netstorage.SearchMetricNames(nil, sq, s.deadline(ctx))
 	if err != nil {
 		return nil, vmerr.Classify(fmt.Errorf("vmembed: list series %q: %w", match, err))
@@ -427,15 +436,11 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 
 // LabelValues lists the values of label in matching series; see tsdb.Store.
 func (s *Store) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
-	tfss, err := searchutil.ParseMetricSelector(match)
+	sq, err := s.searchQuery(ctx, match, start, end)
 	if err != nil {
-		return nil, fmt.Errorf("vmembed: series selector %q: %w", match, err)
-	}
-	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
-	sq := storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, s.opts.MaxSeries)
 	// VictoriaMetrics calls the metric name "" inside its storage.
 	name := label
 	if name == "__name__" {
