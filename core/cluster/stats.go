@@ -109,7 +109,7 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 	for i, hour := range hours {
 		for _, name := range names {
 			for _, sel := range batches[name] {
-				if err := r.hour(ctx, hour, sel.WithName(name)); err != nil {
+				if err := r.hour(ctx, hour, sel.WithName(name), true); err != nil {
 					return err
 				}
 			}
@@ -131,12 +131,12 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 }
 
 // hour stores the hourly rollups of the series sel selects. When they are
-// too many for one query, it splits them by node.
-func (r *statsRunner) hour(ctx context.Context, hour time.Time, sel string) error {
+// too many for one query and split allows, it splits them by node.
+func (r *statsRunner) hour(ctx context.Context, hour time.Time, sel string, split bool) error {
 	values := map[string]*stats.Values{}
 	for i, q := range stats.HourQueries(sel) {
 		res, err := r.c.opts.Metrics.Query(ctx, q, stats.QueryTime(hour))
-		if errors.Is(err, tsdb.ErrTooLarge) && i == 0 {
+		if errors.Is(err, tsdb.ErrTooLarge) && i == 0 && split {
 			return r.hourByNode(ctx, hour, sel)
 		}
 		if err != nil {
@@ -161,12 +161,14 @@ func (r *statsRunner) hourByNode(ctx context.Context, hour time.Time, sel string
 		return fmt.Errorf("statistics: hour %s: nodes of %s: %w", hour.Format(time.RFC3339), sel, err)
 	}
 	r.c.log.Debug("statistics: splitting a metric by node", "selector", sel, "nodes", len(nodes))
+	narrowed, err := stats.ParseSelector(sel)
+	if err != nil {
+		return err
+	}
 	for _, n := range nodes {
-		narrowed, err := stats.ParseSelector(sel)
-		if err != nil {
-			return err
-		}
-		if err := r.hour(ctx, hour, narrowed.WithLabel("node", n)); err != nil {
+		// One node's series of one metric that are still too many cannot
+		// be split further here: the error names the TSDB's limit.
+		if err := r.hour(ctx, hour, narrowed.WithLabel("node", n), false); err != nil {
 			return err
 		}
 	}

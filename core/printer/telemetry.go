@@ -97,6 +97,10 @@ func Rollups(w io.Writer, format string, rollups []*unyov1.Rollup) error {
 	if err != nil {
 		return err
 	}
+	return p.rollups(rollups)
+}
+
+func (p *printer) rollups(rollups []*unyov1.Rollup) error {
 	return printList(p, "rollups", rollups, func() table {
 		t := table{header: []string{"CLUSTER", "SERIES", "START", "RES", "MIN", "MAX", "AVG", "LAST", "SAMPLES"}}
 		for _, r := range rollups {
@@ -114,9 +118,20 @@ func DailyCounts(w io.Writer, format, kind, by string, counts []*unyov1.DailyCou
 	if err != nil {
 		return err
 	}
-	what := "daily counts of " + kind
-	return printList(p, what, counts, func() table {
-		t := table{header: []string{"DAY", "CLUSTER", strings.ToUpper(by), "COUNT", "ERRORS", "ERROR%", "WARNINGS", "WARNING%"}}
+	return p.dailyCounts(kind, by, counts)
+}
+
+func (p *printer) dailyCounts(kind, by string, counts []*unyov1.DailyCount) error {
+	// Events are counted by check and node under the names app and host.
+	col := strings.ToUpper(by)
+	if kind == "events" {
+		col = map[string]string{"app": "CHECK", "host": "NODE"}[by]
+		if col == "" {
+			col = strings.ToUpper(by)
+		}
+	}
+	return printList(p, "daily counts of "+kind, counts, func() table {
+		t := table{header: []string{"DAY", "CLUSTER", col, "COUNT", "ERRORS", "ERROR%", "WARNINGS", "WARNING%"}}
 		for _, c := range counts {
 			t.add(c.GetDay().AsTime().UTC().Format(time.DateOnly), c.GetCluster(), orDash(c.GetKey()), strconv.FormatInt(c.GetCount(), 10),
 				strconv.FormatInt(c.GetErrors(), 10), percent(c.GetErrors(), c.GetCount()),

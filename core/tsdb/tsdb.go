@@ -88,6 +88,11 @@ type Store interface {
 	Close() error
 }
 
+// MaxLabelValues bounds a LabelValues answer; larger ones fail with an error
+// matching ErrTooLarge. It is separate from the series limits: listing
+// values does not load series.
+const MaxLabelValues = 1_000_000
+
 // WriteStats counts what Write did with the samples it was given.
 type WriteStats struct {
 	Written       uint64 // handed to the database

@@ -359,9 +359,9 @@ func (s *Store) LabelValues(ctx context.Context, label, match string, start, end
 	if err := decodeData(body, &out); err != nil {
 		return nil, fmt.Errorf("vmremote: values of label %s in %q: %s%s: %w", label, match, s.base, path, err)
 	}
-	if len(out) > s.opts.MaxSeries {
-		return nil, tsdb.TooLarge("vmremote Options.MaxSeries",
-			fmt.Errorf("label %s has %d values in %q, more than %d", label, len(out), match, s.opts.MaxSeries))
+	if len(out) > tsdb.MaxLabelValues {
+		return nil, tsdb.TooLarge("tsdb.MaxLabelValues",
+			fmt.Errorf("label %s has %d values in %q, more than %d", label, len(out), match, tsdb.MaxLabelValues))
 	}
 	sort.Strings(out)
 	return out, nil
