@@ -31,8 +31,9 @@ func appendLines(t *testing.T, path string, from, to int) {
 
 func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	// A node has a few hundred system series: a query over all of them is
-	// more than this cluster allows.
-	f := newFleet(t, "metrics: {max_series: 100}\n")
+	// more than this cluster allows. The statistics controller runs every
+	// second, so the daily counts of today follow the lines quickly.
+	f := newFleet(t, "metrics: {max_series: 100}\nstats: {interval: 1s}\n")
 	logFile := f.dir + "/app.log"
 	appendLines(t, logFile, 1, 10)
 	agent := f.agent("m1", "{}", fmt.Sprintf(`  metrics_interval: 1s
@@ -148,6 +149,34 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	}
 	if fields, _ := hist[0]["fields"].(map[string]any); fields["event_id"] == nil || fields["check"] != "perf" {
 		t.Errorf("events history fields: %v", hist[0]["fields"])
+	}
+	// The statistics tier counts today's lines and events; the CLI prints
+	// them as JSON and as a table with error rates.
+	eventually(t, 60*time.Second, "daily counts of today", func() error {
+		items, err := f.json("stats", "logs", "--by", "app", "--since", "1d")
+		if err != nil {
+			return err
+		}
+		for _, c := range items {
+			if str(c, "key") == "demo" && str(c, "count") == "45" && str(c, "errors") == "15" && str(c, "cluster") == "c1" {
+				return nil
+			}
+		}
+		return fmt.Errorf("stats logs by app: %v, want demo 45 lines, 15 errors in c1", items)
+	})
+	events, err := f.json("stats", "events", "--by", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 || str(events[len(events)-1], "key") == "" {
+		t.Errorf("stats events by app (the check): %v", events)
+	}
+	table, err := f.cli("stats", "logs", "--by", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "ERROR%") || !strings.Contains(table, "demo") || !strings.Contains(table, "33.3") {
+		t.Errorf("stats logs table:\n%s", table)
 	}
 	trace, err := f.json("logs", "trace", "t0")
 	if err != nil {

@@ -36,7 +36,7 @@ func newRootCommand() *cobra.Command {
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
 		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
 		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
-		newMetricsCommand(g), newLogsCommand(g),
+		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g),
 		newStatusCommand(g), newVersionCommand(),
 	)

@@ -41,6 +41,7 @@ type Clients struct {
 	Maintenance unyov1connect.MaintenanceServiceClient
 	Metrics     unyov1connect.MetricsServiceClient
 	Logs        unyov1connect.LogsServiceClient
+	Stats       unyov1connect.StatsServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -77,6 +78,7 @@ func New(opts Options) (*Clients, error) {
 		Maintenance: unyov1connect.NewMaintenanceServiceClient(hc, url, o...),
 		Metrics:     unyov1connect.NewMetricsServiceClient(hc, url, o...),
 		Logs:        unyov1connect.NewLogsServiceClient(hc, url, o...),
+		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
 	}, nil
 }
 

@@ -41,7 +41,12 @@ type Options struct {
 	// plugins started (on every replica), for EventRule plugin actions.
 	PluginDirs []string
 	Plugins    []host.PluginConfig
-	Logger     *slog.Logger
+	// Stats configures the statistics tier; nil turns it off.
+	Stats  *StatsOptions
+	Logger *slog.Logger
+	// Now is the controller's clock (retention and statistics); default
+	// time.Now. Tests run days of it in moments.
+	Now func() time.Time
 }
 
 // Cluster holds one cluster replica's services and loops.
@@ -64,6 +69,9 @@ type Cluster struct {
 	// nodePlugins is each node's plugin statuses as last stored (guarded by
 	// knownMu): a heartbeat writes them only when they changed.
 	nodePlugins map[string][]*unyov1.PluginStatus
+
+	// stats computes the statistics tier; nil when it is off.
+	stats *statsRunner
 
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins
@@ -94,6 +102,9 @@ func New(st store.Store, opts Options) *Cluster {
 	if opts.HistoryPerCheck <= 0 {
 		opts.HistoryPerCheck = 100
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger.With("cluster", opts.Name)
 	c := &Cluster{
 		opts:     opts,
@@ -107,6 +118,15 @@ func New(st store.Store, opts Options) *Cluster {
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		pluginsReady: make(chan struct{}),
+	}
+	if opts.Stats != nil {
+		r, err := newStatsRunner(c, *opts.Stats)
+		if err != nil {
+			// The configuration is validated before; keep serving without
+			// statistics rather than refuse to start.
+			log.Error("statistics are off", "err", err)
+		}
+		c.stats = r
 	}
 	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
@@ -126,6 +146,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{c}, o...))
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{c}, o...))
 	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{c}, o...))
+	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{c}, o...))
 }
 
 // Run flushes heartbeats on every replica and runs the controller loops on
@@ -143,8 +164,9 @@ func (c *Cluster) Run(ctx context.Context) {
 // controller runs the loops only one replica may run at a time.
 func (c *Cluster) controller(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(6)
+	wg.Add(7)
 	go func() { defer wg.Done(); c.watchLiveness(ctx) }()
+	go func() { defer wg.Done(); c.runStats(ctx) }()
 	go func() { defer wg.Done(); c.runMetricChecks(ctx) }()
 	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
 	go func() { defer wg.Done(); every(ctx, time.Hour, c.pruneLogs) }()
@@ -191,7 +213,7 @@ func (c *Cluster) pruneHistory(ctx context.Context) {
 // pruneLogs drops log days past the retention (the stores do not expire
 // them themselves) and the positions of files not written for as long.
 func (c *Cluster) pruneLogs(ctx context.Context) {
-	cutoff := time.Now().Add(-c.opts.LogRetention)
+	cutoff := c.now().Add(-c.opts.LogRetention)
 	if c.opts.Logs != nil {
 		if err := c.opts.Logs.DropBefore(ctx, cutoff); err != nil && ctx.Err() == nil {
 			c.log.Warn("dropping old log days failed", "before", cutoff, "err", err)
@@ -201,6 +223,8 @@ func (c *Cluster) pruneLogs(ctx context.Context) {
 		c.log.Warn("pruning log positions failed", "err", err)
 	}
 }
+
+func (c *Cluster) now() time.Time { return c.opts.Now() }
 
 // heartbeats collects heartbeat times so that thousands of agents cost one
 // write a second instead of one each.

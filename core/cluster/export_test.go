@@ -5,10 +5,28 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
 )
 
 // NewMetricTicker returns the metric checks' evaluation as the controller
 // runs it, for tests to drive at times they choose.
 func NewMetricTicker(c *Cluster) func(ctx context.Context, at time.Time) []*unyov1.Event {
 	return newMetricRunner(c).tick
+}
+
+// RunStats returns one pass of the statistics controller as the lease
+// holder runs it, for tests to drive with a clock of their own.
+func RunStats(c *Cluster) func(ctx context.Context, now time.Time) error { return c.stats.run }
+
+// PruneLogs runs the controller's log retention once, at the cluster's clock.
+func PruneLogs(c *Cluster, ctx context.Context) { c.pruneLogs(ctx) }
+
+// RecordHistory writes processed events to the event history as the
+// pipeline does.
+func RecordHistory(c *Cluster, ctx context.Context, events []*unyov1.Event) {
+	seq := make([]store.SeqEvent, len(events))
+	for i, e := range events {
+		seq[i] = store.SeqEvent{Seq: int64(i + 1), Event: e}
+	}
+	c.recordHistory(ctx, seq, nil)
 }

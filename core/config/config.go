@@ -39,6 +39,7 @@ type Config struct {
 	Agent   Agent   `yaml:"agent" mapstructure:"agent"`
 	Metrics Metrics `yaml:"metrics" mapstructure:"metrics"`
 	Logs    Logs    `yaml:"logs" mapstructure:"logs"`
+	Stats   Stats   `yaml:"stats" mapstructure:"stats"`
 
 	// File is the configuration file Load read ("" if none). It is not a
 	// setting; it lets later checks (such as of agent.checks[i].spec) name
@@ -207,6 +208,38 @@ type Logs struct {
 	Retention  time.Duration `yaml:"retention" mapstructure:"retention"`
 }
 
+// Stats is a cluster's statistics tier: rollups of metrics and daily counts
+// of logs and events, kept in the state store long after metrics.retention
+// and logs.retention dropped the raw data.
+type Stats struct {
+	// Enabled runs the statistics controller (on the lease holder).
+	Enabled bool `yaml:"enabled" mapstructure:"enabled"`
+	// HourlyRetention and DailyRetention are how long hourly and daily
+	// rollups (daily counts: DailyRetention) are kept.
+	HourlyRetention time.Duration `yaml:"hourly_retention" mapstructure:"hourly_retention"`
+	DailyRetention  time.Duration `yaml:"daily_retention" mapstructure:"daily_retention"`
+	// Lateness is how long after its end a bucket is still recomputed, to
+	// take in data agents deliver late from their spools.
+	Lateness time.Duration `yaml:"lateness" mapstructure:"lateness"`
+	// Metrics are the series selectors rolled up.
+	Metrics []string `yaml:"metrics" mapstructure:"metrics"`
+	// Interval is how often the controller computes what is due.
+	Interval time.Duration `yaml:"interval" mapstructure:"interval"`
+}
+
+// DefaultStatsMetrics are the series rolled up by default: utilisation of
+// nodes and the perfdata of checks.
+func DefaultStatsMetrics() []string {
+	return []string{
+		"node_cpu_average_usage_ratio",
+		"node_load1",
+		`{__name__=~"node_memory_(MemTotal|MemAvailable)_bytes"}`,
+		`{__name__=~"node_filesystem_(size|avail)_bytes"}`,
+		`{__name__=~"node_network_(receive|transmit)_bytes_per_second"}`,
+		"unyo_check_perfdata",
+	}
+}
+
 // ClickHouse is where logs.store clickhouse writes.
 type ClickHouse struct {
 	Addr     string `yaml:"addr" mapstructure:"addr" want:"host:port"`
@@ -266,6 +299,14 @@ func staticDefaults(role string) *Config {
 			Store:      "embedded",
 			ClickHouse: ClickHouse{Database: "unyo"},
 			Retention:  14 * 24 * time.Hour,
+		},
+		Stats: Stats{
+			Enabled:         true,
+			HourlyRetention: 400 * 24 * time.Hour,
+			DailyRetention:  5 * 365 * 24 * time.Hour,
+			Lateness:        3 * time.Hour,
+			Metrics:         DefaultStatsMetrics(),
+			Interval:        time.Minute,
 		},
 	}
 	switch role {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/unyo-ops/unyo/stats"
 )
 
 // noEnv keeps the test process's own UNYO_* variables out of a Load.
@@ -110,6 +112,8 @@ func TestLoadValidFiles(t *testing.T) {
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
+			equal(t, "stats", c.Stats, Stats{Enabled: true, HourlyRetention: 90 * 24 * time.Hour, DailyRetention: 3650 * 24 * time.Hour,
+				Lateness: 6 * time.Hour, Metrics: []string{"node_load1", `{__name__=~"app_.*", env="prod"}`}, Interval: time.Minute})
 		}},
 		{"testdata/valid_agent.yaml", RoleAgent, func(t *testing.T, c *Config) {
 			equal(t, "agent", c.Agent, Agent{
@@ -328,6 +332,26 @@ func TestLoadProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "statistics tier",
+			opts: LoadOptions{File: "testdata/stats.yaml"},
+			want: []string{
+				`testdata/stats.yaml: stats.hourly_retention: must be whole days and at least 2d (daily rollups are made from hourly ones), got 36h0m0s`,
+				`testdata/stats.yaml: stats.daily_retention: must be whole days and at least stats.hourly_retention (36h0m0s), got 24h0m0s`,
+				`testdata/stats.yaml: stats.lateness: must be between 0s and 1d, got 48h0m0s`,
+				`testdata/stats.yaml: stats.interval: must be at least 1s, got 500ms`,
+				`testdata/stats.yaml: stats.metrics[1]: series selector "sum(node_load1)": want a selector such as node_load1{node="web1"}, not an expression`,
+				`testdata/stats.yaml: stats.metrics[2]: series selector "{node=~\"(\"}": ` + selectorErr(t, `{node=~"("}`),
+			},
+		},
+		{
+			name: "statistics tier types",
+			opts: LoadOptions{File: "testdata/stats_types.yaml"},
+			want: []string{
+				`testdata/stats_types.yaml: stats.enabled: expected true or false, got a string`,
+				`testdata/stats_types.yaml: stats.metrics: expected a list of strings, got a string`,
+			},
+		},
+		{
 			name: "agent log files",
 			opts: LoadOptions{File: "testdata/agent_logs.yaml"},
 			want: []string{
@@ -431,6 +455,7 @@ func TestEnv(t *testing.T) {
 			"UNYO_AGENT_MAX_OUTPUT=1MiB",                   // size
 			"UNYO_AGENT_LABELS=env=prod, app.k8s.io/x=Y",   // labels keep dots and case
 			"UNYO_AGENT_PLUGINS_DIRS=/a,/b",                // nested list
+			"UNYO_STATS_ENABLED=false",                     // boolean
 			"UNYO_CLUSTER_NAME=",                           // empty: ignored
 			"UNYO_NO_SUCH_KEY=1",                           // unknown: ignored
 			"UNYO_CONFIG=/etc/unyo/cluster.yaml",           // the cmd layer's own
@@ -446,6 +471,7 @@ func TestEnv(t *testing.T) {
 	equal(t, "agent.max_output", cfg.Agent.MaxOutput, MiB)
 	equal(t, "agent.labels", cfg.Agent.Labels, map[string]string{"env": "prod", "app.k8s.io/x": "Y"})
 	equal(t, "agent.plugins.dirs", cfg.Agent.Plugins.Dirs, []string{"/a", "/b"})
+	equal(t, "stats.enabled", cfg.Stats.Enabled, false)
 	equal(t, "cluster.name (file)", cfg.Cluster.Name, "eu-west")
 	// Derived values follow the overridden listen address.
 	equal(t, "cluster.advertise_url", cfg.Cluster.AdvertiseURL, "http://"+hostname(t)+":9401")
@@ -456,6 +482,7 @@ func TestEnv(t *testing.T) {
 		"UNYO_AGENT_LABELS=env",
 		"UNYO_AGENT_CHECKS=load",
 		"UNYO_AGENT_PLUGINS_ENABLED=http",
+		"UNYO_STATS_ENABLED=maybe",
 	}})
 	equal(t, "problems", lines, []string{
 		`environment UNYO_CLUSTER_LEASE_TTL: invalid duration "x" (expected a duration such as 10s, 1m30s or 1h)`,
@@ -463,6 +490,7 @@ func TestEnv(t *testing.T) {
 		`environment UNYO_AGENT_MAX_OUTPUT: invalid size "lots" (expected bytes or a size such as 64KiB)`,
 		`environment UNYO_AGENT_CHECKS: checks can only be set in the configuration file`,
 		`environment UNYO_AGENT_PLUGINS_ENABLED: plugins can only be enabled in the configuration file`,
+		`environment UNYO_STATS_ENABLED: invalid value "maybe" (expected true or false)`,
 	})
 }
 
@@ -877,7 +905,7 @@ func TestSuggestions(t *testing.T) {
 		{root, "lgo", "unknown key (did you mean log?)"},
 		{root, "listen", "unknown key (did you mean server.listen?)"},
 		{root, "dsn", "unknown key (did you mean store.dsn?)"},
-		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent, metrics, logs)"},
+		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent, metrics, logs, stats)"},
 	}
 	for _, tt := range tests {
 		equal(t, tt.name, unknownKey(root, tt.section, tt.name), tt.want)
@@ -889,4 +917,16 @@ func equal[T any](t *testing.T, what string, got, want T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s:\n got %#v\nwant %#v", what, got, want)
 	}
+}
+
+// selectorErr is the parser's own words for a bad selector, which the
+// configuration error quotes.
+func selectorErr(t *testing.T, sel string) string {
+	t.Helper()
+	_, err := stats.ParseSelector(sel)
+	if err == nil {
+		t.Fatalf("selector %s parses", sel)
+	}
+	_, msg, _ := strings.Cut(err.Error(), ": ")
+	return msg
 }

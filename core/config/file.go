@@ -156,8 +156,9 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		}
 		r.set(f, n, int(v))
 
-	case kindDuration, kindSize:
-		if n.Kind != yaml.ScalarNode {
+	case kindBool, kindDuration, kindSize:
+		// A quoted "true" is a string: booleans must be written as such.
+		if n.Kind != yaml.ScalarNode || (f.kind == kindBool && n.ShortTag() != "!!bool") {
 			wrongType()
 			return
 		}

@@ -14,6 +14,7 @@ const (
 	kindSection   kind = iota // a nested struct: a mapping of known keys
 	kindString                // string
 	kindInt                   // int
+	kindBool                  // bool, written true or false
 	kindDuration              // time.Duration, written "10s"
 	kindSize                  // Size, written 65536 or "64KiB"
 	kindStrings               // []string
@@ -85,6 +86,8 @@ func kindOf(t reflect.Type) kind {
 		return kindString
 	case t.Kind() == reflect.Int:
 		return kindInt
+	case t.Kind() == reflect.Bool:
+		return kindBool
 	case t.Kind() == reflect.Struct:
 		return kindSection
 	}
@@ -161,6 +164,8 @@ func (f *field) expected() string {
 		return "a string"
 	case kindInt:
 		return "an integer"
+	case kindBool:
+		return "true or false"
 	case kindDuration:
 		return "a duration such as 10s"
 	case kindSize:

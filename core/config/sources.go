@@ -99,6 +99,12 @@ func parseText(f *field, text string) (any, error) {
 			return nil, fmt.Errorf("invalid integer %q", text)
 		}
 		return n, nil
+	case kindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("invalid value %q (expected true or false)", text)
+		}
+		return b, nil
 	case kindDuration:
 		return parseDuration(text)
 	case kindSize:

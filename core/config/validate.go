@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/unyo-ops/unyo/stats"
 )
 
 // Validate checks the rules that span keys or depend on the role: required
@@ -125,6 +127,7 @@ func (c *Config) problems() []Problem {
 		if c.Logs.Retention < 24*time.Hour {
 			bad("logs.retention", "must be at least 1d (logs are dropped by whole days), got %s", c.Logs.Retention)
 		}
+		ps = append(ps, statsProblems(c.Stats)...)
 	}
 
 	if isAgent {
@@ -167,6 +170,38 @@ func (c *Config) problems() []Problem {
 			}
 		}
 		ps = append(ps, pluginProblems("agent.plugins", c.Agent.Plugins, "check")...)
+	}
+	return ps
+}
+
+// statsProblems checks the statistics tier's settings.
+func statsProblems(s Stats) []Problem {
+	var ps []Problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if !s.Enabled {
+		return nil
+	}
+	const day = 24 * time.Hour
+	// Daily rollups are made from the hourly ones of their day, recomputed
+	// until the day's lateness passed: the hourly ones must outlive that.
+	if s.HourlyRetention < 2*day || s.HourlyRetention%day != 0 {
+		bad("stats.hourly_retention", "must be whole days and at least 2d (daily rollups are made from hourly ones), got %s", s.HourlyRetention)
+	}
+	if s.DailyRetention < s.HourlyRetention || s.DailyRetention%day != 0 {
+		bad("stats.daily_retention", "must be whole days and at least stats.hourly_retention (%s), got %s", s.HourlyRetention, s.DailyRetention)
+	}
+	if s.Lateness < 0 || s.Lateness > day {
+		bad("stats.lateness", "must be between 0s and 1d, got %s", s.Lateness)
+	}
+	if s.Interval < time.Second {
+		bad("stats.interval", "must be at least 1s, got %s", s.Interval)
+	}
+	for i, m := range s.Metrics {
+		if _, err := stats.ParseSelector(m); err != nil {
+			bad(fmt.Sprintf("stats.metrics[%d]", i), "%v", err)
+		}
 	}
 	return ps
 }

@@ -154,6 +154,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
 		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
+		Stats: statsOptions(c),
 	})
 	cl.Register(srv)
 	ln, err := srv.Listen()
@@ -242,4 +243,17 @@ func nextPort(listen string, n int) (string, error) {
 		return "", fmt.Errorf("server.listen %q: dev needs a fixed port", listen)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+n)), nil
+}
+
+// statsOptions configures the statistics tier, nil when it is off. The first
+// run reaches back as far as the raw stores keep data.
+func statsOptions(c *config.Config) *cluster.StatsOptions {
+	if !c.Stats.Enabled {
+		return nil
+	}
+	return &cluster.StatsOptions{
+		HourlyRetention: c.Stats.HourlyRetention, DailyRetention: c.Stats.DailyRetention,
+		Lateness: c.Stats.Lateness, Metrics: c.Stats.Metrics, Interval: c.Stats.Interval,
+		MetricsBackfill: c.Metrics.Retention, LogsBackfill: c.Logs.Retention,
+	}
 }

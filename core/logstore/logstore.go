@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -76,12 +77,27 @@ const (
 	FieldsDropped = "unyo_fields_dropped"
 )
 
-// Stats groupings.
+// Stats groupings; ByField(name) groups by a field of Entry.Fields.
 const (
 	ByLevel = "level"
 	ByApp   = "app"
 	ByHost  = "host"
 )
+
+// byFieldPrefix starts a grouping by an Entry.Fields key.
+const byFieldPrefix = "field:"
+
+// ByField is the Stats grouping by the value of Entry.Fields[name]; entries
+// without the field count under the key "". The event history uses it to
+// count events by check.
+func ByField(name string) string { return byFieldPrefix + name }
+
+// GroupField returns the field name of a ByField grouping.
+func GroupField(by string) (name string, ok bool) { return strings.CutPrefix(by, byFieldPrefix) }
+
+// fieldNameRE is what a ByField name may be: backends put it into their
+// query languages, so it is kept to plain names.
+var fieldNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 var (
 	// ErrTooLarge means a query asked for (or would return) more than MaxLimit
@@ -112,6 +128,7 @@ type Query struct {
 	Since, Until time.Time // Since inclusive, Until exclusive; zero = unbounded
 	Host         string    // exact match
 	App          string    // exact match
+	ExceptApp    string    // exact mismatch: leave out this app's entries
 	TraceID      string    // exact match
 	Levels       []string  // any of; compared in lower case
 	Grep         string    // case-sensitive substring of Message
@@ -192,7 +209,8 @@ type Store interface {
 	// Query returns matching entries, newest first.
 	Query(ctx context.Context, q Query) ([]Entry, error)
 	// Stats counts the entries matching q (q.Limit is ignored) per interval
-	// and per value of by (ByLevel, ByApp or ByHost), ordered as SortBuckets.
+	// and per value of by (ByLevel, ByApp, ByHost or ByField), ordered as
+	// SortBuckets.
 	Stats(ctx context.Context, q Query, by string, interval time.Duration) ([]Bucket, error)
 	// Trace returns every entry of one trace across hosts, oldest first.
 	// since/until may be zero; bounding them makes the lookup cheaper.
@@ -233,6 +251,7 @@ func (q Query) Normalize() (Query, error) {
 	q.Since, q.Until = q.Since.UTC(), q.Until.UTC()
 	q.Host = strings.ToValidUTF8(q.Host, "\uFFFD")
 	q.App = strings.ToValidUTF8(q.App, "\uFFFD")
+	q.ExceptApp = strings.ToValidUTF8(q.ExceptApp, "\uFFFD")
 	q.TraceID = strings.ToValidUTF8(q.TraceID, "\uFFFD")
 	q.Grep = strings.ToValidUTF8(q.Grep, "\uFFFD")
 	levels := make([]string, 0, len(q.Levels))
@@ -248,10 +267,11 @@ func (q Query) Normalize() (Query, error) {
 
 // CheckStats validates the grouping and interval of a Stats call.
 func CheckStats(by string, interval time.Duration) error {
-	switch by {
-	case ByLevel, ByApp, ByHost:
+	switch name, isField := GroupField(by); {
+	case by == ByLevel, by == ByApp, by == ByHost:
+	case isField && len(name) <= MaxFieldKeyBytes && fieldNameRE.MatchString(name):
 	default:
-		return fmt.Errorf("%w: cannot group by %q: use level, app or host", ErrInvalidQuery, by)
+		return fmt.Errorf("%w: cannot group by %q: use level, app, host or field:NAME (NAME of letters, digits, '_', '.', '-')", ErrInvalidQuery, by)
 	}
 	if interval < time.Second || interval%time.Second != 0 {
 		return fmt.Errorf("%w: interval %s must be a whole number of seconds, at least 1s", ErrInvalidQuery, interval)

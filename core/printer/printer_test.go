@@ -85,8 +85,16 @@ func TestPrint(t *testing.T) {
 				{Cluster: "dc1", Node: "web-1", Status: &unyov1.PluginStatus{Kind: "check", Name: "http", State: "failed", LastError: "no executable unyo-check-http"}},
 			})
 		}},
+		{"rollups", func(t *testing.T, p *printer, warn io.Writer) error {
+			r := load(t, "rollups", &unyov1.MetricStatsResponse{})
+			return firstErr(p.rollups(r.GetRollups()), ClusterErrors(warn, r.GetClusterErrors()))
+		}},
+		{"counts", func(t *testing.T, p *printer, _ io.Writer) error {
+			r := load(t, "counts", &unyov1.CountStatsResponse{})
+			return p.dailyCounts(r.GetKind(), r.GetBy(), r.GetCounts())
+		}},
 		{"empty", func(t *testing.T, p *printer, _ io.Writer) error {
-			return firstErr(p.nodes(nil), p.objects(nil), p.events(nil), p.plugins(nil))
+			return firstErr(p.nodes(nil), p.objects(nil), p.events(nil), p.plugins(nil), p.rollups(nil), p.dailyCounts("logs", "app", nil))
 		}},
 	}
 	for _, tt := range tests {

@@ -65,6 +65,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(&maintenanceService{r}, o...))
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{r}, o...))
 	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{r}, o...))
+	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
 }
 
 func (r *Root) client(url string) (*client.Clients, error) {

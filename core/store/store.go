@@ -25,6 +25,7 @@ type Store interface {
 	Rules
 	Pipeline
 	LogPositions
+	Stats
 	Close() error
 }
 

@@ -75,11 +75,23 @@ type Store interface {
 	// matching a series selector such as `up{job=~"node.*"}` that have
 	// samples between start and end.
 	SeriesMatch(ctx context.Context, match string, start, end time.Time) ([]map[string]string, error)
+	// LabelValues lists, sorted, the values label (e.g. __name__) takes in
+	// the series matching a series selector that have samples between start
+	// and end; like SeriesMatch, backends may also name series with samples
+	// only elsewhere on the same UTC days (VictoriaMetrics indexes by day).
+	// Far smaller than SeriesMatch's answer, it lets callers split big
+	// selections into batches (one metric name at a time).
+	LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error)
 	// Flush makes every completed Write visible to queries now.
 	Flush(ctx context.Context) error
 	// Close releases the store; it is not usable afterwards.
 	Close() error
 }
+
+// MaxLabelValues bounds a LabelValues answer; larger ones fail with an error
+// matching ErrTooLarge. It is separate from the series limits: listing
+// values does not load series.
+const MaxLabelValues = 1_000_000
 
 // WriteStats counts what Write did with the samples it was given.
 type WriteStats struct {

@@ -6489,6 +6489,509 @@ func (x *TraceLogsResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+type MetricStatsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// A series selector such as node_load1{node=~"web.*"}.
+	Selector string `protobuf:"bytes,2,opt,name=selector,proto3" json:"selector,omitempty"`
+	// 1h or 1d (default).
+	Resolution string `protobuf:"bytes,3,opt,name=resolution,proto3" json:"resolution,omitempty"`
+	// Buckets starting in [since, until); defaults: 30 days ago, now.
+	Since *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	// At most this many rows per cluster (default and maximum 100000).
+	Limit         int32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricStatsRequest) Reset() {
+	*x = MetricStatsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricStatsRequest) ProtoMessage() {}
+
+func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
+func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *MetricStatsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *MetricStatsRequest) GetSelector() string {
+	if x != nil {
+		return x.Selector
+	}
+	return ""
+}
+
+func (x *MetricStatsRequest) GetResolution() string {
+	if x != nil {
+		return x.Resolution
+	}
+	return ""
+}
+
+func (x *MetricStatsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *MetricStatsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *MetricStatsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// One series over one bucket [start, start + resolution).
+type Rollup struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Including __name__.
+	Labels     map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Resolution string                 `protobuf:"bytes,3,opt,name=resolution,proto3" json:"resolution,omitempty"`
+	Start      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	Min        float64                `protobuf:"fixed64,5,opt,name=min,proto3" json:"min,omitempty"`
+	Max        float64                `protobuf:"fixed64,6,opt,name=max,proto3" json:"max,omitempty"`
+	// sum / count.
+	Avg  float64 `protobuf:"fixed64,7,opt,name=avg,proto3" json:"avg,omitempty"`
+	Last float64 `protobuf:"fixed64,8,opt,name=last,proto3" json:"last,omitempty"`
+	Sum  float64 `protobuf:"fixed64,9,opt,name=sum,proto3" json:"sum,omitempty"`
+	// Samples in the bucket.
+	Count         int64 `protobuf:"varint,10,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollup) Reset() {
+	*x = Rollup{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollup) ProtoMessage() {}
+
+func (x *Rollup) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
+func (*Rollup) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *Rollup) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *Rollup) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Rollup) GetResolution() string {
+	if x != nil {
+		return x.Resolution
+	}
+	return ""
+}
+
+func (x *Rollup) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *Rollup) GetMin() float64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *Rollup) GetMax() float64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Rollup) GetAvg() float64 {
+	if x != nil {
+		return x.Avg
+	}
+	return 0
+}
+
+func (x *Rollup) GetLast() float64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *Rollup) GetSum() float64 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
+func (x *Rollup) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type MetricStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ordered by cluster, series, then start.
+	Rollups       []*Rollup       `protobuf:"bytes,1,rep,name=rollups,proto3" json:"rollups,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	// Set when a cluster had more rows than the limit.
+	Truncated     bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricStatsResponse) Reset() {
+	*x = MetricStatsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricStatsResponse) ProtoMessage() {}
+
+func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
+func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *MetricStatsResponse) GetRollups() []*Rollup {
+	if x != nil {
+		return x.Rollups
+	}
+	return nil
+}
+
+func (x *MetricStatsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+func (x *MetricStatsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type CountStatsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// logs or events.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// level, app or host (for events: app is the check, host the node).
+	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	// Days starting in [since, until); defaults: 90 days ago, now.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountStatsRequest) Reset() {
+	*x = CountStatsRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountStatsRequest) ProtoMessage() {}
+
+func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
+func (*CountStatsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *CountStatsRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *CountStatsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CountStatsRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *CountStatsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *CountStatsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+type DailyCount struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The UTC day's start.
+	Day           *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Count         int64                  `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Errors        int64                  `protobuf:"varint,5,opt,name=errors,proto3" json:"errors,omitempty"`
+	Warnings      int64                  `protobuf:"varint,6,opt,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DailyCount) Reset() {
+	*x = DailyCount{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DailyCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DailyCount) ProtoMessage() {}
+
+func (x *DailyCount) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
+func (*DailyCount) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *DailyCount) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *DailyCount) GetDay() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Day
+	}
+	return nil
+}
+
+func (x *DailyCount) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DailyCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DailyCount) GetErrors() int64 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *DailyCount) GetWarnings() int64 {
+	if x != nil {
+		return x.Warnings
+	}
+	return 0
+}
+
+type CountStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	By    string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	// Ordered by day, key, then cluster.
+	Counts        []*DailyCount   `protobuf:"bytes,3,rep,name=counts,proto3" json:"counts,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,4,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountStatsResponse) Reset() {
+	*x = CountStatsResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountStatsResponse) ProtoMessage() {}
+
+func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
+func (*CountStatsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *CountStatsResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CountStatsResponse) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *CountStatsResponse) GetCounts() []*DailyCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *CountStatsResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 var File_unyo_v1_unyo_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_unyo_proto_rawDesc = "" +
@@ -6994,7 +7497,56 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"~\n" +
 	"\x11TraceLogsResponse\x12+\n" +
 	"\aentries\x18\x01 \x03(\v2\x11.unyo.v1.LogEntryR\aentries\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors*q\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xe4\x01\n" +
+	"\x12MetricStatsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1a\n" +
+	"\bselector\x18\x02 \x01(\tR\bselector\x12\x1e\n" +
+	"\n" +
+	"resolution\x18\x03 \x01(\tR\n" +
+	"resolution\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limit\"\xd6\x02\n" +
+	"\x06Rollup\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x123\n" +
+	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Rollup.LabelsEntryR\x06labels\x12\x1e\n" +
+	"\n" +
+	"resolution\x18\x03 \x01(\tR\n" +
+	"resolution\x120\n" +
+	"\x05start\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12\x10\n" +
+	"\x03min\x18\x05 \x01(\x01R\x03min\x12\x10\n" +
+	"\x03max\x18\x06 \x01(\x01R\x03max\x12\x10\n" +
+	"\x03avg\x18\a \x01(\x01R\x03avg\x12\x12\n" +
+	"\x04last\x18\b \x01(\x01R\x04last\x12\x10\n" +
+	"\x03sum\x18\t \x01(\x01R\x03sum\x12\x14\n" +
+	"\x05count\x18\n" +
+	" \x01(\x03R\x05count\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x01\n" +
+	"\x13MetricStatsResponse\x12)\n" +
+	"\arollups\x18\x01 \x03(\v2\x0f.unyo.v1.RollupR\arollups\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\"\xb5\x01\n" +
+	"\x11CountStatsRequest\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"\xb0\x01\n" +
+	"\n" +
+	"DailyCount\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12,\n" +
+	"\x03day\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03day\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x16\n" +
+	"\x06errors\x18\x05 \x01(\x03R\x06errors\x12\x1a\n" +
+	"\bwarnings\x18\x06 \x01(\x03R\bwarnings\"\xa3\x01\n" +
+	"\x12CountStatsResponse\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12+\n" +
+	"\x06counts\x18\x03 \x03(\v2\x13.unyo.v1.DailyCountR\x06counts\x12<\n" +
+	"\x0ecluster_errors\x18\x04 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors*q\n" +
 	"\vCheckStatus\x12\x13\n" +
 	"\x0fCHECK_STATUS_OK\x10\x00\x12\x18\n" +
 	"\x14CHECK_STATUS_WARNING\x10\x01\x12\x19\n" +
@@ -7064,7 +7616,11 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\tWriteLogs\x12\x19.unyo.v1.WriteLogsRequest\x1a\x1a.unyo.v1.WriteLogsResponse\x12>\n" +
 	"\x05Query\x12\x19.unyo.v1.QueryLogsRequest\x1a\x1a.unyo.v1.QueryLogsResponse\x12<\n" +
 	"\x05Stats\x12\x18.unyo.v1.LogStatsRequest\x1a\x19.unyo.v1.LogStatsResponse\x12>\n" +
-	"\x05Trace\x12\x19.unyo.v1.TraceLogsRequest\x1a\x1a.unyo.v1.TraceLogsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"\x05Trace\x12\x19.unyo.v1.TraceLogsRequest\x1a\x1a.unyo.v1.TraceLogsResponse2\x9f\x01\n" +
+	"\fStatsService\x12H\n" +
+	"\vMetricStats\x12\x1b.unyo.v1.MetricStatsRequest\x1a\x1c.unyo.v1.MetricStatsResponse\x12E\n" +
+	"\n" +
+	"CountStats\x12\x1a.unyo.v1.CountStatsRequest\x1a\x1b.unyo.v1.CountStatsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_unyo_proto_rawDescOnce sync.Once
@@ -7079,7 +7635,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -7176,86 +7732,93 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*LogStatsResponse)(nil),        // 92: unyo.v1.LogStatsResponse
 	(*TraceLogsRequest)(nil),        // 93: unyo.v1.TraceLogsRequest
 	(*TraceLogsResponse)(nil),       // 94: unyo.v1.TraceLogsResponse
-	nil,                             // 95: unyo.v1.Node.LabelsEntry
-	nil,                             // 96: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 97: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 98: unyo.v1.Check.LabelsEntry
-	nil,                             // 99: unyo.v1.Event.LabelsEntry
-	nil,                             // 100: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 101: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 102: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 103: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 104: unyo.v1.Sample.LabelsEntry
-	nil,                             // 105: unyo.v1.Series.LabelsEntry
-	nil,                             // 106: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 107: unyo.v1.LogEntry.FieldsEntry
-	(*timestamppb.Timestamp)(nil),   // 108: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 109: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 110: google.protobuf.Duration
+	(*MetricStatsRequest)(nil),      // 95: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                  // 96: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),     // 97: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),       // 98: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),              // 99: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),      // 100: unyo.v1.CountStatsResponse
+	nil,                             // 101: unyo.v1.Node.LabelsEntry
+	nil,                             // 102: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 103: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 104: unyo.v1.Check.LabelsEntry
+	nil,                             // 105: unyo.v1.Event.LabelsEntry
+	nil,                             // 106: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 107: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 108: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 109: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 110: unyo.v1.Sample.LabelsEntry
+	nil,                             // 111: unyo.v1.Series.LabelsEntry
+	nil,                             // 112: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 113: unyo.v1.LogEntry.FieldsEntry
+	nil,                             // 114: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 115: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 116: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 117: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	95,  // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	101, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	108, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	108, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	115, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	115, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	108, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	96,  // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	97,  // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	115, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	102, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	103, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	109, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	98,  // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	116, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	104, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	108, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	108, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	115, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	115, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	108, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	110, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	108, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	110, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	115, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	117, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	115, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	117, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	99,  // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	105, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	108, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	108, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	100, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	101, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	115, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	115, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	106, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	107, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	109, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	116, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	102, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	108, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	108, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	108, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	108, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	108, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	115, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	115, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	115, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	115, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	103, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	109, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	108, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	108, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	108, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	115, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	115, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	115, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	108, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	108, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	115, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	115, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	110, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	117, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -7290,106 +7853,121 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	108, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	108, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	115, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	115, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	108, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	115, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	104, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	105, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	110, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	111, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	106, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	112, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	108, // 107: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	108, // 108: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	110, // 109: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	108, // 110: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	115, // 107: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	115, // 108: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	117, // 109: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	115, // 110: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	75,  // 111: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 112: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	108, // 113: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	108, // 114: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	115, // 113: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	115, // 114: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	76,  // 115: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 116: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	108, // 117: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	107, // 118: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	115, // 117: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	113, // 118: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	84,  // 119: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	108, // 120: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	108, // 121: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	115, // 120: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	115, // 121: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
 	87,  // 122: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
 	84,  // 123: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 124: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	108, // 125: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	115, // 125: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
 	87,  // 126: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	110, // 127: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	110, // 128: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	117, // 127: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	117, // 128: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
 	90,  // 129: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 130: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	108, // 131: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	108, // 132: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	115, // 131: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	115, // 132: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
 	84,  // 133: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 134: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 135: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	35,  // 136: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	37,  // 137: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	39,  // 138: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	41,  // 139: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	44,  // 140: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	46,  // 141: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	48,  // 142: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	50,  // 143: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	52,  // 144: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	54,  // 145: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	56,  // 146: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	58,  // 147: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	60,  // 148: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	62,  // 149: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	62,  // 150: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 151: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	67,  // 152: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	69,  // 153: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	71,  // 154: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	77,  // 155: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	79,  // 156: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	80,  // 157: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	82,  // 158: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	85,  // 159: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	88,  // 160: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	91,  // 161: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	93,  // 162: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	34,  // 163: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	36,  // 164: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	38,  // 165: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	40,  // 166: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	43,  // 167: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	45,  // 168: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	47,  // 169: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	49,  // 170: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	51,  // 171: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	53,  // 172: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	55,  // 173: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	57,  // 174: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	59,  // 175: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	61,  // 176: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	63,  // 177: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	63,  // 178: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 179: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	68,  // 180: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	70,  // 181: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	72,  // 182: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	78,  // 183: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	81,  // 184: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	81,  // 185: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	83,  // 186: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	86,  // 187: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	89,  // 188: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	92,  // 189: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	94,  // 190: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	163, // [163:191] is the sub-list for method output_type
-	135, // [135:163] is the sub-list for method input_type
-	135, // [135:135] is the sub-list for extension type_name
-	135, // [135:135] is the sub-list for extension extendee
-	0,   // [0:135] is the sub-list for field type_name
+	115, // 135: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	115, // 136: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	114, // 137: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	115, // 138: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	96,  // 139: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 140: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	115, // 141: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	115, // 142: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	115, // 143: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	99,  // 144: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 145: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 146: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	35,  // 147: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	37,  // 148: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	39,  // 149: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	41,  // 150: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	44,  // 151: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	46,  // 152: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	48,  // 153: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	50,  // 154: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	52,  // 155: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	54,  // 156: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	56,  // 157: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	58,  // 158: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	60,  // 159: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	62,  // 160: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	62,  // 161: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 162: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	67,  // 163: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	69,  // 164: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	71,  // 165: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	77,  // 166: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	79,  // 167: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	80,  // 168: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	82,  // 169: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	85,  // 170: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	88,  // 171: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	91,  // 172: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	93,  // 173: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	95,  // 174: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	98,  // 175: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	34,  // 176: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	36,  // 177: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	38,  // 178: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	40,  // 179: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	43,  // 180: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	45,  // 181: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	47,  // 182: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	49,  // 183: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	51,  // 184: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	53,  // 185: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	55,  // 186: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	57,  // 187: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	59,  // 188: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	61,  // 189: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	63,  // 190: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	63,  // 191: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 192: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	68,  // 193: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	70,  // 194: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	72,  // 195: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	78,  // 196: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	81,  // 197: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	81,  // 198: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	83,  // 199: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	86,  // 200: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	89,  // 201: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	92,  // 202: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	94,  // 203: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	97,  // 204: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	100, // 205: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	176, // [176:206] is the sub-list for method output_type
+	146, // [146:176] is the sub-list for method input_type
+	146, // [146:146] is the sub-list for extension type_name
+	146, // [146:146] is the sub-list for extension extendee
+	0,   // [0:146] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -7415,9 +7993,9 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   103,
+			NumMessages:   110,
 			NumExtensions: 0,
-			NumServices:   10,
+			NumServices:   11,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

@@ -246,6 +246,10 @@ func where(q logstore.Query) (string, []any) {
 		conds = append(conds, "app = ?")
 		args = append(args, q.App)
 	}
+	if q.ExceptApp != "" {
+		conds = append(conds, "app != ?")
+		args = append(args, q.ExceptApp)
+	}
 	if q.TraceID != "" {
 		conds = append(conds, "trace_id = ?")
 		args = append(args, q.TraceID)
@@ -360,11 +364,18 @@ func (st *Store) Stats(ctx context.Context, q logstore.Query, by string, interva
 	errIn, errArgs := inList("level", logstore.ErrorLevels())
 	warnIn, warnArgs := inList("level", logstore.WarningLevels())
 	secs := int64(interval / time.Second)
-	// by is one of three fixed column names (checked above), never user text.
-	sql := "SELECT intDiv(toUInt32(ts), ?) * ? AS bucket, " + by + " AS key, count() AS n, " +
+	// by is one of three fixed column names (checked above), never user
+	// text; a field's name is bound. A missing field is index 0, which
+	// ClickHouse answers with "".
+	key, keyArgs := by, []any(nil)
+	if name, ok := logstore.GroupField(by); ok {
+		key, keyArgs = "field_values[indexOf(field_keys, ?)]", []any{name}
+	}
+	sql := "SELECT intDiv(toUInt32(ts), ?) * ? AS bucket, " + key + " AS key, count() AS n, " +
 		"countIf(" + errIn + ") AS errs, countIf(" + warnIn + ") AS warns FROM " + st.table +
 		" WHERE " + w + " GROUP BY bucket, key ORDER BY bucket, key LIMIT ?"
 	all := []any{secs, secs}
+	all = append(all, keyArgs...)
 	all = append(all, errArgs...)
 	all = append(all, warnArgs...)
 	all = append(all, args...)

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"Injection", testInjection},
 		{"LimitAndOrder", testLimitAndOrder},
 		{"Stats", testStats},
+		{"StatsByFieldExceptApp", testStatsByField},
 		{"Trace", testTrace},
 		{"DropBefore", testDropBefore},
 		{"HostileContent", testHostileContent},
@@ -343,6 +344,59 @@ func testStats(t *testing.T, s logstore.Store) {
 	tot := st.Totals()
 	if len(tot) != 3 || tot[0].Count != 4 || tot[0].ErrorRate() != 0.25 || tot[1].WarningRate() != 1.0/3 {
 		t.Errorf("Totals: got %+v", tot)
+	}
+}
+
+// testStatsByField counts entries by a field, leaving one app out, as the
+// statistics tier counts events by check and log lines apart from events.
+func testStatsByField(t *testing.T, s logstore.Store) {
+	h := base()
+	at := func(d time.Duration, app, level, check string) logstore.Entry {
+		e := logstore.Entry{Time: h.Add(d), Host: "h1", App: app, Level: level, Message: "x"}
+		if check != "" {
+			e.Fields = map[string]string{"check": check, "other": "o"}
+		}
+		return e
+	}
+	write(t, s,
+		at(time.Minute, "ev", "error", "disk"),
+		at(2*time.Minute, "ev", "info", "disk"),
+		at(3*time.Minute, "ev", "warn", "load"),
+		at(4*time.Minute, "ev", "info", ""),
+		at(5*time.Minute, "api", "error", "disk"),
+		at(6*time.Minute, "api", "info", ""),
+	)
+	bk := func(key string, n, e, w int64) logstore.Bucket {
+		return logstore.Bucket{Start: logstore.DayStart(h), Key: key, Count: n, Errors: e, Warnings: w}
+	}
+	for _, tc := range []struct {
+		by   string
+		q    logstore.Query
+		want []logstore.Bucket
+	}{
+		{logstore.ByField("check"), logstore.Query{App: "ev"}, []logstore.Bucket{bk("", 1, 0, 0), bk("disk", 2, 1, 0), bk("load", 1, 0, 1)}},
+		{logstore.ByField("check"), logstore.Query{}, []logstore.Bucket{bk("", 2, 0, 0), bk("disk", 3, 2, 0), bk("load", 1, 0, 1)}},
+		{logstore.ByLevel, logstore.Query{ExceptApp: "ev"}, []logstore.Bucket{bk("error", 1, 1, 0), bk("info", 1, 0, 0)}},
+		{logstore.ByApp, logstore.Query{ExceptApp: "ev"}, []logstore.Bucket{bk("api", 2, 1, 0)}},
+		{logstore.ByField("nope"), logstore.Query{ExceptApp: "api"}, []logstore.Bucket{bk("", 4, 1, 1)}},
+	} {
+		got, err := s.Stats(ctx(t), tc.q, tc.by, 24*time.Hour)
+		if err != nil {
+			t.Fatalf("Stats by %s (%+v): %v", tc.by, tc.q, err)
+		}
+		if !slices.EqualFunc(got, tc.want, func(a, b logstore.Bucket) bool {
+			return a.Start.Equal(b.Start) && a.Key == b.Key && a.Count == b.Count && a.Errors == b.Errors && a.Warnings == b.Warnings
+		}) {
+			t.Errorf("Stats by %s (%+v):\n got %v\nwant %v", tc.by, tc.q, got, tc.want)
+		}
+	}
+	if got := messages(query(t, s, logstore.Query{ExceptApp: "ev"})); len(got) != 2 {
+		t.Errorf("Query leaving out app ev: %d entries, want 2", len(got))
+	}
+	for _, by := range []string{"field:", "field:a b", `field:x")`, "field:" + strings.Repeat("k", logstore.MaxFieldKeyBytes+1)} {
+		if _, err := s.Stats(ctx(t), logstore.Query{}, by, time.Hour); !errors.Is(err, logstore.ErrInvalidQuery) {
+			t.Errorf("Stats by %q: err = %v, want ErrInvalidQuery", by, err)
+		}
 	}
 }
 

@@ -176,6 +176,9 @@ func filterExpr(q logstore.Query) string {
 	if q.App != "" {
 		parts = append(parts, "app:="+strconv.Quote(q.App))
 	}
+	if q.ExceptApp != "" {
+		parts = append(parts, "-app:="+strconv.Quote(q.ExceptApp))
+	}
 	if q.TraceID != "" {
 		parts = append(parts, "trace_id:="+strconv.Quote(q.TraceID))
 	}
@@ -358,8 +361,13 @@ func (st *Store) Stats(ctx context.Context, q logstore.Query, by string, interva
 	if err != nil {
 		return nil, err
 	}
+	// The grouping column: a stored field name, quoted for LogsQL.
+	col := by
+	if name, ok := logstore.GroupField(by); ok {
+		col = fieldPrefix + name
+	}
 	qs := fmt.Sprintf("%s | stats by (_time:%ds, %s) count() hits, count() if (level:%s) errs, count() if (level:%s) warns | limit %d",
-		filterExpr(q), int64(interval/time.Second), by,
+		filterExpr(q), int64(interval/time.Second), strconv.Quote(col),
 		inList(logstore.ErrorLevels()), inList(logstore.WarningLevels()), logstore.MaxLimit+1)
 	lq, err := parse(qs, q.Since, q.Until)
 	if err != nil {
@@ -368,7 +376,7 @@ func (st *Store) Stats(ctx context.Context, q logstore.Query, by string, interva
 	var out []logstore.Bucket
 	var parseErr error
 	err = st.run(ctx, lq, func(db *logstorage.DataBlock) {
-		tc, kc := db.GetColumnByName("_time"), db.GetColumnByName(by)
+		tc, kc := db.GetColumnByName("_time"), db.GetColumnByName(col)
 		hc, ec, wc := db.GetColumnByName("hits"), db.GetColumnByName("errs"), db.GetColumnByName("warns")
 		if tc == nil || hc == nil || ec == nil || wc == nil {
 			parseErr = errors.New("stats result lacks expected columns")

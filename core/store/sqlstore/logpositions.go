@@ -65,13 +65,9 @@ func (s *Store) PutLogPositions(ctx context.Context, node string, pos map[string
 
 // PruneLogPositions forgets files not written since before.
 func (s *Store) PruneLogPositions(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.w.ExecContext(ctx, "DELETE FROM log_positions WHERE updated_at < $1", before.UnixNano())
+	n, err := s.deleteWhere(ctx, "DELETE FROM log_positions WHERE updated_at < $1", before.UnixNano())
 	if err != nil {
 		return 0, fmt.Errorf("prune log positions: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune log positions: %w", err)
-	}
-	return int(n), nil
+	return n, nil
 }

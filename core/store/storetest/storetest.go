@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Clusters", clusterTests()},
 		{"Leases", leaseTests()},
 		{"LogPositions", logPositionTests()},
+		{"Stats", statsTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

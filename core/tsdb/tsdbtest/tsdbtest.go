@@ -60,6 +60,7 @@ func RunHarness(t *testing.T, h Harness) {
 		{"RateOverCounter", testRate},
 		{"LabelRegexFilter", testRegex},
 		{"SeriesListing", testSeries},
+		{"LabelValues", testLabelValues},
 		{"ManySeries", testManySeries},
 		{"LargeBatch", testLargeBatch},
 		{"TooLargeQuery", testTooLarge},
@@ -267,6 +268,52 @@ func testSeries(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	}
 	if _, err := s.SeriesMatch(ctx(t), name+`{host=~"(("}`, b, b); err == nil {
 		t.Errorf("SeriesMatch with a broken regex succeeded, want an error")
+	}
+}
+
+func testLabelValues(t *testing.T, _ Harness, s tsdb.Store, name string) {
+	b := base()
+	// VictoriaMetrics finds series by day, so the window that must not see
+	// this one lies days apart.
+	old := b.Add(-72 * time.Hour)
+	write(t, s, []tsdb.Sample{
+		{Name: name + "_a", Labels: map[string]string{"host": "h2"}, Timestamp: b, Value: 1},
+		{Name: name + "_a", Labels: map[string]string{"host": "h1"}, Timestamp: b, Value: 1},
+		{Name: name + "_b", Labels: map[string]string{"host": "h1"}, Timestamp: b, Value: 1},
+		{Name: name + "_c", Labels: map[string]string{"host": "h3", "other": "x"}, Timestamp: b, Value: 1},
+		// Only in an earlier window, days before.
+		{Name: name + "_old", Labels: map[string]string{"host": "h9"}, Timestamp: old, Value: 1},
+	})
+	for _, tc := range []struct {
+		label, match string
+		want         string
+	}{
+		{"__name__", `{__name__=~"` + name + `_.*"}`, name + "_a," + name + "_b," + name + "_c"},
+		{"__name__", `{__name__=~"` + name + `_.*", host="h1"}`, name + "_a," + name + "_b"},
+		{"host", `{__name__=~"` + name + `_(a|b)"}`, "h1,h2"},
+		{"other", `{__name__=~"` + name + `_.*"}`, "x"},
+		{"missing", `{__name__=~"` + name + `_.*"}`, ""},
+	} {
+		eventually(t, s, func() string {
+			got, err := s.LabelValues(ctx(t), tc.label, tc.match, b.Add(-time.Minute), b.Add(time.Minute))
+			if err != nil {
+				return fmt.Sprintf("LabelValues(%s, %s): %v", tc.label, tc.match, err)
+			}
+			if strings.Join(got, ",") != tc.want {
+				return fmt.Sprintf("LabelValues(%s, %s) = %v, want %s (sorted)", tc.label, tc.match, got, tc.want)
+			}
+			return ""
+		})
+	}
+	eventually(t, s, func() string {
+		got, err := s.LabelValues(ctx(t), "__name__", `{__name__=~"`+name+`_.*"}`, old.Add(-time.Minute), old.Add(time.Minute))
+		if err != nil || strings.Join(got, ",") != name+"_old" {
+			return fmt.Sprintf("LabelValues in the earlier window = %v, %v; want %s_old", got, err, name)
+		}
+		return ""
+	})
+	if _, err := s.LabelValues(ctx(t), "host", name+`{host=~"(("}`, b, b); err == nil {
+		t.Errorf("LabelValues with a broken regex succeeded, want an error")
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +25,8 @@ const maxImportBody = 64 << 20
 // Handler serves the Prometheus-compatible subset of VictoriaMetrics' HTTP
 // API over this store, for proxying MetricsQL and Grafana:
 //
-//	/api/v1/query, /api/v1/query_range, /api/v1/series (GET or POST form)
+//	/api/v1/query, /api/v1/query_range, /api/v1/series,
+//	/api/v1/label/NAME/values (GET or POST form)
 //	/api/v1/import/prometheus (Prometheus text, millisecond timestamps)
 //	/internal/force_flush, /health
 //
@@ -58,6 +61,10 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusOK)
 	default:
+		if label, ok := labelValuesPath(path); ok {
+			s.httpLabelValues(w, r, label)
+			return
+		}
 		if err := s.acquire(r.Context()); err != nil {
 			httpError(w, http.StatusServiceUnavailable, "unavailable", err)
 			return
@@ -160,23 +167,28 @@ func promPoint(p tsdb.Point) []any {
 	return []any{json.Number(strconv.FormatFloat(float64(p.T.UnixMilli())/1e3, 'f', -1, 64)), strconv.FormatFloat(p.V, 'g', -1, 64)}
 }
 
-func (s *Store) httpSeries(w http.ResponseWriter, r *http.Request) {
+// seriesArgs reads the match[], start and end parameters of the series and
+// label values endpoints.
+func seriesArgs(r *http.Request) (matches []string, start, end time.Time, err error) {
 	if err := r.ParseForm(); err != nil {
-		httpError(w, http.StatusBadRequest, "bad_data", err)
-		return
+		return nil, start, end, err
 	}
-	matches := r.Form["match[]"]
+	matches = r.Form["match[]"]
 	if len(matches) == 0 {
-		httpError(w, http.StatusBadRequest, "bad_data", errors.New("missing match[] parameter"))
-		return
+		return nil, start, end, errors.New("missing match[] parameter")
 	}
 	now := time.Now()
-	start, err := parseTime(r.FormValue("start"), now.Add(-5*time.Minute))
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "bad_data", err)
-		return
+	if start, err = parseTime(r.FormValue("start"), now.Add(-5*time.Minute)); err != nil {
+		return nil, start, end, err
 	}
-	end, err := parseTime(r.FormValue("end"), now)
+	if end, err = parseTime(r.FormValue("end"), now); err != nil {
+		return nil, start, end, err
+	}
+	return matches, start, end, nil
+}
+
+func (s *Store) httpSeries(w http.ResponseWriter, r *http.Request) {
+	matches, start, end, err := seriesArgs(r)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "bad_data", err)
 		return
@@ -191,6 +203,36 @@ func (s *Store) httpSeries(w http.ResponseWriter, r *http.Request) {
 		out = append(out, got...)
 	}
 	writeJSON(w, map[string]any{"status": "success", "data": out})
+}
+
+// labelValuesPath returns NAME of /api/v1/label/NAME/values.
+func labelValuesPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/api/v1/label/")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, "/values")
+	return name, ok && name != "" && !strings.Contains(name, "/")
+}
+
+func (s *Store) httpLabelValues(w http.ResponseWriter, r *http.Request, label string) {
+	matches, start, end, err := seriesArgs(r)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "bad_data", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, m := range matches {
+		got, err := s.LabelValues(r.Context(), label, m, start, end)
+		if err != nil {
+			httpError(w, statusOf(err), "execution", err)
+			return
+		}
+		for _, v := range got {
+			seen[v] = true
+		}
+	}
+	writeJSON(w, map[string]any{"status": "success", "data": slices.Sorted(maps.Keys(seen))})
 }
 
 func (s *Store) httpImport(w http.ResponseWriter, r *http.Request) {

@@ -399,8 +399,10 @@ func (s *Store) Query(ctx context.Context, expr string, at time.Time) ([]tsdb.Se
 	return s.exec(ctx, expr, ts, ts, (5 * time.Minute).Milliseconds(), true)
 }
 
-// SeriesMatch lists series matching a selector; see tsdb.Store.
-func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.Time) ([]map[string]string, error) {
+// searchQuery parses a series selector into a search over [start, end] of
+// at most maxSeries series and read-locks s: on success the caller must
+// RUnlock.
+func (s *Store) searchQuery(ctx context.Context, match string, start, end time.Time, maxSeries int) (*storage.SearchQuery, error) {
 	tfss, err := searchutil.ParseMetricSelector(match)
 	if err != nil {
 		return nil, fmt.Errorf("vmembed: series selector %q: %w", match, err)
@@ -408,8 +410,16 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
+	return storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, maxSeries), nil
+}
+
+// SeriesMatch lists series matching a selector; see tsdb.Store.
+func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.Time) ([]map[string]string, error) {
+	sq, err := s.searchQuery(ctx, match, start, end, s.opts.MaxSeries)
+	if err != nil {
+		return nil, err
+	}
 	defer s.mu.RUnlock()
-	sq := storage.NewSearchQuery(start.UnixMilli(), end.UnixMilli(), tfss, s.opts.MaxSeries)
 	names, err := netstorage.SearchMetricNames(nil, sq, s.deadline(ctx))
 	if err != nil {
 		return nil, vmerr.Classify(fmt.Errorf("vmembed: list series %q: %w", match, err))
@@ -423,6 +433,36 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 		out = append(out, labelsOf(&mn))
 	}
 	return out, nil
+}
+
+// maxLabelValueSeries bounds the series a LabelValues search looks through.
+const maxLabelValueSeries = 10 * tsdb.MaxLabelValues
+
+// LabelValues lists the values of label in matching series; see tsdb.Store.
+func (s *Store) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	// The series are only looked through in the index, not loaded: the
+	// bound is the one on values, not MaxSeries (which LabelValues exists
+	// to work below).
+	sq, err := s.searchQuery(ctx, match, start, end, maxLabelValueSeries)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	// VictoriaMetrics calls the metric name "" inside its storage.
+	name := label
+	if name == "__name__" {
+		name = ""
+	}
+	// One more than the limit, to tell "exactly the limit" from "too many".
+	vals, err := netstorage.LabelValues(nil, name, sq, tsdb.MaxLabelValues+1, s.deadline(ctx))
+	if err != nil {
+		return nil, vmerr.Classify(fmt.Errorf("vmembed: values of label %s in %q: %w", label, match, err))
+	}
+	if len(vals) > tsdb.MaxLabelValues {
+		return nil, tsdb.TooLarge("tsdb.MaxLabelValues",
+			fmt.Errorf("label %s has more than %d values in %q", label, tsdb.MaxLabelValues, match))
+	}
+	return vals, nil
 }
 
 func labelsOf(mn *storage.MetricName) map[string]string {

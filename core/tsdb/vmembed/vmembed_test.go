@@ -187,3 +187,44 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionOnReopen: samples older than the retention are not returned
+// once the database is reopened with a shorter one, so lowering
+// metrics.retention really expires the analysis data.
+func TestRetentionOnReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	ctx := t.Context()
+	old, recent := time.Now().Add(-72*time.Hour).Truncate(time.Second), time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := s.Write(ctx, []tsdb.Sample{
+		{Name: "ret_old", Timestamp: old, Value: 1},
+		{Name: "ret_recent", Timestamp: recent, Value: 2},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, at := range map[string]time.Time{"ret_old": old, "ret_recent": recent} {
+		if res, err := s.Query(ctx, name, at); err != nil || len(res) != 1 {
+			t.Fatalf("%s before reopening: %v, %v; want one series", name, res, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	short, err := Open(Options{DataDir: dir, Retention: 48 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = short.Close() })
+	if res, err := short.Query(ctx, "ret_old", old); err != nil || len(res) != 0 {
+		t.Errorf("a sample older than the 48h retention: Query = %v, %v; want nothing", res, err)
+	}
+	if res, err := short.QueryRange(ctx, tsdb.QueryRange{Expr: "ret_old", Start: old.Add(-time.Minute), End: old.Add(time.Minute), Step: time.Minute}); err != nil || len(res) != 0 {
+		t.Errorf("a sample older than the 48h retention: QueryRange = %v, %v; want nothing", res, err)
+	}
+	if res, err := short.Query(ctx, "ret_recent", recent); err != nil || len(res) != 1 || res[0].Points[0].V != 2 {
+		t.Errorf("a sample within the retention: Query = %v, %v; want 2", res, err)
+	}
+}

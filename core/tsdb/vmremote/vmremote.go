@@ -344,6 +344,29 @@ func (s *Store) SeriesMatch(ctx context.Context, match string, start, end time.T
 	return out, nil
 }
 
+// LabelValues runs /api/v1/label/NAME/values; see tsdb.Store.
+func (s *Store) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	form := url.Values{"match[]": {match}, "start": {msToSec(start.UnixMilli())}, "end": {msToSec(end.UnixMilli())}}
+	path := "/api/v1/label/" + url.PathEscape(label) + "/values"
+	body, err := s.do(ctx, http.MethodPost, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, vmerr.Classify(fmt.Errorf("vmremote: values of label %s in %q: %w", label, match, err))
+	}
+	var out []string
+	if err := decodeData(body, &out); err != nil {
+		return nil, fmt.Errorf("vmremote: values of label %s in %q: %s%s: %w", label, match, s.base, path, err)
+	}
+	if len(out) > tsdb.MaxLabelValues {
+		return nil, tsdb.TooLarge("tsdb.MaxLabelValues",
+			fmt.Errorf("label %s has %d values in %q, more than %d", label, len(out), match, tsdb.MaxLabelValues))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func decodeData(body []byte, into any) error {
 	var pr promResponse
 	if err := json.Unmarshal(body, &pr); err != nil {

@@ -44,6 +44,8 @@ const (
 	MetricsServiceName = "unyo.v1.MetricsService"
 	// LogsServiceName is the fully-qualified name of the LogsService service.
 	LogsServiceName = "unyo.v1.LogsService"
+	// StatsServiceName is the fully-qualified name of the StatsService service.
+	StatsServiceName = "unyo.v1.StatsService"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -116,6 +118,11 @@ const (
 	LogsServiceStatsProcedure = "/unyo.v1.LogsService/Stats"
 	// LogsServiceTraceProcedure is the fully-qualified name of the LogsService's Trace RPC.
 	LogsServiceTraceProcedure = "/unyo.v1.LogsService/Trace"
+	// StatsServiceMetricStatsProcedure is the fully-qualified name of the StatsService's MetricStats
+	// RPC.
+	StatsServiceMetricStatsProcedure = "/unyo.v1.StatsService/MetricStats"
+	// StatsServiceCountStatsProcedure is the fully-qualified name of the StatsService's CountStats RPC.
+	StatsServiceCountStatsProcedure = "/unyo.v1.StatsService/CountStats"
 )
 
 // AgentServiceClient is a client for the unyo.v1.AgentService service.
@@ -1294,4 +1301,100 @@ func (UnimplementedLogsServiceHandler) Stats(context.Context, *connect.Request[u
 
 func (UnimplementedLogsServiceHandler) Trace(context.Context, *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.LogsService.Trace is not implemented"))
+}
+
+// StatsServiceClient is a client for the unyo.v1.StatsService service.
+type StatsServiceClient interface {
+	MetricStats(context.Context, *connect.Request[unyov1.MetricStatsRequest]) (*connect.Response[unyov1.MetricStatsResponse], error)
+	CountStats(context.Context, *connect.Request[unyov1.CountStatsRequest]) (*connect.Response[unyov1.CountStatsResponse], error)
+}
+
+// NewStatsServiceClient constructs a client for the unyo.v1.StatsService service. By default, it
+// uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and sends
+// uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC() or
+// connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewStatsServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) StatsServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	statsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("StatsService").Methods()
+	return &statsServiceClient{
+		metricStats: connect.NewClient[unyov1.MetricStatsRequest, unyov1.MetricStatsResponse](
+			httpClient,
+			baseURL+StatsServiceMetricStatsProcedure,
+			connect.WithSchema(statsServiceMethods.ByName("MetricStats")),
+			connect.WithClientOptions(opts...),
+		),
+		countStats: connect.NewClient[unyov1.CountStatsRequest, unyov1.CountStatsResponse](
+			httpClient,
+			baseURL+StatsServiceCountStatsProcedure,
+			connect.WithSchema(statsServiceMethods.ByName("CountStats")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// statsServiceClient implements StatsServiceClient.
+type statsServiceClient struct {
+	metricStats *connect.Client[unyov1.MetricStatsRequest, unyov1.MetricStatsResponse]
+	countStats  *connect.Client[unyov1.CountStatsRequest, unyov1.CountStatsResponse]
+}
+
+// MetricStats calls unyo.v1.StatsService.MetricStats.
+func (c *statsServiceClient) MetricStats(ctx context.Context, req *connect.Request[unyov1.MetricStatsRequest]) (*connect.Response[unyov1.MetricStatsResponse], error) {
+	return c.metricStats.CallUnary(ctx, req)
+}
+
+// CountStats calls unyo.v1.StatsService.CountStats.
+func (c *statsServiceClient) CountStats(ctx context.Context, req *connect.Request[unyov1.CountStatsRequest]) (*connect.Response[unyov1.CountStatsResponse], error) {
+	return c.countStats.CallUnary(ctx, req)
+}
+
+// StatsServiceHandler is an implementation of the unyo.v1.StatsService service.
+type StatsServiceHandler interface {
+	MetricStats(context.Context, *connect.Request[unyov1.MetricStatsRequest]) (*connect.Response[unyov1.MetricStatsResponse], error)
+	CountStats(context.Context, *connect.Request[unyov1.CountStatsRequest]) (*connect.Response[unyov1.CountStatsResponse], error)
+}
+
+// NewStatsServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewStatsServiceHandler(svc StatsServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	statsServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("StatsService").Methods()
+	statsServiceMetricStatsHandler := connect.NewUnaryHandler(
+		StatsServiceMetricStatsProcedure,
+		svc.MetricStats,
+		connect.WithSchema(statsServiceMethods.ByName("MetricStats")),
+		connect.WithHandlerOptions(opts...),
+	)
+	statsServiceCountStatsHandler := connect.NewUnaryHandler(
+		StatsServiceCountStatsProcedure,
+		svc.CountStats,
+		connect.WithSchema(statsServiceMethods.ByName("CountStats")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.StatsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case StatsServiceMetricStatsProcedure:
+			statsServiceMetricStatsHandler.ServeHTTP(w, r)
+		case StatsServiceCountStatsProcedure:
+			statsServiceCountStatsHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedStatsServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedStatsServiceHandler struct{}
+
+func (UnimplementedStatsServiceHandler) MetricStats(context.Context, *connect.Request[unyov1.MetricStatsRequest]) (*connect.Response[unyov1.MetricStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.StatsService.MetricStats is not implemented"))
+}
+
+func (UnimplementedStatsServiceHandler) CountStats(context.Context, *connect.Request[unyov1.CountStatsRequest]) (*connect.Response[unyov1.CountStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.StatsService.CountStats is not implemented"))
 }
