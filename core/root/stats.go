@@ -23,13 +23,16 @@ func (s *statsService) MetricStats(ctx context.Context, req *connect.Request[uny
 	}
 	q := proto.Clone(req.Msg).(*unyov1.MetricStatsRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) (*unyov1.MetricStatsResponse, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) (*unyov1.MetricStatsResponse, error) {
 		out, err := c.Stats.MetricStats(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
 		}
 		return out.Msg, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.MetricStatsResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Rollups = append(resp.Rollups, a.value.GetRollups()...)
@@ -47,13 +50,16 @@ func (s *statsService) CountStats(ctx context.Context, req *connect.Request[unyo
 	}
 	q := proto.Clone(req.Msg).(*unyov1.CountStatsRequest)
 	q.Cluster = ""
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.DailyCount, error) {
+	answers, errs, err := fanoutQuery(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.DailyCount, error) {
 		out, err := c.Stats.CountStats(ctx, connect.NewRequest(q))
 		if err != nil {
 			return nil, err
 		}
 		return out.Msg.GetCounts(), nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	resp := &unyov1.CountStatsResponse{Kind: req.Msg.GetKind(), By: req.Msg.GetBy(), ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Counts = append(resp.Counts, a.value...)
