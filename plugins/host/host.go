@@ -193,6 +193,7 @@ func (h *Host) Start(ctx context.Context) error {
 		path, err := h.resolve(p.cfg)
 		if err != nil {
 			p.setState(StateFailed, err)
+			p.firstOnce.Do(func() { close(p.firstStart) })
 			errs = append(errs, err)
 			continue
 		}

@@ -10,9 +10,19 @@ import (
 // so that no plugin outlives it even after a SIGKILL of the host. (The SDK
 // also polls its parent, for plugins started some other way.) Pdeathsig is
 // tied to the thread that forked; Go only retires threads whose goroutine
-// exits while locked to them, which the host never does.
+// exits while locked to them, which the host never does. Each plugin leads
+// its own process group, so that killGroup can end whatever it started.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+}
+
+// killGroup SIGKILLs the process group a plugin led: children it leaked
+// (left running, or orphaned by its crash). A child that made a session
+// or group of its own has opted out and is not found this way.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
 }
 
 // fileID is what the kernel says about a file's identity and last change.
