@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +35,12 @@ func (a *Agent) newPlugins() {
 	if len(a.opts.Plugins) == 0 {
 		return
 	}
+	digests := ""
+	if a.opts.DataDir != "" {
+		digests = filepath.Join(a.opts.DataDir, "plugin-digests.json")
+	}
 	h, err := host.New(host.Config{
+		DigestCache:   digests,
 		Dirs:          a.opts.PluginDirs,
 		Plugins:       a.opts.Plugins,
 		HostVersion:   a.opts.Version,

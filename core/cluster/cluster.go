@@ -41,7 +41,10 @@ type Options struct {
 	// plugins started (on every replica), for EventRule plugin actions.
 	PluginDirs []string
 	Plugins    []host.PluginConfig
-	Logger     *slog.Logger
+	// PluginDigestCache is where the plugins' verified digests are kept
+	// across restarts (host.Config.DigestCache); empty: in memory only.
+	PluginDigestCache string
+	Logger            *slog.Logger
 }
 
 // Cluster holds one cluster replica's services and loops.

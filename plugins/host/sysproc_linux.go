@@ -27,12 +27,14 @@ func killGroup(pid int) {
 
 // fileID is what the kernel says about a file's identity and last change.
 type fileID struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // ns since the epoch
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime_ns"`
+	Ctime int64  `json:"ctime_ns"`
 }
 
-func (id fileID) changed() time.Time { return time.Unix(0, max(id.mtime, id.ctime)) }
+func (id fileID) changed() time.Time { return time.Unix(0, max(id.Mtime, id.Ctime)) }
 
 // identity returns fi's fileID; false where the platform gives none.
 func identity(fi os.FileInfo) (fileID, bool) {
@@ -40,6 +42,6 @@ func identity(fi os.FileInfo) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size), // widths differ by arch
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+	return fileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: int64(st.Size), // widths differ by arch
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
 }
