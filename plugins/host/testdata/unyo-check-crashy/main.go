@@ -14,6 +14,10 @@
 // handshakes, "garbage" handshakes to a socket that answers with bytes that
 // are not gRPC, "crashloop" exits at once (as CRASHY_EXIT_AT_START=1 does).
 //
+// Installed as unyo-action-<name> it is an action plugin instead: param
+// "mode" "panic" and "hang" misbehave as the check modes do, anything else
+// succeeds.
+//
 // Config "reject": true fails Configure; env CRASHY_API=2 speaks only API
 // v2; CRASHY_UNREADY=1 makes Probe not ready.
 package main
@@ -35,23 +39,30 @@ import (
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
-type crashy struct{}
+// common is what every kind of plugin answers.
+type common struct{}
 
-func (crashy) Info() sdk.Info {
+// crashy is the check plugin.
+type crashy struct{ common }
+
+// actor is the action plugin.
+type actor struct{ common }
+
+func (common) Info() sdk.Info {
 	i := sdk.Info{Name: "crashy", Version: "0.0.1"}
 	if os.Getenv("CRASHY_API") == "2" {
 		i.APIVersions = []uint32{2}
 	}
 	return i
 }
-func (crashy) ConfigSchema() string { return "{}" }
-func (crashy) Configure(_ context.Context, c map[string]any) error {
+func (common) ConfigSchema() string { return "{}" }
+func (common) Configure(_ context.Context, c map[string]any) error {
 	if c["reject"] == true {
 		return sdk.Invalid("reject", "was asked to reject")
 	}
 	return nil
 }
-func (crashy) Probe(context.Context) (bool, string) {
+func (common) Probe(context.Context) (bool, string) {
 	if os.Getenv("CRASHY_UNREADY") == "1" {
 		return false, "told to be unready"
 	}
@@ -83,7 +94,22 @@ func (crashy) Check(ctx context.Context, req sdk.CheckRequest) (sdk.CheckResult,
 	return sdk.CheckResult{Status: sdk.OK, Output: "OK " + strings.TrimSpace(fmt.Sprint(req.Target["mode"]))}, nil
 }
 
+func (actor) Execute(ctx context.Context, req sdk.ActionRequest, _ func(string)) sdk.Outcome {
+	switch req.Params["mode"] {
+	case "panic":
+		go func() { panic("crashy was told to panic") }()
+		<-ctx.Done()
+	case "hang":
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		<-ctx.Done()
+	}
+	return sdk.Outcome{Status: sdk.Succeeded, Message: fmt.Sprintf("done %v", req.Params["mode"])}
+}
+
 func main() {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "unyo-action-") {
+		sdk.Serve(actor{})
+	}
 	switch strings.TrimPrefix(filepath.Base(os.Args[0]), "unyo-check-") {
 	case "stdout":
 		fmt.Println("hello from a plugin that talks before its handshake")
