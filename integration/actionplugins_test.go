@@ -215,7 +215,7 @@ spec:
 	}
 	eventually(t, 60*time.Second, "the hang plugin hung by its action", func() error {
 		pids := pidsOf(filepath.Join(dir, "unyo-action-hang"))
-		if len(pids) != 1 || !stopped(pids[0]) {
+		if len(pids) != 1 || procState(pids[0]) != 'T' {
 			return fmt.Errorf("hang plugin processes %v, not one stopped", pids)
 		}
 		return nil
@@ -261,15 +261,4 @@ spec:
 		}
 		return nil
 	})
-}
-
-// stopped reports whether pid is a stopped (SIGSTOP) process.
-func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'T'
 }

@@ -12,17 +12,6 @@ import (
 	"time"
 )
 
-// aliveProc reports whether pid is a live process (not a zombie).
-func aliveProc(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // TestBadCheckPlugins: an agent runs check plugins that misbehave in every
 // way the issue lists, beside a healthy command check. Each misbehaviour is
 // contained and reported with the plugin's name and what went wrong, in the
@@ -102,7 +91,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		}
 		out := str(ev["bad1/bad-leak"], "output")
 		pid, err := strconv.Atoi(strings.TrimPrefix(out, "OK leaked "))
-		if err != nil || !aliveProc(pid) {
+		if err != nil || !!processGone(pid) {
 			return fmt.Errorf("bad-leak: %q", out)
 		}
 		child = pid
@@ -116,7 +105,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the leaked child gone with its plugin", func() error {
-		if aliveProc(child) {
+		if !processGone(child) {
 			return fmt.Errorf("child %d alive", child)
 		}
 		return nil
@@ -202,7 +191,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			return fmt.Errorf("plugin ls hang: %v", p)
 		}
 		for _, pid := range hung {
-			if aliveProc(pid) {
+			if !processGone(pid) {
 				return fmt.Errorf("the hung plugin %d is still there", pid)
 			}
 		}
@@ -218,13 +207,8 @@ func TestBadCheckPlugins(t *testing.T) {
 		}
 		return nil
 	})
-	agent.mu.Lock()
-	done := agent.done
-	agent.mu.Unlock()
-	select {
-	case <-done:
+	if agent.exited() {
 		t.Fatal("the agent exited")
-	default:
 	}
 	st, err := f.agentStatus("bad1")
 	if err != nil {

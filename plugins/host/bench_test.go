@@ -84,17 +84,7 @@ func waitOutRacyWindow(b *testing.B, path string) {
 // before (as after a crash: hash check, exec, handshake, Info, Configure) to
 // its first answered check.
 func BenchmarkRestartToFirstCall(b *testing.B) {
-	t := &testing.T{}
-	h, err := New(Config{Dirs: []string{binDir}, Plugins: []PluginConfig{crashy(t)}, TempDir: shortTempDirB(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	h.racy = 0 // the binary was built moments ago; cache its digest anyway
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	p, _ := h.Plugin("check", "crashy")
+	p := startedCrashy(b, Config{})
 	var ds []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -114,19 +104,10 @@ func BenchmarkRestartToFirstCall(b *testing.B) {
 // BenchmarkStreamedRuns: checks per second through one plugin's RunStream,
 // one sender and one receiver (the protocol's ceiling).
 func BenchmarkStreamedRuns(b *testing.B) {
-	t := &testing.T{}
-	h, err := New(Config{Dirs: []string{binDir}, Plugins: []PluginConfig{crashy(t)}, TempDir: shortTempDirB(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	p, _ := h.Plugin("check", "crashy")
+	p := startedCrashy(b, Config{})
 	b.ResetTimer()
 	t0 := time.Now()
-	err = p.Do(context.Background(), func(ctx context.Context, c *base.Conn) error {
+	err := p.Do(context.Background(), func(ctx context.Context, c *base.Conn) error {
 		st, err := c.Check.RunStream(ctx)
 		if err != nil {
 			return err
@@ -167,16 +148,7 @@ func BenchmarkStreamedRuns(b *testing.B) {
 // agent runs them: many concurrent callers multiplexed over the instance's
 // one stream.
 func BenchmarkStreamedChecks(b *testing.B) {
-	t := &testing.T{}
-	h, err := New(Config{Dirs: []string{binDir}, Plugins: []PluginConfig{crashy(t)}, TempDir: shortTempDirB(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	p, _ := h.Plugin("check", "crashy")
+	p := startedCrashy(b, Config{})
 	b.SetParallelism(32) // callers per core: runs in flight, like the agent's check workers
 	b.ResetTimer()
 	t0 := time.Now()
@@ -202,18 +174,7 @@ func BenchmarkRecoveryAfterSIGKILL(b *testing.B) {
 		backoff time.Duration
 	}{{"agent", 0}, {"backoff-10ms", 10 * time.Millisecond}} {
 		b.Run(tc.name, func(b *testing.B) {
-			t := &testing.T{}
-			h, err := New(Config{Dirs: []string{binDir}, Plugins: []PluginConfig{crashy(t)}, TempDir: shortTempDirB(b),
-				BackoffMin: tc.backoff, CrashLoopLimit: 1 << 30, StableAfter: time.Nanosecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close(context.Background())
-			h.racy = 0 // the binary was built moments ago; cache its digest anyway
-			if err := h.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			p, _ := h.Plugin("check", "crashy")
+			p := startedCrashy(b, Config{BackoffMin: tc.backoff, CrashLoopLimit: 1 << 30, StableAfter: time.Nanosecond})
 			var ds []time.Duration
 			for b.Loop() {
 				pid := p.PID()
@@ -236,6 +197,23 @@ func BenchmarkRecoveryAfterSIGKILL(b *testing.B) {
 			b.ReportMetric(float64(slices.Max(ds).Microseconds())/1000, "max-ms")
 		})
 	}
+}
+
+// startedCrashy starts a Host running the crashy plugin with cfg (its
+// Dirs, Plugins and TempDir filled in), closed when the benchmark ends.
+func startedCrashy(b *testing.B, cfg Config) *Plugin {
+	cfg.Dirs, cfg.Plugins, cfg.TempDir = []string{binDir}, []PluginConfig{crashy(&testing.T{})}, shortTempDirB(b)
+	h, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Close(context.Background()) })
+	h.racy = 0 // the binary was built moments ago; cache its digest anyway
+	if err := h.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := h.Plugin("check", "crashy")
+	return p
 }
 
 // shortTempDirB keeps socket paths under the unix limit (b.TempDir() of a

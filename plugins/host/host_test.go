@@ -386,9 +386,10 @@ func TestLongTempDirRefused(t *testing.T) {
 	}
 }
 
-// TestDigestCachedAcrossRestarts: a restart of an unchanged binary does not
-// hash it again; touching it does; changing it in place is still refused.
-func TestDigestCachedAcrossRestarts(t *testing.T) {
+// crashyCopy copies the crashy binary to a file of the test's own, which it
+// may change; it returns the path and the original bytes.
+func crashyCopy(t *testing.T) (string, []byte) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(binDir, "unyo-check-crashy"))
 	if err != nil {
 		t.Fatal(err)
@@ -397,6 +398,13 @@ func TestDigestCachedAcrossRestarts(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin, b
+}
+
+// TestDigestCachedAcrossRestarts: a restart of an unchanged binary does not
+// hash it again; touching it does; changing it in place is still refused.
+func TestDigestCachedAcrossRestarts(t *testing.T) {
+	bin, b := crashyCopy(t)
 	pc := crashy(t)
 	pc.Path = bin
 	// Long enough a backoff to rewrite the binary while nothing runs it.
@@ -486,14 +494,7 @@ func TestDigestNotCachedWhenRacy(t *testing.T) {
 // changed one again and refuses it when it no longer matches the pin, and
 // ignores a cache file it cannot read.
 func TestDigestCachePersists(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(binDir, "unyo-check-crashy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "unyo-check-crashy")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, b := crashyCopy(t)
 	cache := filepath.Join(t.TempDir(), "data", "plugin-digests.json")
 	pc := crashy(t)
 	pc.Path = bin

@@ -70,15 +70,10 @@ func (common) Probe(context.Context) (bool, string) {
 }
 func (crashy) Check(ctx context.Context, req sdk.CheckRequest) (sdk.CheckResult, error) {
 	sdk.Log(ctx).Info("checking", "mode", req.Target["mode"])
+	misbehave(ctx, req.Target["mode"])
 	switch req.Target["mode"] {
 	case "crash":
 		os.Exit(7)
-	case "panic":
-		go func() { panic("crashy was told to panic") }()
-		<-ctx.Done()
-	case "hang":
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-		<-ctx.Done()
 	case "leak":
 		// Never waited for: the process group is all the host has on it.
 		c := exec.Command("sleep", "3600")
@@ -95,7 +90,14 @@ func (crashy) Check(ctx context.Context, req sdk.CheckRequest) (sdk.CheckResult,
 }
 
 func (actor) Execute(ctx context.Context, req sdk.ActionRequest, _ func(string)) sdk.Outcome {
-	switch req.Params["mode"] {
+	misbehave(ctx, req.Params["mode"])
+	return sdk.Outcome{Status: sdk.Succeeded, Message: fmt.Sprintf("done %v", req.Params["mode"])}
+}
+
+// misbehave does what a check and an action do alike: "panic" panics
+// where the SDK cannot recover it, "hang" stops the whole process.
+func misbehave(ctx context.Context, mode any) {
+	switch mode {
 	case "panic":
 		go func() { panic("crashy was told to panic") }()
 		<-ctx.Done()
@@ -103,7 +105,6 @@ func (actor) Execute(ctx context.Context, req sdk.ActionRequest, _ func(string))
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		<-ctx.Done()
 	}
-	return sdk.Outcome{Status: sdk.Succeeded, Message: fmt.Sprintf("done %v", req.Params["mode"])}
 }
 
 func main() {
