@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,4 +154,111 @@ func explained(f *fleet, node, check string, want ...string) error {
 		last = o
 	}
 	return fmt.Errorf("no event of %s/%s explains %q among %d; last:\n%s", node, check, want, len(hist), last)
+}
+
+// TestBadActionPlugins: an action plugin that panics inside Execute, and
+// one that hangs (stops answering anything), never stop the cluster from
+// processing other events: the panic is retried, then raised naming the
+// plugin and its panic; the hung plugin is found by its failed health
+// probes and replaced; meanwhile a new event still opens its alert.
+func TestBadActionPlugins(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "crashy")
+	if out, err := exec.Command("go", "build", "-o", src, "../plugins/host/testdata/unyo-check-crashy").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	sum := sha256File(t, src)
+	var enabled strings.Builder
+	for _, n := range []string{"panic", "hang"} {
+		if err := os.Link(src, filepath.Join(dir, "unyo-action-"+n)); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&enabled, "      - {kind: action, name: %s, sha256: %s}\n", n, sum)
+	}
+	f := newFleet(t, fmt.Sprintf("  plugins:\n    dirs: [%s]\n    enabled:\n%s", dir, enabled.String()))
+	f.agent("badact1", "{role: badact}", `  checks:
+    - name: crit-panic
+      spec: {command: [check_dummy, "2", "panic please"], interval: 1s, reissue: 1h}
+    - name: crit-hang
+      spec: {command: [check_dummy, "2", "hang please"], interval: 1s, reissue: 1h}
+`)
+	rules := writeFile(t, f.dir, "rules.yaml", `
+kind: EventRule
+name: panics
+spec:
+  type: action
+  match: {check: "^crit-panic$"}
+  actions: [{plugin: {name: panic, config: {mode: panic}}}]
+  owner: oncall
+  reason: an action plugin that panics
+---
+kind: EventRule
+name: hangs
+spec:
+  type: action
+  match: {check: "^crit-hang$"}
+  actions: [{plugin: {name: hang, config: {mode: hang}}}]
+  owner: oncall
+  reason: an action plugin that hangs
+---
+kind: EventRule
+name: alert-late
+spec:
+  type: action
+  match: {check: "^late$"}
+  actions: [{create_alert: {}}]
+  owner: oncall
+  reason: events keep being processed
+`)
+	if o, err := f.cli("apply", "-f", rules); err != nil {
+		t.Fatalf("apply: %v\n%s", err, o)
+	}
+	eventually(t, 60*time.Second, "the hang plugin hung by its action", func() error {
+		pids := pidsOf(filepath.Join(dir, "unyo-action-hang"))
+		if len(pids) != 1 || procState(pids[0]) != 'T' {
+			return fmt.Errorf("hang plugin processes %v, not one stopped", pids)
+		}
+		return nil
+	})
+	// A check that starts failing while the hung plugin holds its action.
+	late := writeFile(t, f.dir, "late.yaml", `
+kind: Check
+name: late
+spec:
+  command: [check_dummy, "2", "late trouble"]
+  interval: 1s
+  node_selector: {role: badact}
+`)
+	if o, err := f.cli("apply", "-f", late); err != nil {
+		t.Fatalf("apply: %v\n%s", err, o)
+	}
+	eventually(t, 60*time.Second, "an alert for the late check while an action plugin hangs", func() error {
+		if as := f.alertsWhere("badact1", "late"); len(as) != 1 {
+			return fmt.Errorf("alerts of late: %v", as)
+		}
+		return nil
+	})
+	eventually(t, 90*time.Second, "the panicking action raised with the plugin's name and panic", func() error {
+		ev, err := f.latest()
+		if err != nil {
+			return err
+		}
+		e := ev["badact1/action-plugin"]
+		for _, w := range []string{"plugin action of rule panics (plugin action/panic) failed", "gave up after 3 attempts", "plugin action/panic exited during the call", "panic: crashy was told to panic"} {
+			if !strings.Contains(str(e, "output"), w) {
+				return fmt.Errorf("action-plugin lacks %q: %v", w, e)
+			}
+		}
+		return nil
+	})
+	eventually(t, 90*time.Second, "the hung action plugin replaced after failed health probes", func() error {
+		p, err := pluginLs(f, "cluster:c1", "action", "hang")
+		if err != nil {
+			return err
+		}
+		if r, _ := p["restarts"].(float64); r < 1 || !strings.Contains(str(p, "last_error"), "failed 3 health checks in a row (hung?)") {
+			return fmt.Errorf("hang plugin: %v", p)
+		}
+		return nil
+	})
 }

@@ -16,14 +16,24 @@ func processGone(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return true
 	}
+	st := procState(pid)
+	return st == 0 || st == 'Z'
+}
+
+// procState is pid's state letter in /proc (R, S, T, Z, ...), 0 when there
+// is no such process.
+func procState(pid int) byte {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0
 	}
 	// The state follows the command name in parentheses.
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+	if i < 0 || i+2 >= len(s) {
+		return 0
+	}
+	return s[i+2]
 }
 
 func TestMisbehavingChecks(t *testing.T) {

@@ -128,6 +128,19 @@ func (p *proc) kill() { p.stop(syscall.SIGKILL, 5*time.Second) }
 // restart starts the process again with the same arguments.
 func (p *proc) restart() { p.start() }
 
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (p *proc) pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

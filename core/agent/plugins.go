@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +35,12 @@ func (a *Agent) newPlugins() {
 	if len(a.opts.Plugins) == 0 {
 		return
 	}
+	digests := ""
+	if a.opts.DataDir != "" {
+		digests = filepath.Join(a.opts.DataDir, "plugin-digests.json")
+	}
 	h, err := host.New(host.Config{
+		DigestCache:   digests,
 		Dirs:          a.opts.PluginDirs,
 		Plugins:       a.opts.Plugins,
 		HostVersion:   a.opts.Version,
@@ -139,17 +145,6 @@ func (a *Agent) executePlugin(ctx context.Context, d checks.Definition) *unyov1.
 		e.Level = checks.LevelFor(e.Status, d.UnknownLevel)
 		return e
 	}
-	// Right after the agent starts, wait for the plugins' first start rather
-	// than report them unavailable.
-	wait, cancelWait := context.WithTimeout(ctx, d.Timeout)
-	select {
-	case <-a.pluginsReady:
-	case <-wait.Done():
-	}
-	cancelWait()
-	if ctx.Err() != nil {
-		return unknown("the agent is stopping")
-	}
 	if a.pluginsErr != nil {
 		return unknown("plugin %s is unavailable: the plugin host cannot run: %v", id, a.pluginsErr)
 	}
@@ -159,6 +154,18 @@ func (a *Agent) executePlugin(ctx context.Context, d checks.Definition) *unyov1.
 	p, err := a.plugins.Plugin("check", d.Plugin.Name)
 	if err != nil {
 		return unknown("plugin %s is not enabled on this node (agent.plugins.enabled)", id)
+	}
+	// Right after the agent starts, wait for this plugin's first start
+	// rather than report it unavailable; not for the others, one of which
+	// may take its whole start timeout to fail.
+	wait, cancelWait := context.WithTimeout(ctx, d.Timeout)
+	select {
+	case <-p.Started():
+	case <-wait.Done():
+	}
+	cancelWait()
+	if ctx.Err() != nil {
+		return unknown("the agent is stopping")
 	}
 	target, err := d.Plugin.TargetStruct()
 	if err != nil {

@@ -48,7 +48,7 @@ func (c *Cluster) startPlugins(ctx context.Context) {
 		return
 	}
 	h, err := host.New(host.Config{
-		Dirs: c.opts.PluginDirs, Plugins: c.opts.Plugins, HostVersion: c.opts.Version,
+		Dirs: c.opts.PluginDirs, Plugins: c.opts.Plugins, HostVersion: c.opts.Version, DigestCache: c.opts.PluginDigestCache,
 		Logger: c.log, OnStateChange: func(sc host.StateChange) { c.pluginStateChanged(ctx, sc) },
 	})
 	if err != nil {

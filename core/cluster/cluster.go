@@ -41,6 +41,9 @@ type Options struct {
 	// plugins started (on every replica), for EventRule plugin actions.
 	PluginDirs []string
 	Plugins    []host.PluginConfig
+	// PluginDigestCache is where the plugins' verified digests are kept
+	// across restarts (host.Config.DigestCache); empty: in memory only.
+	PluginDigestCache string
 	// Stats configures the statistics tier; nil turns it off.
 	Stats  *StatsOptions
 	Logger *slog.Logger

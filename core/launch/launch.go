@@ -154,7 +154,8 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
 		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
-		Stats: statsOptions(c),
+		Stats:             statsOptions(c),
+		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
 	})
 	cl.Register(srv)
 	ln, err := srv.Listen()

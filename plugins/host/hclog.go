@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -119,4 +120,44 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf.Reset()
 	}
 	return len(p), nil
+}
+
+// tailWriter keeps the last bytes a process wrote to stderr, so that the
+// host can say why it died: a Go panic or a fatal error is printed there,
+// outside the plugin's structured logger.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4 << 10
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > tailSize {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+// last is the line that best says why the process ended: the first line
+// of a Go panic or fatal error, else the last line that is not a JSON log
+// record (those were relayed already); "" when there is none.
+func (w *tailWriter) last() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := strings.Split(string(w.buf), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "{") {
+			return l
+		}
+	}
+	return ""
 }

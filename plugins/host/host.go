@@ -36,6 +36,10 @@ type Config struct {
 	TempDir string
 	// HostVersion is sent to plugins for their logs.
 	HostVersion string
+	// DigestCache is a file where verified digests are kept across
+	// restarts of the core (see digests.go for the trust model); empty
+	// keeps them in memory only, for this Host's restarts of a plugin.
+	DigestCache string
 	// AllowUnpinned lets plugins without SHA256 start (for development);
 	// the actual hash is logged so that it can be pinned.
 	AllowUnpinned bool
@@ -170,6 +174,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, log: cfg.Logger, sockDir: dir, ctx: ctx, cancel: cancel, plugins: map[string]*Plugin{},
 		digests: map[string]digestEntry{}, racy: racyWindow}
+	h.loadDigests()
 	for _, pc := range cfg.Plugins {
 		h.plugins[pc.ID()] = newPlugin(h, pc)
 		h.order = append(h.order, pc.ID())
@@ -193,6 +198,7 @@ func (h *Host) Start(ctx context.Context) error {
 		path, err := h.resolve(p.cfg)
 		if err != nil {
 			p.setState(StateFailed, err)
+			p.firstOnce.Do(func() { close(p.firstStart) })
 			errs = append(errs, err)
 			continue
 		}
@@ -309,8 +315,9 @@ const racyWindow = 2 * time.Second
 
 // digestEntry is a cached digest and the file identity it was computed for.
 type digestEntry struct {
-	id     fileID
-	sha256 string
+	Path   string `json:"path"`
+	ID     fileID `json:"id"`
+	SHA256 string `json:"sha256"`
 }
 
 // digest returns the sha256 of path and whether it came from the cache.
@@ -326,8 +333,8 @@ func (h *Host) digest(path string) (string, bool, error) {
 			h.digestMu.Lock()
 			e, hit := h.digests[path]
 			h.digestMu.Unlock()
-			if hit && e.id == id {
-				return e.sha256, true, nil
+			if hit && e.ID == id {
+				return e.SHA256, true, nil
 			}
 		}
 	}
@@ -352,7 +359,8 @@ func (h *Host) digest(path string) (string, bool, error) {
 	idA, okA := identity(after)
 	if okB && okA && idB == idA && began.Sub(idA.changed()) > h.racy {
 		h.digestMu.Lock()
-		h.digests[path] = digestEntry{id: idA, sha256: actual}
+		h.digests[path] = digestEntry{Path: path, ID: idA, SHA256: actual}
+		h.saveDigests()
 		h.digestMu.Unlock()
 	}
 	return actual, false, nil

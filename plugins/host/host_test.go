@@ -386,9 +386,10 @@ func TestLongTempDirRefused(t *testing.T) {
 	}
 }
 
-// TestDigestCachedAcrossRestarts: a restart of an unchanged binary does not
-// hash it again; touching it does; changing it in place is still refused.
-func TestDigestCachedAcrossRestarts(t *testing.T) {
+// crashyCopy copies the crashy binary to a file of the test's own, which it
+// may change; it returns the path and the original bytes.
+func crashyCopy(t *testing.T) (string, []byte) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(binDir, "unyo-check-crashy"))
 	if err != nil {
 		t.Fatal(err)
@@ -397,6 +398,13 @@ func TestDigestCachedAcrossRestarts(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin, b
+}
+
+// TestDigestCachedAcrossRestarts: a restart of an unchanged binary does not
+// hash it again; touching it does; changing it in place is still refused.
+func TestDigestCachedAcrossRestarts(t *testing.T) {
+	bin, b := crashyCopy(t)
 	pc := crashy(t)
 	pc.Path = bin
 	// Long enough a backoff to rewrite the binary while nothing runs it.
@@ -478,5 +486,76 @@ func TestDigestNotCachedWhenRacy(t *testing.T) {
 	}
 	if n := h.hashes.Load(); n != 3 {
 		t.Errorf("%d hashes, want 3", n)
+	}
+}
+
+// TestDigestCachePersists: a later Host (an agent restart) with the same
+// DigestCache file trusts an unchanged binary without hashing it, hashes a
+// changed one again and refuses it when it no longer matches the pin, and
+// ignores a cache file it cannot read.
+func TestDigestCachePersists(t *testing.T) {
+	bin, b := crashyCopy(t)
+	cache := filepath.Join(t.TempDir(), "data", "plugin-digests.json")
+	pc := crashy(t)
+	pc.Path = bin
+	start := func(t *testing.T, racy time.Duration) (*Host, *syncBuf) {
+		t.Helper()
+		h, logs, _ := newHost(t, func(c *Config) { c.DigestCache = cache }, pc)
+		h.racy = racy
+		_ = h.Start(context.Background())
+		return h, logs
+	}
+	for _, tc := range []struct {
+		name   string
+		before func(t *testing.T)
+		racy   time.Duration
+		hashes int64
+		state  State
+	}{
+		{"first start hashes and records", nil, 0, 1, StateRunning},
+		{"a restart trusts the record", nil, 0, 0, StateRunning},
+		{"a touched file is hashed again", func(t *testing.T) {
+			later := time.Now().Add(time.Minute)
+			if err := os.Chtimes(bin, later, later); err != nil {
+				t.Fatal(err)
+			}
+		}, 0, 1, StateRunning},
+		{"a racy change is not recorded", func(t *testing.T) {
+			if err := os.Chtimes(bin, time.Now(), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}, time.Hour, 1, StateRunning},
+		{"so it is hashed again", nil, 0, 1, StateRunning},
+		{"an unreadable cache is ignored", func(t *testing.T) {
+			if err := os.WriteFile(cache, []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 0, 1, StateRunning},
+		{"a rewritten binary is refused", func(t *testing.T) {
+			f, err := os.OpenFile(bin, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte{b[len(b)-1] ^ 0xff}, int64(len(b)-1)); err != nil {
+				t.Fatal(err)
+			}
+		}, 0, 1, StateFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before(t)
+			}
+			h, logs := start(t, tc.racy)
+			if n := h.hashes.Load(); n != tc.hashes {
+				t.Errorf("%d hashes, want %d\n%s", n, tc.hashes, logs)
+			}
+			if st := h.Status()[0]; st.State != tc.state {
+				t.Errorf("state %s (%s)", st.State, st.LastError)
+			}
+		})
+	}
+	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("cache file: %v %v", fi, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +101,8 @@ type Plugin struct {
 	status   Status
 	inst     *instance
 	notifyMu sync.Mutex
+	// probeNow asks the supervisor for a health probe now (see suspect).
+	probeNow chan struct{}
 }
 
 type instance struct {
@@ -108,6 +111,13 @@ type instance struct {
 	conn   *base.Conn
 	pid    int
 	dir    string
+	// stderr keeps the end of what the process wrote outside its logger
+	// (a Go panic, say), to say why it died.
+	stderr *tailWriter
+
+	streamMu sync.Mutex
+	stream   *checkStream
+	noStream bool
 }
 
 // permanentError marks failures a restart cannot fix.
@@ -119,8 +129,8 @@ func (e *permanentError) Unwrap() error { return e.err }
 func newPlugin(h *Host, pc PluginConfig) *Plugin {
 	return &Plugin{
 		h: h, cfg: pc, id: pc.ID(), log: h.log.With("plugin", pc.ID()),
-		firstStart: make(chan struct{}),
-		status:     Status{Kind: pc.Kind, Name: pc.Name, State: StateStopped, Since: time.Now()},
+		firstStart: make(chan struct{}), probeNow: make(chan struct{}, 1),
+		status: Status{Kind: pc.Kind, Name: pc.Name, State: StateStopped, Since: time.Now()},
 	}
 }
 
@@ -253,6 +263,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		base.EnvParentPID+"="+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = sysProcAttr()
 	stdio := &lineWriter{emit: func(l string) { p.log.Info(l, "stream", "stdio") }}
+	tail := &tailWriter{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  base.Handshake(),
 		Plugins:          base.ClientPluginSet(),
@@ -263,15 +274,16 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		SkipHostEnv:      true,
 		SyncStdout:       stdio,
 		SyncStderr:       stdio,
+		Stderr:           tail,
 	})
-	inst := &instance{client: client, cmd: cmd, dir: dir}
+	inst := &instance{client: client, cmd: cmd, dir: dir, stderr: tail}
 	fail := func(err error) (*instance, error) {
 		p.kill(inst)
 		return nil, err
 	}
 	rpc, err := client.Client()
 	if err != nil {
-		return fail(fmt.Errorf("plugin %s did not start: %w", p.id, err))
+		return fail(p.startError(err, inst))
 	}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
@@ -317,6 +329,44 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
+// startError rewords a failed go-plugin start for an operator: go-plugin's
+// messages span many lines and guess at causes (architecture, permissions)
+// that the host can tell apart itself.
+func (p *Plugin) startError(err error, inst *instance) error {
+	p.log.Debug("plugin start failed", "error", err)
+	// Whether and how the process ended; go-plugin reaps it.
+	exited := ""
+	for deadline := time.Now().Add(exitWait); ; time.Sleep(5 * time.Millisecond) {
+		if inst.client.Exited() {
+			exited = "exit status unknown"
+			if ps := inst.cmd.ProcessState; ps != nil {
+				exited = ps.String()
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	msg := err.Error()
+	why, _, _ := strings.Cut(msg, "\n")
+	const unrecognized = "Unrecognized remote plugin message: "
+	switch line, found := strings.CutPrefix(why, unrecognized); {
+	case found && line != "":
+		why = fmt.Sprintf("it wrote %q to stdout before its handshake (stdout carries the handshake)", line)
+	case found && exited != "", msg == "plugin exited before we could connect":
+		why = fmt.Sprintf("it exited before its handshake (%s)", exited)
+	case found:
+		why = "it closed stdout without a handshake"
+	case msg == "timeout while waiting for plugin to start":
+		why = fmt.Sprintf("no handshake within the start timeout (%s)", p.h.cfg.StartTimeout)
+	}
+	if tail := inst.stderr.last(); tail != "" {
+		why += "; its stderr: " + tail
+	}
+	return fmt.Errorf("plugin %s did not start: %s", p.id, why)
+}
+
 func containsKind(ks []pluginv1.Kind, k pluginv1.Kind) bool {
 	for _, x := range ks {
 		if x == k {
@@ -340,6 +390,7 @@ func (p *Plugin) monitor(ctx context.Context, inst *instance) error {
 		case <-inst.conn.Done:
 			return fmt.Errorf("plugin %s exited unexpectedly (%s)", p.id, exitDescription(inst))
 		case <-t.C:
+		case <-p.probeNow:
 		}
 		pctx, cancel := context.WithTimeout(ctx, cfg.HealthTimeout)
 		resp, err := inst.conn.Plugin.Probe(pctx, &pluginv1.ProbeRequest{})
@@ -348,8 +399,11 @@ func (p *Plugin) monitor(ctx context.Context, inst *instance) error {
 		case err != nil && ctx.Err() == nil:
 			fails++
 			if fails >= cfg.HealthFailures {
-				return fmt.Errorf("plugin %s failed %d health checks in a row; last: %w", p.id, fails, err)
+				return fmt.Errorf("plugin %s failed %d health checks in a row (hung?); last: %w", p.id, fails, err)
 			}
+			// Confirm a failing plugin quickly rather than one interval
+			// per probe.
+			p.suspect()
 		case err == nil && !resp.GetReady():
 			fails = 0
 			p.setState(StateDegraded, fmt.Errorf("plugin %s is not ready: %s", p.id, resp.GetReason()))
@@ -365,10 +419,25 @@ func (p *Plugin) monitor(ctx context.Context, inst *instance) error {
 // exitDescription says how the process ended. go-plugin has reaped it by the
 // time Done is closed, so ProcessState is set and safe to read.
 func exitDescription(inst *instance) string {
+	d := "exit status unknown"
 	if ps := inst.cmd.ProcessState; ps != nil {
-		return ps.String()
+		d = ps.String()
 	}
-	return "exit status unknown"
+	if why := inst.stderr.last(); why != "" {
+		d += "; its stderr: " + why
+	}
+	return d
+}
+
+// suspect asks the supervisor to probe the plugin now: a call got no
+// answer at all within its deadline, so the plugin may be hung, and
+// waiting a whole health interval would let its checks time out for that
+// long.
+func (p *Plugin) suspect() {
+	select {
+	case p.probeNow <- struct{}{}:
+	default:
+	}
 }
 
 // stop asks the plugin to shut down within the grace, then makes sure.
@@ -406,6 +475,10 @@ func (p *Plugin) kill(inst *instance) {
 	if !exited && inst.cmd.Process != nil {
 		_ = inst.cmd.Process.Kill()
 	}
+	// Whatever the plugin started in its process group goes with it.
+	if inst.cmd.Process != nil {
+		killGroup(inst.cmd.Process.Pid)
+	}
 	inst.client.Kill()
 	if err := os.RemoveAll(inst.dir); err != nil {
 		p.log.Warn("cannot remove the plugin's socket directory", "dir", inst.dir, "error", err)
@@ -417,6 +490,14 @@ func (p *Plugin) kill(inst *instance) {
 // wrapped with the plugin's name, and wraps ErrUnavailable when the plugin
 // could not be reached.
 func (p *Plugin) Do(ctx context.Context, fn func(ctx context.Context, c *base.Conn) error) error {
+	return p.do(ctx, func(ctx context.Context, inst *instance) error { return fn(ctx, inst.conn) })
+}
+
+// exitWait is how long a call whose transport broke waits for the process
+// to be reaped, so that its error can say how the plugin ended.
+const exitWait = 200 * time.Millisecond
+
+func (p *Plugin) do(ctx context.Context, fn func(ctx context.Context, inst *instance) error) error {
 	p.mu.Lock()
 	inst, st := p.inst, p.status
 	p.mu.Unlock()
@@ -436,9 +517,17 @@ func (p *Plugin) Do(ctx context.Context, fn func(ctx context.Context, c *base.Co
 		case <-ctx.Done():
 		}
 	}()
-	err := fn(ctx, inst.conn)
+	err := fn(ctx, inst)
 	if err == nil {
 		return nil
+	}
+	if status.Code(err) == codes.Unavailable {
+		t := time.NewTimer(exitWait)
+		select {
+		case <-inst.conn.Done:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	select {
 	case <-inst.conn.Done:
@@ -451,16 +540,10 @@ func (p *Plugin) Do(ctx context.Context, fn func(ctx context.Context, c *base.Co
 	return fmt.Errorf("plugin %s: %w", p.id, err)
 }
 
-// Check runs one check through the plugin.
-func (p *Plugin) Check(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.CheckResult, error) {
-	var res *pluginv1.CheckResult
-	err := p.Do(ctx, func(ctx context.Context, c *base.Conn) error {
-		r, err := c.Check.Run(ctx, req)
-		res = r.GetResult()
-		return err
-	})
-	return res, err
-}
+// Started is closed once the plugin's first start has an outcome: it
+// runs, or it failed (and may be in backoff). Callers that want to wait
+// for this one plugin, not for every plugin of the Host, wait on it.
+func (p *Plugin) Started() <-chan struct{} { return p.firstStart }
 
 // PID is the plugin's current process id, 0 when not running.
 func (p *Plugin) PID() int {

@@ -10,19 +10,31 @@ import (
 // so that no plugin outlives it even after a SIGKILL of the host. (The SDK
 // also polls its parent, for plugins started some other way.) Pdeathsig is
 // tied to the thread that forked; Go only retires threads whose goroutine
-// exits while locked to them, which the host never does.
+// exits while locked to them, which the host never does. Each plugin leads
+// its own process group, so that killGroup can end whatever it started.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+}
+
+// killGroup SIGKILLs the process group a plugin led: children it leaked
+// (left running, or orphaned by its crash). A child that made a session
+// or group of its own has opted out and is not found this way.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
 }
 
 // fileID is what the kernel says about a file's identity and last change.
 type fileID struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // ns since the epoch
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime_ns"`
+	Ctime int64  `json:"ctime_ns"`
 }
 
-func (id fileID) changed() time.Time { return time.Unix(0, max(id.mtime, id.ctime)) }
+func (id fileID) changed() time.Time { return time.Unix(0, max(id.Mtime, id.Ctime)) }
 
 // identity returns fi's fileID; false where the platform gives none.
 func identity(fi os.FileInfo) (fileID, bool) {
@@ -30,6 +42,6 @@ func identity(fi os.FileInfo) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: int64(st.Size), // widths differ by arch
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+	return fileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: int64(st.Size), // widths differ by arch
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
 }

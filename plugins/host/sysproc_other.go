@@ -10,6 +10,9 @@ import (
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
+// killGroup: only Linux starts plugins in process groups of their own.
+func killGroup(int) {}
+
 // fileID is empty where the platform gives no identity: nothing is cached.
 type fileID struct{}
 
