@@ -38,7 +38,7 @@ func (a *Agent) spoolResult(e *unyov1.Event) {
 	if err := a.spool.Append(data); err != nil {
 		a.log.Error("spooling a check result failed; the result is lost", "check", e.GetCheck(), "err", err)
 	}
-	if err := a.spoolSamples(perfdataSamples(e)); err != nil {
+	if err := a.spoolPerfdata(e); err != nil {
 		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", e.GetCheck(), "err", err)
 	}
 }
