@@ -163,3 +163,96 @@ func waitLines(t *testing.T, f *fleet, want int) map[int]int {
 	})
 	return seen
 }
+
+// TestChecksPrintingMetrics: an agent runs script checks that print
+// Prometheus text and Graphite lines; their samples are queried through
+// root, the malformed lines are named in the result, and the status still
+// comes from the exit code.
+func TestChecksPrintingMetrics(t *testing.T) {
+	f := newFleet(t, "")
+	prom := writeFile(t, f.dir, "queues.sh", `#!/bin/sh
+echo "WARNING - orders queue is long"
+echo "# HELP mq_queue_messages Messages ready."
+echo "# TYPE mq_queue_messages gauge"
+echo 'mq_queue_messages{queue="orders"} 1200'
+echo 'mq_queue_messages{queue="mails",node="spoofed"} 3'
+echo 'mq_queue_messages{queue="broken} 1'
+exit 1
+`)
+	if err := os.Chmod(prom, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checks := writeFile(t, f.dir, "checks.yaml", fmt.Sprintf(`kind: Check
+name: queues
+spec: {command: [%s], interval: 1s, metrics_format: prometheus}
+`, prom))
+	if out, err := f.cli("apply", "-f", checks); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	f.agent("m2", "{}", `  checks:
+    - name: backup
+      spec: {command: [sh, -c, 'echo "backup.age_seconds 5400"; echo "backup.size_bytes 1.5e9"'], interval: 1s, metrics_format: graphite}
+`)
+
+	value := func(expr string) (float64, map[string]any, error) {
+		items, err := f.json("metrics", "query", expr)
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(items) != 1 {
+			return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
+		}
+		pts, _ := items[0]["points"].([]any)
+		if len(pts) == 0 {
+			return 0, nil, fmt.Errorf("%s: no points", expr)
+		}
+		v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
+		labels, _ := items[0]["labels"].(map[string]any)
+		return v, labels, err
+	}
+	for _, tc := range []struct {
+		expr   string
+		want   float64
+		labels map[string]string
+	}{
+		{`mq_queue_messages{queue="orders"}`, 1200, map[string]string{"node": "m2", "check": "queues", "cluster": "c1"}},
+		// The script's own node label cannot claim another node.
+		{`mq_queue_messages{queue="mails"}`, 3, map[string]string{"node": "m2", "exported_node": "spoofed"}},
+		{`backup_age_seconds`, 5400, map[string]string{"node": "m2", "check": "backup"}},
+		{`backup_size_bytes{check="backup"}`, 1.5e9, nil},
+	} {
+		eventually(t, 60*time.Second, tc.expr, func() error {
+			v, labels, err := value(tc.expr)
+			if err != nil {
+				return err
+			}
+			if v != tc.want {
+				return fmt.Errorf("%s = %v, want %v", tc.expr, v, tc.want)
+			}
+			for k, want := range tc.labels {
+				if labels[k] != want {
+					return fmt.Errorf("%s: label %s = %v, want %q (labels %v)", tc.expr, k, labels[k], want, labels)
+				}
+			}
+			return nil
+		})
+	}
+
+	eventually(t, 30*time.Second, "the check's result", func() error {
+		latest, err := f.latest()
+		if err != nil {
+			return err
+		}
+		e := latest["m2/queues"]
+		if e == nil {
+			return fmt.Errorf("no result yet")
+		}
+		long := str(e, "long_output")
+		if str(e, "level") != "LEVEL_WARNING" || str(e, "output") != "WARNING - orders queue is long" ||
+			!strings.Contains(long, `1 malformed prometheus lines ignored: line 6 "mq_queue_messages{queue=\"broken} 1"`) ||
+			!strings.Contains(long, "2 samples (prometheus)") {
+			return fmt.Errorf("result %v", e)
+		}
+		return nil
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/checks/nagios"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/logtail"
@@ -106,6 +107,15 @@ func (a *Agent) spoolPerfdata(e *unyov1.Event) error {
 			continue // "U": the plugin could not determine the value
 		}
 		sb.add(PerfdataMetric, []tsdb.Label{{Name: "check", Value: e.GetCheck()}, {Name: "label", Value: p.GetLabel()}, {Name: "uom", Value: unit}}, at, v)
+	}
+	return sb.spool(a)
+}
+
+// spoolSamples spools the samples a check printed.
+func (a *Agent) spoolSamples(samples []metricformat.Sample) error {
+	var sb spoolBuilder
+	for _, s := range samples {
+		sb.add(s.Name, s.Labels, s.TimeMs, s.Value)
 	}
 	return sb.spool(a)
 }

@@ -614,7 +614,11 @@ type CheckSpec struct {
 	// A log check, evaluated by agents on the lines they tail.
 	Log *LogCheck `protobuf:"bytes,12,opt,name=log,proto3" json:"log,omitempty"`
 	// A check run by a check plugin on agents instead of a command.
-	Plugin        *PluginCheck `protobuf:"bytes,13,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	Plugin *PluginCheck `protobuf:"bytes,13,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// How a command check prints its metrics: "nagios" (default: TEXT |
+	// PERFDATA), "prometheus", "influx", "graphite" or "opentsdb" (one sample
+	// per line, parsed as those protocols; the status is still the exit code).
+	MetricsFormat string `protobuf:"bytes,14,opt,name=metrics_format,json=metricsFormat,proto3" json:"metrics_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -738,6 +742,13 @@ func (x *CheckSpec) GetPlugin() *PluginCheck {
 		return x.Plugin
 	}
 	return nil
+}
+
+func (x *CheckSpec) GetMetricsFormat() string {
+	if x != nil {
+		return x.MetricsFormat
+	}
+	return ""
 }
 
 // PluginCheck runs one check through the check plugin unyo-check-<name>,
@@ -6626,7 +6637,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\brestarts\x18\x05 \x01(\x05R\brestarts\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x120\n" +
-	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xeb\x04\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x92\x05\n" +
 	"\tCheckSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x1a\n" +
 	"\binterval\x18\x02 \x01(\tR\binterval\x12\x12\n" +
@@ -6641,7 +6652,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	" \x01(\tR\funknownLevel\x12,\n" +
 	"\x06metric\x18\v \x01(\v2\x14.unyo.v1.MetricCheckR\x06metric\x12#\n" +
 	"\x03log\x18\f \x01(\v2\x11.unyo.v1.LogCheckR\x03log\x12,\n" +
-	"\x06plugin\x18\r \x01(\v2\x14.unyo.v1.PluginCheckR\x06plugin\x1a?\n" +
+	"\x06plugin\x18\r \x01(\v2\x14.unyo.v1.PluginCheckR\x06plugin\x12%\n" +
+	"\x0emetrics_format\x18\x0e \x01(\tR\rmetricsFormat\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
