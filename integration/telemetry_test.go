@@ -28,6 +28,25 @@ func appendLines(t *testing.T, path string, from, to int) {
 	}
 }
 
+// value queries root for expr, which must give one series, and returns
+// its last value and its labels.
+func (f *fleet) value(expr string) (float64, map[string]any, error) {
+	items, err := f.json("metrics", "query", expr)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(items) != 1 {
+		return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
+	}
+	pts, _ := items[0]["points"].([]any)
+	if len(pts) == 0 {
+		return 0, nil, fmt.Errorf("%s: no points: %v", expr, items[0])
+	}
+	v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
+	labels, _ := items[0]["labels"].(map[string]any)
+	return v, labels, err
+}
+
 func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	f := newFleet(t, "")
 	logFile := f.dir + "/app.log"
@@ -42,24 +61,8 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 
 	// System metrics and check perfdata reach the cluster's TSDB and are
 	// queryable through root, labelled with their cluster and node.
-	value := func(expr string) (float64, map[string]any, error) {
-		items, err := f.json("metrics", "query", expr)
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(items) != 1 {
-			return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
-		}
-		pts, _ := items[0]["points"].([]any)
-		if len(pts) == 0 {
-			return 0, nil, fmt.Errorf("%s: no points: %v", expr, items[0])
-		}
-		v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
-		labels, _ := items[0]["labels"].(map[string]any)
-		return v, labels, err
-	}
 	eventually(t, 60*time.Second, "system metrics", func() error {
-		v, labels, err := value(`node_memory_MemTotal_bytes{node="m1"}`)
+		v, labels, err := f.value(`node_memory_MemTotal_bytes{node="m1"}`)
 		if err != nil {
 			return err
 		}
@@ -69,7 +72,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 		return nil
 	})
 	eventually(t, 60*time.Second, "check perfdata in base units", func() error {
-		v, _, err := value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
+		v, _, err := f.value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
 		if err != nil {
 			return err
 		}
@@ -194,22 +197,6 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
       spec: {command: [sh, -c, 'echo "backup.age_seconds 5400"; echo "backup.size_bytes 1.5e9"'], interval: 1s, metrics_format: graphite}
 `)
 
-	value := func(expr string) (float64, map[string]any, error) {
-		items, err := f.json("metrics", "query", expr)
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(items) != 1 {
-			return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
-		}
-		pts, _ := items[0]["points"].([]any)
-		if len(pts) == 0 {
-			return 0, nil, fmt.Errorf("%s: no points", expr)
-		}
-		v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
-		labels, _ := items[0]["labels"].(map[string]any)
-		return v, labels, err
-	}
 	for _, tc := range []struct {
 		expr   string
 		want   float64
@@ -222,7 +209,7 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 		{`backup_size_bytes{check="backup"}`, 1.5e9, nil},
 	} {
 		eventually(t, 60*time.Second, tc.expr, func() error {
-			v, labels, err := value(tc.expr)
+			v, labels, err := f.value(tc.expr)
 			if err != nil {
 				return err
 			}

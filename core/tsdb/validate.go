@@ -46,11 +46,8 @@ func ValidateSample(index int, s *Sample) error {
 }
 
 func checkSample(s *Sample) string {
-	if !validMetricName(s.Name) {
-		return badMetricName(s.Name)
-	}
-	if len(s.Labels) > MaxLabels {
-		return fmt.Sprintf("%d labels, at most %d are allowed", len(s.Labels), MaxLabels)
+	if reason := checkHead(s.Name, len(s.Labels)); reason != "" {
+		return reason
 	}
 	for k, v := range s.Labels {
 		if reason := checkLabel(k, v); reason != "" {
@@ -71,11 +68,8 @@ func ValidateSeries(index int, s *SeriesPoints) error {
 }
 
 func checkSeries(s *SeriesPoints) string {
-	if !validMetricName(s.Name) {
-		return badMetricName(s.Name)
-	}
-	if len(s.Labels) > MaxLabels {
-		return fmt.Sprintf("%d labels, at most %d are allowed", len(s.Labels), MaxLabels)
+	if reason := checkHead(s.Name, len(s.Labels)); reason != "" {
+		return reason
 	}
 	for i, l := range s.Labels {
 		if reason := checkLabel(l.Name, l.Value); reason != "" {
@@ -91,8 +85,15 @@ func checkSeries(s *SeriesPoints) string {
 	return ""
 }
 
-func badMetricName(name string) string {
-	return fmt.Sprintf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]* and be at most %d bytes", name, MaxNameLen)
+// checkHead checks a series' metric name and number of labels.
+func checkHead(name string, labels int) string {
+	if !validMetricName(name) {
+		return fmt.Sprintf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]* and be at most %d bytes", name, MaxNameLen)
+	}
+	if labels > MaxLabels {
+		return fmt.Sprintf("%d labels, at most %d are allowed", labels, MaxLabels)
+	}
+	return ""
 }
 
 func checkLabel(k, v string) string {

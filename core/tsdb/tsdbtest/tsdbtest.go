@@ -156,6 +156,26 @@ func expectScalar(t *testing.T, s tsdb.Store, expr string, at time.Time, want fl
 	})
 }
 
+// expectStats runs write and, for a store that counts, checks what it
+// added to the store's WriteStats.
+func expectStats(t *testing.T, s tsdb.Store, want tsdb.WriteStats, write func()) {
+	t.Helper()
+	sr, ok := s.(tsdb.StatsReporter)
+	var before tsdb.WriteStats
+	if ok {
+		before = sr.WriteStats()
+	}
+	write()
+	if !ok {
+		return
+	}
+	after := sr.WriteStats()
+	got := tsdb.WriteStats{Written: after.Written - before.Written, DroppedTooOld: after.DroppedTooOld - before.DroppedTooOld, DroppedFuture: after.DroppedFuture - before.DroppedFuture}
+	if got != want {
+		t.Errorf("WriteStats grew by %+v, want %+v", got, want)
+	}
+}
+
 func testQueryRange(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	b := base()
 	const n = 30
@@ -420,25 +440,16 @@ func testOutsideWindow(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	now := time.Now()
 	old := now.Add(-Retention - 48*time.Hour)
 	future := now.Add(tsdb.MaxFutureSkew + time.Hour)
-	var before tsdb.WriteStats
-	sr, hasStats := s.(tsdb.StatsReporter)
-	if hasStats {
-		before = sr.WriteStats()
-	}
-	err := s.Write(ctx(t), []tsdb.Sample{
-		{Name: name, Labels: map[string]string{"w": "old"}, Timestamp: old, Value: 1},
-		{Name: name, Labels: map[string]string{"w": "future"}, Timestamp: future, Value: 1},
-		{Name: name, Labels: map[string]string{"w": "now"}, Timestamp: now.Add(-time.Minute), Value: 1},
-	})
-	if err != nil {
-		t.Fatalf("Write with out-of-window samples: %v (documented behaviour: drop and count)", err)
-	}
-	if hasStats {
-		after := sr.WriteStats()
-		if after.DroppedTooOld-before.DroppedTooOld != 1 || after.DroppedFuture-before.DroppedFuture != 1 || after.Written-before.Written != 1 {
-			t.Errorf("WriteStats delta: before %+v after %+v; want 1 written, 1 too old, 1 future", before, after)
+	expectStats(t, s, tsdb.WriteStats{Written: 1, DroppedTooOld: 1, DroppedFuture: 1}, func() {
+		err := s.Write(ctx(t), []tsdb.Sample{
+			{Name: name, Labels: map[string]string{"w": "old"}, Timestamp: old, Value: 1},
+			{Name: name, Labels: map[string]string{"w": "future"}, Timestamp: future, Value: 1},
+			{Name: name, Labels: map[string]string{"w": "now"}, Timestamp: now.Add(-time.Minute), Value: 1},
+		})
+		if err != nil {
+			t.Fatalf("Write with out-of-window samples: %v (documented behaviour: drop and count)", err)
 		}
-	}
+	})
 	write(t, s, nil)
 	expectScalar(t, s, "count("+name+")", now.Add(-time.Minute), 1)
 	for at, w := range map[time.Time]string{old: "old", future: "future"} {
@@ -452,11 +463,6 @@ func testOutsideWindow(t *testing.T, _ Harness, s tsdb.Store, name string) {
 func testWriteSeries(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	b := base()
 	now := time.Now()
-	var before tsdb.WriteStats
-	sr, hasStats := s.(tsdb.StatsReporter)
-	if hasStats {
-		before = sr.WriteStats()
-	}
 	ms := func(d time.Duration) int64 { return b.Add(d).UnixMilli() }
 	series := []tsdb.SeriesPoints{
 		// Several points of one series, and the same label set under another name.
@@ -470,17 +476,13 @@ func testWriteSeries(t *testing.T, _ Harness, s tsdb.Store, name string) {
 			Values:  []float64{100, 7, 100}},
 		{Name: name + "_empty"},
 	}
-	for range 2 { // a resent batch stores nothing twice
-		if err := s.WriteSeries(ctx(t), series); err != nil {
-			t.Fatalf("WriteSeries: %v", err)
+	expectStats(t, s, tsdb.WriteStats{Written: 12, DroppedTooOld: 2, DroppedFuture: 2}, func() {
+		for range 2 { // a resent batch stores nothing twice
+			if err := s.WriteSeries(ctx(t), series); err != nil {
+				t.Fatalf("WriteSeries: %v", err)
+			}
 		}
-	}
-	if hasStats {
-		after := sr.WriteStats()
-		if after.DroppedTooOld-before.DroppedTooOld != 2 || after.DroppedFuture-before.DroppedFuture != 2 || after.Written-before.Written != 12 {
-			t.Errorf("WriteStats delta: before %+v after %+v; want 12 written, 2 too old, 2 future", before, after)
-		}
-	}
+	})
 	write(t, s, nil)
 	expectScalar(t, s, name+`{host="a",zone="z1"}`, b.Add(20*time.Second), 3)
 	expectScalar(t, s, "sum(count_over_time("+name+"[5m]))", b.Add(time.Minute), 5)

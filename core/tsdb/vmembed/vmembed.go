@@ -297,29 +297,21 @@ func (s *Store) Write(ctx context.Context, samples []tsdb.Sample) error {
 			return fmt.Errorf("vmembed: write rejected: %w", err)
 		}
 	}
-	if err := s.acquire(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-
-	wb := writeBufPool.Get().(*writeBuf)
-	defer writeBufPool.Put(wb)
-	wb.reset()
-	win := tsdb.AcceptWindow(time.Now(), s.opts.Retention)
-	var ts [1]int64
-	var v [1]float64
-	for i := range samples {
-		sm := &samples[i]
-		lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sm.Name})
-		for k, v := range sm.Labels {
-			lb = append(lb, prompb.Label{Name: k, Value: v})
+	return s.write(ctx, func(wb *writeBuf, win tsdb.Window) {
+		var ts [1]int64
+		var v [1]float64
+		for i := range samples {
+			sm := &samples[i]
+			lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sm.Name})
+			for k, v := range sm.Labels {
+				lb = append(lb, prompb.Label{Name: k, Value: v})
+			}
+			sortLabels(lb[1:])
+			wb.labels = lb
+			ts[0], v[0] = sm.Timestamp.UnixMilli(), sm.Value
+			wb.add(lb, ts[:], v[:], win)
 		}
-		sortLabels(lb[1:])
-		wb.labels = lb
-		ts[0], v[0] = sm.Timestamp.UnixMilli(), sm.Value
-		wb.add(lb, ts[:], v[:], win)
-	}
-	return s.writeRows(wb)
+	})
 }
 
 // WriteSeries stores series with their points; see tsdb.Store.
@@ -329,24 +321,29 @@ func (s *Store) WriteSeries(ctx context.Context, series []tsdb.SeriesPoints) err
 			return fmt.Errorf("vmembed: write rejected: %w", err)
 		}
 	}
+	return s.write(ctx, func(wb *writeBuf, win tsdb.Window) {
+		for i := range series {
+			sr := &series[i]
+			lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sr.Name})
+			for _, l := range sr.Labels {
+				lb = append(lb, prompb.Label{Name: l.Name, Value: l.Value})
+			}
+			wb.labels = lb
+			wb.add(lb, sr.TimesMs, sr.Values, win)
+		}
+	})
+}
+
+// write builds rows with fill in a pooled buffer and writes them.
+func (s *Store) write(ctx context.Context, fill func(wb *writeBuf, win tsdb.Window)) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
-
 	wb := writeBufPool.Get().(*writeBuf)
 	defer writeBufPool.Put(wb)
 	wb.reset()
-	win := tsdb.AcceptWindow(time.Now(), s.opts.Retention)
-	for i := range series {
-		sr := &series[i]
-		lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sr.Name})
-		for _, l := range sr.Labels {
-			lb = append(lb, prompb.Label{Name: l.Name, Value: l.Value})
-		}
-		wb.labels = lb
-		wb.add(lb, sr.TimesMs, sr.Values, win)
-	}
+	fill(wb, tsdb.AcceptWindow(time.Now(), s.opts.Retention))
 	return s.writeRows(wb)
 }
 

@@ -123,67 +123,68 @@ var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // Write sends samples as Prometheus text; see tsdb.Store.
 func (s *Store) Write(ctx context.Context, samples []tsdb.Sample) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
 	for i := range samples {
 		if err := tsdb.ValidateSample(i, &samples[i]); err != nil {
 			return fmt.Errorf("vmremote: write rejected: %w", err)
 		}
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	lw := lineWriter{b: (*bp)[:0], win: tsdb.AcceptWindow(time.Now(), s.opts.Retention)}
-	var labels []tsdb.Label
-	for i := range samples {
-		sm := &samples[i]
-		ts := sm.Timestamp.UnixMilli()
-		if !lw.inWindow(ts) {
-			continue
+	return s.write(ctx, func(lw *lineWriter) {
+		var labels []tsdb.Label
+		for i := range samples {
+			sm := &samples[i]
+			ts := sm.Timestamp.UnixMilli()
+			if !lw.inWindow(ts) {
+				continue
+			}
+			labels = labels[:0]
+			for k, v := range sm.Labels {
+				labels = append(labels, tsdb.Label{Name: k, Value: v})
+			}
+			sort.Slice(labels, func(i, j int) bool { return labels[i].Name < labels[j].Name })
+			lw.b = appendSeries(lw.b, sm.Name, labels)
+			lw.point(ts, sm.Value)
 		}
-		labels = labels[:0]
-		for k, v := range sm.Labels {
-			labels = append(labels, tsdb.Label{Name: k, Value: v})
-		}
-		sort.Slice(labels, func(i, j int) bool { return labels[i].Name < labels[j].Name })
-		lw.b = appendSeries(lw.b, sm.Name, labels)
-		lw.point(ts, sm.Value)
-	}
-	*bp = lw.b
-	return s.send(ctx, &lw)
+	})
 }
 
 // WriteSeries sends series as Prometheus text, formatting each series'
 // name and labels once; see tsdb.Store.
 func (s *Store) WriteSeries(ctx context.Context, series []tsdb.SeriesPoints) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
 	for i := range series {
 		if err := tsdb.ValidateSeries(i, &series[i]); err != nil {
 			return fmt.Errorf("vmremote: write rejected: %w", err)
 		}
 	}
+	return s.write(ctx, func(lw *lineWriter) {
+		for i := range series {
+			sr := &series[i]
+			prefix := [2]int{-1, -1} // the series' formatted name, once written
+			for j, ts := range sr.TimesMs {
+				if !lw.inWindow(ts) {
+					continue
+				}
+				if prefix[0] < 0 {
+					start := len(lw.b)
+					lw.b = appendSeries(lw.b, sr.Name, sr.Labels)
+					prefix = [2]int{start, len(lw.b)}
+				} else {
+					lw.b = append(lw.b, lw.b[prefix[0]:prefix[1]]...)
+				}
+				lw.point(ts, sr.Values[j])
+			}
+		}
+	})
+}
+
+// write builds an import body with fill in a pooled buffer and sends it.
+func (s *Store) write(ctx context.Context, fill func(lw *lineWriter)) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	lw := lineWriter{b: (*bp)[:0], win: tsdb.AcceptWindow(time.Now(), s.opts.Retention)}
-	for i := range series {
-		sr := &series[i]
-		prefix := [2]int{-1, -1} // the series' formatted name, once written
-		for j, ts := range sr.TimesMs {
-			if !lw.inWindow(ts) {
-				continue
-			}
-			if prefix[0] < 0 {
-				start := len(lw.b)
-				lw.b = appendSeries(lw.b, sr.Name, sr.Labels)
-				prefix = [2]int{start, len(lw.b)}
-			} else {
-				lw.b = append(lw.b, lw.b[prefix[0]:prefix[1]]...)
-			}
-			lw.point(ts, sr.Values[j])
-		}
-	}
+	fill(&lw)
 	*bp = lw.b
 	return s.send(ctx, &lw)
 }

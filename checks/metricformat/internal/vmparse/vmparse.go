@@ -66,11 +66,19 @@ func (p *Parser) Prometheus(line string) (Row, error) {
 		return Row{}, errNoRow
 	}
 	r := &p.prom.Rows[0]
-	row := Row{Metric: strings.Clone(r.Metric), Value: r.Value, Timestamp: r.Timestamp}
-	for _, t := range r.Tags {
-		row.Tags = append(row.Tags, Tag{strings.Clone(t.Key), strings.Clone(t.Value)})
+	return Row{Metric: strings.Clone(r.Metric), Tags: cloneTags(r.Tags), Value: r.Value, Timestamp: r.Timestamp}, nil
+}
+
+// cloneTags copies a parser's tags: they point into its reused buffers.
+func cloneTags[T ~struct{ Key, Value string }](in []T) []Tag {
+	out := make([]Tag, len(in))
+	for i, t := range in {
+		// Go has no field access on type parameters; the conversion is
+		// what the constraint allows.
+		tag := Tag(t)
+		out[i] = Tag{strings.Clone(tag.Key), strings.Clone(tag.Value)}
 	}
-	return row, nil
+	return out
 }
 
 // Influx parses one line of the Influx line protocol.
@@ -87,10 +95,7 @@ func (p *Parser) Influx(line string) (Row, error) {
 		return Row{}, errNoRow
 	}
 	r := &p.influx.Rows[0]
-	row := Row{Metric: strings.Clone(r.Measurement), Timestamp: r.Timestamp}
-	for _, t := range r.Tags {
-		row.Tags = append(row.Tags, Tag{strings.Clone(t.Key), strings.Clone(t.Value)})
-	}
+	row := Row{Metric: strings.Clone(r.Measurement), Tags: cloneTags(r.Tags), Timestamp: r.Timestamp}
 	for _, f := range r.Fields {
 		row.Fields = append(row.Fields, Field{strings.Clone(f.Key), f.Value})
 	}
@@ -117,11 +122,7 @@ func (p *Parser) Graphite(line string) (Row, error) {
 		return Row{}, errors.New("not a Graphite plaintext line")
 	}
 	r := &p.graphite.Rows[0]
-	row := Row{Metric: strings.Clone(r.Metric), Value: r.Value, Timestamp: r.Timestamp}
-	for _, t := range r.Tags {
-		row.Tags = append(row.Tags, Tag{strings.Clone(t.Key), strings.Clone(t.Value)})
-	}
-	return row, nil
+	return Row{Metric: strings.Clone(r.Metric), Tags: cloneTags(r.Tags), Value: r.Value, Timestamp: r.Timestamp}, nil
 }
 
 // OpenTSDB parses one line of OpenTSDB's telnet protocol:
@@ -146,11 +147,7 @@ func (p *Parser) OpenTSDB(line string) (Row, error) {
 		return Row{}, errors.New("not an OpenTSDB put line")
 	}
 	r := &p.opentsdb.Rows[0]
-	row := Row{Metric: strings.Clone(r.Metric), Value: r.Value, Timestamp: r.Timestamp}
-	for _, t := range r.Tags {
-		row.Tags = append(row.Tags, Tag{strings.Clone(t.Key), strings.Clone(t.Value)})
-	}
-	return row, nil
+	return Row{Metric: strings.Clone(r.Metric), Tags: cloneTags(r.Tags), Value: r.Value, Timestamp: r.Timestamp}, nil
 }
 
 func isNumber(s string) bool {
