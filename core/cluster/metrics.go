@@ -40,9 +40,10 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 		return nil, err
 	}
 	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()
-	points := len(legacy)
+	points, nSeries := len(legacy), 0
 	for _, b := range batches {
 		points += metricbatch.Points(b)
+		nSeries += len(b.GetPointCounts())
 	}
 	if points > maxSamplesPerWrite {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples: %d in one request, at most %d", points, maxSamplesPerWrite))
@@ -56,7 +57,7 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 		// The node label comes from the request, so an agent cannot write
 		// another node's series.
 		set := tsdb.Label{Name: "node", Value: node}
-		series := make([]tsdb.SeriesPoints, 0, points)
+		series := make([]tsdb.SeriesPoints, 0, min(nSeries, points))
 		for i, b := range batches {
 			if series, err = metricbatch.Series(series, b, set); err != nil {
 				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("metric batch %d of %d from node %q: %w", i+1, len(batches), node, err))
