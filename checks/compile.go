@@ -11,6 +11,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -71,7 +72,8 @@ const (
 // at least once in the next five years. Exactly one of spec.command,
 // spec.metric, spec.log and spec.plugin is set; metric and log checks run on
 // an interval only (a log check's defaults to DefaultLogInterval); metric,
-// log and plugin checks have no env.
+// log and plugin checks have no env and no spec.metrics_format other than
+// nagios.
 func Compile(c *unyov1.Check) (Definition, error) {
 	v := &validator{}
 	d := Definition{
@@ -221,6 +223,15 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	}
 
 	d.UnknownLevel = v.alertLevel("spec.unknown_level", spec.GetUnknownLevel())
+
+	switch f, err := metricformat.ParseFormat(spec.GetMetricsFormat()); {
+	case err != nil:
+		v.add("spec.metrics_format", err.Error())
+	case f != metricformat.Nagios && len(kinds) == 1 && kinds[0] != "spec.command":
+		v.addf("spec.metrics_format", "only a command check prints metrics; %s reports its own", kinds[0])
+	default:
+		d.MetricsFormat = f
+	}
 
 	if err := v.err(d.Name); err != nil {
 		return Definition{}, err

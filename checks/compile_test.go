@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -69,11 +70,12 @@ func TestCompileValid(t *testing.T) {
 				NodeSelector:  map[string]string{"role": "db"},
 				Env:           map[string]string{"LANG": "C"},
 				UnknownLevel:  "warning",
+				MetricsFormat: "prometheus",
 			},
 			check: func(t *testing.T, d checks.Definition) {
 				if d.Timeout != 5*time.Minute || d.TimeoutStatus != unyov1.CheckStatus_CHECK_STATUS_CRITICAL ||
 					d.Occurrences != 3 || d.Reissue != time.Hour || d.UnknownLevel != unyov1.Level_LEVEL_WARNING ||
-					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" {
+					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != metricformat.Prometheus {
 					t.Errorf("fields not applied: %+v", d)
 				}
 			},
@@ -177,6 +179,10 @@ func TestCompileInvalid(t *testing.T) {
 		{"env empty name", "disk", with(func(s *unyov1.CheckSpec) { s.Env = map[string]string{"": "x"} }), "spec.env", "variable name is empty"},
 		{"env NUL value", "disk", with(func(s *unyov1.CheckSpec) { s.Env = map[string]string{"A": "x\x00"} }), `spec.env["A"]`, "NUL"},
 		{"unknown level", "disk", with(func(s *unyov1.CheckSpec) { s.UnknownLevel = "success" }), "spec.unknown_level", `must be "critical" or "warning"`},
+		{"unknown metrics format", "disk", with(func(s *unyov1.CheckSpec) { s.MetricsFormat = "json" }), "spec.metrics_format", `"json" is not a metrics format; use one of nagios, prometheus, influx, graphite, opentsdb`},
+		{"metrics format of a plugin check", "disk", with(func(s *unyov1.CheckSpec) {
+			s.Command, s.Plugin, s.MetricsFormat = nil, &unyov1.PluginCheck{Name: "tcp"}, "influx"
+		}), "spec.metrics_format", "only a command check prints metrics; spec.plugin reports its own"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

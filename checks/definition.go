@@ -15,6 +15,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -57,6 +58,9 @@ type Definition struct {
 	NodeSelector map[string]string
 	// Env is added to the plugin's environment.
 	Env map[string]string
+	// MetricsFormat is how a command check prints its metrics: Nagios
+	// perfdata (the default) or one of the line protocols of metricformat.
+	MetricsFormat metricformat.Format
 	// UnknownLevel is the event level of an UNKNOWN result: CRITICAL or WARNING.
 	UnknownLevel unyov1.Level
 	Revision     int64
@@ -104,6 +108,7 @@ func (d Definition) SpecHash() string {
 	writeMap(h, d.NodeSelector)
 	writeMap(h, d.Env)
 	writeInt(h, int64(d.UnknownLevel))
+	writeString(h, string(d.MetricsFormat))
 	if m := d.Metric; m != nil {
 		writeString(h, "metric")
 		writeString(h, m.Expr)

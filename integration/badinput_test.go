@@ -58,6 +58,7 @@ func TestBadApplyChangesNothing(t *testing.T) {
 		{"unknown kind", "kind: Chek\nname: two\nspec: {}\n", "Chek"},
 		{"invalid yaml", "kind: Check\nname: [\n", "line"},
 		{"bad duration", "kind: Check\nname: two\nspec: {command: [\"true\"], interval: 10x}\n", "spec.interval"},
+		{"unknown metrics format", "kind: Check\nname: two\nspec: {command: [\"true\"], interval: 10s, metrics_format: xml}\n", `spec.metrics_format: "xml" is not a metrics format`},
 		{"second document bad", "kind: Check\nname: two\nspec: {command: [\"true\"], interval: 10s}\n---\nkind: Check\nname: three\nspec: {command: [], interval: 10s}\n", "spec.command"},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,25 @@ func appendLines(t *testing.T, path string, from, to int) {
 	}
 }
 
+// value queries root for expr, which must give one series, and returns
+// its last value and its labels.
+func (f *fleet) value(expr string) (float64, map[string]any, error) {
+	items, err := f.json("metrics", "query", expr)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(items) != 1 {
+		return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
+	}
+	pts, _ := items[0]["points"].([]any)
+	if len(pts) == 0 {
+		return 0, nil, fmt.Errorf("%s: no points: %v", expr, items[0])
+	}
+	v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
+	labels, _ := items[0]["labels"].(map[string]any)
+	return v, labels, err
+}
+
 func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	// A node has a few hundred system series: a query over all of them is
 	// more than this cluster allows. The statistics controller runs every
@@ -46,24 +65,8 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 
 	// System metrics and check perfdata reach the cluster's TSDB and are
 	// queryable through root, labelled with their cluster and node.
-	value := func(expr string) (float64, map[string]any, error) {
-		items, err := f.json("metrics", "query", expr)
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(items) != 1 {
-			return 0, nil, fmt.Errorf("%s: %d series", expr, len(items))
-		}
-		pts, _ := items[0]["points"].([]any)
-		if len(pts) == 0 {
-			return 0, nil, fmt.Errorf("%s: no points: %v", expr, items[0])
-		}
-		v, err := strconv.ParseFloat(fmt.Sprint(pts[len(pts)-1].(map[string]any)["value"]), 64)
-		labels, _ := items[0]["labels"].(map[string]any)
-		return v, labels, err
-	}
 	eventually(t, 60*time.Second, "system metrics", func() error {
-		v, labels, err := value(`node_memory_MemTotal_bytes{node="m1"}`)
+		v, labels, err := f.value(`node_memory_MemTotal_bytes{node="m1"}`)
 		if err != nil {
 			return err
 		}
@@ -73,7 +76,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 		return nil
 	})
 	eventually(t, 60*time.Second, "check perfdata in base units", func() error {
-		v, _, err := value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
+		v, _, err := f.value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
 		if err != nil {
 			return err
 		}
@@ -211,4 +214,81 @@ func waitLines(t *testing.T, f *fleet, want int) map[int]int {
 		return nil
 	})
 	return seen
+}
+
+// TestChecksPrintingMetrics: an agent runs script checks that print
+// Prometheus text and Graphite lines; their samples are queried through
+// root, the malformed lines are named in the result, and the status still
+// comes from the exit code.
+func TestChecksPrintingMetrics(t *testing.T) {
+	f := newFleet(t, "")
+	prom := writeFile(t, f.dir, "queues.sh", `#!/bin/sh
+echo "WARNING - orders queue is long"
+echo "# HELP mq_queue_messages Messages ready."
+echo "# TYPE mq_queue_messages gauge"
+echo 'mq_queue_messages{queue="orders"} 1200'
+echo 'mq_queue_messages{queue="mails",node="spoofed"} 3'
+echo 'mq_queue_messages{queue="broken} 1'
+exit 1
+`)
+	if err := os.Chmod(prom, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checks := writeFile(t, f.dir, "checks.yaml", fmt.Sprintf(`kind: Check
+name: queues
+spec: {command: [%s], interval: 1s, metrics_format: prometheus}
+`, prom))
+	if out, err := f.cli("apply", "-f", checks); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	f.agent("m2", "{}", `  checks:
+    - name: backup
+      spec: {command: [sh, -c, 'echo "backup.age_seconds 5400"; echo "backup.size_bytes 1.5e9"'], interval: 1s, metrics_format: graphite}
+`)
+
+	for _, tc := range []struct {
+		expr   string
+		want   float64
+		labels map[string]string
+	}{
+		{`mq_queue_messages{queue="orders"}`, 1200, map[string]string{"node": "m2", "check": "queues", "cluster": "c1"}},
+		// The script's own node label cannot claim another node.
+		{`mq_queue_messages{queue="mails"}`, 3, map[string]string{"node": "m2", "exported_node": "spoofed"}},
+		{`backup_age_seconds`, 5400, map[string]string{"node": "m2", "check": "backup"}},
+		{`backup_size_bytes{check="backup"}`, 1.5e9, nil},
+	} {
+		eventually(t, 60*time.Second, tc.expr, func() error {
+			v, labels, err := f.value(tc.expr)
+			if err != nil {
+				return err
+			}
+			if v != tc.want {
+				return fmt.Errorf("%s = %v, want %v", tc.expr, v, tc.want)
+			}
+			for k, want := range tc.labels {
+				if labels[k] != want {
+					return fmt.Errorf("%s: label %s = %v, want %q (labels %v)", tc.expr, k, labels[k], want, labels)
+				}
+			}
+			return nil
+		})
+	}
+
+	eventually(t, 30*time.Second, "the check's result", func() error {
+		latest, err := f.latest()
+		if err != nil {
+			return err
+		}
+		e := latest["m2/queues"]
+		if e == nil {
+			return fmt.Errorf("no result yet")
+		}
+		long := str(e, "long_output")
+		if str(e, "level") != "LEVEL_WARNING" || str(e, "output") != "WARNING - orders queue is long" ||
+			!strings.Contains(long, `1 malformed prometheus lines ignored: line 6 "mq_queue_messages{queue=\"broken} 1"`) ||
+			!strings.Contains(long, "2 samples (prometheus)") {
+			return fmt.Errorf("result %v", e)
+		}
+		return nil
+	})
 }

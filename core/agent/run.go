@@ -13,17 +13,22 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/checks/execute"
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/checks/nagios"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
-// runCheck runs one check once and spools its result.
+// runCheck runs one check once and spools its result, and the samples of a
+// check printing metrics.
 func (a *Agent) runCheck(ctx context.Context, d checks.Definition) {
-	e := a.execute(ctx, d)
+	e, samples := a.execute(ctx, d)
 	if ctx.Err() != nil && !e.GetTimedOut() {
 		return // the agent is stopping; a killed run is not a result
 	}
 	a.spoolResult(e)
+	if err := a.spoolSamples(samples); err != nil {
+		a.log.Error("spooling the metrics a check printed failed; they are lost", "check", e.GetCheck(), "samples", len(samples), "err", err)
+	}
 }
 
 // spoolResult records one result for the status endpoint and spools it
@@ -38,7 +43,7 @@ func (a *Agent) spoolResult(e *unyov1.Event) {
 	if err := a.spool.Append(data); err != nil {
 		a.log.Error("spooling a check result failed; the result is lost", "check", e.GetCheck(), "err", err)
 	}
-	if err := a.spoolSamples(perfdataSamples(e)); err != nil {
+	if err := a.spoolPerfdata(e); err != nil {
 		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", e.GetCheck(), "err", err)
 	}
 }
@@ -58,10 +63,11 @@ func (a *Agent) newEvent(d checks.Definition) *unyov1.Event {
 }
 
 // execute turns one run of a Nagios-style command (or, for a plugin check,
-// of its check plugin) into an Event.
-func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event {
+// of its check plugin) into an Event, and the output of a command printing
+// metrics (d.MetricsFormat) into samples.
+func (a *Agent) execute(ctx context.Context, d checks.Definition) (*unyov1.Event, []metricformat.Sample) {
 	if d.Plugin != nil {
-		return a.executePlugin(ctx, d)
+		return a.executePlugin(ctx, d), nil
 	}
 	e := a.newEvent(d)
 	path, err := execute.Resolve(d.Command[0], a.opts.CheckDirs)
@@ -72,27 +78,41 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event 
 		e.ExitCode = -1
 		e.Output = err.Error()
 		e.Level = checks.LevelFor(e.Status, d.UnknownLevel)
-		return e
+		return e, nil
+	}
+	maxOutput := a.opts.MaxOutput
+	if d.MetricsFormat != metricformat.Nagios {
+		maxOutput = max(maxOutput, metricformat.MaxOutput)
 	}
 	res := execute.Run(ctx, execute.Command{
-		Path: path, Args: d.Command[1:], Env: execute.Environ(os.Environ(), d.Env), Timeout: d.Timeout, MaxOutput: a.opts.MaxOutput,
+		Path: path, Args: d.Command[1:], Env: execute.Environ(os.Environ(), d.Env), Timeout: d.Timeout, MaxOutput: maxOutput,
 	})
 	e.StartedAt = timestamppb.New(res.Started)
 	e.Duration = durationpb.New(res.Duration)
 	e.ExitCode = int32(res.ExitCode)
 	e.Truncated = res.Truncated
 	e.TimedOut = res.TimedOut
-	out := nagios.Parse(res.Output)
 	e.Status = unyov1.CheckStatus(nagios.StatusFromExit(res.ExitCode))
-	e.Output = out.Text
-	e.LongOutput = out.LongText
-	for _, p := range out.Perfdata {
-		e.Perfdata = append(e.Perfdata, &unyov1.PerfData{
-			Label: p.Label, Value: p.Value, Uom: p.UOM, Warn: p.WarnText, Crit: p.CritText, Min: p.Min, Max: p.Max,
-		})
-	}
-	if len(out.Errors) > 0 {
-		e.LongOutput = strings.TrimLeft(e.LongOutput+"\nunyo: ignored malformed perfdata: "+strings.Join(out.Errors, "; "), "\n")
+	var samples []metricformat.Sample
+	if d.MetricsFormat == metricformat.Nagios {
+		out := nagios.Parse(res.Output)
+		e.Output = out.Text
+		e.LongOutput = out.LongText
+		for _, p := range out.Perfdata {
+			e.Perfdata = append(e.Perfdata, &unyov1.PerfData{
+				Label: p.Label, Value: p.Value, Uom: p.UOM, Warn: p.WarnText, Crit: p.CritText, Min: p.Min, Max: p.Max,
+			})
+		}
+		if len(out.Errors) > 0 {
+			e.LongOutput = strings.TrimLeft(e.LongOutput+"\nunyo: ignored malformed perfdata: "+strings.Join(out.Errors, "; "), "\n")
+		}
+	} else {
+		// What a timed-out run printed before it was killed is kept too.
+		r := metricformat.Parse(d.MetricsFormat, res.Output, metricformat.Options{Check: d.Name, RunTime: res.Started, Truncated: res.Truncated})
+		var long []string
+		e.Output, long = r.Report(d.MetricsFormat, res.Truncated)
+		e.LongOutput = strings.Join(long, "\n")
+		samples = r.Samples
 	}
 	switch {
 	case res.TimedOut:
@@ -103,5 +123,5 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) *unyov1.Event 
 		e.Output = res.Err.Error()
 	}
 	e.Level = checks.LevelFor(e.Status, d.UnknownLevel)
-	return e
+	return e, samples
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/spool"
 )
 
@@ -116,19 +117,40 @@ func (a *Agent) sendResults(ctx context.Context, records [][]byte) (int, error) 
 	return len(req.Results), nil
 }
 
+// maxPointsPerRequest is the cluster's limit of samples per WriteMetrics.
+const maxPointsPerRequest = 100_000
+
+// sendMetrics sends spooled metric batches, in several requests when they
+// exceed the cluster's limit. A failure part-way fails the whole call, and
+// the records are sent again: rewriting samples the cluster already stored
+// is harmless.
 func (a *Agent) sendMetrics(ctx context.Context, records [][]byte) (int, error) {
-	req := &unyov1.WriteMetricsRequest{Node: a.opts.NodeName,
-		Samples: decodeAll(a, "metrics", records, func() *unyov1.Sample { return new(unyov1.Sample) })}
-	if _, err := a.cl.Metrics.WriteMetrics(ctx, connect.NewRequest(req)); err != nil {
-		if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeFailedPrecondition {
-			// Resending cannot help: drop the batch rather than block the
-			// spool (a cluster without a TSDB would otherwise fill it).
-			a.log.Error("the cluster refused metrics; dropping the batch", "samples", len(req.Samples), "err", err)
-			return 0, nil
-		}
-		return 0, err
+	batches, bad, err := metricbatch.DecodeRecords(records, maxPointsPerRecord)
+	if bad > 0 {
+		a.log.Error("dropping unreadable spooled metric records", "records", bad, "first", err)
 	}
-	return len(req.Samples), nil
+	sent := 0
+	for len(batches) > 0 {
+		n, points := 0, 0
+		for n < len(batches) && (n == 0 || points+batches[n].Points <= maxPointsPerRequest) {
+			points += batches[n].Points
+			n++
+		}
+		req := &unyov1.WriteMetricsRequest{Node: a.opts.NodeName}
+		metricbatch.SetBatches(req, batches[:n])
+		batches = batches[n:]
+		if _, err := a.cl.Metrics.WriteMetrics(ctx, connect.NewRequest(req)); err != nil {
+			if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeFailedPrecondition {
+				// Resending cannot help: drop the batch rather than block the
+				// spool (a cluster without a TSDB would otherwise fill it).
+				a.log.Error("the cluster refused metrics; dropping the batch", "samples", points, "err", err)
+				continue
+			}
+			return sent, err
+		}
+		sent += points
+	}
+	return sent, nil
 }
 
 func (a *Agent) sendLogs(ctx context.Context, records [][]byte) (int, error) {

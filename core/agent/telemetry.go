@@ -11,11 +11,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/checks/nagios"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/logtail"
+	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/core/sysmetrics"
+	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
 // PerfdataMetric is the series every perfdata item of a check becomes:
@@ -47,44 +50,82 @@ func (a *Agent) openOutboxes() error {
 	return nil
 }
 
-// spoolSamples appends samples to the metrics spool in one write.
-func (a *Agent) spoolSamples(samples []*unyov1.Sample) error {
-	if len(samples) == 0 {
-		return nil
+// maxPointsPerRecord bounds one spooled metric batch, so that any record
+// fits a request (the cluster takes at most 100,000 points per request) and
+// a batch the cluster refuses loses little.
+const maxPointsPerRecord = 10_000
+
+// spoolBuilder is a metricbatch.Builder that makes a spool record of every
+// maxPointsPerRecord points.
+type spoolBuilder struct {
+	metricbatch.Builder
+	recs [][]byte
+	err  error
+}
+
+func (sb *spoolBuilder) add(name string, labels []tsdb.Label, timeMs int64, value float64) {
+	sb.Add(name, labels, timeMs, value)
+	if sb.Points() >= maxPointsPerRecord {
+		sb.cut()
 	}
-	recs := make([][]byte, len(samples))
-	for i, s := range samples {
-		b, err := proto.Marshal(s)
-		if err != nil {
-			return fmt.Errorf("encode sample %s: %w", s.GetName(), err)
-		}
-		recs[i] = b
+}
+
+// cut ends the current batch as a record.
+func (sb *spoolBuilder) cut() {
+	b := sb.Take()
+	if b == nil || sb.err != nil {
+		return
+	}
+	rec, err := metricbatch.AppendRecord(nil, b)
+	if err != nil {
+		sb.err = err
+		return
+	}
+	sb.recs = append(sb.recs, rec)
+}
+
+// spool appends what was built to the metrics spool in one write, and
+// readies sb for the next collection.
+func (sb *spoolBuilder) spool(a *Agent) error {
+	sb.cut()
+	recs, err := sb.recs, sb.err
+	sb.recs, sb.err = nil, nil
+	if err != nil || len(recs) == 0 {
+		return err
 	}
 	return a.metrics.spool.Append(recs...)
 }
 
-// perfdataSamples turns a result's perfdata into samples at the run's start.
-func perfdataSamples(e *unyov1.Event) []*unyov1.Sample {
-	var out []*unyov1.Sample
+// spoolPerfdata turns a result's perfdata into samples at the run's start
+// and spools them.
+func (a *Agent) spoolPerfdata(e *unyov1.Event) error {
+	var sb spoolBuilder
 	at := e.GetStartedAt().AsTime().UnixMilli()
 	for _, p := range e.GetPerfdata() {
 		v, unit := nagios.Perf{Label: p.GetLabel(), Value: p.GetValue(), UOM: p.GetUom()}.BaseValue()
 		if math.IsNaN(v) {
 			continue // "U": the plugin could not determine the value
 		}
-		out = append(out, &unyov1.Sample{
-			Name:   PerfdataMetric,
-			Labels: map[string]string{"check": e.GetCheck(), "label": p.GetLabel(), "uom": unit},
-			TimeMs: at, Value: v,
-		})
+		sb.add(PerfdataMetric, []tsdb.Label{{Name: "check", Value: e.GetCheck()}, {Name: "label", Value: p.GetLabel()}, {Name: "uom", Value: unit}}, at, v)
 	}
-	return out
+	return sb.spool(a)
 }
 
-// metricsLoop collects system metrics every MetricsInterval into the spool.
+// spoolSamples spools the samples a check printed.
+func (a *Agent) spoolSamples(samples []metricformat.Sample) error {
+	var sb spoolBuilder
+	for _, s := range samples {
+		sb.add(s.Name, s.Labels, s.TimeMs, s.Value)
+	}
+	return sb.spool(a)
+}
+
+// metricsLoop collects system metrics every MetricsInterval into the spool,
+// one record per collection.
 func (a *Agent) metricsLoop(ctx context.Context) {
 	col := sysmetrics.New(sysmetrics.Options{})
 	var buf []sysmetrics.Sample
+	var sb spoolBuilder // kept: its string index keeps its memory
 	t := time.NewTicker(a.opts.MetricsInterval)
 	defer t.Stop()
 	for {
@@ -95,15 +136,10 @@ func (a *Agent) metricsLoop(ctx context.Context) {
 			a.log.Debug("some system metrics could not be read", "err", err)
 		}
 		at := time.Now().UnixMilli()
-		samples := make([]*unyov1.Sample, len(buf))
-		for i, s := range buf {
-			labels := make(map[string]string, len(s.Labels))
-			for _, l := range s.Labels {
-				labels[l.Name] = l.Value
-			}
-			samples[i] = &unyov1.Sample{Name: s.Name, Labels: labels, TimeMs: at, Value: s.Value}
+		for _, s := range buf {
+			sb.add(s.Name, s.Labels, at, s.Value)
 		}
-		if err := a.spoolSamples(samples); err != nil {
+		if err := sb.spool(a); err != nil {
 			a.log.Error("spooling system metrics failed; this collection is lost", "err", err)
 		}
 		select {

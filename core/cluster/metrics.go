@@ -11,6 +11,7 @@ import (
 	"github.com/VictoriaMetrics/metricsql"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
@@ -38,30 +39,62 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 	if _, err := s.c.node(ctx, node); err != nil {
 		return nil, err
 	}
-	in := req.Msg.GetSamples()
-	if len(in) > maxSamplesPerWrite {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples: %d in one request, at most %d", len(in), maxSamplesPerWrite))
+	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()
+	points, nSeries := len(legacy), 0
+	for _, b := range batches {
+		points += metricbatch.Points(b)
+		nSeries += len(b.GetPointCounts())
 	}
+	if points > maxSamplesPerWrite {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples: %d in one request, at most %d", points, maxSamplesPerWrite))
+	}
+	if len(legacy) > 0 {
+		if err := writeError(node, len(legacy), db.Write(ctx, legacySamples(node, legacy))); err != nil {
+			return nil, err
+		}
+	}
+	if len(batches) > 0 {
+		// The node label comes from the request, so an agent cannot write
+		// another node's series.
+		set := tsdb.Label{Name: "node", Value: node}
+		series := make([]tsdb.SeriesPoints, 0, min(nSeries, points))
+		for i, b := range batches {
+			if series, err = metricbatch.Series(series, b, set); err != nil {
+				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("metric batch %d of %d from node %q: %w", i+1, len(batches), node, err))
+			}
+		}
+		if err := writeError(node, points-len(legacy), db.WriteSeries(ctx, series)); err != nil {
+			return nil, err
+		}
+	}
+	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(points)}), nil
+}
+
+// legacySamples converts the one-message-per-sample form of older agents.
+func legacySamples(node string, in []*unyov1.Sample) []tsdb.Sample {
 	samples := make([]tsdb.Sample, 0, len(in))
 	for _, p := range in {
 		labels := make(map[string]string, len(p.GetLabels())+1)
 		for k, v := range p.GetLabels() {
 			labels[k] = v
 		}
-		// The node label comes from the request, so an agent cannot write
-		// another node's series.
 		labels["node"] = node
 		samples = append(samples, tsdb.Sample{Name: p.GetName(), Labels: labels, Timestamp: time.UnixMilli(p.GetTimeMs()), Value: p.GetValue()})
 	}
-	if err := db.Write(ctx, samples); err != nil {
-		var bad *tsdb.InvalidSampleError
-		if errors.As(err, &bad) {
-			// A bug at the agent; resending cannot help.
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples from node %q: %w", node, err))
-		}
-		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d samples from node %q: %w", len(samples), node, err))
+	return samples
+}
+
+// writeError words a failed write of n samples for the agent.
+func writeError(node string, n int, err error) error {
+	if err == nil {
+		return nil
 	}
-	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(len(samples))}), nil
+	var bad *tsdb.InvalidSampleError
+	if errors.As(err, &bad) {
+		// A bug at the agent; resending cannot help.
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples from node %q: %w", node, err))
+	}
+	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d samples from node %q: %w", n, node, err))
 }
 
 func (s *metricsService) QueryRange(ctx context.Context, req *connect.Request[unyov1.QueryRangeRequest]) (*connect.Response[unyov1.QueryMetricsResponse], error) {

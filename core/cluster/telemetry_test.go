@@ -19,6 +19,7 @@ import (
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -70,37 +71,42 @@ func TestTelemetryWithoutStores(t *testing.T) {
 // TestTelemetryServices runs the metrics and logs services on the embedded
 // stores: one test, since only one embedded VictoriaMetrics fits a process.
 func TestTelemetryServices(t *testing.T) {
-	tsdb, err := vmembed.Open(vmembed.Options{DataDir: t.TempDir()})
+	db, err := vmembed.Open(vmembed.Options{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tsdb.Close() })
+	t.Cleanup(func() { db.Close() })
 	logs, err := vlembed.Open(vlembed.Options{Path: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	c := startTelemetryCluster(t, cluster.Options{Metrics: tsdb, Logs: logs})
+	c := startTelemetryCluster(t, cluster.Options{Metrics: db, Logs: logs})
 
 	t.Run("Metrics", func(t *testing.T) {
 		ctx := t.Context()
 		now := time.Now().Truncate(time.Second)
 		var samples []*unyov1.Sample
+		var bl metricbatch.Builder
 		for i := range 5 {
 			at := now.Add(time.Duration(i-4) * 10 * time.Second).UnixMilli()
-			samples = append(samples,
-				&unyov1.Sample{Name: "node_load1", TimeMs: at, Value: float64(i)},
-				// An agent cannot claim another node: the cluster sets the label.
-				&unyov1.Sample{Name: "unyo_check_perfdata", Labels: map[string]string{"check": "disk", "label": "/", "uom": "bytes", "node": "other"}, TimeMs: at, Value: 1e9})
+			bl.Add("node_load1", nil, at, float64(i))
+			// An agent cannot claim another node: the cluster sets the label.
+			bl.Add("unyo_check_perfdata", []tsdb.Label{{Name: "check", Value: "disk"}, {Name: "label", Value: "/"}, {Name: "uom", Value: "bytes"}, {Name: "node", Value: "other"}}, at, 1e9)
+			// The form of agents before MetricBatch is still accepted.
+			samples = append(samples, &unyov1.Sample{Name: "legacy_load1", Labels: map[string]string{"node": "other"}, TimeMs: at, Value: float64(i)})
 		}
-		if _, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: samples})); err != nil {
-			t.Fatal(err)
+		req := &unyov1.WriteMetricsRequest{Node: "web1", Samples: samples, Batches: []*unyov1.MetricBatch{bl.Take()}}
+		for range 2 { // a resend is harmless: the TSDB deduplicates identical samples
+			resp, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := resp.Msg.GetAccepted(); n != 15 {
+				t.Errorf("accepted %d samples, want 15", n)
+			}
 		}
-		// A resend is harmless: the TSDB deduplicates identical samples.
-		if _, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: samples})); err != nil {
-			t.Fatal(err)
-		}
-		if err := tsdb.Flush(ctx); err != nil {
+		if err := db.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		inst, err := c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "node_load1", Time: timestamppb.New(now)}))
@@ -122,18 +128,39 @@ func TestTelemetryServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(ser.Msg.GetSeries()); n != 2 {
-			t.Errorf("series = %d, want 2", n)
+		if n := len(ser.Msg.GetSeries()); n != 3 {
+			t.Errorf("series = %d, want 3", n)
+		}
+		inst, err = c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "legacy_load1", Time: timestamppb.New(now)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := inst.Msg.GetSeries(); len(s) != 1 || s[0].GetLabels()["node"] != "web1" || s[0].GetPoints()[0].GetValue() != 4 {
+			t.Fatalf("instant query = %v, want legacy_load1{node=web1} 4", s)
 		}
 		_, err = c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: "sum(("}))
 		wantCode(t, "bad expression", err, connect.CodeInvalidArgument)
 		_, err = c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "ghost"}))
 		wantCode(t, "unregistered node", err, connect.CodeNotFound)
-		_, err = c.Metrics.WriteMetrics(ctx, connect.NewRequest(&unyov1.WriteMetricsRequest{Node: "web1", Samples: []*unyov1.Sample{{Name: "bad name!", TimeMs: now.UnixMilli()}}}))
-		wantCode(t, "invalid sample", err, connect.CodeInvalidArgument)
+		bl.Add("bad name!", nil, now.UnixMilli(), 1)
+		for _, tc := range []struct {
+			what, msg string
+			req       *unyov1.WriteMetricsRequest
+		}{
+			{"invalid legacy sample", `"bad name!" must match`, &unyov1.WriteMetricsRequest{Node: "web1", Samples: []*unyov1.Sample{{Name: "bad name!", TimeMs: now.UnixMilli()}}}},
+			{"invalid sample", `bad name!{node="web1"}`, &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{bl.Take()}}},
+			{"malformed batch", "metric batch 1 of 1 from node \"web1\": malformed metric batch", &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{{Series: []uint32{3, 0}, PointCounts: []uint32{1}, TimeMsDeltas: []int64{1}, Values: []float64{1}}}}},
+			{"too many samples", "100001 in one request, at most 100000", &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{{Values: make([]float64, 100_001)}}}},
+		} {
+			_, err = c.Metrics.WriteMetrics(ctx, connect.NewRequest(tc.req))
+			wantCode(t, tc.what, err, connect.CodeInvalidArgument)
+			if err != nil && !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("%s: error %q does not say %q", tc.what, err, tc.msg)
+			}
+		}
 	})
 
-	t.Run("MetricChecks", func(t *testing.T) { testMetricChecks(t, tsdb) })
+	t.Run("MetricChecks", func(t *testing.T) { testMetricChecks(t, db) })
 
 	t.Run("Logs", func(t *testing.T) {
 		ctx := t.Context()

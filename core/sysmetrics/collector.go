@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
 // Sample is one value of one series.
@@ -22,8 +24,9 @@ type Sample struct {
 	Value  float64
 }
 
-// Label is one name="value" pair of a series.
-type Label struct{ Name, Value string }
+// Label is one name="value" pair of a series: the TSDB's own, so that a
+// collection goes into a metric batch without copying its labels.
+type Label = tsdb.Label
 
 // FS is the statfs(2) view of one mounted filesystem.
 type FS struct {
@@ -285,4 +288,4 @@ func delta(prev, cur uint64, wrap32 bool) (uint64, bool) {
 
 // labels1 builds a one-label set; allocation happens only when a series is
 // first seen.
-func labels1(n, v string) []Label { return []Label{{n, v}} }
+func labels1(n, v string) []Label { return []Label{{Name: n, Value: v}} }

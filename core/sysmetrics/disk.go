@@ -135,7 +135,7 @@ func (c *Collector) collectDiskstats() {
 			if exists(c.p.blockClass + string(name) + "/partition") {
 				typ = "part"
 			}
-			d.labels = []Label{{"device", string(name)}, {"type", typ}}
+			d.labels = []Label{{Name: "device", Value: string(name)}, {Name: "type", Value: typ}}
 			s.devs[string(name)] = d
 		}
 		c.diskRates(d, &cur, k, prev, dt)

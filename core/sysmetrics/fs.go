@@ -279,7 +279,7 @@ func (c *Collector) collectFilesystems() {
 		k := fsKey{f.Device, f.MountPoint, f.Type}
 		se := s.series[k]
 		if se == nil {
-			se = &fsSeries{labels: []Label{{"device", f.Device}, {"fstype", f.Type}, {"mountpoint", f.MountPoint}}}
+			se = &fsSeries{labels: []Label{{Name: "device", Value: f.Device}, {Name: "fstype", Value: f.Type}, {Name: "mountpoint", Value: f.MountPoint}}}
 			s.series[k] = se
 		}
 		se.gen = c.gen

@@ -130,7 +130,7 @@ func (c *Collector) cpuRates(e *cpuEntry, id []byte, cur *[len(cpuModes)]uint64,
 			if id == nil {
 				e.labels[m] = labels1("mode", cpuModes[m])
 			} else {
-				e.labels[m] = []Label{{"cpu", string(id)}, {"mode", cpuModes[m]}}
+				e.labels[m] = []Label{{Name: "cpu", Value: string(id)}, {Name: "mode", Value: cpuModes[m]}}
 			}
 		}
 	}

@@ -41,6 +41,24 @@ type Sample struct {
 	Value     float64
 }
 
+// Label is one label of a series.
+type Label struct{ Name, Value string }
+
+// SeriesPoints is one series and its points: the form WriteSeries takes, so
+// that a caller holding samples grouped by series (the agent API) hands each
+// label set over once and builds no map per sample.
+type SeriesPoints struct {
+	// Name is the metric name (Prometheus __name__).
+	Name string
+	// Labels are sorted by name, without duplicates and without __name__;
+	// empty values mean "label absent".
+	Labels []Label
+	// TimesMs are the points' times in milliseconds since the Unix epoch;
+	// Values has the same length.
+	TimesMs []int64
+	Values  []float64
+}
+
 // Point is one value of a Series.
 type Point struct {
 	T time.Time
@@ -66,6 +84,11 @@ type Store interface {
 	// Write stores a batch of samples. See the package comment for
 	// validation, dropping and deduplication rules.
 	Write(ctx context.Context, samples []Sample) error
+	// WriteSeries stores series with their points, with the same
+	// validation (a bad series or unsorted labels reject the whole call,
+	// the *InvalidSampleError's Index being the series' position), dropping
+	// and deduplication rules as Write.
+	WriteSeries(ctx context.Context, series []SeriesPoints) error
 	// QueryRange evaluates a MetricsQL expression over a time range.
 	QueryRange(ctx context.Context, q QueryRange) ([]Series, error)
 	// Query evaluates a MetricsQL expression at one instant; each returned

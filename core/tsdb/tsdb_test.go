@@ -35,6 +35,39 @@ func TestValidateSample(t *testing.T) {
 	}
 }
 
+func TestValidateSeries(t *testing.T) {
+	tests := []struct {
+		name   string
+		s      tsdb.SeriesPoints
+		reason string // empty: valid
+	}{
+		{"no labels", tsdb.SeriesPoints{Name: "up", TimesMs: []int64{1}, Values: []float64{1}}, ""},
+		{"sorted labels", tsdb.SeriesPoints{Name: "up", Labels: []tsdb.Label{{"a", "1"}, {"b", ""}}}, ""},
+		{"bad name", tsdb.SeriesPoints{Name: "a.b"}, "metric name"},
+		{"bad label", tsdb.SeriesPoints{Name: "m", Labels: []tsdb.Label{{"0a", "x"}}}, "label name"},
+		{"reserved label", tsdb.SeriesPoints{Name: "m", Labels: []tsdb.Label{{"__name__", "x"}}}, "reserved"},
+		{"unsorted", tsdb.SeriesPoints{Name: "m", Labels: []tsdb.Label{{"b", "1"}, {"a", "2"}}}, `"a" follows "b"`},
+		{"duplicate", tsdb.SeriesPoints{Name: "m", Labels: []tsdb.Label{{"a", "1"}, {"a", "2"}}}, "without duplicates"},
+		{"long value", tsdb.SeriesPoints{Name: "m", Labels: []tsdb.Label{{"a", strings.Repeat("x", tsdb.MaxLabelValueLen+1)}}}, "at most"},
+		{"lengths", tsdb.SeriesPoints{Name: "m", TimesMs: []int64{1, 2}, Values: []float64{1}}, "2 times but 1 values"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tsdb.ValidateSeries(4, &tt.s)
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("ValidateSeries = %v, want nil", err)
+				}
+				return
+			}
+			var ise *tsdb.InvalidSampleError
+			if !errors.As(err, &ise) || ise.Index != 4 || !strings.Contains(err.Error(), tt.reason) || !strings.Contains(err.Error(), tt.s.Name+"{") {
+				t.Fatalf("ValidateSeries = %v, want InvalidSampleError #4 naming the series and %q", err, tt.reason)
+			}
+		})
+	}
+}
+
 func TestAcceptWindow(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	w := tsdb.AcceptWindow(now, 24*time.Hour)

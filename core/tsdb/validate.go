@@ -46,25 +46,68 @@ func ValidateSample(index int, s *Sample) error {
 }
 
 func checkSample(s *Sample) string {
-	if !validMetricName(s.Name) {
-		return fmt.Sprintf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]* and be at most %d bytes", s.Name, MaxNameLen)
-	}
-	if len(s.Labels) > MaxLabels {
-		return fmt.Sprintf("%d labels, at most %d are allowed", len(s.Labels), MaxLabels)
+	if reason := checkHead(s.Name, len(s.Labels)); reason != "" {
+		return reason
 	}
 	for k, v := range s.Labels {
-		if !validLabelName(k) {
-			return fmt.Sprintf("label name %q must match [a-zA-Z_][a-zA-Z0-9_]* and be at most %d bytes", k, MaxNameLen)
+		if reason := checkLabel(k, v); reason != "" {
+			return reason
 		}
-		if strings.HasPrefix(k, "__") {
-			return fmt.Sprintf("label name %q is reserved (leading __); set the metric name with Sample.Name", k)
+	}
+	return ""
+}
+
+// ValidateSeries checks a series like ValidateSample, and also that its
+// labels are sorted by name without duplicates and that it has as many
+// values as times. index is only used in the error.
+func ValidateSeries(index int, s *SeriesPoints) error {
+	if reason := checkSeries(s); reason != "" {
+		return &InvalidSampleError{Index: index, Sample: LabelsString(s.Name, s.Labels), Reason: reason}
+	}
+	return nil
+}
+
+func checkSeries(s *SeriesPoints) string {
+	if reason := checkHead(s.Name, len(s.Labels)); reason != "" {
+		return reason
+	}
+	for i, l := range s.Labels {
+		if reason := checkLabel(l.Name, l.Value); reason != "" {
+			return reason
 		}
-		if len(v) > MaxLabelValueLen {
-			return fmt.Sprintf("label %q value is %d bytes, at most %d are allowed", k, len(v), MaxLabelValueLen)
+		if i > 0 && l.Name <= s.Labels[i-1].Name {
+			return fmt.Sprintf("labels must be sorted by name without duplicates, %q follows %q", l.Name, s.Labels[i-1].Name)
 		}
-		if !utf8.ValidString(v) {
-			return fmt.Sprintf("label %q value is not valid UTF-8", k)
-		}
+	}
+	if len(s.TimesMs) != len(s.Values) {
+		return fmt.Sprintf("%d times but %d values", len(s.TimesMs), len(s.Values))
+	}
+	return ""
+}
+
+// checkHead checks a series' metric name and number of labels.
+func checkHead(name string, labels int) string {
+	if !validMetricName(name) {
+		return fmt.Sprintf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]* and be at most %d bytes", name, MaxNameLen)
+	}
+	if labels > MaxLabels {
+		return fmt.Sprintf("%d labels, at most %d are allowed", labels, MaxLabels)
+	}
+	return ""
+}
+
+func checkLabel(k, v string) string {
+	if !validLabelName(k) {
+		return fmt.Sprintf("label name %q must match [a-zA-Z_][a-zA-Z0-9_]* and be at most %d bytes", k, MaxNameLen)
+	}
+	if strings.HasPrefix(k, "__") {
+		return fmt.Sprintf("label name %q is reserved (leading __); set the metric name with Sample.Name", k)
+	}
+	if len(v) > MaxLabelValueLen {
+		return fmt.Sprintf("label %q value is %d bytes, at most %d are allowed", k, len(v), MaxLabelValueLen)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Sprintf("label %q value is not valid UTF-8", k)
 	}
 	return ""
 }
@@ -99,19 +142,24 @@ func validLabelName(s string) bool {
 
 // SeriesString renders a series in selector form, labels sorted, for messages.
 func SeriesString(name string, labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
+	ls := make([]Label, 0, len(labels))
+	for k, v := range labels {
+		ls = append(ls, Label{Name: k, Value: v})
 	}
-	sort.Strings(keys)
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
+	return LabelsString(name, ls)
+}
+
+// LabelsString renders a series given as sorted labels like SeriesString.
+func LabelsString(name string, labels []Label) string {
 	var b strings.Builder
 	b.WriteString(name)
 	b.WriteByte('{')
-	for i, k := range keys {
+	for i, l := range labels {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%q", k, labels[k])
+		fmt.Fprintf(&b, "%s=%q", l.Name, l.Value)
 	}
 	b.WriteByte('}')
 	return b.String()

@@ -614,7 +614,11 @@ type CheckSpec struct {
 	// A log check, evaluated by agents on the lines they tail.
 	Log *LogCheck `protobuf:"bytes,12,opt,name=log,proto3" json:"log,omitempty"`
 	// A check run by a check plugin on agents instead of a command.
-	Plugin        *PluginCheck `protobuf:"bytes,13,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	Plugin *PluginCheck `protobuf:"bytes,13,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// How a command check prints its metrics: "nagios" (default: TEXT |
+	// PERFDATA), "prometheus", "influx", "graphite" or "opentsdb" (one sample
+	// per line, parsed as those protocols; the status is still the exit code).
+	MetricsFormat string `protobuf:"bytes,14,opt,name=metrics_format,json=metricsFormat,proto3" json:"metrics_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -738,6 +742,13 @@ func (x *CheckSpec) GetPlugin() *PluginCheck {
 		return x.Plugin
 	}
 	return nil
+}
+
+func (x *CheckSpec) GetMetricsFormat() string {
+	if x != nil {
+		return x.MetricsFormat
+	}
+	return ""
 }
 
 // PluginCheck runs one check through the check plugin unyo-check-<name>,
@@ -5282,18 +5293,113 @@ func (x *SeriesLabels) GetLabels() map[string]string {
 	return nil
 }
 
+// MetricBatch is samples grouped by series in columns: every name and label
+// string once per batch, each series' label set once, and its points as
+// packed numbers. It is what agents send and spool (one batch per collection
+// or check run), so that neither end builds a map per sample.
+type MetricBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every metric name, label name and label value of the batch, each once;
+	// series refer to them by index.
+	Strings []string `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty"`
+	// Series after series: the metric name's index, the number of labels n,
+	// then n pairs (label name index, label value index) with the label names
+	// in strictly ascending order.
+	Series []uint32 `protobuf:"varint,2,rep,packed,name=series,proto3" json:"series,omitempty"`
+	// How many points each series has (at least one), in series order.
+	PointCounts []uint32 `protobuf:"varint,3,rep,packed,name=point_counts,json=pointCounts,proto3" json:"point_counts,omitempty"`
+	// Every point's time in milliseconds since the Unix epoch, series after
+	// series, each as the difference to the point before it in this list (the
+	// first to 0): a collection taken at one instant costs a byte a point.
+	TimeMsDeltas []int64 `protobuf:"zigzag64,4,rep,packed,name=time_ms_deltas,json=timeMsDeltas,proto3" json:"time_ms_deltas,omitempty"`
+	// Every point's value, in the same order as time_ms_deltas.
+	Values        []float64 `protobuf:"fixed64,5,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetricBatch) Reset() {
+	*x = MetricBatch{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetricBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetricBatch) ProtoMessage() {}
+
+func (x *MetricBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
+func (*MetricBatch) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *MetricBatch) GetStrings() []string {
+	if x != nil {
+		return x.Strings
+	}
+	return nil
+}
+
+func (x *MetricBatch) GetSeries() []uint32 {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *MetricBatch) GetPointCounts() []uint32 {
+	if x != nil {
+		return x.PointCounts
+	}
+	return nil
+}
+
+func (x *MetricBatch) GetTimeMsDeltas() []int64 {
+	if x != nil {
+		return x.TimeMsDeltas
+	}
+	return nil
+}
+
+func (x *MetricBatch) GetValues() []float64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type WriteMetricsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	// The cluster sets the label node=<node> on every sample.
-	Samples       []*Sample `protobuf:"bytes,2,rep,name=samples,proto3" json:"samples,omitempty"`
+	// One message per sample, as agents before MetricBatch sent them; still
+	// accepted so that a cluster can be upgraded before its agents.
+	Samples []*Sample `protobuf:"bytes,2,rep,name=samples,proto3" json:"samples,omitempty"`
+	// The cluster sets the label node=<node> on every series (replacing a node
+	// label the agent gave). At most 100,000 points in one request, samples
+	// and batches together.
+	Batches       []*MetricBatch `protobuf:"bytes,3,rep,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5305,7 +5411,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5318,7 +5424,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -5335,6 +5441,13 @@ func (x *WriteMetricsRequest) GetSamples() []*Sample {
 	return nil
 }
 
+func (x *WriteMetricsRequest) GetBatches() []*MetricBatch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
 type WriteMetricsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Accepted      int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
@@ -5344,7 +5457,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5356,7 +5469,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5369,7 +5482,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -5393,7 +5506,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5405,7 +5518,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5418,7 +5531,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -5468,7 +5581,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5480,7 +5593,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5493,7 +5606,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5527,7 +5640,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5539,7 +5652,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5552,7 +5665,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -5583,7 +5696,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5595,7 +5708,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5608,7 +5721,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -5649,7 +5762,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5661,7 +5774,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5674,7 +5787,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -5719,7 +5832,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5731,7 +5844,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5744,7 +5857,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -5841,7 +5954,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5853,7 +5966,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5866,7 +5979,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -5896,7 +6009,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5908,7 +6021,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5921,7 +6034,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -5965,7 +6078,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5977,7 +6090,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5990,7 +6103,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -6059,7 +6172,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6071,7 +6184,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6084,7 +6197,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -6112,7 +6225,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6124,7 +6237,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6137,7 +6250,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6167,7 +6280,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6179,7 +6292,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6192,7 +6305,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6243,7 +6356,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6255,7 +6368,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6268,7 +6381,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6312,7 +6425,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6324,7 +6437,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6337,7 +6450,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -6380,7 +6493,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6392,7 +6505,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6405,7 +6518,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -6447,7 +6560,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6459,7 +6572,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6472,7 +6585,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6507,7 +6620,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6519,7 +6632,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6532,7 +6645,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -6599,7 +6712,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6611,7 +6724,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6624,7 +6737,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -6710,7 +6823,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6722,7 +6835,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6735,7 +6848,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -6775,7 +6888,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6787,7 +6900,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6800,7 +6913,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -6853,7 +6966,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6865,7 +6978,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6878,7 +6991,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -6936,7 +7049,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6948,7 +7061,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6961,7 +7074,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -7027,7 +7140,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\brestarts\x18\x05 \x01(\x05R\brestarts\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x120\n" +
-	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xeb\x04\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x92\x05\n" +
 	"\tCheckSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x1a\n" +
 	"\binterval\x18\x02 \x01(\tR\binterval\x12\x12\n" +
@@ -7042,7 +7155,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	" \x01(\tR\funknownLevel\x12,\n" +
 	"\x06metric\x18\v \x01(\v2\x14.unyo.v1.MetricCheckR\x06metric\x12#\n" +
 	"\x03log\x18\f \x01(\v2\x11.unyo.v1.LogCheckR\x03log\x12,\n" +
-	"\x06plugin\x18\r \x01(\v2\x14.unyo.v1.PluginCheckR\x06plugin\x1a?\n" +
+	"\x06plugin\x18\r \x01(\v2\x14.unyo.v1.PluginCheckR\x06plugin\x12%\n" +
+	"\x0emetrics_format\x18\x0e \x01(\tR\rmetricsFormat\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -7406,10 +7520,17 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x06labels\x18\x01 \x03(\v2!.unyo.v1.SeriesLabels.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x01\n" +
+	"\vMetricBatch\x12\x18\n" +
+	"\astrings\x18\x01 \x03(\tR\astrings\x12\x16\n" +
+	"\x06series\x18\x02 \x03(\rR\x06series\x12!\n" +
+	"\fpoint_counts\x18\x03 \x03(\rR\vpointCounts\x12$\n" +
+	"\x0etime_ms_deltas\x18\x04 \x03(\x12R\ftimeMsDeltas\x12\x16\n" +
+	"\x06values\x18\x05 \x03(\x01R\x06values\"\x84\x01\n" +
 	"\x13WriteMetricsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12)\n" +
-	"\asamples\x18\x02 \x03(\v2\x0f.unyo.v1.SampleR\asamples\"2\n" +
+	"\asamples\x18\x02 \x03(\v2\x0f.unyo.v1.SampleR\asamples\x12.\n" +
+	"\abatches\x18\x03 \x03(\v2\x14.unyo.v1.MetricBatchR\abatches\"2\n" +
 	"\x14WriteMetricsResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\x05R\baccepted\"\xd0\x01\n" +
 	"\x11QueryRangeRequest\x12\x18\n" +
@@ -7635,7 +7756,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -7714,111 +7835,112 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Point)(nil),                   // 74: unyo.v1.Point
 	(*Series)(nil),                  // 75: unyo.v1.Series
 	(*SeriesLabels)(nil),            // 76: unyo.v1.SeriesLabels
-	(*WriteMetricsRequest)(nil),     // 77: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),    // 78: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),       // 79: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),     // 80: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),    // 81: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),           // 82: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),          // 83: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                // 84: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),        // 85: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),       // 86: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),               // 87: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),        // 88: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),       // 89: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),               // 90: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),         // 91: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),        // 92: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),        // 93: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),       // 94: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),      // 95: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                  // 96: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),     // 97: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),       // 98: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),              // 99: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),      // 100: unyo.v1.CountStatsResponse
-	nil,                             // 101: unyo.v1.Node.LabelsEntry
-	nil,                             // 102: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 103: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 104: unyo.v1.Check.LabelsEntry
-	nil,                             // 105: unyo.v1.Event.LabelsEntry
-	nil,                             // 106: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 107: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 108: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 109: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 110: unyo.v1.Sample.LabelsEntry
-	nil,                             // 111: unyo.v1.Series.LabelsEntry
-	nil,                             // 112: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 113: unyo.v1.LogEntry.FieldsEntry
-	nil,                             // 114: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 115: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 116: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 117: google.protobuf.Duration
+	(*MetricBatch)(nil),             // 77: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),     // 78: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),    // 79: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),       // 80: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),     // 81: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),    // 82: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),           // 83: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),          // 84: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                // 85: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),        // 86: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),       // 87: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),               // 88: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),        // 89: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),       // 90: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),               // 91: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),         // 92: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),        // 93: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),        // 94: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),       // 95: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),      // 96: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                  // 97: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),     // 98: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),       // 99: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),              // 100: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),      // 101: unyo.v1.CountStatsResponse
+	nil,                             // 102: unyo.v1.Node.LabelsEntry
+	nil,                             // 103: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 104: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 105: unyo.v1.Check.LabelsEntry
+	nil,                             // 106: unyo.v1.Event.LabelsEntry
+	nil,                             // 107: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 108: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 109: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 110: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 111: unyo.v1.Sample.LabelsEntry
+	nil,                             // 112: unyo.v1.Series.LabelsEntry
+	nil,                             // 113: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 114: unyo.v1.LogEntry.FieldsEntry
+	nil,                             // 115: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 116: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 117: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 118: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	101, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	102, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	115, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	115, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	116, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	116, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	115, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	102, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	103, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	116, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	103, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	104, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	116, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	104, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	117, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	105, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	115, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	115, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	116, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	115, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	117, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	115, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	117, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	116, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	118, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	116, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	118, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	105, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	106, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	115, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	115, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	106, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	107, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	116, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	116, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	107, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	108, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	116, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	117, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	108, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	109, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	115, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	115, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	115, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	115, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	116, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	116, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	116, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	109, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	110, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	115, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	115, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	115, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	116, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	116, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	116, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	115, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	115, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	116, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	116, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	117, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	118, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -7853,121 +7975,122 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	115, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	116, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	116, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	115, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	116, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	110, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	111, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	111, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	112, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	112, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	113, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	115, // 107: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	115, // 108: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	117, // 109: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	115, // 110: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	75,  // 111: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 112: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 113: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	115, // 114: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	76,  // 115: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 116: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 117: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	113, // 118: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	84,  // 119: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	115, // 120: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	115, // 121: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	87,  // 122: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	84,  // 123: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 124: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 125: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	87,  // 126: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	117, // 127: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	117, // 128: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	90,  // 129: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 130: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 131: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	115, // 132: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	84,  // 133: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 134: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 135: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	115, // 136: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	114, // 137: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	115, // 138: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	96,  // 139: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 140: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	115, // 141: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	115, // 142: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	115, // 143: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	99,  // 144: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 145: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 146: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	35,  // 147: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	37,  // 148: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	39,  // 149: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	41,  // 150: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	44,  // 151: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	46,  // 152: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	48,  // 153: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	50,  // 154: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	52,  // 155: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	54,  // 156: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	56,  // 157: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	58,  // 158: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	60,  // 159: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	62,  // 160: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	62,  // 161: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 162: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	67,  // 163: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	69,  // 164: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	71,  // 165: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	77,  // 166: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	79,  // 167: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	80,  // 168: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	82,  // 169: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	85,  // 170: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	88,  // 171: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	91,  // 172: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	93,  // 173: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	95,  // 174: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	98,  // 175: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	34,  // 176: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	36,  // 177: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	38,  // 178: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	40,  // 179: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	43,  // 180: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	45,  // 181: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	47,  // 182: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	49,  // 183: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	51,  // 184: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	53,  // 185: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	55,  // 186: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	57,  // 187: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	59,  // 188: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	61,  // 189: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	63,  // 190: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	63,  // 191: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 192: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	68,  // 193: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	70,  // 194: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	72,  // 195: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	78,  // 196: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	81,  // 197: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	81,  // 198: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	83,  // 199: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	86,  // 200: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	89,  // 201: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	92,  // 202: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	94,  // 203: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	97,  // 204: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	100, // 205: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	176, // [176:206] is the sub-list for method output_type
-	146, // [146:176] is the sub-list for method input_type
-	146, // [146:146] is the sub-list for extension type_name
-	146, // [146:146] is the sub-list for extension extendee
-	0,   // [0:146] is the sub-list for field type_name
+	77,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	116, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	116, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	118, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	116, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	75,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	116, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	76,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	114, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	85,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	116, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	116, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	88,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	85,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 125: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	88,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	118, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	118, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	91,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 131: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	85,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 135: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	115, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	116, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	97,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 141: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	116, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	116, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	116, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	100, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 146: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 147: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	35,  // 148: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	37,  // 149: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	39,  // 150: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	41,  // 151: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	44,  // 152: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	46,  // 153: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	48,  // 154: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	50,  // 155: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	52,  // 156: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	54,  // 157: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	56,  // 158: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	58,  // 159: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	60,  // 160: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	62,  // 161: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	62,  // 162: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 163: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	67,  // 164: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	69,  // 165: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	71,  // 166: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	78,  // 167: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	80,  // 168: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	81,  // 169: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	83,  // 170: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	86,  // 171: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	89,  // 172: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	92,  // 173: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	94,  // 174: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	96,  // 175: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	99,  // 176: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	34,  // 177: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	36,  // 178: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	38,  // 179: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	40,  // 180: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	43,  // 181: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	45,  // 182: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	47,  // 183: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	49,  // 184: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	51,  // 185: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	53,  // 186: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	55,  // 187: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	57,  // 188: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	59,  // 189: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	61,  // 190: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	63,  // 191: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	63,  // 192: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 193: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	68,  // 194: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	70,  // 195: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	72,  // 196: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	79,  // 197: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	82,  // 198: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	82,  // 199: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 200: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	87,  // 201: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	90,  // 202: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	93,  // 203: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	95,  // 204: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	98,  // 205: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	101, // 206: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	177, // [177:207] is the sub-list for method output_type
+	147, // [147:177] is the sub-list for method input_type
+	147, // [147:147] is the sub-list for extension type_name
+	147, // [147:147] is the sub-list for extension extendee
+	0,   // [0:147] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -7993,7 +8116,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   110,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   11,
 		},

@@ -68,6 +68,8 @@ func RunHarness(t *testing.T, h Harness) {
 		{"IdempotentRewrite", testIdempotent},
 		{"PastWithinRetention", testPast},
 		{"OutsideWindowDropped", testOutsideWindow},
+		{"WriteSeries", testWriteSeries},
+		{"WriteSeriesRejects", testWriteSeriesRejects},
 		{"ClosedStoreErrors", testClosed},
 		{"RestartPersistence", testRestart},
 	}
@@ -153,6 +155,26 @@ func expectScalar(t *testing.T, s tsdb.Store, expr string, at time.Time, want fl
 		}
 		return ""
 	})
+}
+
+// expectStats runs write and, for a store that counts, checks what it
+// added to the store's WriteStats.
+func expectStats(t *testing.T, s tsdb.Store, want tsdb.WriteStats, write func()) {
+	t.Helper()
+	sr, ok := s.(tsdb.StatsReporter)
+	var before tsdb.WriteStats
+	if ok {
+		before = sr.WriteStats()
+	}
+	write()
+	if !ok {
+		return
+	}
+	after := sr.WriteStats()
+	got := tsdb.WriteStats{Written: after.Written - before.Written, DroppedTooOld: after.DroppedTooOld - before.DroppedTooOld, DroppedFuture: after.DroppedFuture - before.DroppedFuture}
+	if got != want {
+		t.Errorf("WriteStats grew by %+v, want %+v", got, want)
+	}
 }
 
 func testQueryRange(t *testing.T, _ Harness, s tsdb.Store, name string) {
@@ -465,25 +487,16 @@ func testOutsideWindow(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	now := time.Now()
 	old := now.Add(-Retention - 48*time.Hour)
 	future := now.Add(tsdb.MaxFutureSkew + time.Hour)
-	var before tsdb.WriteStats
-	sr, hasStats := s.(tsdb.StatsReporter)
-	if hasStats {
-		before = sr.WriteStats()
-	}
-	err := s.Write(ctx(t), []tsdb.Sample{
-		{Name: name, Labels: map[string]string{"w": "old"}, Timestamp: old, Value: 1},
-		{Name: name, Labels: map[string]string{"w": "future"}, Timestamp: future, Value: 1},
-		{Name: name, Labels: map[string]string{"w": "now"}, Timestamp: now.Add(-time.Minute), Value: 1},
-	})
-	if err != nil {
-		t.Fatalf("Write with out-of-window samples: %v (documented behaviour: drop and count)", err)
-	}
-	if hasStats {
-		after := sr.WriteStats()
-		if after.DroppedTooOld-before.DroppedTooOld != 1 || after.DroppedFuture-before.DroppedFuture != 1 || after.Written-before.Written != 1 {
-			t.Errorf("WriteStats delta: before %+v after %+v; want 1 written, 1 too old, 1 future", before, after)
+	expectStats(t, s, tsdb.WriteStats{Written: 1, DroppedTooOld: 1, DroppedFuture: 1}, func() {
+		err := s.Write(ctx(t), []tsdb.Sample{
+			{Name: name, Labels: map[string]string{"w": "old"}, Timestamp: old, Value: 1},
+			{Name: name, Labels: map[string]string{"w": "future"}, Timestamp: future, Value: 1},
+			{Name: name, Labels: map[string]string{"w": "now"}, Timestamp: now.Add(-time.Minute), Value: 1},
+		})
+		if err != nil {
+			t.Fatalf("Write with out-of-window samples: %v (documented behaviour: drop and count)", err)
 		}
-	}
+	})
 	write(t, s, nil)
 	expectScalar(t, s, "count("+name+")", now.Add(-time.Minute), 1)
 	for at, w := range map[time.Time]string{old: "old", future: "future"} {
@@ -491,6 +504,75 @@ func testOutsideWindow(t *testing.T, _ Harness, s tsdb.Store, name string) {
 		if err != nil || len(res) != 0 {
 			t.Errorf("%s sample: Query = %v, %v; want dropped", w, res, err)
 		}
+	}
+}
+
+func testWriteSeries(t *testing.T, _ Harness, s tsdb.Store, name string) {
+	b := base()
+	now := time.Now()
+	ms := func(d time.Duration) int64 { return b.Add(d).UnixMilli() }
+	series := []tsdb.SeriesPoints{
+		// Several points of one series, and the same label set under another name.
+		{Name: name, Labels: []tsdb.Label{{Name: "host", Value: "a"}, {Name: "zone", Value: "z1"}},
+			TimesMs: []int64{ms(0), ms(10 * time.Second), ms(20 * time.Second)}, Values: []float64{1, 2, 3}},
+		{Name: name, Labels: []tsdb.Label{{Name: "host", Value: "b"}}, TimesMs: []int64{ms(20 * time.Second)}, Values: []float64{10}},
+		{Name: name + "_other", Labels: []tsdb.Label{{Name: "host", Value: "a"}}, TimesMs: []int64{ms(0)}, Values: []float64{5}},
+		// Points outside the window are dropped one by one, the rest kept.
+		{Name: name, Labels: []tsdb.Label{{Name: "host", Value: "c"}},
+			TimesMs: []int64{now.Add(-Retention - 48*time.Hour).UnixMilli(), ms(0), now.Add(tsdb.MaxFutureSkew + time.Hour).UnixMilli()},
+			Values:  []float64{100, 7, 100}},
+		{Name: name + "_empty"},
+	}
+	expectStats(t, s, tsdb.WriteStats{Written: 12, DroppedTooOld: 2, DroppedFuture: 2}, func() {
+		for range 2 { // a resent batch stores nothing twice
+			if err := s.WriteSeries(ctx(t), series); err != nil {
+				t.Fatalf("WriteSeries: %v", err)
+			}
+		}
+	})
+	write(t, s, nil)
+	expectScalar(t, s, name+`{host="a",zone="z1"}`, b.Add(20*time.Second), 3)
+	expectScalar(t, s, "sum(count_over_time("+name+"[5m]))", b.Add(time.Minute), 5)
+	expectScalar(t, s, "sum(sum_over_time("+name+"[5m]))", b.Add(time.Minute), 1+2+3+10+7)
+	expectScalar(t, s, name+`_other{host="a"}`, b, 5)
+	eventually(t, s, func() string {
+		got, err := s.SeriesMatch(ctx(t), name+`{host="a"}`, b.Add(-time.Hour), b.Add(time.Hour))
+		if err != nil || len(got) != 1 || got[0]["zone"] != "z1" || len(got[0]) != 3 {
+			return fmt.Sprintf("SeriesMatch = %v, %v; want one series with __name__, host and zone", got, err)
+		}
+		return ""
+	})
+}
+
+func testWriteSeriesRejects(t *testing.T, _ Harness, s tsdb.Store, name string) {
+	b := base().UnixMilli()
+	good := tsdb.SeriesPoints{Name: name, Labels: []tsdb.Label{{Name: "ok", Value: "yes"}}, TimesMs: []int64{b}, Values: []float64{1}}
+	for _, tc := range []struct {
+		what   string
+		s      tsdb.SeriesPoints
+		reason string
+	}{
+		{"bad name", tsdb.SeriesPoints{Name: "a-b"}, "metric name"},
+		{"bad label", tsdb.SeriesPoints{Name: name, Labels: []tsdb.Label{{Name: "a:b", Value: "x"}}}, "label name"},
+		{"unsorted labels", tsdb.SeriesPoints{Name: name, Labels: []tsdb.Label{{Name: "b", Value: "1"}, {Name: "a", Value: "2"}}}, "sorted"},
+		{"duplicate label", tsdb.SeriesPoints{Name: name, Labels: []tsdb.Label{{Name: "a", Value: "1"}, {Name: "a", Value: "2"}}}, "duplicates"},
+		{"lengths differ", tsdb.SeriesPoints{Name: name, TimesMs: []int64{b, b + 1}, Values: []float64{1}}, "2 times but 1 values"},
+	} {
+		err := s.WriteSeries(ctx(t), []tsdb.SeriesPoints{good, tc.s})
+		var ise *tsdb.InvalidSampleError
+		if !errors.As(err, &ise) {
+			t.Errorf("%s: WriteSeries err = %v, want *tsdb.InvalidSampleError", tc.what, err)
+			continue
+		}
+		if ise.Index != 1 || !strings.Contains(err.Error(), "#1 "+tc.s.Name+"{") || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: error %q should name series #1 %s and say %q", tc.what, err, tc.s.Name, tc.reason)
+		}
+	}
+	write(t, s, []tsdb.Sample{{Name: name + "_marker", Timestamp: time.UnixMilli(b), Value: 1}})
+	expectScalar(t, s, name+"_marker", time.UnixMilli(b), 1)
+	res, err := s.Query(ctx(t), name, time.UnixMilli(b))
+	if err != nil || len(res) != 0 {
+		t.Errorf("after rejected calls Query(%s) = %v, %v; want nothing stored", name, res, err)
 	}
 }
 
@@ -503,6 +585,9 @@ func testClosed(t *testing.T, _ Harness, s tsdb.Store, name string) {
 	}
 	if err := s.Write(ctx(t), []tsdb.Sample{{Name: name, Timestamp: time.Now(), Value: 1}}); err == nil {
 		t.Errorf("Write after Close succeeded")
+	}
+	if err := s.WriteSeries(ctx(t), []tsdb.SeriesPoints{{Name: name, TimesMs: []int64{time.Now().UnixMilli()}, Values: []float64{1}}}); err == nil {
+		t.Errorf("WriteSeries after Close succeeded")
 	}
 	if _, err := s.Query(ctx(t), name, time.Now()); err == nil {
 		t.Errorf("Query after Close succeeded")

@@ -244,15 +244,51 @@ func (s *Store) acquire(ctx context.Context) error {
 	return nil
 }
 
-// writeBuf is reused across Write calls: building rows is the hot path.
+// writeBuf is reused across writes: building rows is the hot path.
 type writeBuf struct {
 	rows   []storage.MetricRow
-	ends   []int
+	names  []nameSpan // per row, where its series name lies in raw
 	raw    []byte
 	labels []prompb.Label
+
+	tooOld, future uint64
 }
 
+// nameSpan locates a marshalled series name in writeBuf.raw; rows of one
+// series share it.
+type nameSpan struct{ start, end int }
+
 var writeBufPool = sync.Pool{New: func() any { return new(writeBuf) }}
+
+func (wb *writeBuf) reset() {
+	wb.rows, wb.names, wb.raw = wb.rows[:0], wb.names[:0], wb.raw[:0]
+	wb.tooOld, wb.future = 0, 0
+}
+
+// add appends the points of one series (labels: the name first, the rest
+// sorted) that lie inside win, marshalling its name once. Sorted labels
+// give one raw name per series, so VictoriaMetrics' series-ID cache hits
+// instead of re-resolving the series.
+func (wb *writeBuf) add(labels []prompb.Label, times []int64, values []float64, win tsdb.Window) {
+	name := nameSpan{start: -1}
+	for i, ts := range times {
+		switch win.Classify(ts) {
+		case -1:
+			wb.tooOld++
+			continue
+		case 1:
+			wb.future++
+			continue
+		}
+		if name.start < 0 {
+			name.start = len(wb.raw)
+			wb.raw = storage.MarshalMetricNameRaw(wb.raw, labels)
+			name.end = len(wb.raw)
+		}
+		wb.names = append(wb.names, name)
+		wb.rows = append(wb.rows, storage.MetricRow{Timestamp: ts, Value: values[i]})
+	}
+}
 
 // Write stores samples; see tsdb.Store.
 func (s *Store) Write(ctx context.Context, samples []tsdb.Sample) error {
@@ -261,49 +297,66 @@ func (s *Store) Write(ctx context.Context, samples []tsdb.Sample) error {
 			return fmt.Errorf("vmembed: write rejected: %w", err)
 		}
 	}
+	return s.write(ctx, func(wb *writeBuf, win tsdb.Window) {
+		var ts [1]int64
+		var v [1]float64
+		for i := range samples {
+			sm := &samples[i]
+			lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sm.Name})
+			for k, v := range sm.Labels {
+				lb = append(lb, prompb.Label{Name: k, Value: v})
+			}
+			sortLabels(lb[1:])
+			wb.labels = lb
+			ts[0], v[0] = sm.Timestamp.UnixMilli(), sm.Value
+			wb.add(lb, ts[:], v[:], win)
+		}
+	})
+}
+
+// WriteSeries stores series with their points; see tsdb.Store.
+func (s *Store) WriteSeries(ctx context.Context, series []tsdb.SeriesPoints) error {
+	for i := range series {
+		if err := tsdb.ValidateSeries(i, &series[i]); err != nil {
+			return fmt.Errorf("vmembed: write rejected: %w", err)
+		}
+	}
+	return s.write(ctx, func(wb *writeBuf, win tsdb.Window) {
+		for i := range series {
+			sr := &series[i]
+			lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sr.Name})
+			for _, l := range sr.Labels {
+				lb = append(lb, prompb.Label{Name: l.Name, Value: l.Value})
+			}
+			wb.labels = lb
+			wb.add(lb, sr.TimesMs, sr.Values, win)
+		}
+	})
+}
+
+// write builds rows with fill in a pooled buffer and writes them.
+func (s *Store) write(ctx context.Context, fill func(wb *writeBuf, win tsdb.Window)) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
-
 	wb := writeBufPool.Get().(*writeBuf)
 	defer writeBufPool.Put(wb)
-	wb.rows, wb.ends, wb.raw = wb.rows[:0], wb.ends[:0], wb.raw[:0]
-	win := tsdb.AcceptWindow(time.Now(), s.opts.Retention)
-	var tooOld, future uint64
-	for i := range samples {
-		sm := &samples[i]
-		ts := sm.Timestamp.UnixMilli()
-		switch win.Classify(ts) {
-		case -1:
-			tooOld++
-			continue
-		case 1:
-			future++
-			continue
-		}
-		// Sorted labels give one raw name per series, so VictoriaMetrics'
-		// series-ID cache hits instead of re-resolving the series.
-		lb := append(wb.labels[:0], prompb.Label{Name: "", Value: sm.Name})
-		for k, v := range sm.Labels {
-			lb = append(lb, prompb.Label{Name: k, Value: v})
-		}
-		sortLabels(lb[1:])
-		wb.labels = lb
-		wb.raw = storage.MarshalMetricNameRaw(wb.raw, lb)
-		wb.ends = append(wb.ends, len(wb.raw))
-		wb.rows = append(wb.rows, storage.MetricRow{Timestamp: ts, Value: sm.Value})
-	}
-	// Slice names only now: raw may have moved while growing.
-	start := 0
-	for i := range wb.rows {
-		wb.rows[i].MetricNameRaw = wb.raw[start:wb.ends[i]]
-		start = wb.ends[i]
-	}
-	s.tooOld.Add(tooOld)
-	s.future.Add(future)
+	wb.reset()
+	fill(wb, tsdb.AcceptWindow(time.Now(), s.opts.Retention))
+	return s.writeRows(wb)
+}
+
+// writeRows hands the rows of wb to VictoriaMetrics and counts them.
+func (s *Store) writeRows(wb *writeBuf) error {
+	s.tooOld.Add(wb.tooOld)
+	s.future.Add(wb.future)
 	if len(wb.rows) == 0 {
 		return nil
+	}
+	// Slice names only now: raw may have moved while growing.
+	for i := range wb.rows {
+		wb.rows[i].MetricNameRaw = wb.raw[wb.names[i].start:wb.names[i].end]
 	}
 	if err := vmstorage.VMInsertAPI.WriteRows(wb.rows); err != nil {
 		return fmt.Errorf("vmembed: write %d samples to %s: %w", len(wb.rows), s.opts.DataDir, err)

@@ -123,74 +123,131 @@ var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // Write sends samples as Prometheus text; see tsdb.Store.
 func (s *Store) Write(ctx context.Context, samples []tsdb.Sample) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
 	for i := range samples {
 		if err := tsdb.ValidateSample(i, &samples[i]); err != nil {
 			return fmt.Errorf("vmremote: write rejected: %w", err)
 		}
 	}
+	return s.write(ctx, func(lw *lineWriter) {
+		var labels []tsdb.Label
+		for i := range samples {
+			sm := &samples[i]
+			ts := sm.Timestamp.UnixMilli()
+			if !lw.inWindow(ts) {
+				continue
+			}
+			labels = labels[:0]
+			for k, v := range sm.Labels {
+				labels = append(labels, tsdb.Label{Name: k, Value: v})
+			}
+			sort.Slice(labels, func(i, j int) bool { return labels[i].Name < labels[j].Name })
+			lw.b = appendSeries(lw.b, sm.Name, labels)
+			lw.point(ts, sm.Value)
+		}
+	})
+}
+
+// WriteSeries sends series as Prometheus text, formatting each series'
+// name and labels once; see tsdb.Store.
+func (s *Store) WriteSeries(ctx context.Context, series []tsdb.SeriesPoints) error {
+	for i := range series {
+		if err := tsdb.ValidateSeries(i, &series[i]); err != nil {
+			return fmt.Errorf("vmremote: write rejected: %w", err)
+		}
+	}
+	return s.write(ctx, func(lw *lineWriter) {
+		for i := range series {
+			sr := &series[i]
+			prefix := [2]int{-1, -1} // the series' formatted name, once written
+			for j, ts := range sr.TimesMs {
+				if !lw.inWindow(ts) {
+					continue
+				}
+				if prefix[0] < 0 {
+					start := len(lw.b)
+					lw.b = appendSeries(lw.b, sr.Name, sr.Labels)
+					prefix = [2]int{start, len(lw.b)}
+				} else {
+					lw.b = append(lw.b, lw.b[prefix[0]:prefix[1]]...)
+				}
+				lw.point(ts, sr.Values[j])
+			}
+		}
+	})
+}
+
+// write builds an import body with fill in a pooled buffer and sends it.
+func (s *Store) write(ctx context.Context, fill func(lw *lineWriter)) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	win := tsdb.AcceptWindow(time.Now(), s.opts.Retention)
-	var n, tooOld, future uint64
-	var keys []string
-	b := (*bp)[:0]
-	for i := range samples {
-		sm := &samples[i]
-		ts := sm.Timestamp.UnixMilli()
-		switch win.Classify(ts) {
-		case -1:
-			tooOld++
-			continue
-		case 1:
-			future++
-			continue
-		}
-		b = appendSample(b, sm, ts, &keys)
-		n++
+	lw := lineWriter{b: (*bp)[:0], win: tsdb.AcceptWindow(time.Now(), s.opts.Retention)}
+	fill(&lw)
+	*bp = lw.b
+	return s.send(ctx, &lw)
+}
+
+// lineWriter builds an import body and counts what it keeps and drops.
+type lineWriter struct {
+	b                 []byte
+	win               tsdb.Window
+	n, tooOld, future uint64
+}
+
+func (lw *lineWriter) inWindow(ts int64) bool {
+	switch lw.win.Classify(ts) {
+	case -1:
+		lw.tooOld++
+		return false
+	case 1:
+		lw.future++
+		return false
 	}
-	*bp = b
-	s.tooOld.Add(tooOld)
-	s.future.Add(future)
-	if n == 0 {
+	return true
+}
+
+// point ends a line whose series is written with the value and time.
+func (lw *lineWriter) point(ts int64, v float64) {
+	lw.b = append(lw.b, ' ')
+	lw.b = strconv.AppendFloat(lw.b, v, 'g', -1, 64) // NaN, +Inf, -Inf as Prometheus spells them
+	lw.b = append(lw.b, ' ')
+	lw.b = strconv.AppendInt(lw.b, ts, 10)
+	lw.b = append(lw.b, '\n')
+	lw.n++
+}
+
+func (s *Store) send(ctx context.Context, lw *lineWriter) error {
+	s.tooOld.Add(lw.tooOld)
+	s.future.Add(lw.future)
+	if lw.n == 0 {
 		return nil
 	}
-	if _, err := s.do(ctx, http.MethodPost, "/api/v1/import/prometheus", "text/plain", bytes.NewReader(b)); err != nil {
-		return fmt.Errorf("vmremote: write %d samples: %w", n, err)
+	if _, err := s.do(ctx, http.MethodPost, "/api/v1/import/prometheus", "text/plain", bytes.NewReader(lw.b)); err != nil {
+		return fmt.Errorf("vmremote: write %d samples: %w", lw.n, err)
 	}
-	s.written.Add(n)
+	s.written.Add(lw.n)
 	return nil
 }
 
-// appendSample appends one exposition line: name{k="v",...} value ts_ms.
-func appendSample(b []byte, sm *tsdb.Sample, ts int64, keys *[]string) []byte {
-	b = append(b, sm.Name...)
-	if len(sm.Labels) > 0 {
-		ks := (*keys)[:0]
-		for k := range sm.Labels {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		*keys = ks
-		b = append(b, '{')
-		for j, k := range ks {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, k...)
-			b = append(b, '=', '"')
-			b = appendEscaped(b, sm.Labels[k])
-			b = append(b, '"')
-		}
-		b = append(b, '}')
+// appendSeries appends a series in exposition form: name{k="v",...}.
+func appendSeries(b []byte, name string, labels []tsdb.Label) []byte {
+	b = append(b, name...)
+	if len(labels) == 0 {
+		return b
 	}
-	b = append(b, ' ')
-	b = strconv.AppendFloat(b, sm.Value, 'g', -1, 64) // NaN, +Inf, -Inf as Prometheus spells them
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, ts, 10)
-	return append(b, '\n')
+	b = append(b, '{')
+	for i, l := range labels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, l.Name...)
+		b = append(b, '=', '"')
+		b = appendEscaped(b, l.Value)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 func appendEscaped(b []byte, s string) []byte {

@@ -85,12 +85,13 @@ func TestOpenValidatesURL(t *testing.T) {
 	}
 }
 
-func TestAppendSampleEscapes(t *testing.T) {
-	var keys []string
-	got := string(appendSample(nil, &tsdb.Sample{Name: "m", Labels: map[string]string{"b": "x\"y\\z\nw", "a": "1"}, Value: 1.5}, 1700000000123, &keys))
+func TestAppendSeriesEscapes(t *testing.T) {
+	lw := lineWriter{win: tsdb.AcceptWindow(time.UnixMilli(1700000000123), 0)}
+	lw.b = appendSeries(lw.b, "m", []tsdb.Label{{Name: "a", Value: "1"}, {Name: "b", Value: "x\"y\\z\nw"}})
+	lw.point(1700000000123, 1.5)
 	want := "m{a=\"1\",b=\"x\\\"y\\\\z\\nw\"} 1.5 1700000000123\n"
-	if got != want {
-		t.Errorf("appendSample = %q, want %q", got, want)
+	if got := string(lw.b); got != want {
+		t.Errorf("appendSeries+point = %q, want %q", got, want)
 	}
 }
 
