@@ -107,11 +107,11 @@
 //	node_uptime_seconds                               gauge  s                                /proc/uptime
 //	node_memory_<Field>_bytes                         gauge  bytes                            /proc/meminfo, kB fields
 //	node_memory_<Field>                               gauge  pages                            /proc/meminfo, unitless fields (HugePages_*)
-//	node_memory_numa_<Field>_bytes                    gauge  bytes    node                    /sys/devices/system/node/nodeN/meminfo
-//	node_memory_numa_<Field>                          gauge  pages    node                    same, unitless fields
-//	node_memory_numa_hugepages                        gauge  pages    node, size              nodeN/hugepages/hugepages-*/nr_hugepages
-//	node_memory_numa_hugepages_free                   gauge  pages    node, size              .../free_hugepages
-//	node_memory_numa_hugepages_surplus                gauge  pages    node, size              .../surplus_hugepages
+//	node_memory_numa_<Field>_bytes                    gauge  bytes    numa_node               /sys/devices/system/node/nodeN/meminfo
+//	node_memory_numa_<Field>                          gauge  pages    numa_node               same, unitless fields
+//	node_memory_numa_hugepages                        gauge  pages    numa_node, size         nodeN/hugepages/hugepages-*/nr_hugepages
+//	node_memory_numa_hugepages_free                   gauge  pages    numa_node, size         .../free_hugepages
+//	node_memory_numa_hugepages_surplus                gauge  pages    numa_node, size         .../surplus_hugepages
 //	node_vmstat_pgpgin_bytes_per_second               rate   bytes/s                          /proc/vmstat pgpgin (KiB)
 //	node_vmstat_pgpgout_bytes_per_second              rate   bytes/s                          /proc/vmstat pgpgout (KiB)
 //	node_vmstat_pswpin_bytes_per_second               rate   bytes/s                          /proc/vmstat pswpin (pages)
@@ -119,7 +119,7 @@
 //	node_vmstat_pgfault_per_second                    rate   1/s                              /proc/vmstat pgfault
 //	node_vmstat_pgmajfault_per_second                 rate   1/s                              /proc/vmstat pgmajfault
 //	node_vmstat_oom_kill_per_second                   rate   1/s                              /proc/vmstat oom_kill (4.13+)
-//	node_buddyinfo_blocks                             gauge  blocks   node, order, zone       /proc/buddyinfo
+//	node_buddyinfo_blocks                             gauge  blocks   numa_node, order, zone  /proc/buddyinfo
 //	node_disk_reads_completed_per_second              rate   1/s      device, type            /proc/diskstats
 //	node_disk_reads_merged_per_second                 rate   1/s      device, type            /proc/diskstats
 //	node_disk_read_bytes_per_second                   rate   bytes/s  device, type            /proc/diskstats (sectors x 512)

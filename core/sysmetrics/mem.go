@@ -146,7 +146,7 @@ func (c *Collector) collectNUMA() {
 				hugeDir:  cpath(dir, "/hugepages"),
 				hugepage: make(map[string]*hugeEntry),
 			}
-			nd.labels = labels1("node", nd.id)
+			nd.labels = labels1("numa_node", nd.id)
 			s.nodes[string(name)] = nd
 		}
 		nd.gen = c.gen
@@ -207,7 +207,7 @@ func (c *Collector) numaHugepages(nd *numaNode) {
 			}
 			dir := nd.dir + "/hugepages/" + string(name) + "/"
 			h = &hugeEntry{
-				labels:  []Label{{Name: "node", Value: nd.id}, {Name: "size", Value: strconv.FormatUint(kb*1024, 10)}},
+				labels:  []Label{{Name: "numa_node", Value: nd.id}, {Name: "size", Value: strconv.FormatUint(kb*1024, 10)}},
 				nr:      cpath(dir, "nr_hugepages"),
 				free:    cpath(dir, "free_hugepages"),
 				surplus: cpath(dir, "surplus_hugepages"),
@@ -375,7 +375,7 @@ func (c *Collector) collectBuddyinfo() {
 				break
 			}
 			if order == len(z.orderLabels) {
-				z.orderLabels = append(z.orderLabels, []Label{{Name: "node", Value: z.node}, {Name: "order", Value: strconv.Itoa(order)}, {Name: "zone", Value: z.zone}})
+				z.orderLabels = append(z.orderLabels, []Label{{Name: "numa_node", Value: z.node}, {Name: "order", Value: strconv.Itoa(order)}, {Name: "zone", Value: z.zone}})
 			}
 			c.add("node_buddyinfo_blocks", z.orderLabels[order], float64(v))
 		}
