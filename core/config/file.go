@@ -169,24 +169,20 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		}
 		r.set(f, n, v)
 
-	case kindStrings:
+	case kindStrings, kindChecks, kindLogFiles, kindPlugins:
 		if n.Kind != yaml.SequenceNode {
 			wrongType()
 			return
 		}
-		list := []string{}
-		ok := true
-		for i, item := range n.Content {
-			item = resolve(item)
-			if item.Kind != yaml.ScalarNode || isNull(item) {
-				r.add(item.Line, fmt.Sprintf("%s[%d]", f.key, i), "expected a string, got "+describe(item))
-				ok = false
-				continue
-			}
-			list = append(list, item.Value)
-		}
-		if ok {
-			r.set(f, n, list)
+		switch f.kind {
+		case kindStrings:
+			readList(r, n, f, r.str)
+		case kindChecks:
+			readList(r, n, f, r.check)
+		case kindLogFiles:
+			readList(r, n, f, r.logFile)
+		case kindPlugins:
+			readList(r, n, f, r.plugin)
 		}
 
 	case kindStringMap:
@@ -216,54 +212,31 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 			r.set(f, n, m)
 		}
 
-	case kindChecks:
-		if n.Kind != yaml.SequenceNode {
-			wrongType()
-			return
-		}
-		checks := []map[string]any{}
-		ok := true
-		for i, item := range n.Content {
-			check, good := r.check(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
-			checks = append(checks, check)
-			ok = ok && good
-		}
-		if ok {
-			r.set(f, n, checks)
-		}
-
-	case kindLogFiles:
-		if n.Kind != yaml.SequenceNode {
-			wrongType()
-			return
-		}
-		files := []LogFile{}
-		ok := true
-		for i, item := range n.Content {
-			lf, good := r.logFile(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
-			files = append(files, lf)
-			ok = ok && good
-		}
-		if ok {
-			r.set(f, n, files)
-		}
-
-	case kindPlugins:
-		if n.Kind != yaml.SequenceNode {
-			wrongType()
-			return
-		}
-		plugins := []Plugin{}
-		ok := true
-		for i, item := range n.Content {
-			p, good := r.plugin(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
-			plugins = append(plugins, p)
-			ok = ok && good
-		}
-		if ok {
-			r.set(f, n, plugins)
-		}
 	}
+}
+
+// readList reads a sequence item by item and records the list only when
+// every item is right; a wrong item has reported itself.
+func readList[T any](r *fileReader, n *yaml.Node, f *field, read func(item *yaml.Node, key string) (T, bool)) {
+	list := []T{}
+	ok := true
+	for i, item := range n.Content {
+		v, good := read(resolve(item), fmt.Sprintf("%s[%d]", f.key, i))
+		list = append(list, v)
+		ok = ok && good
+	}
+	if ok {
+		r.set(f, n, list)
+	}
+}
+
+// str reads one item of a list of strings.
+func (r *fileReader) str(item *yaml.Node, key string) (string, bool) {
+	if item.Kind != yaml.ScalarNode || isNull(item) {
+		r.add(item.Line, key, "expected a string, got "+describe(item))
+		return "", false
+	}
+	return item.Value, true
 }
 
 // plugin reads one item of plugins.enabled: kind, name and sha256 strings
