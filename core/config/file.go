@@ -211,7 +211,6 @@ func (r *fileReader) value(n *yaml.Node, f *field) {
 		if ok {
 			r.set(f, n, m)
 		}
-
 	}
 }
 
