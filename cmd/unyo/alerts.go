@@ -99,11 +99,7 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Alerts(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Alerts(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
 		},
 	}
 	lsf.bind(ls)
@@ -121,11 +117,7 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.AlertDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.AlertDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

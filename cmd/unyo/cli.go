@@ -59,7 +59,7 @@ func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, c
 	return context.WithTimeout(cmd.Context(), d)
 }
 
-// call runs one request and rewords its error for the operator.
+// explain rewords a request's error for the operator.
 func (g *globals) explain(err error) error {
 	if err == nil {
 		return nil
@@ -67,13 +67,14 @@ func (g *globals) explain(err error) error {
 	return client.Explain(g.server, err)
 }
 
-// warnClusters tells the operator which clusters did not answer; the rest of
-// the answer is still printed.
-func warnClusters(cmd *cobra.Command, errs []*unyov1.ClusterError) {
+// printed finishes a command that printed a fanned-out answer: printErr is
+// the printer's error; then each cluster that did not answer is named on
+// stderr, and the command fails when any did, since the output is incomplete.
+func printed(cmd *cobra.Command, printErr error, errs []*unyov1.ClusterError) error {
+	if printErr != nil {
+		return printErr
+	}
 	printer.ClusterErrors(cmd.ErrOrStderr(), errs)
-}
-
-func exitIfPartial(errs []*unyov1.ClusterError) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%d cluster(s) did not answer; the output above is incomplete", len(errs))
 	}

@@ -46,11 +46,7 @@ func newEventsHistoryCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	fl := cmd.Flags()

@@ -26,11 +26,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get := &cobra.Command{
@@ -45,11 +41,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
@@ -102,11 +94,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
 		},
 	}
 	f := ls.Flags()
@@ -129,11 +117,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.EventDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.EventDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

@@ -76,8 +76,7 @@ files are checked completely first: one bad document and nothing is applied.`,
 				return g.explain(err)
 			}
 			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file to apply (repeatable; - for standard input)")
@@ -121,8 +120,7 @@ func newDeleteCommand(g *globals) *cobra.Command {
 				return g.explain(err)
 			}
 			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")
@@ -186,11 +184,7 @@ func newGetCommand(g *globals) *cobra.Command {
 				objs = append(objs, resp.Msg.GetObjects()...)
 				cerrs = append(cerrs, resp.Msg.GetClusterErrors()...)
 			}
-			if err := printer.Objects(cmd.OutOrStdout(), g.output, objs); err != nil {
-				return err
-			}
-			warnClusters(cmd, cerrs)
-			return exitIfPartial(cerrs)
+			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, objs), cerrs)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")

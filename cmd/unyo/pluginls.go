@@ -74,11 +74,7 @@ func newPluginLsCommand(g *globals) *cobra.Command {
 					cmp.Compare(a.Status.GetName(), b.Status.GetName()),
 				)
 			})
-			if err := printer.Plugins(cmd.OutOrStdout(), g.output, rows); err != nil {
-				return err
-			}
-			warnClusters(cmd, nodes.Msg.GetClusterErrors())
-			return exitIfPartial(nodes.Msg.GetClusterErrors())
+			return printed(cmd, printer.Plugins(cmd.OutOrStdout(), g.output, rows), nodes.Msg.GetClusterErrors())
 		},
 	}
 	cmd.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

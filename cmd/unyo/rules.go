@@ -27,11 +27,7 @@ func newKindCommand(g *globals, use, kind, short string, aliases ...string) *cob
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get := &cobra.Command{
@@ -46,11 +42,7 @@ func newKindCommand(g *globals, use, kind, short string, aliases ...string) *cob
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
@@ -102,8 +94,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 				return g.explain(err)
 			}
 			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
 	f := startCmd.Flags()
@@ -133,8 +124,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 			for _, m := range resp.Msg.GetMaintenances() {
 				fmt.Fprintf(cmd.OutOrStdout(), "Maintenance/%s (%s) ended\n", m.GetName(), m.GetCluster())
 			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
 	endCmd.Flags().StringVar(&by, "by", "", "who ends it (default: UNYO_USER or your login name)")

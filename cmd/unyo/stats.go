@@ -40,8 +40,7 @@ func newStatsCommand(g *globals) *cobra.Command {
 				if resp.Msg.GetTruncated() {
 					fmt.Fprintln(cmd.ErrOrStderr(), "more rows than --limit: narrow the selector or the time range")
 				}
-				warnClusters(cmd, resp.Msg.GetClusterErrors())
-				return exitIfPartial(resp.Msg.GetClusterErrors())
+				return printed(cmd, nil, resp.Msg.GetClusterErrors())
 			})
 		},
 	}
@@ -62,11 +61,7 @@ func newStatsCommand(g *globals) *cobra.Command {
 					if err != nil {
 						return g.explain(err)
 					}
-					if err := printer.DailyCounts(cmd.OutOrStdout(), g.output, kind, by, resp.Msg.GetCounts()); err != nil {
-						return err
-					}
-					warnClusters(cmd, resp.Msg.GetClusterErrors())
-					return exitIfPartial(resp.Msg.GetClusterErrors())
+					return printed(cmd, printer.DailyCounts(cmd.OutOrStdout(), g.output, kind, by, resp.Msg.GetCounts()), resp.Msg.GetClusterErrors())
 				})
 			},
 		}

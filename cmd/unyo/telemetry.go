@@ -89,11 +89,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.Series(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Series(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	query.Flags().StringVar(&start, "start", "", "range start: a time (RFC 3339) or an age such as 1h")
@@ -122,11 +118,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.SeriesLabels(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.SeriesLabels(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	series.Flags().StringVar(&start, "start", "", "only series with samples since (default 1h)")
@@ -189,11 +181,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	qf.bind(query, true)
@@ -219,11 +207,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.LogBuckets(cmd.OutOrStdout(), g.output, by, resp.Msg.GetBuckets()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogBuckets(cmd.OutOrStdout(), g.output, by, resp.Msg.GetBuckets()), resp.Msg.GetClusterErrors())
 		},
 	}
 	sf.bind(stats, false)
@@ -242,11 +226,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()); err != nil {
-				return err
-			}
-			warnClusters(cmd, resp.Msg.GetClusterErrors())
-			return exitIfPartial(resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
