@@ -81,12 +81,7 @@ func newStatsCommand(g *globals) *cobra.Command {
 // statsCall reads --since and --until, connects and runs call.
 func (g *globals) statsCall(cmd *cobra.Command, since, until string,
 	call func(ctx context.Context, cl *client.Clients, s, u *timestamppb.Timestamp) error) error {
-	now := time.Now()
-	s, err := parseWhen("since", since, now)
-	if err != nil {
-		return err
-	}
-	u, err := parseWhen("until", until, now)
+	s, u, err := parseSpan("since", since, "until", until, time.Now())
 	if err != nil {
 		return err
 	}

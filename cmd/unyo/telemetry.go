@@ -29,6 +29,17 @@ func parseWhen(flag, s string, now time.Time) (*timestamppb.Timestamp, error) {
 	return timestamppb.New(now.Add(-d)), nil
 }
 
+// parseSpan reads a pair of flags such as --since and --until with parseWhen.
+func parseSpan(fromFlag, from, toFlag, to string, now time.Time) (f, t *timestamppb.Timestamp, err error) {
+	if f, err = parseWhen(fromFlag, from, now); err != nil {
+		return nil, nil, err
+	}
+	if t, err = parseWhen(toFlag, to, now); err != nil {
+		return nil, nil, err
+	}
+	return f, t, nil
+}
+
 // parseAge is time.ParseDuration plus whole days ("2d").
 func parseAge(s string) (time.Duration, error) {
 	var days int
@@ -50,11 +61,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := time.Now()
-			s, err := parseWhen("start", start, now)
-			if err != nil {
-				return err
-			}
-			e, err := parseWhen("end", end, now)
+			s, e, err := parseSpan("start", start, "end", end, now)
 			if err != nil {
 				return err
 			}
@@ -100,12 +107,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 	series := &cobra.Command{
 		Use: "series MATCH", Short: "List the series a selector matches, such as '{node=\"web1\"}'", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now := time.Now()
-			s, err := parseWhen("start", start, now)
-			if err != nil {
-				return err
-			}
-			e, err := parseWhen("end", end, now)
+			s, e, err := parseSpan("start", start, "end", end, time.Now())
 			if err != nil {
 				return err
 			}
@@ -149,11 +151,7 @@ func (f *logFilter) bind(c *cobra.Command, withLimit bool) {
 }
 
 func (f *logFilter) proto(now time.Time) (*unyov1.LogFilter, error) {
-	since, err := parseWhen("since", f.since, now)
-	if err != nil {
-		return nil, err
-	}
-	until, err := parseWhen("until", f.until, now)
+	since, until, err := parseSpan("since", f.since, "until", f.until, now)
 	if err != nil {
 		return nil, err
 	}
