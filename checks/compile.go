@@ -42,8 +42,14 @@ func (e *ValidationError) Error() string {
 	if e.Check == "" {
 		prefix = "unnamed check: "
 	}
+	return JoinFieldErrors(prefix, e.Fields)
+}
+
+// JoinFieldErrors lists fields one per line, each line starting with prefix
+// (which names the object).
+func JoinFieldErrors(prefix string, fields []FieldError) string {
 	var b strings.Builder
-	for i, f := range e.Fields {
+	for i, f := range fields {
 		if i > 0 {
 			b.WriteByte('\n')
 		}

@@ -35,15 +35,7 @@ func (e *ValidationError) Error() string {
 	if e.Rule == "" {
 		prefix = "unnamed event rule: "
 	}
-	var b strings.Builder
-	for i, f := range e.Fields {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(prefix)
-		b.WriteString(f.Error())
-	}
-	return b.String()
+	return checks.JoinFieldErrors(prefix, e.Fields)
 }
 
 type validator struct{ fields []FieldError }
