@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/pluginstatus"
 	"github.com/unyo-ops/unyo/plugins/host"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -241,24 +242,5 @@ func (a *Agent) pluginStatus() []host.Status {
 // pluginStatusProto is the plugins' state for the cluster, sent with every
 // heartbeat.
 func (a *Agent) pluginStatusProto() []*unyov1.PluginStatus {
-	return toPluginStatus(a.pluginStatus())
-}
-
-// toPluginStatus converts a plugin host's statuses for the API.
-func toPluginStatus(st []host.Status) []*unyov1.PluginStatus {
-	if len(st) == 0 {
-		return nil
-	}
-	out := make([]*unyov1.PluginStatus, 0, len(st))
-	for _, s := range st {
-		p := &unyov1.PluginStatus{
-			Kind: s.Kind, Name: s.Name, Version: s.Version, State: string(s.State),
-			Restarts: int32(s.Restarts), LastError: s.LastError,
-		}
-		if !s.Since.IsZero() {
-			p.Since = timestamppb.New(s.Since)
-		}
-		out = append(out, p)
-	}
-	return out
+	return pluginstatus.ToProto(a.pluginStatus())
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/pluginstatus"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -224,17 +225,5 @@ func (c *Cluster) pluginStatus() []*unyov1.PluginStatus {
 	if h == nil {
 		return nil
 	}
-	st := h.Status()
-	out := make([]*unyov1.PluginStatus, 0, len(st))
-	for _, s := range st {
-		p := &unyov1.PluginStatus{
-			Kind: s.Kind, Name: s.Name, Version: s.Version, State: string(s.State),
-			Restarts: int32(s.Restarts), LastError: s.LastError,
-		}
-		if !s.Since.IsZero() {
-			p.Since = timestamppb.New(s.Since)
-		}
-		out = append(out, p)
-	}
-	return out
+	return pluginstatus.ToProto(h.Status())
 }
