@@ -9,6 +9,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/spool"
 )
@@ -40,11 +41,11 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			return
 		}
 		// Let a few records gather so a busy node sends batches, not drips.
-		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !sleep(ctx, a.opts.FlushInterval) {
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, a.opts.FlushInterval) {
 			return
 		}
 		if !a.isRegistered() {
-			if !sleep(ctx, bo.next()) {
+			if !ctxwait.Sleep(ctx, bo.next()) {
 				return
 			}
 			continue
@@ -52,7 +53,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 		batch, err := o.spool.Peek(a.opts.BatchSize, maxBatchBytes)
 		if err != nil {
 			a.log.Error("reading the spool failed", "spool", o.name, "dir", o.dir, "err", err)
-			if !sleep(ctx, bo.next()) {
+			if !ctxwait.Sleep(ctx, bo.next()) {
 				return
 			}
 			continue
@@ -74,7 +75,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			a.status.sendFailed(err)
 			a.log.Warn("sending to the cluster failed; the records stay spooled", "spool", o.name,
 				"pending", o.spool.Stats().PendingRecords, "err", client.Explain(a.opts.ClusterURL, err))
-			if !sleep(ctx, bo.next()) {
+			if !ctxwait.Sleep(ctx, bo.next()) {
 				return
 			}
 			continue

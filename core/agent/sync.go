@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // backoff grows a retry delay with jitter, so that a fleet of agents does
@@ -35,17 +36,6 @@ func (b *backoff) next() time.Duration {
 
 func (b *backoff) reset() { b.cur = 0 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // syncLoop registers the node, heartbeats, and refetches the central checks
 // whenever the cluster's checks revision moves.
 func (a *Agent) syncLoop(ctx context.Context) {
@@ -56,7 +46,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 				if ctx.Err() == nil {
 					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
 				}
-				sleep(ctx, bo.next())
+				ctxwait.Sleep(ctx, bo.next())
 				continue
 			}
 			bo.reset()
@@ -67,7 +57,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 				a.setRegistered(false)
 				continue
 			}
-			sleep(ctx, bo.next())
+			ctxwait.Sleep(ctx, bo.next())
 			continue
 		}
 		bo.reset()

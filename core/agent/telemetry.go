@@ -14,6 +14,7 @@ import (
 	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/checks/nagios"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/spool"
@@ -172,7 +173,7 @@ func (a *Agent) logsLoop(ctx context.Context) {
 			return
 		}
 		a.log.Error("tailing log files stopped; retrying", "err", err)
-		if !sleep(ctx, bo.next()) {
+		if !ctxwait.Sleep(ctx, bo.next()) {
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
@@ -57,20 +58,9 @@ func (c *Cluster) runPipeline(ctx context.Context) {
 		// Any other failure (the database went away): start over from the
 		// committed state, so nothing half-applied in memory survives.
 		c.log.Warn("event pipeline failed; restarting from the last commit", "err", err)
-		if !sleepCtx(ctx, time.Second) {
+		if !ctxwait.Sleep(ctx, time.Second) {
 			return
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // Outcome is what became of one delivery, for the event's explanation and
@@ -92,8 +94,8 @@ func SendBody(ctx context.Context, hc *http.Client, cfg Config, key string, body
 		if !r.retry || out.Attempts > cfg.Retries {
 			break
 		}
-		if err := sleep(ctx, backoff(cfg, out.Attempts, r.retryAfter)); err != nil {
-			out.Err = fmt.Errorf("%w; stopped retrying: %w", out.Err, err)
+		if !ctxwait.Sleep(ctx, backoff(cfg, out.Attempts, r.retryAfter)) {
+			out.Err = fmt.Errorf("%w; stopped retrying: %w", out.Err, context.Cause(ctx))
 			break
 		}
 	}
@@ -210,17 +212,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return max(t.Sub(now), 0)
 	}
 	return -1
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // redact is the URL for messages: without the password, which url.Redacted
