@@ -28,7 +28,7 @@ func Encode(w io.Writer, objs []*unyov1.Object) error {
 		if err != nil {
 			return fmt.Errorf("object %d: %w", i+1, err)
 		}
-		n, err := jsonToYAML(b)
+		n, err := JSONToYAML(b)
 		if err != nil {
 			return fmt.Errorf("object %d: %w", i+1, err)
 		}
@@ -78,9 +78,10 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 	buf.Write(b)
 }
 
-// jsonToYAML parses a JSON document into a YAML node in block style,
-// keeping the order of keys, for writing JSON-shaped data as YAML.
-func jsonToYAML(b []byte) (*yaml.Node, error) {
+// JSONToYAML parses a JSON document into a YAML node in block style,
+// keeping the order of keys, for writing JSON-shaped data as YAML (manifests
+// here, every -o yaml output in the printer).
+func JSONToYAML(b []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, err

@@ -366,7 +366,7 @@ func (p *printer) writeYAML(items [][]byte) error {
 	enc := yaml.NewEncoder(p.w)
 	enc.SetIndent(2)
 	for _, b := range items {
-		n, err := jsonToYAML(b)
+		n, err := manifest.JSONToYAML(b)
 		if err != nil {
 			return err
 		}
@@ -375,37 +375,6 @@ func (p *printer) writeYAML(items [][]byte) error {
 		}
 	}
 	return enc.Close()
-}
-
-// jsonToYAML parses a JSON document into a YAML node in block style,
-// keeping the order of keys. (manifest has the same for its own output.)
-func jsonToYAML(b []byte) (*yaml.Node, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	if len(doc.Content) == 0 {
-		return nil, fmt.Errorf("empty JSON document")
-	}
-	n := doc.Content[0]
-	blockStyle(n)
-	return n, nil
-}
-
-// blockStyle drops the flow style and quoting of the JSON syntax, leaving
-// the encoder to quote only what needs it, plus YAML 1.1 booleans (yes, no,
-// on, off) that other tools would misread.
-func blockStyle(n *yaml.Node) {
-	n.Style = 0
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		switch strings.ToLower(n.Value) {
-		case "y", "yes", "n", "no", "on", "off":
-			n.Style = yaml.DoubleQuotedStyle
-		}
-	}
-	for _, c := range n.Content {
-		blockStyle(c)
-	}
 }
 
 type table struct {
