@@ -206,24 +206,12 @@ func Describe(p Plugin) ([]byte, error) {
 	info := infoOf(p)
 	d := Description{Name: info.Name, Version: info.Version, Description: info.Description, APIVersions: info.APIVersions}
 	for _, k := range Kinds(p) {
-		d.Kinds = append(d.Kinds, kindWord(k))
+		d.Kinds = append(d.Kinds, base.KindName(k))
 	}
 	if err := json.Unmarshal([]byte(p.ConfigSchema()), &d.ConfigSchema); err != nil {
 		return nil, fmt.Errorf("plugin %s: config schema is not JSON: %w", info.Name, err)
 	}
 	return json.MarshalIndent(d, "", "  ")
-}
-
-func kindWord(k pluginv1.Kind) string {
-	switch k {
-	case pluginv1.Kind_KIND_CHECK:
-		return "check"
-	case pluginv1.Kind_KIND_ACTION:
-		return "action"
-	case pluginv1.Kind_KIND_PROVIDER:
-		return "provider"
-	}
-	return "unknown"
 }
 
 func infoOf(p Plugin) Info {
