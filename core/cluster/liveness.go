@@ -94,7 +94,7 @@ func (c *Cluster) judgeLiveness(ctx context.Context, hc *http.Client, watch map[
 		}
 		c.log.Info("node state changed", "node", n.GetName(), "from", state, "to", next, "why", why)
 		if level != unyov1.Level_LEVEL_UNSPECIFIED {
-			events = append(events, livenessEvent(c.opts.Name, n, level, fmt.Sprintf("node %s is %s: %s", n.GetName(), stateName(next), why)))
+			events = append(events, livenessEvent(c.opts.Name, n, level, fmt.Sprintf("node %s is %s: %s", n.GetName(), next.DisplayName(), why)))
 		}
 	}
 	if len(events) > 0 {
@@ -120,18 +120,6 @@ func (c *Cluster) probe(ctx context.Context, hc *http.Client, n *unyov1.Node) bo
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-func stateName(s unyov1.NodeState) string {
-	switch s {
-	case unyov1.NodeState_NODE_STATE_READY:
-		return "Ready"
-	case unyov1.NodeState_NODE_STATE_STALE:
-		return "Stale"
-	case unyov1.NodeState_NODE_STATE_DOWN:
-		return "Down"
-	}
-	return "Unknown"
 }
 
 func livenessEvent(cluster string, n *unyov1.Node, level unyov1.Level, msg string) *unyov1.Event {

@@ -121,18 +121,6 @@ func orDash(s string) string {
 	return s
 }
 
-func nodeState(s unyov1.NodeState) string {
-	switch s {
-	case unyov1.NodeState_NODE_STATE_READY:
-		return "Ready"
-	case unyov1.NodeState_NODE_STATE_STALE:
-		return "Stale"
-	case unyov1.NodeState_NODE_STATE_DOWN:
-		return "Down"
-	}
-	return "Unknown"
-}
-
 func level(l unyov1.Level) string {
 	switch l {
 	case unyov1.Level_LEVEL_SUCCESS:

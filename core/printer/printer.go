@@ -155,7 +155,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 			if c.GetCpus() > 0 {
 				cpus = fmt.Sprint(c.GetCpus())
 			}
-			t.add(n.GetName(), orDash(n.GetCluster()), nodeState(n.GetState()), cpus,
+			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(), cpus,
 				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
 				labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
 		}
