@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
 
 // TestActionPlugin: an EventRule action naming the exec action plugin runs
@@ -214,8 +216,11 @@ spec:
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
 	eventually(t, 60*time.Second, "the hang plugin hung by its action", func() error {
-		pids := pidsOf(filepath.Join(dir, "unyo-action-hang"))
-		if len(pids) != 1 || procState(pids[0]) != 'T' {
+		pids := procstat.PIDsOf(filepath.Join(dir, "unyo-action-hang"))
+		if len(pids) != 1 {
+			return fmt.Errorf("hang plugin processes %v, not one stopped", pids)
+		}
+		if p, _ := procstat.Read(pids[0]); p.State != 'T' {
 			return fmt.Errorf("hang plugin processes %v, not one stopped", pids)
 		}
 		return nil

@@ -5,36 +5,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
-
-// processGone reports whether pid has exited (a zombie counts: it runs nothing).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	st := procState(pid)
-	return st == 0 || st == 'Z'
-}
-
-// procState is pid's state letter in /proc (R, S, T, Z, ...), 0 when there
-// is no such process.
-func procState(pid int) byte {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The state follows the command name in parentheses.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0
-	}
-	return s[i+2]
-}
 
 func TestMisbehavingChecks(t *testing.T) {
 	f := newFleet(t, "")
@@ -104,7 +80,7 @@ func TestMisbehavingChecks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !processGone(pid) {
+		if procstat.Alive(pid) {
 			return fmt.Errorf("pid %d (sleep 3017) still runs", pid)
 		}
 		return nil

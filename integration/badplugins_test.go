@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
 
 // TestBadCheckPlugins: an agent runs check plugins that misbehave in every
@@ -91,13 +93,13 @@ func TestBadCheckPlugins(t *testing.T) {
 		}
 		out := str(ev["bad1/bad-leak"], "output")
 		pid, err := strconv.Atoi(strings.TrimPrefix(out, "OK leaked "))
-		if err != nil || !!processGone(pid) {
+		if err != nil || !procstat.Alive(pid) {
 			return fmt.Errorf("bad-leak: %q", out)
 		}
 		child = pid
 		return nil
 	})
-	pids := pidsOf(bin("leak"))
+	pids := procstat.PIDsOf(bin("leak"))
 	if len(pids) != 1 {
 		t.Fatalf("leak plugin processes: %v", pids)
 	}
@@ -105,7 +107,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the leaked child gone with its plugin", func() error {
-		if !processGone(child) {
+		if procstat.Alive(child) {
 			return fmt.Errorf("child %d alive", child)
 		}
 		return nil
@@ -136,7 +138,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			[]string{"plugin check/leak stopped or failed to start", "exited unexpectedly (signal: killed)"}, "exited unexpectedly (signal: killed)"},
 	}
 	before := healthyRuns()
-	hung := pidsOf(bin("hang"))
+	hung := procstat.PIDsOf(bin("hang"))
 	for _, c := range checksFor {
 		eventually(t, 120*time.Second, "check plugin "+c.name+" reported with its name and problem", func() error {
 			if err := anyEvent("bad-"+c.name, c.check...); err != nil {
@@ -172,7 +174,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			if str(p, "state") != "failed" {
 				return fmt.Errorf("plugin ls %s: %v", n, p)
 			}
-			if pids := pidsOf(bin(n)); len(pids) != 0 {
+			if pids := procstat.PIDsOf(bin(n)); len(pids) != 0 {
 				return fmt.Errorf("failed plugin %s still has processes %v", n, pids)
 			}
 		}
@@ -191,7 +193,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			return fmt.Errorf("plugin ls hang: %v", p)
 		}
 		for _, pid := range hung {
-			if !processGone(pid) {
+			if procstat.Alive(pid) {
 				return fmt.Errorf("the hung plugin %d is still there", pid)
 			}
 		}

@@ -7,11 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
 
 // sha256File is the hex sha256 of a file, as sha256sum prints it.
@@ -23,22 +24,6 @@ func sha256File(t *testing.T, path string) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
-}
-
-// pidsOf returns the processes running the binary at path.
-func pidsOf(path string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == path {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // pluginLs is the item of `unyo plugin ls -o json` for one plugin.
@@ -174,7 +159,7 @@ spec:
 	}
 
 	// Kill the plugin as a crash would.
-	pids := pidsOf(bin)
+	pids := procstat.PIDsOf(bin)
 	if len(pids) != 1 {
 		t.Fatalf("processes running %s: %v, want one", bin, pids)
 	}
@@ -197,7 +182,7 @@ spec:
 		if !crashed {
 			return fmt.Errorf("no warning event for the crashed plugin in %d events", len(hist))
 		}
-		now := pidsOf(bin)
+		now := procstat.PIDsOf(bin)
 		if len(now) != 1 || now[0] == pids[0] {
 			return fmt.Errorf("plugin processes %v (killed %d)", now, pids[0])
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
 
 const pluginDir = "/usr/lib/nagios/plugins"
@@ -44,30 +46,13 @@ func pids(t *testing.T, output string) (leader, child int) {
 	return leader, child
 }
 
-// alive reports whether pid is a running process. A zombie counts as gone:
-// it has exited and only waits for a parent (here often a container's init
-// that never reaps) to collect it.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	state := s[i+2]
-	return state != 'Z' && state != 'X'
-}
-
 // requireGone polls until none of the pids runs. SIGKILL is asynchronous, so
 // a killed process may take a moment to finish exiting.
 func requireGone(t *testing.T, pids ...int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) {
+		for procstat.Alive(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("process %d is still running", pid)
 			}
@@ -239,7 +224,7 @@ func TestRunDoesNotWaitForEscapedChild(t *testing.T) {
 	if elapsed > pipeGrace+5*time.Second {
 		t.Errorf("Run took %v with an escaped child holding stdout", elapsed)
 	}
-	if !alive(child) {
+	if !procstat.Alive(child) {
 		t.Errorf("child %d did not escape the group, so this test proves nothing", child)
 	}
 }

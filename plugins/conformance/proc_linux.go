@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/unyo-ops/unyo/core/procstat"
 )
 
 // sysProcAttr: like the host, the plugin dies with the harness.
@@ -15,28 +17,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-func procState(pid int) (byte, int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return f[0][0], ppid, true
-}
-
 // processAlive: zombies count as gone, they only wait to be reaped.
 func processAlive(pid int) bool {
-	st, _, ok := procState(pid)
-	return ok && st != 'Z' && st != 'X'
+	return procstat.Alive(pid)
 }
 
 // children lists pid's child processes (every thread's).
@@ -68,7 +51,7 @@ func childOf(pid int) int {
 func zombies(pid int) ([]int, error) {
 	var out []int
 	for _, c := range children(pid) {
-		if st, _, ok := procState(c); ok && st == 'Z' {
+		if p, ok := procstat.Read(c); ok && p.State == 'Z' {
 			out = append(out, c)
 		}
 	}

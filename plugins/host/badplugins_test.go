@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/unyo-ops/unyo/core/procstat"
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 	"github.com/unyo-ops/unyo/plugins/sdk"
@@ -66,7 +67,7 @@ func TestMisbehavingAtStart(t *testing.T) {
 			if _, err := run(t, p, "ok", time.Second); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "plugin check/"+tc.name+" is failed") {
 				t.Errorf("call to the failed plugin: %v", err)
 			}
-			if pids := pidsOf(pc.Path); len(pids) != 0 {
+			if pids := procstat.PIDsOf(pc.Path); len(pids) != 0 {
 				t.Errorf("processes of the failed plugin left: %v", pids)
 			}
 		})
@@ -114,8 +115,8 @@ func TestMisbehavingInCalls(t *testing.T) {
 			waitFor(t, "the plugin replaced", 20*time.Second, func() bool {
 				return p.Status().State == StateRunning && p.PID() != pid && p.PID() != 0
 			})
-			if alive(pid) || !rec.has(StateBackoff) {
-				t.Errorf("old plugin alive %v, backoff reported %v", alive(pid), rec.has(StateBackoff))
+			if procstat.Alive(pid) || !rec.has(StateBackoff) {
+				t.Errorf("old plugin alive %v, backoff reported %v", procstat.Alive(pid), rec.has(StateBackoff))
 			}
 			if _, err := run(t, p, "ok", time.Second); err != nil {
 				t.Errorf("after recovery: %v", err)
@@ -139,7 +140,7 @@ func TestLeakedChildrenKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		child, err := strconv.Atoi(strings.TrimPrefix(res.GetOutput(), "OK leaked "))
-		if err != nil || !alive(child) {
+		if err != nil || !procstat.Alive(child) {
 			t.Fatalf("leak answered %q (%v)", res.GetOutput(), err)
 		}
 		return child
@@ -147,13 +148,13 @@ func TestLeakedChildrenKilled(t *testing.T) {
 	child := leak()
 	pid := p.PID()
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	waitFor(t, "the leaked child to die with its plugin", 10*time.Second, func() bool { return !alive(child) })
+	waitFor(t, "the leaked child to die with its plugin", 10*time.Second, func() bool { return !procstat.Alive(child) })
 	waitFor(t, "restart", 10*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
 	child = leak()
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the leaked child to die on Close", 10*time.Second, func() bool { return !alive(child) })
+	waitFor(t, "the leaked child to die on Close", 10*time.Second, func() bool { return !procstat.Alive(child) })
 }
 
 // TestStreamMixesConcurrentRuns: many concurrent checks share the one
@@ -290,20 +291,4 @@ func currentStream(p *Plugin) *checkStream {
 	inst.streamMu.Lock()
 	defer inst.streamMu.Unlock()
 	return inst.stream
-}
-
-// pidsOf returns the processes running the binary at path.
-func pidsOf(path string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == path && alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/unyo-ops/unyo/core/procstat"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -133,17 +134,6 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 func TestStartCallStatusAndLogRelay(t *testing.T) {
 	h, logs, _ := newHost(t, nil, crashy(t),
 		PluginConfig{Kind: "check", Name: "tcp", SHA256: sum(t, filepath.Join(binDir, "unyo-check-tcp"))})
@@ -208,7 +198,7 @@ func TestCrashFailsCallAndRestarts(t *testing.T) {
 	if !rec.has(StateBackoff) {
 		t.Error("no backoff state reported")
 	}
-	if alive(pid) {
+	if procstat.Alive(pid) {
 		t.Errorf("old plugin %d still alive", pid)
 	}
 }
@@ -303,8 +293,8 @@ func TestDegradedAndUnhealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "hung plugin replaced", 20*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
-	if !rec.has(StateBackoff) || alive(pid) {
-		t.Errorf("hung plugin: backoff reported %v, old alive %v", rec.has(StateBackoff), alive(pid))
+	if !rec.has(StateBackoff) || procstat.Alive(pid) {
+		t.Errorf("hung plugin: backoff reported %v, old alive %v", rec.has(StateBackoff), procstat.Alive(pid))
 	}
 }
 
@@ -318,7 +308,7 @@ func TestCloseShutsDownGracefully(t *testing.T) {
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if alive(pid) {
+	if procstat.Alive(pid) {
 		t.Errorf("plugin %d alive after Close", pid)
 	}
 	if strings.Contains(logs.String(), "failed to exit gracefully") {
@@ -348,7 +338,7 @@ func TestNoOrphanWhenHostDies(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	waitFor(t, "plugin to die with its host", 10*time.Second, func() bool { return !alive(pid) })
+	waitFor(t, "plugin to die with its host", 10*time.Second, func() bool { return !procstat.Alive(pid) })
 }
 
 func TestDiscover(t *testing.T) {
