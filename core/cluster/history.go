@@ -10,16 +10,38 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 )
 
-// historyLevel maps an event level to a log level, so that `unyo logs
-// stats` on the event history counts events by level like any log.
+// historyLevels pairs each event level with the log level its history
+// entry is written with, so that `unyo logs stats` on the event history
+// counts events by level like any log, and with the event level's name,
+// which the statistics tier reads back from the log level.
+var historyLevels = []struct {
+	level     unyov1.Level
+	log, name string
+}{
+	{unyov1.Level_LEVEL_SUCCESS, "info", "success"},
+	{unyov1.Level_LEVEL_WARNING, "warn", "warning"},
+	{unyov1.Level_LEVEL_CRITICAL, "error", "critical"},
+}
+
+// historyLevel is the log level of an event's history entry.
 func historyLevel(l unyov1.Level) string {
-	switch l {
-	case unyov1.Level_LEVEL_WARNING:
-		return "warn"
-	case unyov1.Level_LEVEL_CRITICAL:
-		return "error"
+	for _, h := range historyLevels {
+		if h.level == l {
+			return h.log
+		}
 	}
 	return "info"
+}
+
+// eventLevelName turns a log level of the event history back into the
+// event level's name.
+func eventLevelName(level string) string {
+	for _, h := range historyLevels {
+		if h.log == level {
+			return h.name
+		}
+	}
+	return level
 }
 
 // HistoryMessage is how an event's history line starts: `unyo events

@@ -238,20 +238,6 @@ func eventGrouping(by string) string {
 	return by
 }
 
-// eventLevelName turns a log level of the event history (see historyLevel)
-// back into the event level.
-func eventLevelName(level string) string {
-	switch level {
-	case "info":
-		return "success"
-	case "warn":
-		return "warning"
-	case "error":
-		return "critical"
-	}
-	return level
-}
-
 func dailyCounts(kind, by string, day time.Time, buckets []logstore.Bucket) []store.DailyCount {
 	out := make([]store.DailyCount, 0, len(buckets))
 	for _, b := range buckets {
