@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/atomicfile"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 )
@@ -189,10 +190,7 @@ func (a *Agent) saveCachedChecks(m *unyov1.GetChecksResponse) {
 	}
 	data, err := proto.Marshal(m)
 	if err == nil {
-		tmp := a.cachePath() + ".tmp"
-		if err = os.WriteFile(tmp, data, 0o600); err == nil {
-			err = os.Rename(tmp, a.cachePath())
-		}
+		err = atomicfile.WriteFile(a.cachePath(), data, 0o600)
 	}
 	if err != nil {
 		a.log.Warn("could not cache central checks", "file", a.cachePath(), "err", err)

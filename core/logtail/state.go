@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/unyo-ops/unyo/core/atomicfile"
 )
 
 const (
@@ -103,45 +105,13 @@ func saveState(path string, state map[string]*stateEntry) error {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, data); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write log offsets %s: %w", path, err)
-	}
-	// The rename is durable only once the directory is synced.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write log offsets %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write log offsets %s: sync directory: %w", path, err)
 	}
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // fingerprint hashes the first n bytes of f.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/unyo-ops/unyo/core/atomicfile"
 )
 
 // The persistent digest cache (Config.DigestCache) keeps verified digests
@@ -79,19 +81,7 @@ func (h *Host) saveDigests() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp.Name())
-		if _, err := tmp.Write(b); err != nil {
-			tmp.Close()
-			return err
-		}
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-		return os.Rename(tmp.Name(), path)
+		return atomicfile.WriteFile(path, b, 0o600)
 	}()
 	if err != nil {
 		h.log.Warn("cannot write the plugin digest cache; plugins will be hashed again at the next start", "path", path, "err", err)

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/atomicfile"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
@@ -434,12 +435,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	// Write and rename, so that a reader never sees half a file.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 func readJSON(path string, v any) error {
