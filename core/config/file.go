@@ -284,12 +284,9 @@ func (r *fileReader) plugin(n *yaml.Node, key string) (Plugin, bool) {
 			ok = false
 			continue
 		}
-		if v.Kind != yaml.ScalarNode || isNull(v) {
-			r.add(v.Line, key+"."+k.Value, "expected a string, got "+describe(v))
-			ok = false
-			continue
-		}
-		*dst = v.Value
+		val, good := r.str(v, key+"."+k.Value)
+		ok = ok && good
+		*dst = val
 	}
 	return p, ok
 }
@@ -320,12 +317,9 @@ func (r *fileReader) logFile(n *yaml.Node, key string) (LogFile, bool) {
 			ok = false
 			continue
 		}
-		if v.Kind != yaml.ScalarNode || isNull(v) {
-			r.add(v.Line, key+"."+k.Value, "expected a string, got "+describe(v))
-			ok = false
-			continue
-		}
-		*dst = v.Value
+		val, good := r.str(v, key+"."+k.Value)
+		ok = ok && good
+		*dst = val
 	}
 	return lf, ok
 }
