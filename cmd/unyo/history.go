@@ -1,15 +1,10 @@
 package main
 
 import (
-	"time"
-
-	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
-	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore"
-	"github.com/unyo-ops/unyo/core/printer"
 )
 
 // newEventsHistoryCommand is `unyo events history`: every processed event
@@ -33,20 +28,7 @@ func newEventsHistoryCommand(g *globals) *cobra.Command {
 					f.grep = "check=" + check + " "
 				}
 			}
-			lf, err := f.proto(time.Now())
-			if err != nil {
-				return err
-			}
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{Cluster: clusterName, Filter: lf}))
-			if err != nil {
-				return g.explain(err)
-			}
-			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
+			return g.queryLogs(cmd, clusterName, f)
 		},
 	}
 	fl := cmd.Flags()

@@ -159,6 +159,24 @@ func (f *logFilter) proto(now time.Time) (*unyov1.LogFilter, error) {
 		Levels: f.levels, Grep: f.grep, Limit: int32(f.limit)}, nil
 }
 
+// queryLogs prints the log lines filter selects, newest first.
+func (g *globals) queryLogs(cmd *cobra.Command, clusterName string, filter logFilter) error {
+	f, err := filter.proto(time.Now())
+	if err != nil {
+		return err
+	}
+	cl, ctx, cancel, err := g.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	resp, err := cl.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{Cluster: clusterName, Filter: f}))
+	if err != nil {
+		return g.explain(err)
+	}
+	return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
+}
+
 func newLogsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "logs", Aliases: []string{"log"}, Short: "Query the logs of every cluster"}
 	var clusterName string
@@ -166,20 +184,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 	query := &cobra.Command{
 		Use: "query", Short: "Log lines, newest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := qf.proto(time.Now())
-			if err != nil {
-				return err
-			}
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Logs.Query(ctx, connect.NewRequest(&unyov1.QueryLogsRequest{Cluster: clusterName, Filter: f}))
-			if err != nil {
-				return g.explain(err)
-			}
-			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
+			return g.queryLogs(cmd, clusterName, qf)
 		},
 	}
 	qf.bind(query, true)
