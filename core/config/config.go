@@ -62,14 +62,22 @@ type Server struct {
 	AdminTokens []string `yaml:"admin_tokens" mapstructure:"admin_tokens"`
 	// JoinTokens are bearer tokens agents present (and clusters registering
 	// at root).
-	JoinTokens      []string      `yaml:"join_tokens" mapstructure:"join_tokens"`
+	JoinTokens []string `yaml:"join_tokens" mapstructure:"join_tokens"`
+	// Insecure lets a server without tokens listen beyond loopback; without
+	// it such a server refuses to start.
+	Insecure        bool          `yaml:"insecure" mapstructure:"insecure"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" mapstructure:"shutdown_timeout"`
+	// MaxRequestBytes bounds one request body, as it arrives and after
+	// decompression.
+	MaxRequestBytes Size `yaml:"max_request_bytes" mapstructure:"max_request_bytes"`
 }
 
 // TLS enables TLS when both files are set.
 type TLS struct {
 	CertFile string `yaml:"cert_file" mapstructure:"cert_file" want:"path"`
 	KeyFile  string `yaml:"key_file" mapstructure:"key_file" want:"path"`
+	// ClientCAFile verifies client certificates (mTLS) against this CA.
+	ClientCAFile string `yaml:"client_ca_file" mapstructure:"client_ca_file" want:"path"`
 }
 
 // Enabled reports whether TLS is configured.
@@ -272,6 +280,7 @@ func staticDefaults(role string) *Config {
 			AdminTokens:     []string{},
 			JoinTokens:      []string{},
 			ShutdownTimeout: 10 * time.Second,
+			MaxRequestBytes: 32 * MiB,
 		},
 		Store: Store{Driver: "sqlite", HistoryPerCheck: 100},
 		Cluster: Cluster{

@@ -87,7 +87,7 @@ func TestLoadValidFiles(t *testing.T) {
 				TLS:             TLS{CertFile: "/etc/unyo/root.crt", KeyFile: "/etc/unyo/root.key"},
 				AdminTokens:     []string{"admin-1", "admin-2"},
 				JoinTokens:      []string{"join-1"},
-				ShutdownTimeout: 30 * time.Second,
+				ShutdownTimeout: 30 * time.Second, MaxRequestBytes: 32 * MiB,
 			})
 			equal(t, "store", c.Store, Store{Driver: "postgres", DSN: "postgres://unyo@db/unyo_root", HistoryPerCheck: 100})
 			equal(t, "root", c.Root, Root{ClusterToken: "cluster-admin"})
@@ -296,6 +296,15 @@ func TestLoadProblems(t *testing.T) {
 			name: "tls half set",
 			opts: LoadOptions{File: "testdata/tls_half.yaml"},
 			want: []string{`testdata/tls_half.yaml: server.tls.key_file: required when server.tls.cert_file is set (set both or neither)`},
+		},
+		{
+			name: "dev beyond loopback, mTLS without TLS, tiny requests",
+			opts: LoadOptions{File: "testdata/exposure.yaml"},
+			want: []string{
+				`testdata/exposure.yaml: server.listen: unyo dev serves only on loopback (127.0.0.1 or [::1]), got "0.0.0.0:7400": run root, cluster and agent with ` + "`unyo server` and `unyo agent`" + ` to serve beyond this machine`,
+				`testdata/exposure.yaml: server.tls.client_ca_file: needs server.tls.cert_file and key_file: client certificates are verified only over TLS`,
+				`testdata/exposure.yaml: server.max_request_bytes: must be at least 1MiB, got 1000 bytes`,
+			},
 		},
 		{
 			name: "tls half set from the environment",
@@ -700,7 +709,7 @@ func TestDefaults(t *testing.T) {
 	equal(t, "dev cluster.name", dev.Cluster.Name, "local")
 	equal(t, "root data_dir", root.DataDir, "/var/lib/unyo")
 	equal(t, "root store", root.Store, Store{Driver: "sqlite", DSN: "/var/lib/unyo/state.db", HistoryPerCheck: 100})
-	equal(t, "root server", root.Server, Server{Listen: "127.0.0.1:7400", AdminTokens: []string{}, JoinTokens: []string{}, ShutdownTimeout: 10 * time.Second})
+	equal(t, "root server", root.Server, Server{Listen: "127.0.0.1:7400", AdminTokens: []string{}, JoinTokens: []string{}, ShutdownTimeout: 10 * time.Second, MaxRequestBytes: 32 * MiB})
 	equal(t, "root log", root.Log, Log{Level: "info", Format: "text"})
 	equal(t, "cluster server.listen", cluster.Server.Listen, "127.0.0.1:7401")
 	equal(t, "cluster", cluster.Cluster, Cluster{

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/unyo-ops/unyo/core/server"
+
 	"fmt"
 	"net"
 	"net/url"
@@ -61,6 +63,8 @@ func (c *Config) problems() []Problem {
 	if serves {
 		if msg := checkHostPort(c.Server.Listen); msg != "" {
 			bad("server.listen", "%s", msg)
+		} else if c.Role == RoleDev && !server.LoopbackOnly(c.Server.Listen) {
+			bad("server.listen", "unyo dev serves only on loopback (127.0.0.1 or [::1]), got %q: run root, cluster and agent with `unyo server` and `unyo agent` to serve beyond this machine", c.Server.Listen)
 		}
 		tls := c.Server.TLS
 		if tls.CertFile != "" && tls.KeyFile == "" {
@@ -69,7 +73,13 @@ func (c *Config) problems() []Problem {
 		if tls.KeyFile != "" && tls.CertFile == "" {
 			bad("server.tls.cert_file", "required when server.tls.key_file is set (set both or neither)")
 		}
+		if tls.ClientCAFile != "" && tls.CertFile == "" {
+			bad("server.tls.client_ca_file", "needs server.tls.cert_file and key_file: client certificates are verified only over TLS")
+		}
 		positive("server.shutdown_timeout", c.Server.ShutdownTimeout)
+		if c.Server.MaxRequestBytes < MiB {
+			bad("server.max_request_bytes", "must be at least 1MiB, got %d bytes", int64(c.Server.MaxRequestBytes))
+		}
 		oneOf("store.driver", c.Store.Driver, "sqlite", "postgres")
 		if c.Store.Driver == "postgres" {
 			required("store.dsn", c.Store.DSN, "when store.driver is postgres (e.g. postgres://unyo@db.example.com/unyo)")

@@ -53,7 +53,9 @@ func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Opt
 		Listen:          listen,
 		CertFile:        c.Server.TLS.CertFile,
 		KeyFile:         c.Server.TLS.KeyFile,
-		Auth:            server.Auth{AdminTokens: c.Server.AdminTokens, JoinTokens: c.Server.JoinTokens},
+		ClientCAFile:    c.Server.TLS.ClientCAFile,
+		Auth:            server.Auth{AdminTokens: c.Server.AdminTokens, JoinTokens: c.Server.JoinTokens, Insecure: c.Server.Insecure},
+		Limits:          server.Limits{RequestBytes: int64(c.Server.MaxRequestBytes), MessageBytes: int(c.Server.MaxRequestBytes)},
 		ShutdownTimeout: c.Server.ShutdownTimeout,
 		Logger:          log,
 	}

@@ -1,26 +1,85 @@
 // Package server serves unyo's ConnectRPC handlers on one port: gRPC,
-// gRPC-Web and JSON over HTTP, with bearer-token auth and optional TLS.
+// gRPC-Web and JSON over HTTP, with authentication before any body is read,
+// bounded requests and connections, and optional TLS and mTLS.
 package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 )
 
+// Limits bound what one client can make a server hold. Zero fields take
+// the defaults of DefaultLimits.
+type Limits struct {
+	// RequestBytes bounds a request body as it arrives (compressed or not).
+	RequestBytes int64
+	// MessageBytes bounds one message after decompression.
+	MessageBytes int
+	// ReadTimeout bounds reading one request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds handling a request and writing its answer.
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive and HTTP/2 connections idle this long.
+	IdleTimeout time.Duration
+	// HeaderTimeout bounds reading request headers (and an HTTP/2
+	// preface) on a new connection.
+	HeaderTimeout time.Duration
+}
+
+// DefaultLimits leave room for the largest spool record an agent forwards
+// (16 MiB) and for slow links, and no more.
+var DefaultLimits = Limits{
+	RequestBytes:  32 << 20,
+	MessageBytes:  32 << 20,
+	ReadTimeout:   2 * time.Minute,
+	WriteTimeout:  5 * time.Minute,
+	IdleTimeout:   2 * time.Minute,
+	HeaderTimeout: 10 * time.Second,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.RequestBytes > 0 {
+		d.RequestBytes = l.RequestBytes
+	}
+	if l.MessageBytes > 0 {
+		d.MessageBytes = l.MessageBytes
+	}
+	if l.ReadTimeout > 0 {
+		d.ReadTimeout = l.ReadTimeout
+	}
+	if l.WriteTimeout > 0 {
+		d.WriteTimeout = l.WriteTimeout
+	}
+	if l.IdleTimeout > 0 {
+		d.IdleTimeout = l.IdleTimeout
+	}
+	if l.HeaderTimeout > 0 {
+		d.HeaderTimeout = l.HeaderTimeout
+	}
+	return d
+}
+
 // Options configures one listening server.
 type Options struct {
-	Listen          string
-	CertFile        string
-	KeyFile         string
+	Listen   string
+	CertFile string
+	KeyFile  string
+	// ClientCAFile, with TLS, verifies client certificates against this CA
+	// (mTLS); a verified certificate is a credential for Auth's
+	// authenticators. Clients without one still authenticate with tokens.
+	ClientCAFile    string
 	Auth            Auth
+	Limits          Limits
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
 }
@@ -28,9 +87,11 @@ type Options struct {
 // Server is an HTTP server for connect handlers. Register handlers with
 // Handle before calling Serve.
 type Server struct {
-	opts Options
-	mux  *http.ServeMux
-	log  *slog.Logger
+	opts   Options
+	auth   *Auth
+	limits Limits
+	mux    *http.ServeMux
+	log    *slog.Logger
 }
 
 // New returns a server; it does not listen yet.
@@ -41,30 +102,100 @@ func New(opts Options) *Server {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
-	mux := http.NewServeMux()
+	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger}
+	s.auth = &s.opts.Auth
 	// An unauthenticated health endpoint for load balancers and scripts.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return &Server{opts: opts, mux: mux, log: opts.Logger}
+	return s
 }
+
+// Auth is the server's authentication, for registering authenticators and
+// classifying procedures before serving.
+func (s *Server) Auth() *Auth { return s.auth }
 
 // HandlerOptions are the options every connect handler of this server takes.
 func (s *Server) HandlerOptions() []connect.HandlerOption {
-	return []connect.HandlerOption{connect.WithInterceptors(s.opts.Auth.Interceptor())}
+	return []connect.HandlerOption{
+		connect.WithReadMaxBytes(s.limits.MessageBytes),
+	}
 }
 
-// Handle registers a connect handler under its path.
-func (s *Server) Handle(path string, h http.Handler) { s.mux.Handle(path, h) }
+// Handle registers a handler under its path: connect handlers (paths
+// /unyo.v1.*) behind authentication, anything else as it is.
+func (s *Server) Handle(path string, h http.Handler) {
+	if strings.HasPrefix(path, "/unyo.v1.") {
+		h = s.auth.Middleware(s.bounded(h))
+	}
+	s.mux.Handle(path, h)
+}
+
+// bounded limits the body of an authenticated call and answers a panic in
+// its handler with an error instead of a dropped connection.
+func (s *Server) bounded(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serveBounded(h, w, r)
+	})
+}
+
+func (s *Server) serveBounded(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.limits.RequestBytes)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("a request handler panicked; the request failed, the server goes on",
+				"procedure", r.URL.Path, "caller", PrincipalFrom(r.Context()).String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			_ = connect.NewErrorWriter().Write(w, r, connect.NewError(connect.CodeInternal,
+				fmt.Errorf("the server failed on this request (%s); its log has the details", r.URL.Path)))
+		}
+	}()
+	h.ServeHTTP(w, r)
+}
 
 // Listen opens the listening socket, so callers (and tests binding port 0)
-// know the address before serving.
+// know the address before serving. A server without authentication refuses
+// to listen beyond loopback unless Auth.Insecure is set.
 func (s *Server) Listen() (net.Listener, error) {
+	if err := checkExposure(s.opts.Listen, s.auth); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", s.opts.Listen, err)
 	}
 	return ln, nil
+}
+
+// checkExposure refuses, before anything is bound, to serve without
+// authentication where others can connect.
+func checkExposure(listen string, a *Auth) error {
+	if a.Enabled() || a.Insecure || LoopbackOnly(listen) {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve on %s without authentication: anybody who reaches it could change checks that run commands on every agent. "+
+		"Set server.admin_tokens and server.join_tokens (make tokens with `unyo tokens generate`), listen on 127.0.0.1, "+
+		"or set server.insecure: true to serve without authentication anyway", listen)
+}
+
+// LoopbackOnly reports whether host:port names only this machine.
+func LoopbackOnly(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 // Serve answers on ln until ctx is cancelled, then shuts down gracefully,
@@ -74,19 +205,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true) // gRPC clients without TLS speak h2c
+	l := s.limits
 	srv := &http.Server{
 		Handler:           s.mux,
 		Protocols:         protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: l.HeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: 250,
+			// A peer that stops answering pings is gone: drop it rather
+			// than hold its streams.
+			SendPingTimeout: l.IdleTimeout / 2,
+			PingTimeout:     15 * time.Second,
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	tlsOn := s.opts.CertFile != ""
 	if tlsOn {
-		cert, err := tls.LoadX509KeyPair(s.opts.CertFile, s.opts.KeyFile)
+		cfg, err := newTLSConfig(s.opts.CertFile, s.opts.KeyFile, s.opts.ClientCAFile, s.log)
 		if err != nil {
-			return fmt.Errorf("load TLS certificate %s and key %s: %w", s.opts.CertFile, s.opts.KeyFile, err)
+			return err
 		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		srv.TLSConfig = cfg
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -96,7 +239,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			errc <- srv.Serve(ln)
 		}
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "tls", tlsOn, "auth", s.opts.Auth.Enabled())
+	s.log.Info("serving", "addr", ln.Addr().String(), "tls", tlsOn, "mtls", tlsOn && s.opts.ClientCAFile != "", "auth", s.auth.Enabled())
+	if !s.auth.Enabled() && !isLoopback(ln.Addr()) {
+		s.log.Warn("serving WITHOUT AUTHENTICATION beyond loopback (server.insecure: true): anybody who reaches this address may change checks that run commands on every agent",
+			"addr", ln.Addr().String())
+	}
+	if !tlsOn && s.auth.Enabled() && !isLoopback(ln.Addr()) {
+		s.log.Warn("bearer tokens reach this server over plain HTTP beyond loopback; set server.tls so they cannot be read on the way",
+			"addr", ln.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)

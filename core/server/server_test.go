@@ -44,13 +44,23 @@ func (fakeNodes) ListNodes(context.Context, *connect.Request[unyov1.ListNodesReq
 
 func serve(t *testing.T, opts server.Options) string {
 	t.Helper()
+	return serveWith(t, opts, func(srv *server.Server) {
+		srv.Handle(unyov1connect.NewStatusServiceHandler(fakeStatus{}, srv.HandlerOptions()...))
+		srv.Handle(unyov1connect.NewNodeServiceHandler(fakeNodes{}, srv.HandlerOptions()...))
+		srv.Handle(unyov1connect.NewMetricsServiceHandler(unyov1connect.UnimplementedMetricsServiceHandler{}, srv.HandlerOptions()...))
+		srv.Handle(unyov1connect.NewLogsServiceHandler(unyov1connect.UnimplementedLogsServiceHandler{}, srv.HandlerOptions()...))
+	})
+}
+
+// serveWith serves the handlers register mounts on 127.0.0.1 until the test ends.
+func serveWith(t *testing.T, opts server.Options, register func(*server.Server)) string {
+	t.Helper()
 	opts.Listen = "127.0.0.1:0"
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	srv := server.New(opts)
-	srv.Handle(unyov1connect.NewStatusServiceHandler(fakeStatus{}, srv.HandlerOptions()...))
-	srv.Handle(unyov1connect.NewNodeServiceHandler(fakeNodes{}, srv.HandlerOptions()...))
-	srv.Handle(unyov1connect.NewMetricsServiceHandler(unyov1connect.UnimplementedMetricsServiceHandler{}, srv.HandlerOptions()...))
-	srv.Handle(unyov1connect.NewLogsServiceHandler(unyov1connect.UnimplementedLogsServiceHandler{}, srv.HandlerOptions()...))
+	register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
 		t.Fatal(err)
