@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/unyo
 
-.PHONY: dev build test deps lint bench
+.PHONY: dev build test deps lint bench proto
 
 dev: build
 	./$(BIN) dev
@@ -24,3 +24,9 @@ test: deps lint
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+# Regenerate the committed protobuf code (needs Debian's protobuf-compiler and
+# the generators: see RECIPES in the README's Development section).
+proto:
+	cd core/api && protoc -I . --go_out=. --go_opt=module=github.com/unyo-ops/unyo/core/api \
+		--connect-go_out=. --connect-go_opt=module=github.com/unyo-ops/unyo/core/api unyo/v1/unyo.proto
