@@ -22,6 +22,7 @@ import (
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/integration/testpg"
 )
 
@@ -29,12 +30,21 @@ import (
 // client. opts may give the cluster's metrics and log stores.
 func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *client.Clients {
 	tb.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
 	var o cluster.Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	return startClusterWith(tb, st, o, server.Options{}, client.Options{})
+}
+
+// startClusterWith serves a cluster with the given server options (auth,
+// TLS) and returns a client with the given options (token, CA); Listen and
+// URL are filled in.
+func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so server.Options, co client.Options) *client.Clients {
+	tb.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	so.Listen, so.Logger = "127.0.0.1:0", quiet
+	srv := server.New(so)
 	o.Name, o.Replica, o.Logger = "c1", "r1", quiet
 	cl := cluster.New(st, o)
 	cl.Register(srv)
@@ -48,7 +58,11 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 	go func() { defer wg.Done(); cl.Run(ctx) }()
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	tb.Cleanup(func() { cancel(); wg.Wait() })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	co.URL = "http://" + ln.Addr().String()
+	if so.CertFile != "" {
+		co.URL = "https://" + ln.Addr().String()
+	}
+	c, err := client.New(co)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +72,10 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 // benchIngest measures check results accepted and stored per second
 // through the agent API: 8 agents sending batches of 500 concurrently.
 func benchIngest(b *testing.B, st store.Store) {
-	c := startCluster(b, st)
+	benchIngestThrough(b, startCluster(b, st))
+}
+
+func benchIngestThrough(b *testing.B, c *client.Clients) {
 	ctx := context.Background()
 	const agents, batch = 8, 500
 	for i := range agents {
@@ -118,4 +135,32 @@ func BenchmarkIngestPostgresDurable(b *testing.B) {
 	}
 	defer st.Close()
 	benchIngest(b, st)
+}
+
+// BenchmarkIngestAuth measures what authentication and TLS cost the ingest
+// path, side by side in one run: no authentication, a bearer token on every
+// request, and a bearer token over TLS. Request limits apply to all three.
+func BenchmarkIngestAuth(b *testing.B) {
+	dir := b.TempDir()
+	cert, key := testutil.SelfSignedCert(b, dir)
+	cases := []struct {
+		name string
+		so   server.Options
+		co   client.Options
+	}{
+		{"open", server.Options{}, client.Options{}},
+		{"token", server.Options{Auth: server.Auth{AdminTokens: []string{"bench-token"}}}, client.Options{Token: "bench-token"}},
+		{"tls+token", server.Options{CertFile: cert, KeyFile: key, Auth: server.Auth{AdminTokens: []string{"bench-token"}}},
+			client.Options{Token: "bench-token", CAFile: cert}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchIngestThrough(b, startClusterWith(b, st, cluster.Options{}, tc.so, tc.co))
+		})
+	}
 }
