@@ -338,7 +338,7 @@ spec:
 		t.Errorf("nodes ls without a token: %v", err)
 	}
 	// A join token may not act as an operator.
-	if _, err := cli(t, f.rootURL, "--token", joinToken, "nodes", "ls"); err == nil || !strings.Contains(err.Error(), "admin token") {
+	if _, err := cli(t, f.rootURL, "--token", joinToken, "nodes", "ls"); err == nil || !strings.Contains(err.Error(), "needs the viewer role") {
 		t.Errorf("nodes ls with a join token: %v", err)
 	}
 }
