@@ -25,8 +25,7 @@ test: deps lint
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
-# Regenerate the committed protobuf code (needs Debian's protobuf-compiler and
-# the generators: see RECIPES in the README's Development section).
+# Regenerate the committed protobuf code (needs protoc, protoc-gen-go and
+# protoc-gen-connect-go on the PATH; see the README's Development section).
 proto:
-	cd core/api && protoc -I . --go_out=. --go_opt=module=github.com/unyo-ops/unyo/core/api \
-		--connect-go_out=. --connect-go_opt=module=github.com/unyo-ops/unyo/core/api unyo/v1/unyo.proto
+	$(GO) generate ./core/api
