@@ -21,18 +21,22 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/logtail"
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Options configure an agent.
 type Options struct {
-	NodeName      string
-	Labels        map[string]string
-	ClusterURL    string
-	Token         string
-	DataDir       string
-	CheckDirs     []string
+	NodeName   string
+	Labels     map[string]string
+	ClusterURL string
+	Token      string
+	DataDir    string
+	CheckDirs  []string
+	// CheckEnv names the variables of the agent's environment that command
+	// checks also get, beyond procenv's base; UNYO_* never passes.
+	CheckEnv      []string
 	MaxOutput     int
 	MaxConcurrent int
 	BatchSize     int
@@ -66,8 +70,11 @@ type Agent struct {
 	metrics, logs *outbox
 	sched         *schedule.Scheduler
 	local         []checks.Definition
-	status        status
-	logChecks     logChecks
+	// checkEnv is what command checks get of the agent's environment
+	// (procenv.Inherit), before their spec.env.
+	checkEnv  []string
+	status    status
+	logChecks logChecks
 	// plugins runs the check plugins (nil when none are enabled, or when
 	// the host could not be made: pluginsErr); pluginsReady is closed once
 	// their first start is over.
@@ -123,7 +130,13 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	log := opts.Logger.With("node", opts.NodeName)
-	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1)}
+	for i, name := range opts.CheckEnv {
+		if err := procenv.CheckName(name); err != nil {
+			return nil, fmt.Errorf("agent.check_env[%d]: %w", i, err)
+		}
+	}
+	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1),
+		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv)}
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {
