@@ -45,7 +45,10 @@ type Options struct {
 	SpoolMaxBytes int64
 	// StatusListen is where the agent's status endpoint answers; empty turns it off.
 	StatusListen string
-	LocalChecks  []*unyov1.Check
+	// StatusToken is the bearer token that shows the full /status (check
+	// outputs, plugin errors); empty: only the redacted view is served.
+	StatusToken string
+	LocalChecks []*unyov1.Check
 	// MetricsInterval is how often system metrics are collected; 0 turns
 	// collection off (check perfdata is still sent).
 	MetricsInterval time.Duration
@@ -55,8 +58,11 @@ type Options struct {
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
 	Plugins    []host.PluginConfig
-	Version    string
-	Logger     *slog.Logger
+	// PluginEnv names the variables of the agent's environment that its
+	// plugins also get (host.Config.PassEnv).
+	PluginEnv []string
+	Version   string
+	Logger    *slog.Logger
 }
 
 // Agent is one node's agent.

@@ -24,7 +24,7 @@ const hookWorkers = 8
 // A job leaves the outbox only when delivery finished, so a crash means it
 // is delivered again: at least once, with its idempotency key.
 func (c *Cluster) runHooks(ctx context.Context) {
-	hc := &http.Client{}
+	hc := apihook.NewClient(c.opts.HookPolicy)
 	inFlight := map[string]bool{}
 	done := make(chan string, hookWorkers)
 	tick := time.NewTicker(200 * time.Millisecond)

@@ -20,8 +20,10 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 )
 
 // env is one cluster on SQLite with a registered node, for pipeline tests.
@@ -38,7 +40,13 @@ func newEnv(t *testing.T, nodes ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, c: startCluster(t, st)}
+	// The test receivers listen on 127.0.0.1, which api_hooks reach only
+	// when the allowlist says so.
+	hooks, err := apihook.ParsePolicy([]string{"127.0.0.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, c: startCluster(t, st, cluster.Options{HookPolicy: hooks})}
 	for _, n := range nodes {
 		node := &unyov1.Node{Name: n, Labels: map[string]string{"team": "ops"}}
 		if _, err := e.c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: node})); err != nil {

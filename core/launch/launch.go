@@ -31,6 +31,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -147,8 +148,13 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if logs != nil {
 		defer closeLogged(log, "log store", logs)
 	}
+	hooks, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow)
+	if err != nil {
+		return err // Validate reported it already
+	}
 	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
 	cl := cluster.New(st, cluster.Options{
+		HookPolicy: hooks, PluginEnv: c.Cluster.Plugins.Env,
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
@@ -212,6 +218,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
+		StatusToken: c.Agent.StatusToken, CheckEnv: c.Agent.CheckEnv, PluginEnv: c.Agent.Plugins.Env,
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
