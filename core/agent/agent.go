@@ -21,6 +21,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/logtail"
+	"github.com/unyo-ops/unyo/core/private"
 	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -130,12 +131,17 @@ func New(opts Options) (*Agent, error) {
 	if opts.SpoolDir == "" {
 		opts.SpoolDir = filepath.Join(opts.DataDir, "spool")
 	}
+	log := opts.Logger.With("node", opts.NodeName)
 	if opts.DataDir != "" {
-		if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("create the agent's data directory: %w", err)
+		// Private, with the state in it (checks cache, plugin digests, log
+		// offsets), whatever modes an older version left.
+		if err := private.Dir(opts.DataDir, log); err != nil {
+			return nil, fmt.Errorf("the agent's data directory: %w", err)
+		}
+		if err := private.Files(opts.DataDir, log); err != nil {
+			return nil, fmt.Errorf("the agent's data directory: %w", err)
 		}
 	}
-	log := opts.Logger.With("node", opts.NodeName)
 	for i, name := range opts.CheckEnv {
 		if err := procenv.CheckName(name); err != nil {
 			return nil, fmt.Errorf("agent.check_env[%d]: %w", i, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,30 @@ func TestStatusWithoutConfiguredTokenIsAlwaysRedacted(t *testing.T) {
 		}
 		if full, _ := a.statusAccess(r); full {
 			t.Errorf("Authorization %q got the full view with no agent.status_token set", auth)
+		}
+	}
+}
+
+// An agent data directory an older version left world-readable, with its
+// state (checks cache, plugin digests, log offsets) 0644, is made private
+// at start.
+func TestNewMakesTheDataDirectoryPrivate(t *testing.T) {
+	dir := t.TempDir()
+	cache := dir + "/checks.json"
+	if err := os.WriteFile(cache, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{NodeName: "n1", ClusterURL: "http://127.0.0.1:1", DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.closeSpools()
+	for path, want := range map[string]os.FileMode{dir: 0o700, cache: 0o600, dir + "/spool": 0o700} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %04o", path, fi.Mode().Perm(), err, want)
 		}
 	}
 }

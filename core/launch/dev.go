@@ -39,6 +39,9 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		c.Agent.Token = c.Server.AdminTokens[0]
 	}
 
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	// Root and cluster share one database: root keeps only the cluster list.
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {

@@ -5,6 +5,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/private"
 	"github.com/unyo-ops/unyo/core/root"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -43,7 +45,7 @@ func OpenStore(ctx context.Context, c config.Store) (store.Store, error) {
 	if c.Driver == "postgres" {
 		return sqlstore.OpenPostgres(ctx, c.DSN)
 	}
-	if err := os.MkdirAll(filepath.Dir(c.DSN), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.DSN), private.DirMode); err != nil {
 		return nil, fmt.Errorf("create the directory of the SQLite database %s: %w", c.DSN, err)
 	}
 	return sqlstore.OpenSQLite(ctx, c.DSN)
@@ -60,8 +62,33 @@ func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Opt
 	}
 }
 
+// privateState makes the data directory 0700 and an existing SQLite
+// database (with its WAL and shared-memory files) 0600, whatever their
+// modes were: they hold tokens, check env secrets and webhook headers. A
+// new database is created 0600 (sqlstore.OpenSQLite), and SQLite gives its
+// -wal and -shm files the database's mode.
+func privateState(c *config.Config, log *slog.Logger) error {
+	if err := private.Dir(c.DataDir, log); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	if c.Store.Driver != "sqlite" || c.Role == config.RoleAgent {
+		return nil
+	}
+	var errs []error
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		errs = append(errs, private.File(c.Store.DSN+suffix, log))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store.dsn: %w", err)
+	}
+	return nil
+}
+
 // Root runs a root server.
 func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {
 		return err
@@ -82,6 +109,9 @@ func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.
 
 // Cluster runs a cluster server, registering it at root when configured.
 func Cluster(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {
 		return err
@@ -192,6 +222,9 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 
 // Agent runs a node agent.
 func Agent(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	a, err := newAgent(c, log)
 	if err != nil {
 		return err
