@@ -448,11 +448,13 @@ spec: {type: action, match: {check: http}, actions: [{api_hook: {url: %q, retrie
 kind: EventRule
 name: alert-on-hook-failure
 spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: warning}}], owner: t, reason: a receiver that keeps failing needs a person}
-`, dead.URL))
+`, dead.URL+"/hook?token=hook-secret"))
 	id := e.report("web1", "http", crit, "HTTP CRITICAL", 1, 0)
 	waitFor(t, "the failure recorded in the explanation", func() error {
 		if s := steps(e.explained(id)); !strings.Contains(s, "failed after 2 attempts") {
 			return fmt.Errorf("%s", s)
+		} else if strings.Contains(s, "hook-secret") {
+			t.Fatalf("the URL's query leaked into the explanation: %s", s)
 		}
 		return nil
 	})
@@ -460,6 +462,9 @@ spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: 
 	waitFor(t, "an alert about the failing hook", func() error {
 		for _, a := range e.alerts() {
 			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" && strings.Contains(a.GetSummary(), "500") {
+				if strings.Contains(a.GetSummary(), "hook-secret") {
+					t.Fatalf("the URL's query leaked into the alert: %s", a.GetSummary())
+				}
 				return nil
 			}
 		}

@@ -73,8 +73,8 @@ func TestRedact(t *testing.T) {
 		"http://[::1":                                  "(invalid URL)",
 	}
 	for in, want := range tests {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -72,7 +72,7 @@ func (o Outcome) String() string {
 func Send(ctx context.Context, hc *http.Client, cfg Config, p Payload) Outcome {
 	body, err := Body(cfg, p)
 	if err != nil {
-		return Outcome{target: redact(cfg.URL), Err: err}
+		return Outcome{target: Redact(cfg.URL), Err: err}
 	}
 	return SendBody(ctx, hc, cfg, p.Key, body)
 }
@@ -82,7 +82,7 @@ func Send(ctx context.Context, hc *http.Client, cfg Config, p Payload) Outcome {
 // outbox, possibly after a restart.
 func SendBody(ctx context.Context, hc *http.Client, cfg Config, key string, body []byte) Outcome {
 	start := time.Now()
-	out := Outcome{target: redact(cfg.URL)}
+	out := Outcome{target: Redact(cfg.URL)}
 	if hc == nil {
 		hc = NewClient(nil)
 	}
@@ -219,9 +219,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return -1
 }
 
-// redact is the URL for messages: without the password, which url.Redacted
+// Redact is the URL for messages: without the password, which url.Redacted
 // masks, and without the query, which often carries a token.
-func redact(raw string) string {
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(invalid URL)"
