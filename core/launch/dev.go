@@ -37,6 +37,10 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		c.Root.ClusterToken = c.Server.AdminTokens[0]
 		c.Cluster.RootToken = c.Server.AdminTokens[0]
 		c.Agent.Token = c.Server.AdminTokens[0]
+		// The operator's token also opens the agent's full /status.
+		if c.Agent.StatusToken == "" {
+			c.Agent.StatusToken = c.Server.AdminTokens[0]
+		}
 	}
 
 	if err := privateState(c, log); err != nil {

@@ -71,9 +71,14 @@ func privateState(c *config.Config, log *slog.Logger) error {
 	if err := private.Dir(c.DataDir, log); err != nil {
 		return fmt.Errorf("data_dir: %w", err)
 	}
+	// The database when it lives here, and the plugin digest cache.
+	if err := private.Files(c.DataDir, log); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
 	if c.Store.Driver != "sqlite" || c.Role == config.RoleAgent {
 		return nil
 	}
+	// A store.dsn outside data_dir.
 	var errs []error
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 		errs = append(errs, private.File(c.Store.DSN+suffix, log))
