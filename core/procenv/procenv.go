@@ -2,8 +2,10 @@
 // checks, check and action plugins, and the commands those run. They do
 // not inherit unyo's environment, which holds its own settings (UNYO_*,
 // tokens among them) and whatever else the service manager put there: they
-// get a small fixed base, the variables the operator declared by name, and
-// never a UNYO_* variable.
+// get a small fixed base and the variables the operator declared by name,
+// never a UNYO_* variable of unyo's environment. (What unyo sets for a
+// child itself, such as the plugin handshake's UNYO_PLUGIN_* or an action's
+// UNYO_IDEMPOTENCY_KEY, is added by the caller.)
 package procenv
 
 import (
