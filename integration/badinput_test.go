@@ -28,6 +28,7 @@ func TestBadConfigurationStopsTheProcess(t *testing.T) {
 		{"wrong type", "role: agent\nagent:\n  labels: [a, b]\n", []string{"bad.yaml", "agent.labels"}},
 		{"invalid YAML", "role: agent\nagent: {\n", []string{"bad.yaml", "line"}},
 		{"bad local check", "role: agent\nagent:\n  checks:\n    - name: x\n      spec: {command: [\"true\"], intervall: 5s}\n", []string{"bad.yaml", "intervall"}},
+		{"unyo's own variable passed to checks", "role: agent\nagent:\n  check_env: [HTTPS_PROXY, UNYO_AGENT_TOKEN]\n", []string{"agent.check_env[1]", "UNYO_AGENT_TOKEN", "never passed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

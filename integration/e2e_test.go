@@ -67,6 +67,7 @@ cluster:
   heartbeat_interval: 1s
   stale_after: 5s
   lease_ttl: 3s
+  api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
 %s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, joinToken, clusterExtra))
 	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", clCfg)
 	eventually(t, 30*time.Second, "the cluster to register at root", func() error {

@@ -236,6 +236,7 @@ cluster:
   heartbeat_interval: 1s
   stale_after: 5s
   lease_ttl: 3s
+  api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
 `, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name))
 	return startUnyo(t, name, nil, "server", "--config", cfg), "http://" + addr
 }

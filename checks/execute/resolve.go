@@ -82,8 +82,8 @@ func checkExecutable(path string) error {
 	return nil
 }
 
-// Environ returns base with extra added: Command.Env from the agent's
-// environment (os.Environ()) and a check's spec.env. An extra variable
+// Environ returns base with extra added: Command.Env from what the agent
+// passes on of its environment (procenv.Inherit) and a check's spec.env. An extra variable
 // replaces a base one of the same name; extra is added in sorted order so
 // the result is stable.
 func Environ(base []string, extra map[string]string) []string {

@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unyo-ops/unyo/core/procenv"
 )
 
 // DefaultMaxOutput is the output cap when Command.MaxOutput is unset.
@@ -41,8 +43,9 @@ type Command struct {
 	Path string
 	// Args are the arguments after the program name (argv[1:]).
 	Args []string
-	// Env is the whole environment as "NAME=value"; nil inherits the
-	// agent's. See Environ.
+	// Env is the whole environment as "NAME=value". Nil does not inherit
+	// the agent's environment, which holds its tokens: it gives only
+	// procenv's base (PATH, HOME, the locale, TZ, TMPDIR). See Environ.
 	Env []string
 	// Dir is the working directory; empty means the agent's.
 	Dir string
@@ -140,10 +143,14 @@ func (r runner) run(ctx context.Context, c Command) Result {
 		return res
 	}
 
+	env := c.Env
+	if env == nil {
+		env = procenv.Inherit(os.Environ(), nil)
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{c.Path}, c.Args...),
-		Env:         c.Env,
+		Env:         env,
 		Dir:         c.Dir,
 		Stdout:      outW,
 		Stderr:      errW,

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/procstat"
 )
 
@@ -410,5 +411,41 @@ func TestRunStuckProcess(t *testing.T) {
 			t.Fatalf("leader %d was not reaped", leader)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The agent's environment holds its token (UNYO_AGENT_TOKEN): a check that
+// prints its environment must not see it, nor anything else not declared.
+func TestRunDoesNotInheritTheAgentsEnvironment(t *testing.T) {
+	t.Setenv("UNYO_AGENT_TOKEN", "agent-secret")
+	t.Setenv("SOME_SECRET", "other-secret")
+	t.Setenv("HTTPS_PROXY", "http://proxy.example.com:3128")
+	tests := []struct {
+		name     string
+		env      []string
+		want     []string
+		dontWant []string
+	}{
+		{"nil Env", nil, []string{"PATH="}, []string{"UNYO_", "agent-secret", "SOME_SECRET", "HTTPS_PROXY"}},
+		{"declared and spec.env", Environ(procenv.Inherit(os.Environ(), []string{"HTTPS_PROXY", "UNYO_AGENT_TOKEN"}), map[string]string{"FROM_SPEC": "1"}),
+			[]string{"PATH=", "HTTPS_PROXY=http://proxy.example.com:3128", "FROM_SPEC=1"}, []string{"UNYO_", "agent-secret", "SOME_SECRET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Run(t.Context(), Command{Path: "env", Env: tt.env, Timeout: time.Minute})
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.Output)
+				}
+			}
+			for _, w := range tt.dontWant {
+				if strings.Contains(res.Output, w) {
+					t.Errorf("output has %q:\n%s", w, res.Output)
+				}
+			}
+		})
 	}
 }

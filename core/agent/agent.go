@@ -21,18 +21,23 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/logtail"
+	"github.com/unyo-ops/unyo/core/private"
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Options configure an agent.
 type Options struct {
-	NodeName      string
-	Labels        map[string]string
-	ClusterURL    string
-	Token         string
-	DataDir       string
-	CheckDirs     []string
+	NodeName   string
+	Labels     map[string]string
+	ClusterURL string
+	Token      string
+	DataDir    string
+	CheckDirs  []string
+	// CheckEnv names the variables of the agent's environment that command
+	// checks also get, beyond procenv's base; UNYO_* never passes.
+	CheckEnv      []string
 	MaxOutput     int
 	MaxConcurrent int
 	BatchSize     int
@@ -41,7 +46,10 @@ type Options struct {
 	SpoolMaxBytes int64
 	// StatusListen is where the agent's status endpoint answers; empty turns it off.
 	StatusListen string
-	LocalChecks  []*unyov1.Check
+	// StatusToken is the bearer token that shows the full /status (check
+	// outputs, plugin errors); empty: only the redacted view is served.
+	StatusToken string
+	LocalChecks []*unyov1.Check
 	// MetricsInterval is how often system metrics are collected; 0 turns
 	// collection off (check perfdata is still sent).
 	MetricsInterval time.Duration
@@ -51,8 +59,11 @@ type Options struct {
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
 	Plugins    []host.PluginConfig
-	Version    string
-	Logger     *slog.Logger
+	// PluginEnv names the variables of the agent's environment that its
+	// plugins also get (host.Config.PassEnv).
+	PluginEnv []string
+	Version   string
+	Logger    *slog.Logger
 }
 
 // Agent is one node's agent.
@@ -66,8 +77,11 @@ type Agent struct {
 	metrics, logs *outbox
 	sched         *schedule.Scheduler
 	local         []checks.Definition
-	status        status
-	logChecks     logChecks
+	// checkEnv is what command checks get of the agent's environment
+	// (procenv.Inherit), before their spec.env.
+	checkEnv  []string
+	status    status
+	logChecks logChecks
 	// plugins runs the check plugins (nil when none are enabled, or when
 	// the host could not be made: pluginsErr); pluginsReady is closed once
 	// their first start is over.
@@ -117,13 +131,24 @@ func New(opts Options) (*Agent, error) {
 	if opts.SpoolDir == "" {
 		opts.SpoolDir = filepath.Join(opts.DataDir, "spool")
 	}
+	log := opts.Logger.With("node", opts.NodeName)
 	if opts.DataDir != "" {
-		if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("create the agent's data directory: %w", err)
+		// Private, with the state in it (checks cache, plugin digests, log
+		// offsets), whatever modes an older version left.
+		if err := private.Dir(opts.DataDir, log); err != nil {
+			return nil, fmt.Errorf("the agent's data directory: %w", err)
+		}
+		if err := private.Files(opts.DataDir, log); err != nil {
+			return nil, fmt.Errorf("the agent's data directory: %w", err)
 		}
 	}
-	log := opts.Logger.With("node", opts.NodeName)
-	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1)}
+	for i, name := range opts.CheckEnv {
+		if err := procenv.CheckName(name); err != nil {
+			return nil, fmt.Errorf("agent.check_env[%d]: %w", i, err)
+		}
+	}
+	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1),
+		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv)}
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {

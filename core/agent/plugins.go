@@ -43,6 +43,7 @@ func (a *Agent) newPlugins() {
 	h, err := host.New(host.Config{
 		DigestCache:   digests,
 		Dirs:          a.opts.PluginDirs,
+		PassEnv:       a.opts.PluginEnv,
 		Plugins:       a.opts.Plugins,
 		HostVersion:   a.opts.Version,
 		Logger:        a.log,

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/uuid"
@@ -85,7 +84,7 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) (*unyov1.Event
 		maxOutput = max(maxOutput, metricformat.MaxOutput)
 	}
 	res := execute.Run(ctx, execute.Command{
-		Path: path, Args: d.Command[1:], Env: execute.Environ(os.Environ(), d.Env), Timeout: d.Timeout, MaxOutput: maxOutput,
+		Path: path, Args: d.Command[1:], Env: execute.Environ(a.checkEnv, d.Env), Timeout: d.Timeout, MaxOutput: maxOutput,
 	})
 	e.StartedAt = timestamppb.New(res.Started)
 	e.Duration = durationpb.New(res.Duration)

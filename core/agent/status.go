@@ -2,33 +2,37 @@ package agent
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/spool"
+	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // status is what the agent's status endpoint reports: enough for a cluster
 // probing a node whose heartbeats stopped, and for an operator on the node.
 type status struct {
 	mu            sync.Mutex
-	Registered    bool                   `json:"registered"`
-	LastHeartbeat time.Time              `json:"last_heartbeat"`
-	LastSendError string                 `json:"last_send_error,omitempty"`
-	Sent          int64                  `json:"results_sent"`
-	Checks        []string               `json:"checks"`
-	Latest        map[string]checkResult `json:"latest"`
+	Registered    bool
+	LastHeartbeat time.Time
+	LastSendError string
+	Sent          int64
+	Checks        []string
+	Latest        map[string]checkResult
 }
 
 type checkResult struct {
 	Status string    `json:"status"`
-	Output string    `json:"output"`
+	Output string    `json:"output,omitempty"`
 	At     time.Time `json:"at"`
 }
 
@@ -63,29 +67,95 @@ func (s *status) result(e *unyov1.Event) {
 	s.Latest[e.GetCheck()] = checkResult{Status: e.GetStatus().String(), Output: e.GetOutput(), At: e.GetStartedAt().AsTime()}
 }
 
+// statusView is what /status answers. Without the status token it is the
+// redacted view: health and counters, no check output and no plugin
+// errors, which can carry whatever a check printed (secrets included).
+type statusView struct {
+	Node           string                 `json:"node"`
+	Redacted       bool                   `json:"redacted,omitempty"`
+	Spool          spool.Stats            `json:"spool"`
+	TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
+	Plugins        any                    `json:"plugins,omitempty"`
+	Registered     bool                   `json:"registered"`
+	LastHeartbeat  time.Time              `json:"last_heartbeat"`
+	LastSendError  string                 `json:"last_send_error,omitempty"`
+	Sent           int64                  `json:"results_sent"`
+	Checks         []string               `json:"checks"`
+	Latest         map[string]checkResult `json:"latest"`
+}
+
+// redactedPlugin is a plugin in the redacted view: its state, not its
+// last error (which may quote the plugin's stderr).
+type redactedPlugin struct {
+	Kind     string     `json:"kind"`
+	Name     string     `json:"name"`
+	State    host.State `json:"state"`
+	Restarts int        `json:"restarts"`
+}
+
+// statusAccess decides what a /status request sees: the full view with
+// the right bearer token, the redacted view without any, and nothing (401)
+// with a wrong one, so that an operator with a mistyped token is told.
+func (a *Agent) statusAccess(r *http.Request) (full, ok bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return false, true
+	}
+	tok, found := strings.CutPrefix(h, "Bearer ")
+	if !found || a.opts.StatusToken == "" {
+		return false, false
+	}
+	return true, subtle.ConstantTimeCompare([]byte(tok), []byte(a.opts.StatusToken)) == 1
+}
+
+func (a *Agent) statusView(full bool) statusView {
+	v := statusView{Node: a.opts.NodeName, Redacted: !full, Spool: a.spool.Stats()}
+	// The metrics and logs spools, shown when telemetry is on: an
+	// operator watching a store outage sees them grow and drain.
+	for _, o := range []*outbox{a.metrics, a.logs} {
+		if sp := o.spoolOrNil(); sp != nil {
+			if v.TelemetrySpool == nil {
+				v.TelemetrySpool = map[string]spool.Stats{}
+			}
+			v.TelemetrySpool[o.name] = sp.Stats()
+		}
+	}
+	if ps := a.pluginStatus(); full {
+		if ps != nil {
+			v.Plugins = ps
+		}
+	} else if len(ps) > 0 {
+		rp := make([]redactedPlugin, len(ps))
+		for i, p := range ps {
+			rp[i] = redactedPlugin{Kind: p.Kind, Name: p.Name, State: p.State, Restarts: p.Restarts}
+		}
+		v.Plugins = rp
+	}
+	a.status.mu.Lock()
+	defer a.status.mu.Unlock()
+	v.Registered, v.LastHeartbeat, v.LastSendError, v.Sent = a.status.Registered, a.status.LastHeartbeat, a.status.LastSendError, a.status.Sent
+	v.Checks = slices.Clone(a.status.Checks)
+	v.Latest = make(map[string]checkResult, len(a.status.Latest))
+	for name, r := range a.status.Latest {
+		if !full {
+			r.Output = ""
+		}
+		v.Latest[name] = r
+	}
+	return v
+}
+
 func (a *Agent) serveStatus(ctx context.Context) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		st := a.spool.Stats()
-		// The metrics and logs spools, shown when telemetry is on: an
-		// operator watching a store outage sees them grow and drain.
-		telemetry := map[string]spool.Stats{}
-		for _, o := range []*outbox{a.metrics, a.logs} {
-			if sp := o.spoolOrNil(); sp != nil {
-				telemetry[o.name] = sp.Stats()
-			}
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		full, ok := a.statusAccess(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="unyo-agent"`)
+			http.Error(w, "wrong bearer token: the full /status needs agent.status_token; send no Authorization header for the redacted view", http.StatusUnauthorized)
+			return
 		}
-		plugins := a.pluginStatus()
-		a.status.mu.Lock()
-		body, err := json.Marshal(struct {
-			Node           string                 `json:"node"`
-			Spool          any                    `json:"spool"`
-			TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
-			Plugins        any                    `json:"plugins,omitempty"`
-			*status
-		}{a.opts.NodeName, st, telemetry, plugins, &a.status})
-		a.status.mu.Unlock()
+		body, err := json.Marshal(a.statusView(full))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

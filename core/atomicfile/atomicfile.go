@@ -4,6 +4,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -14,6 +16,11 @@ import (
 // most one behind, which the next write replaces.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
+	// A temporary file a crash left behind would keep its mode through
+	// O_TRUNC, and pass it to path: start afresh so that perm applies.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if err := writeSynced(tmp, data, perm); err != nil {
 		os.Remove(tmp)
 		return err

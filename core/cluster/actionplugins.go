@@ -50,7 +50,8 @@ func (c *Cluster) startPlugins(ctx context.Context) {
 	}
 	h, err := host.New(host.Config{
 		Dirs: c.opts.PluginDirs, Plugins: c.opts.Plugins, HostVersion: c.opts.Version, DigestCache: c.opts.PluginDigestCache,
-		Logger: c.log, OnStateChange: func(sc host.StateChange) { c.pluginStateChanged(ctx, sc) },
+		PassEnv: c.opts.PluginEnv,
+		Logger:  c.log, OnStateChange: func(sc host.StateChange) { c.pluginStateChanged(ctx, sc) },
 	})
 	if err != nil {
 		c.log.Error("the action plugin host cannot run; plugin actions fail", "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -44,6 +45,13 @@ type Options struct {
 	// PluginDigestCache is where the plugins' verified digests are kept
 	// across restarts (host.Config.DigestCache); empty: in memory only.
 	PluginDigestCache string
+	// HookPolicy says where api_hooks may be sent (cluster.api_hook.allow);
+	// nil is the default policy, which refuses loopback, link-local and
+	// metadata addresses.
+	HookPolicy *apihook.Policy
+	// PluginEnv names the variables of the cluster's environment that its
+	// plugins also get (cluster.plugins.env).
+	PluginEnv []string
 	// Stats configures the statistics tier; nil turns it off.
 	Stats  *StatsOptions
 	Logger *slog.Logger

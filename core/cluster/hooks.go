@@ -24,7 +24,7 @@ const hookWorkers = 8
 // A job leaves the outbox only when delivery finished, so a crash means it
 // is delivered again: at least once, with its idempotency key.
 func (c *Cluster) runHooks(ctx context.Context) {
-	hc := &http.Client{}
+	hc := apihook.NewClient(c.opts.HookPolicy)
 	inFlight := map[string]bool{}
 	done := make(chan string, hookWorkers)
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -74,7 +74,10 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingH
 	if ctx.Err() != nil {
 		return // stopping, or the lease moved: the next holder delivers it
 	}
-	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "api_hook to " + cfg.URL + ": " + out.String()}
+	// The URL as messages show it: its password and query (which often
+	// carry a token) do not belong in events that every viewer reads.
+	target := apihook.Redact(cfg.URL)
+	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "api_hook to " + target + ": " + out.String()}
 	if err := c.store.FinishHook(ctx, j.Key, s); err != nil {
 		c.log.Warn("recording a hook delivery failed; it will be delivered again", "key", j.Key, "err", err)
 		return
@@ -82,7 +85,7 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingH
 	if out.Succeeded {
 		return
 	}
-	c.log.Warn("api_hook delivery failed for good", "rule", j.Rule, "url", cfg.URL, "outcome", out.String())
+	c.log.Warn("api_hook delivery failed for good", "rule", j.Rule, "url", target, "outcome", out.String())
 	// A final failure is an event like any other, so rules can alert on it.
 	node := c.opts.Name
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
@@ -92,7 +95,7 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingH
 	failure := &unyov1.Event{
 		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: node, Check: "api-hook",
 		Level: unyov1.Level_LEVEL_WARNING, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
-		Output:    fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, cfg.URL, out.String()),
+		Output:    fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, target, out.String()),
 		StartedAt: now, ReceivedAt: now, Duration: durationpb.New(out.Duration),
 	}
 	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{failure}); err != nil {

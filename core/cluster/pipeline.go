@@ -354,7 +354,7 @@ func (p *pipeline) runActions(cm *commit, r eventrules.Rule, subject *unyov1.Eve
 				return cur, nil
 			}})
 		case a.APIHook != nil:
-			s := step("action", r.Name, "api_hook: queued for "+a.APIHook.URL, at)
+			s := step("action", r.Name, "api_hook: queued for "+apihook.Redact(a.APIHook.URL), at)
 			steps = append(steps, s)
 			cfg := hookConfig(*a.APIHook)
 			jobKey := fmt.Sprintf("%s/%s/%d", r.Name, idem, i)

@@ -20,8 +20,10 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 )
 
 // env is one cluster on SQLite with a registered node, for pipeline tests.
@@ -38,7 +40,13 @@ func newEnv(t *testing.T, nodes ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, c: startCluster(t, st)}
+	// The test receivers listen on 127.0.0.1, which api_hooks reach only
+	// when the allowlist says so.
+	hooks, err := apihook.ParsePolicy([]string{"127.0.0.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, c: startCluster(t, st, cluster.Options{HookPolicy: hooks})}
 	for _, n := range nodes {
 		node := &unyov1.Node{Name: n, Labels: map[string]string{"team": "ops"}}
 		if _, err := e.c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: node})); err != nil {
@@ -440,11 +448,13 @@ spec: {type: action, match: {check: http}, actions: [{api_hook: {url: %q, retrie
 kind: EventRule
 name: alert-on-hook-failure
 spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: warning}}], owner: t, reason: a receiver that keeps failing needs a person}
-`, dead.URL))
+`, dead.URL+"/hook?token=hook-secret"))
 	id := e.report("web1", "http", crit, "HTTP CRITICAL", 1, 0)
 	waitFor(t, "the failure recorded in the explanation", func() error {
 		if s := steps(e.explained(id)); !strings.Contains(s, "failed after 2 attempts") {
 			return fmt.Errorf("%s", s)
+		} else if strings.Contains(s, "hook-secret") {
+			t.Fatalf("the URL's query leaked into the explanation: %s", s)
 		}
 		return nil
 	})
@@ -452,6 +462,9 @@ spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: 
 	waitFor(t, "an alert about the failing hook", func() error {
 		for _, a := range e.alerts() {
 			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" && strings.Contains(a.GetSummary(), "500") {
+				if strings.Contains(a.GetSummary(), "hook-secret") {
+					t.Fatalf("the URL's query leaked into the alert: %s", a.GetSummary())
+				}
 				return nil
 			}
 		}

@@ -116,6 +116,19 @@ type Cluster struct {
 	DownAfter time.Duration `yaml:"down_after" mapstructure:"down_after"`
 	// Plugins are the action plugins EventRule plugin actions run.
 	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
+	// APIHook says where EventRule api_hook actions may be sent.
+	APIHook APIHook `yaml:"api_hook" mapstructure:"api_hook"`
+}
+
+// APIHook is cluster.api_hook.
+type APIHook struct {
+	// Allow lists the destinations api_hooks may reach: IP addresses and
+	// CIDRs (matched against the address dialled), host names and http(s)
+	// URL prefixes. Empty allows any destination except loopback,
+	// link-local (the cloud metadata address among them), unspecified and
+	// multicast addresses; those need an address or CIDR entry. Not empty,
+	// only what it lists is reached. See eventrules/apihook.Policy.
+	Allow []string `yaml:"allow" mapstructure:"allow"`
 }
 
 // Root is used by role root (and dev).
@@ -144,6 +157,14 @@ type Agent struct {
 	// StatusListen is the agent's status endpoint for liveness probes;
 	// empty disables it.
 	StatusListen string `yaml:"status_listen" mapstructure:"status_listen" want:"host:port"`
+	// StatusToken, when set, is the bearer token that shows the full
+	// /status (check outputs, plugin errors); without it /status shows
+	// only health and counters. /healthz needs no token.
+	StatusToken string `yaml:"status_token" mapstructure:"status_token"`
+	// CheckEnv names variables of the agent's environment that command
+	// checks get besides the base (PATH, HOME, LANG, LANGUAGE, LC_*, TZ,
+	// TMPDIR). UNYO_* variables are refused: they hold unyo's tokens.
+	CheckEnv []string `yaml:"check_env" mapstructure:"check_env"`
 	// Checks are local checks, each a mapping with at least a string name
 	// (and labels, spec). They are kept raw: the spec is decoded and checked
 	// by the same code as `unyo apply`, not here.
@@ -163,6 +184,10 @@ type Plugins struct {
 	Dirs []string `yaml:"dirs" mapstructure:"dirs"`
 	// Enabled are the only plugins started; none starts no plugin host.
 	Enabled []Plugin `yaml:"enabled" mapstructure:"enabled"`
+	// Env names variables of unyo's environment that plugins (and the
+	// commands they run) get besides the base, as agent.check_env does for
+	// checks. UNYO_* variables are refused.
+	Env []string `yaml:"env" mapstructure:"env"`
 }
 
 // Plugin is one item of plugins.enabled.
@@ -288,7 +313,8 @@ func staticDefaults(role string) *Config {
 			HeartbeatInterval: 10 * time.Second,
 			StaleAfter:        30 * time.Second,
 			DownAfter:         90 * time.Second,
-			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}},
+			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
+			APIHook:           APIHook{Allow: []string{}},
 		},
 		Agent: Agent{
 			Labels:              map[string]string{},
@@ -300,8 +326,9 @@ func staticDefaults(role string) *Config {
 			FlushInterval:       time.Second,
 			SpoolMaxBytes:       256 * MiB,
 			StatusListen:        "127.0.0.1:7402",
+			CheckEnv:            []string{},
 			MetricsInterval:     10 * time.Second,
-			Plugins:             Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}},
+			Plugins:             Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
 		},
 		Metrics: Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000},
 		Logs: Logs{

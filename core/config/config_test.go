@@ -108,7 +108,9 @@ func TestLoadValidFiles(t *testing.T) {
 				DownAfter:         90 * time.Second,
 				Plugins: Plugins{Dirs: []string{"/opt/unyo/plugins"}, Enabled: []Plugin{{Kind: "action", Name: "exec",
 					SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}}},
+					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}},
+					Env: []string{"HTTPS_PROXY"}},
+				APIHook: APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
@@ -130,6 +132,8 @@ func TestLoadValidFiles(t *testing.T) {
 				SpoolDir:            "/var/lib/unyo-agent/spool",
 				SpoolMaxBytes:       1536 * MiB,
 				StatusListen:        "",
+				StatusToken:         "s3cret",
+				CheckEnv:            []string{"ORACLE_HOME", "HTTPS_PROXY"},
 				MetricsInterval:     30 * time.Second,
 				Logs: []LogFile{
 					{Path: "/var/log/shop/*.log", App: "shop", Format: "json"},
@@ -140,7 +144,7 @@ func TestLoadValidFiles(t *testing.T) {
 					{Kind: "check", Name: "http", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 						Config: map[string]any{"user_agent": "unyo", "Max.Redirects": 3, "tls": map[string]any{"verify": true}}},
 					{Kind: "check", Name: "tcp", SHA256: "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"},
-				}},
+				}, Env: []string{"HTTPS_PROXY"}},
 				Checks: []map[string]any{
 					{"name": "load", "labels": map[string]any{"team": "web"}, "spec": map[string]any{
 						"command":  []any{"check_load", "-w", "5,4,3", "-c", "10,8,6"},
@@ -198,7 +202,21 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, checks, metrics_interval, logs, plugins)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
+			},
+		},
+		{
+			name: "unyo's own variables are never passed on; bad api_hook allowlist entries",
+			opts: LoadOptions{Role: RoleDev, Env: []string{
+				"UNYO_AGENT_CHECK_ENV=HTTPS_PROXY,UNYO_AGENT_TOKEN",
+				"UNYO_AGENT_PLUGINS_ENV=unyo_root_cluster_token",
+				"UNYO_CLUSTER_API_HOOK_ALLOW=10.0.0.0/33,ftp://x/",
+			}},
+			want: []string{
+				`cluster.api_hook.allow[0]: "10.0.0.0/33" is not a valid CIDR: netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`,
+				`cluster.api_hook.allow[1]: "ftp://x/" is not an http or https URL prefix`,
+				`agent.check_env[1]: UNYO_AGENT_TOKEN: unyo's own settings (UNYO_*) hold its tokens and are never passed to checks or plugins; give a check the value it needs in its spec.env instead`,
+				`agent.plugins.env[0]: unyo_root_cluster_token: unyo's own settings (UNYO_*) hold its tokens and are never passed to checks or plugins; give a check the value it needs in its spec.env instead`,
 			},
 		},
 		{
@@ -719,7 +737,8 @@ func TestDefaults(t *testing.T) {
 		HeartbeatInterval: 10 * time.Second,
 		StaleAfter:        30 * time.Second,
 		DownAfter:         90 * time.Second,
-		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}},
+		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
+		APIHook:           APIHook{Allow: []string{}},
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,
@@ -733,8 +752,9 @@ func TestDefaults(t *testing.T) {
 		SpoolDir:            "/var/lib/unyo/spool",
 		SpoolMaxBytes:       256 * MiB,
 		StatusListen:        "127.0.0.1:7402",
+		CheckEnv:            []string{},
 		MetricsInterval:     10 * time.Second,
-		Plugins:             Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}},
+		Plugins:             Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
 	})
 	equal(t, "metrics", agent.Metrics, Metrics{Store: "embedded", Retention: 14 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 	equal(t, "logs", agent.Logs, Logs{Store: "embedded", ClickHouse: ClickHouse{Database: "unyo"}, Retention: 14 * 24 * time.Hour})

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/procenv"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/stats"
 )
 
@@ -110,6 +112,13 @@ func (c *Config) problems() []Problem {
 			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
 		}
 		ps = append(ps, pluginProblems("cluster.plugins", c.Cluster.Plugins, "action")...)
+		if _, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow); err != nil {
+			for _, e := range unjoin(err) {
+				// ParsePolicy names the entry (cluster.api_hook.allow[i]).
+				key, msg, _ := strings.Cut(e.Error(), ": ")
+				bad(key, "%s", msg)
+			}
+		}
 		oneOf("metrics.store", c.Metrics.Store, "embedded", "remote", "none")
 		if c.Metrics.Store == "remote" {
 			if msg := checkURL(c.Metrics.URL); msg != "" {
@@ -161,6 +170,10 @@ func (c *Config) problems() []Problem {
 				bad("agent.status_listen", "%s", msg)
 			}
 		}
+		if strings.ContainsAny(c.Agent.StatusToken, " \t\r\n") {
+			bad("agent.status_token", "must not contain spaces or line breaks (it is sent as a bearer token)")
+		}
+		ps = append(ps, envProblems("agent.check_env", c.Agent.CheckEnv)...)
 		if c.Agent.MetricsInterval != 0 && c.Agent.MetricsInterval < time.Second {
 			bad("agent.metrics_interval", "must be 0 (off) or at least 1s, got %s", c.Agent.MetricsInterval)
 		}
@@ -218,7 +231,7 @@ func statsProblems(s Stats) []Problem {
 
 // pluginProblems checks a plugins section whose plugins must be of kind.
 func pluginProblems(key string, p Plugins, kind string) []Problem {
-	var ps []Problem
+	ps := envProblems(key+".env", p.Env)
 	bad := func(key, format string, args ...any) {
 		ps = append(ps, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
@@ -256,6 +269,26 @@ func pluginProblems(key string, p Plugins, kind string) []Problem {
 		}
 	}
 	return ps
+}
+
+// envProblems checks a list of variable names to pass on to checks or
+// plugins: never unyo's own (UNYO_*), which hold its tokens.
+func envProblems(key string, names []string) []Problem {
+	var ps []Problem
+	for i, name := range names {
+		if err := procenv.CheckName(name); err != nil {
+			ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", key, i), Msg: err.Error()})
+		}
+	}
+	return ps
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func isSHA256(s string) bool {

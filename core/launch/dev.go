@@ -37,8 +37,15 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		c.Root.ClusterToken = c.Server.AdminTokens[0]
 		c.Cluster.RootToken = c.Server.AdminTokens[0]
 		c.Agent.Token = c.Server.AdminTokens[0]
+		// The operator's token also opens the agent's full /status.
+		if c.Agent.StatusToken == "" {
+			c.Agent.StatusToken = c.Server.AdminTokens[0]
+		}
 	}
 
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	// Root and cluster share one database: root keeps only the cluster list.
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {

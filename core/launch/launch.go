@@ -5,6 +5,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/private"
 	"github.com/unyo-ops/unyo/core/root"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -31,6 +33,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -42,7 +45,7 @@ func OpenStore(ctx context.Context, c config.Store) (store.Store, error) {
 	if c.Driver == "postgres" {
 		return sqlstore.OpenPostgres(ctx, c.DSN)
 	}
-	if err := os.MkdirAll(filepath.Dir(c.DSN), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.DSN), private.DirMode); err != nil {
 		return nil, fmt.Errorf("create the directory of the SQLite database %s: %w", c.DSN, err)
 	}
 	return sqlstore.OpenSQLite(ctx, c.DSN)
@@ -61,8 +64,38 @@ func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Opt
 	}
 }
 
+// privateState makes the data directory 0700 and an existing SQLite
+// database (with its WAL and shared-memory files) 0600, whatever their
+// modes were: they hold tokens, check env secrets and webhook headers. A
+// new database is created 0600 (sqlstore.OpenSQLite), and SQLite gives its
+// -wal and -shm files the database's mode.
+func privateState(c *config.Config, log *slog.Logger) error {
+	if err := private.Dir(c.DataDir, log); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	// The database when it lives here, and the plugin digest cache.
+	if err := private.Files(c.DataDir, log); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	if c.Store.Driver != "sqlite" || c.Role == config.RoleAgent {
+		return nil
+	}
+	// A store.dsn outside data_dir.
+	var errs []error
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		errs = append(errs, private.File(c.Store.DSN+suffix, log))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store.dsn: %w", err)
+	}
+	return nil
+}
+
 // Root runs a root server.
 func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {
 		return err
@@ -83,6 +116,9 @@ func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.
 
 // Cluster runs a cluster server, registering it at root when configured.
 func Cluster(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {
 		return err
@@ -149,8 +185,13 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if logs != nil {
 		defer closeLogged(log, "log store", logs)
 	}
+	hooks, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow)
+	if err != nil {
+		return err // Validate reported it already
+	}
 	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
 	cl := cluster.New(st, cluster.Options{
+		HookPolicy: hooks, PluginEnv: c.Cluster.Plugins.Env,
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
@@ -188,6 +229,9 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 
 // Agent runs a node agent.
 func Agent(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	if err := privateState(c, log); err != nil {
+		return err
+	}
 	a, err := newAgent(c, log)
 	if err != nil {
 		return err
@@ -214,6 +258,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
+		StatusToken: c.Agent.StatusToken, CheckEnv: c.Agent.CheckEnv, PluginEnv: c.Agent.Plugins.Env,
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),

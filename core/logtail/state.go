@@ -105,10 +105,11 @@ func saveState(path string, state map[string]*stateEntry) error {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	// 0600 like all state: the offsets name the files tailed.
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write log offsets %s: %w", path, err)
 	}
 	return nil

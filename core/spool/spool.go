@@ -27,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/private"
 )
 
 const (
@@ -232,8 +234,13 @@ func Open(opts Options) (*Spool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create spool directory: %w", err)
+	// Private, segments included, whatever modes an older version left:
+	// results carry check outputs.
+	if err := private.Dir(opts.Dir, opts.Logger); err != nil {
+		return nil, fmt.Errorf("spool directory: %w", err)
+	}
+	if err := private.Files(opts.Dir, opts.Logger); err != nil {
+		return nil, fmt.Errorf("spool directory: %w", err)
 	}
 	lock, err := lockDir(opts.Dir)
 	if err != nil {

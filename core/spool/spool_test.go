@@ -1020,3 +1020,36 @@ func TestAppendWriteError(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// A spool made by an older version, or by hand, with a world-readable
+// directory and segments is made private when opened: results carry check
+// outputs.
+func TestOpenMakesExistingSpoolPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	s := open(t, Options{Dir: dir, SegmentBytes: 2048})
+	appendRange(t, s, 0, 50, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("spool files: %v %v", entries, err)
+	}
+	for _, e := range entries {
+		if err := os.Chmod(filepath.Join(dir, e.Name()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	open(t, Options{Dir: dir, SegmentBytes: 2048})
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("spool directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
+	}
+	for _, e := range entries {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", e.Name(), fi.Mode().Perm(), err)
+		}
+	}
+}

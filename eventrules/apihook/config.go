@@ -17,8 +17,9 @@ const (
 	DefaultBaseBackoff = 500 * time.Millisecond
 	DefaultMaxBackoff  = 30 * time.Second
 
-	// MaxResponseBytes is how much of a response body is read: enough for
-	// an error message, and a receiver cannot make unyo buffer more.
+	// MaxResponseBytes is how much of a response body is read (and
+	// discarded: only the status is kept), so a receiver cannot hold a
+	// delivery by streaming.
 	MaxResponseBytes = 4 << 10
 
 	UserAgent = "unyo"

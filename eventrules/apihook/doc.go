@@ -15,8 +15,10 @@
 // or the rule and the aggregate group's key), so a receiver that stores the
 // keys it has seen can drop duplicates. A 2xx response is success; network
 // errors, timeouts, 5xx and 429 are retried with backoff (see Send); any
-// other response is final. At most 4 KiB of a response is read, for error
-// messages.
+// other response is final, redirects included: they are not followed. Only
+// a response's status is kept, never its body. Where an api_hook may be
+// sent is the cluster's Policy (cluster.api_hook.allow): loopback,
+// link-local and cloud metadata addresses are refused unless allowed.
 //
 // # The unyo format
 //

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/unyo-ops/unyo/core/ctxwait"
 )
@@ -62,14 +61,18 @@ func (o Outcome) String() string {
 // doubling up to cfg.MaxBackoff), or what a Retry-After header asks for
 // when that is no longer than cfg.MaxBackoff (else cfg.MaxBackoff: unyo
 // would rather retry early than give up). Other responses, such as 400 or
-// 401, and certificate errors are permanent: retrying cannot fix them. ctx
-// ends the whole delivery, waits included.
+// 401, redirects, certificate errors and destinations the policy refuses
+// are permanent: retrying cannot fix them. ctx ends the whole delivery,
+// waits included. Only the status of a response is kept, never its body,
+// which may hold whatever the receiver (or an internal service a rule
+// pointed at) answers.
 //
-// A nil hc means http.DefaultClient. Redirects follow hc's policy.
+// hc should come from NewClient; nil means NewClient(nil), the default
+// policy.
 func Send(ctx context.Context, hc *http.Client, cfg Config, p Payload) Outcome {
 	body, err := Body(cfg, p)
 	if err != nil {
-		return Outcome{target: redact(cfg.URL), Err: err}
+		return Outcome{target: Redact(cfg.URL), Err: err}
 	}
 	return SendBody(ctx, hc, cfg, p.Key, body)
 }
@@ -79,9 +82,9 @@ func Send(ctx context.Context, hc *http.Client, cfg Config, p Payload) Outcome {
 // outbox, possibly after a restart.
 func SendBody(ctx context.Context, hc *http.Client, cfg Config, key string, body []byte) Outcome {
 	start := time.Now()
-	out := Outcome{target: redact(cfg.URL)}
+	out := Outcome{target: Redact(cfg.URL)}
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = NewClient(nil)
 	}
 	for {
 		out.Attempts++
@@ -137,7 +140,10 @@ func attempt(ctx context.Context, hc *http.Client, cfg Config, target string, bo
 	resp, err := hc.Do(req)
 	if err != nil {
 		var certErr *tls.CertificateVerificationError
+		var destErr *DestinationError
 		switch {
+		case errors.As(err, &destErr):
+			return fail(false, "%w", destErr)
 		case ctx.Err() != nil:
 			// The caller gave up; not the receiver's failure.
 			return fail(false, "%w", context.Cause(ctx))
@@ -149,15 +155,12 @@ func attempt(ctx context.Context, hc *http.Client, cfg Config, target string, bo
 		return fail(true, "%w", unwrapURLError(err))
 	}
 	defer resp.Body.Close()
-	// Bounded, and within the attempt's deadline: a receiver that streams
-	// forever cannot hold the delivery.
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	// Read, bounded and within the attempt's deadline, only so that the
+	// receiver sees its answer taken; the body is not kept.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
 
 	r := result{status: resp.StatusCode, retryAfter: -1}
 	msg := statusText(resp.StatusCode)
-	if s := oneLine(snippet); s != "" {
-		msg += ": " + s
-	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return r
@@ -167,6 +170,8 @@ func attempt(ctx context.Context, hc *http.Client, cfg Config, target string, bo
 		r.err = fmt.Errorf("POST %s: %s", target, msg)
 	case code >= 400:
 		r.err = fmt.Errorf("POST %s: %s (not retried: the receiver rejected the request)", target, msg)
+	case code >= 300 && code < 400:
+		r.err = fmt.Errorf("POST %s: %s (not retried: redirects are not followed; use the final URL)", target, msg)
 	default:
 		r.err = fmt.Errorf("POST %s: %s (not retried: expected a 2xx response)", target, msg)
 	}
@@ -214,9 +219,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return -1
 }
 
-// redact is the URL for messages: without the password, which url.Redacted
+// Redact is the URL for messages: without the password, which url.Redacted
 // masks, and without the query, which often carries a token.
-func redact(raw string) string {
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(invalid URL)"
@@ -245,19 +250,4 @@ func statusText(code int) string {
 		return strconv.Itoa(code) + " " + t
 	}
 	return strconv.Itoa(code)
-}
-
-// oneLine condenses a response body for an error message: valid UTF-8,
-// whitespace collapsed, at most 200 bytes.
-func oneLine(b []byte) string {
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
-	const limit = 200
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

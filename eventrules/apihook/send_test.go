@@ -165,7 +165,8 @@ func TestSendClientErrorIsNotRetried(t *testing.T) {
 	if out.Succeeded || out.Attempts != 1 || out.Status != 400 || rc.count() != 1 {
 		t.Fatalf("outcome = %+v, receiver saw %d", out, rc.count())
 	}
-	want := `failed after 1 attempt: POST ` + rc.URL + `/hook: 400 Bad Request: {"error": "unknown field: foo"} (not retried: the receiver rejected the request)`
+	// The body is not kept: it is whatever the destination answered.
+	want := `failed after 1 attempt: POST ` + rc.URL + `/hook: 400 Bad Request (not retried: the receiver rejected the request)`
 	if out.String() != want {
 		t.Errorf("String = %q\nwant       %q", out.String(), want)
 	}
@@ -230,7 +231,7 @@ func TestSendNetworkErrorIsRetried(t *testing.T) {
 	cfg := fast(url)
 	cfg.URL += "?token=abc123"
 	cfg.Retries = 2
-	out := apihook.Send(t.Context(), nil, cfg, payload())
+	out := apihook.Send(t.Context(), loopbackClient(t), cfg, payload())
 	if out.Succeeded || out.Attempts != 3 || out.Status != 0 {
 		t.Fatalf("outcome = %+v", out)
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
@@ -90,7 +91,9 @@ func (a *execAction) Execute(ctx context.Context, req sdk.ActionRequest, progres
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
 	cmd.Stdin = bytes.NewReader(req.Payload)
-	cmd.Env = append(cmd.Environ(), "UNYO_IDEMPOTENCY_KEY="+req.Key)
+	// The plugin's own environment is already reduced by the host; the
+	// handshake's variables (UNYO_PLUGIN_*, PLUGIN_*) are not the command's.
+	cmd.Env = append(procenv.WithoutUnyo(cmd.Environ()), "UNYO_IDEMPOTENCY_KEY="+req.Key)
 	for k, v := range cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -96,3 +96,31 @@ func TestExecAction(t *testing.T) {
 		t.Errorf("timeout: %v after %s", o, time.Since(t0))
 	}
 }
+
+// The command sees the plugin's environment minus the plugin protocol's and
+// unyo's own variables, plus its idempotency key and configured env.
+func TestExecActionEnvironment(t *testing.T) {
+	t.Setenv("UNYO_AGENT_TOKEN", "secret")
+	t.Setenv("UNYO_PLUGIN_MAGIC_COOKIE", "cookie")
+	t.Setenv("PLUGIN_PROTOCOL_VERSIONS", "1")
+	c := testbin.Serve(t, &execAction{}, map[string]any{"command": []any{"env"}, "env": map[string]any{"CONFIGURED": "1"}})
+	o, progress := execute(t, c, &pluginv1.ExecuteRequest{IdempotencyKey: "k1", Payload: []byte(`{}`), Timeout: durationpb.New(5 * time.Second)})
+	if o.Status != sdk.Succeeded {
+		t.Fatalf("outcome %v", o)
+	}
+	var sawKey, sawConfigured bool
+	for _, kv := range progress {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "UNYO_IDEMPOTENCY_KEY":
+			sawKey = value == "k1"
+		case name == "CONFIGURED":
+			sawConfigured = true
+		case strings.HasPrefix(name, "UNYO_") || strings.HasPrefix(name, "PLUGIN_"):
+			t.Errorf("the command's environment has %s", kv)
+		}
+	}
+	if !sawKey || !sawConfigured {
+		t.Errorf("UNYO_IDEMPOTENCY_KEY=k1 or CONFIGURED missing from %q", progress)
+	}
+}

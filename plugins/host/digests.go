@@ -78,7 +78,7 @@ func (h *Host) saveDigests() {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
 		}
 		return atomicfile.WriteFile(path, b, 0o600)

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/plugins/base"
 )
 
@@ -40,6 +41,11 @@ type Config struct {
 	// restarts of the core (see digests.go for the trust model); empty
 	// keeps them in memory only, for this Host's restarts of a plugin.
 	DigestCache string
+	// PassEnv names the variables of the host's environment that plugins
+	// also get, beyond procenv's base (PATH, HOME, the locale, TZ,
+	// TMPDIR). A plugin never inherits the rest, UNYO_* (tokens) least of
+	// all.
+	PassEnv []string
 	// AllowUnpinned lets plugins without SHA256 start (for development);
 	// the actual hash is logged so that it can be pinned.
 	AllowUnpinned bool
@@ -70,7 +76,7 @@ type PluginConfig struct {
 	Path string
 	// Config is sent with Configure.
 	Config map[string]any
-	// Env is added to the environment the plugin inherits ("NAME=value").
+	// Env is added to the environment the plugin gets ("NAME=value").
 	Env []string
 }
 
@@ -154,6 +160,11 @@ func New(cfg Config) (*Host, error) {
 			}
 		} else if !cfg.AllowUnpinned {
 			errs = append(errs, fmt.Errorf("plugins[%d] (%s): sha256 is required (pin the binary's digest, or allow unpinned plugins for development)", i, p.ID()))
+		}
+	}
+	for i, name := range cfg.PassEnv {
+		if err := procenv.CheckName(name); err != nil {
+			errs = append(errs, fmt.Errorf("env[%d]: %w", i, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -415,10 +426,12 @@ func (h *Host) Close(ctx context.Context) error {
 // SocketDir is the private directory holding plugin sockets.
 func (h *Host) SocketDir() string { return h.sockDir }
 
-// filteredEnv is the host's environment minus go-plugin's own variables,
-// which a host started as a plugin (tests) could otherwise pass down.
-func filteredEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, base.MagicCookieKey+"=") || strings.HasPrefix(kv, base.EnvParentPID+"=")
+// pluginEnv is what a plugin gets of the host's environment: procenv's
+// base and the declared variables, never UNYO_*, nor go-plugin's own
+// variables, which a host started as a plugin (tests) could otherwise pass
+// down.
+func pluginEnv(pass []string) []string {
+	return slices.DeleteFunc(procenv.Inherit(os.Environ(), pass), func(kv string) bool {
+		return strings.HasPrefix(kv, "PLUGIN_")
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -547,5 +548,46 @@ func TestDigestCachePersists(t *testing.T) {
 	}
 	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("cache file: %v %v", fi, err)
+	}
+}
+
+// A plugin gets procenv's base, the declared variables and its own
+// configured Env, never the host's UNYO_* settings (tokens) nor anything
+// undeclared.
+func TestPluginEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("UNYO_AGENT_TOKEN", "agent-secret")
+	t.Setenv("SOME_SECRET", "other-secret")
+	t.Setenv("HTTPS_PROXY", "http://proxy.example.com:3128")
+	h, logs, _ := newHost(t, func(c *Config) { c.PassEnv = []string{"HTTPS_PROXY"} }, crashy(t, "CONFIGURED=1"))
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := h.Plugin("check", "crashy")
+	res, err := run(t, p, "env", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Check: %v\n%s", err, logs)
+	}
+	env := strings.Split(res.GetOutput(), "\n")
+	for _, want := range []string{"HTTPS_PROXY=http://proxy.example.com:3128", "CONFIGURED=1"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("plugin environment lacks %s:\n%s", want, res.GetOutput())
+		}
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		// The handshake's own variables are the host's to set.
+		if name == "UNYO_PLUGIN_MAGIC_COOKIE" || name == "UNYO_PLUGIN_PARENT_PID" {
+			continue
+		}
+		if strings.HasPrefix(name, "UNYO_") || name == "SOME_SECRET" {
+			t.Errorf("plugin environment has %s", kv)
+		}
+	}
+}
+
+func TestPassEnvRefusesUnyoVariables(t *testing.T) {
+	_, err := New(Config{AllowUnpinned: true, PassEnv: []string{"PATH", "UNYO_AGENT_TOKEN"}})
+	if err == nil || !strings.Contains(err.Error(), "env[1]: UNYO_AGENT_TOKEN") {
+		t.Fatalf("New = %v, want an error naming env[1]: UNYO_AGENT_TOKEN", err)
 	}
 }

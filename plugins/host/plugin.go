@@ -258,7 +258,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("plugin %s: cannot make its socket directory: %w", p.id, err)
 	}
 	cmd := exec.Command(p.path)
-	cmd.Env = append(append(filteredEnv(), p.cfg.Env...),
+	cmd.Env = append(append(pluginEnv(p.h.cfg.PassEnv), p.cfg.Env...),
 		plugin.EnvUnixSocketDir+"="+dir,
 		base.EnvParentPID+"="+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = sysProcAttr()

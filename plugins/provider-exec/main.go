@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/atomicfile"
+	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
@@ -449,11 +450,12 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// copyEnv gives the command the plugin's environment (minus the plugin
-// protocol's variables) plus the configured additions.
+// copyEnv gives the command the plugin's environment (which the host
+// reduced; minus the plugin protocol's and any UNYO_* variables) plus the
+// configured additions.
 func copyEnv(extra map[string]string) []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range procenv.WithoutUnyo(os.Environ()) {
 		if !isPluginEnv(kv) {
 			env = append(env, kv)
 		}

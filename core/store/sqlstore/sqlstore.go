@@ -17,6 +17,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +111,14 @@ const sqliteReaders = 4
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open SQLite store: no database path")
+	}
+	// SQLite would create the file 0644 (less the umask), and its -wal and
+	// -shm files take the database's mode: create it 0600 so that all of
+	// them are private. An empty file is an empty database.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create SQLite database %s: %w", path, err)
 	}
 	// WAL lets readers run beside the writer; synchronous=NORMAL is durable
 	// against process crashes and, in WAL mode, keeps the database

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -287,5 +288,29 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	if _, err := s.AppendEvents(ctx, []*unyov1.Event{{Id: "e1", Node: "web1", Check: "c"}}); err != nil {
 		t.Fatalf("append after restart: %v", err)
+	}
+}
+
+// The database holds check env secrets and webhook headers: it and its
+// -wal and -shm files are created 0600, whatever the umask allows.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A write, so that the WAL and shared-memory files exist.
+	if _, err := st.AppendEvents(context.Background(), []*unyov1.Event{{Id: "e1", Node: "n1", Check: "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("state.db%s has mode %04o, want 0600", suffix, fi.Mode().Perm())
+		}
 	}
 }

@@ -5,8 +5,8 @@
 // goroutine of its own (which the SDK cannot recover, so the process dies
 // with Go's panic message), "hang" stops the whole process (SIGSTOP: no
 // answer, no probe), "leak" starts a child it never waits for and answers
-// "OK leaked <pid>", "sleep" waits for the deadline, anything else answers
-// OK.
+// "OK leaked <pid>", "sleep" waits for the deadline, "env" answers with its
+// environment, one variable a line, anything else answers OK.
 //
 // The binary's own name picks how it starts, so that one build installed
 // as several unyo-check-<name> files gives plugins that misbehave before
@@ -85,6 +85,8 @@ func (crashy) Check(ctx context.Context, req sdk.CheckRequest) (sdk.CheckResult,
 		<-ctx.Done()
 	case "print":
 		fmt.Fprintln(os.Stderr, "stray stderr line")
+	case "env":
+		return sdk.CheckResult{Status: sdk.OK, Output: strings.Join(os.Environ(), "\n")}, nil
 	}
 	return sdk.CheckResult{Status: sdk.OK, Output: "OK " + strings.TrimSpace(fmt.Sprint(req.Target["mode"]))}, nil
 }
