@@ -39,6 +39,11 @@ type Options struct {
 	FlushInterval time.Duration
 	SpoolDir      string
 	SpoolMaxBytes int64
+	// BufferRecords and BufferBytes bound the results kept in memory while
+	// the spool cannot be written (DefaultBufferRecords, DefaultBufferBytes
+	// when 0); past them the oldest are dropped, counted and reported.
+	BufferRecords int
+	BufferBytes   int64
 	// StatusListen is where the agent's status endpoint answers; empty turns it off.
 	StatusListen string
 	LocalChecks  []*unyov1.Check
@@ -68,6 +73,13 @@ type Agent struct {
 	local         []checks.Definition
 	status        status
 	logChecks     logChecks
+	// overflow holds results the spool could not take; overflowKick wakes
+	// the loop that empties it.
+	overflow     overflow
+	overflowKick chan struct{}
+	// appendResults writes to the results spool (a seam for tests that
+	// make the disk fail).
+	appendResults func(recs ...[]byte) error
 	// plugins runs the check plugins (nil when none are enabled, or when
 	// the host could not be made: pluginsErr); pluginsReady is closed once
 	// their first start is over.
@@ -114,6 +126,12 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 8
 	}
+	if opts.BufferRecords <= 0 {
+		opts.BufferRecords = DefaultBufferRecords
+	}
+	if opts.BufferBytes <= 0 {
+		opts.BufferBytes = DefaultBufferBytes
+	}
 	if opts.SpoolDir == "" {
 		opts.SpoolDir = filepath.Join(opts.DataDir, "spool")
 	}
@@ -123,7 +141,9 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	log := opts.Logger.With("node", opts.NodeName)
-	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1)}
+	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1),
+		overflowKick: make(chan struct{}, 1)}
+	a.overflow.maxRecords, a.overflow.maxBytes = opts.BufferRecords, opts.BufferBytes
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {
@@ -147,6 +167,8 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("open the result spool: %w", err)
 	}
 	a.spool = sp
+	a.appendResults = sp.Append
+	a.logReplay("results", opts.SpoolDir, sp)
 	if err := a.openOutboxes(); err != nil {
 		a.closeSpools()
 		return nil, err
@@ -190,6 +212,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
+	run(a.overflowLoop)
 	for _, o := range []*outbox{{name: "results", dir: a.opts.SpoolDir, spool: a.spool, send: a.sendResults}, a.metrics, a.logs} {
 		run(func(ctx context.Context) { a.sendLoop(ctx, o) })
 	}

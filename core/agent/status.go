@@ -66,33 +66,7 @@ func (s *status) result(e *unyov1.Event) {
 func (a *Agent) serveStatus(ctx context.Context) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		st := a.spool.Stats()
-		// The metrics and logs spools, shown when telemetry is on: an
-		// operator watching a store outage sees them grow and drain.
-		telemetry := map[string]spool.Stats{}
-		for _, o := range []*outbox{a.metrics, a.logs} {
-			if sp := o.spoolOrNil(); sp != nil {
-				telemetry[o.name] = sp.Stats()
-			}
-		}
-		plugins := a.pluginStatus()
-		a.status.mu.Lock()
-		body, err := json.Marshal(struct {
-			Node           string                 `json:"node"`
-			Spool          any                    `json:"spool"`
-			TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
-			Plugins        any                    `json:"plugins,omitempty"`
-			*status
-		}{a.opts.NodeName, st, telemetry, plugins, &a.status})
-		a.status.mu.Unlock()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	})
+	mux.Handle("GET /status", a.statusHandler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -103,4 +77,39 @@ func (a *Agent) serveStatus(ctx context.Context) {
 	if err := srv.Serve(a.statusLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		a.log.Error("status endpoint stopped", "err", err)
 	}
+}
+
+// statusHandler answers /status.
+func (a *Agent) statusHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		st := a.spool.Stats()
+		// The metrics and logs spools, shown when telemetry is on: an
+		// operator watching a store outage sees them grow and drain.
+		telemetry := map[string]spool.Stats{}
+		for _, o := range []*outbox{a.metrics, a.logs} {
+			if sp := o.spoolOrNil(); sp != nil {
+				telemetry[o.name] = sp.Stats()
+			}
+		}
+		plugins := a.pluginStatus()
+		buffer := a.overflow.stats()
+		a.status.mu.Lock()
+		body, err := json.Marshal(struct {
+			Node  string `json:"node"`
+			Spool any    `json:"spool"`
+			// ResultBuffer holds results the spool could not take, and
+			// counts those dropped when it was full.
+			ResultBuffer   bufferStats            `json:"result_buffer"`
+			TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
+			Plugins        any                    `json:"plugins,omitempty"`
+			*status
+		}{a.opts.NodeName, st, buffer, telemetry, plugins, &a.status})
+		a.status.mu.Unlock()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
 }

@@ -212,6 +212,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
+		BufferRecords: c.Agent.ResultBufferRecords, BufferBytes: int64(c.Agent.ResultBufferBytes),
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
