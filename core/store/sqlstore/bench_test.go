@@ -27,6 +27,20 @@ func BenchmarkAppendEvents(b *testing.B) {
 		defer s.Close()
 		benchmarkAppend(b, s)
 	})
+	// The same with the acknowledged-events mark advanced after every
+	// commit, as a cluster runs it.
+	b.Run("sqlite-ackmark", func(b *testing.B) {
+		dir := b.TempDir()
+		s, err := OpenSQLite(b.Context(), filepath.Join(dir, "unyo.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.TrackAcked(b.Context(), filepath.Join(dir, "acked")); err != nil {
+			b.Fatal(err)
+		}
+		benchmarkAppend(b, s)
+	})
 	b.Run("postgres-durable", func(b *testing.B) {
 		// fsync and synchronous_commit on: every commit is on disk.
 		srv := testpg.New(b, testpg.WithDurable())
@@ -116,4 +130,19 @@ func benchmarkAppend(b *testing.B, s *Store) {
 		b.Fatalf("inserted %d events, want %d", inserted.Load(), want)
 	}
 	b.ReportMetric(float64(inserted.Load())/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkAckMark measures what the acknowledged-events mark adds to one
+// group commit: one pwrite, and an fdatasync at most once a second.
+func BenchmarkAckMark(b *testing.B) {
+	m, _, err := openMark(filepath.Join(b.TempDir(), "acked"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.close()
+	for i := range b.N {
+		if err := m.set(int64(i+1)*500, false); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
