@@ -147,7 +147,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if logs != nil {
 		defer closeLogged(log, "log store", logs)
 	}
-	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
+	opts := serverOptions(c, listen, log.With("role", "cluster"))
+	if h, ok := st.(interface{ Health(context.Context) error }); ok {
+		opts.Health = h.Health
+	}
+	srv := server.New(opts)
 	cl := cluster.New(st, cluster.Options{
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
@@ -157,6 +161,9 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Stats:             statsOptions(c),
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
 	})
+	if err := checkAcked(ctx, c, st, cl, log); err != nil {
+		return err
+	}
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -182,6 +189,33 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	err = srv.Serve(ctx, ln)
 	cancel()
 	return err
+}
+
+// ackedMarkFile, in the data directory, records the highest event sequence
+// the cluster acknowledged to agents (see sqlstore.TrackAcked).
+const ackedMarkFile = "acked-events"
+
+// checkAcked compares the store with the events acknowledged before it
+// (re)started, reports any loss, and keeps the record from then on.
+func checkAcked(ctx context.Context, c *config.Config, st store.Store, cl *cluster.Cluster, log *slog.Logger) error {
+	t, ok := st.(interface {
+		TrackAcked(context.Context, string) (sqlstore.AckCheck, error)
+	})
+	if !ok {
+		return nil
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create the data directory %s: %w", c.DataDir, err)
+	}
+	chk, err := t.TrackAcked(ctx, filepath.Join(c.DataDir, ackedMarkFile))
+	if err != nil {
+		return err
+	}
+	if chk.Missing() > 0 {
+		return cl.ReportLostEvents(ctx, chk.Missing(), chk.Acked, chk.Stored, chk.Path)
+	}
+	log.Info("the store holds every event acknowledged to agents", "acked_seq", chk.Acked, "stored_seq", chk.Stored, "mark", chk.Path)
+	return nil
 }
 
 // Agent runs a node agent.

@@ -23,6 +23,9 @@ type Options struct {
 	Auth            Auth
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+	// Health, if set, is asked by /healthz, which answers 503 with its
+	// error (a cluster: its store cannot be read).
+	Health func(context.Context) error
 }
 
 // Server is an HTTP server for connect handlers. Register handlers with
@@ -43,7 +46,13 @@ func New(opts Options) *Server {
 	}
 	mux := http.NewServeMux()
 	// An unauthenticated health endpoint for load balancers and scripts.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if opts.Health != nil {
+			if err := opts.Health(r.Context()); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return &Server{opts: opts, mux: mux, log: opts.Logger}
