@@ -199,6 +199,7 @@ func (a *Agent) StatusAddr() string {
 // Run works until ctx ends, then stops the checks and closes the spool.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeSpools()
+	defer a.flushOverflowAtExit()
 	// Plugins stop after everything else and before the spools close, so
 	// that their last state changes are spooled.
 	defer a.closePlugins()

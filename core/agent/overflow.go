@@ -160,6 +160,23 @@ func (a *Agent) overflowLoop(ctx context.Context) {
 	}
 }
 
+// flushOverflowAtExit spools what the buffer still holds when the agent
+// stops, and says how many results are lost if the spool still fails.
+func (a *Agent) flushOverflowAtExit() {
+	o := &a.overflow
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.recs) == 0 {
+		return
+	}
+	if err := a.appendResults(o.recs...); err != nil {
+		a.log.Error("stopping with check results the spool cannot take; they are lost",
+			"results", len(o.recs), "bytes", o.bytes, "dir", a.opts.SpoolDir, "err", err)
+		return
+	}
+	o.removeLocked(len(o.recs))
+}
+
 // flushOverflow moves what it can out of the buffer, reporting whether it
 // moved anything and how many records are left.
 func (a *Agent) flushOverflow(ctx context.Context) (progress bool, left int) {

@@ -228,3 +228,18 @@ func TestBufferFullDropsAreCountedAndRaised(t *testing.T) {
 		t.Fatalf("drops reported twice: %+v", st)
 	}
 }
+
+// TestBufferIsSpooledAtExit: results still in memory when the agent stops
+// are spooled if the disk is back, so the next run sends them.
+func TestBufferIsSpooledAtExit(t *testing.T) {
+	a, _, d := newTestAgent(t, 100)
+	d.set(true)
+	for i := range 3 {
+		a.result(i)
+	}
+	d.set(false)
+	a.flushOverflowAtExit()
+	if got := spooled(t, a); !slices.Equal(got, runs(0, 3)) {
+		t.Fatalf("spooled %v", got)
+	}
+}
