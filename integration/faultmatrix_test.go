@@ -202,6 +202,74 @@ func TestFaultAgentKilledMidWrite(t *testing.T) {
 	t.Logf("%d runs, %d stored; run 4 torn by the kill", last, len(seen))
 }
 
+// TestFaultDamagedSpoolRecord: one result in the middle of the agent's
+// spool segment is damaged while the agent is stopped. After the restart
+// exactly that result is missing, the ones after it are delivered, and the
+// agent's log names the segment file and the record's offset.
+func TestFaultDamagedSpoolRecord(t *testing.T) {
+	f := sqliteCluster(t)
+	f.cluster.stop(syscall.SIGTERM, 10*time.Second) // results pile up in the spool
+	state := f.dir + "/counter"
+	p, _ := f.faultAgent("a1", nil, counterCheck(state))
+	eventually(t, 30*time.Second, "six spooled runs", func() error {
+		if n := counterRuns(t, state); n < 6 {
+			return fmt.Errorf("%d runs", n)
+		}
+		return nil
+	})
+	p.stop(syscall.SIGTERM, 10*time.Second)
+	runs := counterRuns(t, state)
+
+	segs, err := filepath.Glob(filepath.Join(f.dir, "a1", "spool", "*.seg"))
+	if err != nil || len(segs) != 1 {
+		t.Fatalf("spool segments: %v, %v", segs, err)
+	}
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records start with the spool's record marker (recordMarker in
+	// core/spool/format.go): damage the payload of the third (run 3).
+	marker := "\xf7RE\xc5"
+	at := 0
+	for range 3 {
+		i := strings.Index(string(data[at+1:]), marker)
+		if i < 0 {
+			t.Fatalf("fewer than 3 records in %s", segs[0])
+		}
+		at += 1 + i
+	}
+	data[at+30] ^= 0x40
+	if err := os.WriteFile(segs[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	f.cluster.restart()
+	f.waitClusterUp()
+	p.restart()
+	eventually(t, 60*time.Second, "the intact spooled runs to be stored", func() error {
+		seen := f.storedRuns("a1")
+		for n := 1; n <= runs; n++ {
+			if n != 3 && seen[n] == 0 {
+				return fmt.Errorf("run %d of %d not stored yet", n, runs)
+			}
+		}
+		return nil
+	})
+	for n, k := range f.storedRuns("a1") {
+		if k != 1 || n == 3 {
+			t.Errorf("run %d stored %d times", n, k)
+		}
+	}
+	l := logOf(t, p)
+	for _, want := range []string{"skipped it and resumed at the next intact record", "file=" + segs[0],
+		fmt.Sprintf("offset=%d", at), `found="checksum mismatch"`} {
+		if !strings.Contains(l, want) {
+			t.Errorf("the agent's log does not say %q", want)
+		}
+	}
+}
+
 // smallDisk mounts a tmpfs of size on a new directory and unmounts it when
 // the test ends. It needs root: it skips otherwise, unless CI=true.
 func smallDisk(t *testing.T, size string) string {
