@@ -164,3 +164,15 @@ func flipByteMask(t *testing.T, path string, off int64, mask byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestPositionSlotsAreReserved: Open gives the position file room for both
+// slots, so that acknowledging works on a disk that has since filled up.
+func TestPositionSlotsAreReserved(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, Options{Dir: dir})
+	s.Close()
+	fi, err := os.Stat(filepath.Join(dir, posFileName))
+	if err != nil || fi.Size() != posSlotStride+posSlotLen {
+		t.Fatalf("position file: %v, %v", fi, err)
+	}
+}

@@ -320,6 +320,14 @@ func readPosition(dir string) (f *os.File, p position, counter uint64, ok, corru
 		f.Close()
 		return nil, position{}, 0, false, false, fmt.Errorf("open spool position file: %w", err)
 	}
+	if end := int64(posSlotStride + posSlotLen); fi.Size() < end {
+		// Reserve both slots now, so that an Ack never needs a new block:
+		// on a full disk it must still be able to move the position.
+		if _, err := f.WriteAt(make([]byte, end-fi.Size()), fi.Size()); err != nil {
+			f.Close()
+			return nil, position{}, 0, false, false, fmt.Errorf("reserve room in the spool position file: %w", err)
+		}
+	}
 	buf := make([]byte, posSlotLen)
 	for slot := range int64(2) {
 		n, err := f.ReadAt(buf, slot*posSlotStride)
