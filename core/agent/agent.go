@@ -44,6 +44,11 @@ type Options struct {
 	FlushInterval time.Duration
 	SpoolDir      string
 	SpoolMaxBytes int64
+	// BufferRecords and BufferBytes bound the results kept in memory while
+	// the spool cannot be written (DefaultBufferRecords, DefaultBufferBytes
+	// when 0); past them the oldest are dropped, counted and reported.
+	BufferRecords int
+	BufferBytes   int64
 	// StatusListen is where the agent's status endpoint answers; empty turns it off.
 	StatusListen string
 	// StatusToken is the bearer token that shows the full /status (check
@@ -82,6 +87,13 @@ type Agent struct {
 	checkEnv  []string
 	status    status
 	logChecks logChecks
+	// overflow holds results the spool could not take; overflowKick wakes
+	// the loop that empties it.
+	overflow     overflow
+	overflowKick chan struct{}
+	// appendResults writes to the results spool (a seam for tests that
+	// make the disk fail).
+	appendResults func(recs ...[]byte) error
 	// plugins runs the check plugins (nil when none are enabled, or when
 	// the host could not be made: pluginsErr); pluginsReady is closed once
 	// their first start is over.
@@ -128,6 +140,12 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 8
 	}
+	if opts.BufferRecords <= 0 {
+		opts.BufferRecords = DefaultBufferRecords
+	}
+	if opts.BufferBytes <= 0 {
+		opts.BufferBytes = DefaultBufferBytes
+	}
 	if opts.SpoolDir == "" {
 		opts.SpoolDir = filepath.Join(opts.DataDir, "spool")
 	}
@@ -148,7 +166,8 @@ func New(opts Options) (*Agent, error) {
 		}
 	}
 	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1),
-		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv)}
+		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv), overflowKick: make(chan struct{}, 1)}
+	a.overflow.maxRecords, a.overflow.maxBytes = opts.BufferRecords, opts.BufferBytes
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {
@@ -172,6 +191,8 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("open the result spool: %w", err)
 	}
 	a.spool = sp
+	a.appendResults = sp.Append
+	a.logReplay("results", opts.SpoolDir, sp)
 	if err := a.openOutboxes(); err != nil {
 		a.closeSpools()
 		return nil, err
@@ -202,6 +223,7 @@ func (a *Agent) StatusAddr() string {
 // Run works until ctx ends, then stops the checks and closes the spool.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeSpools()
+	defer a.flushOverflowAtExit()
 	// Plugins stop after everything else and before the spools close, so
 	// that their last state changes are spooled.
 	defer a.closePlugins()
@@ -215,6 +237,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
+	run(a.overflowLoop)
 	for _, o := range []*outbox{{name: "results", dir: a.opts.SpoolDir, spool: a.spool, send: a.sendResults}, a.metrics, a.logs} {
 		run(func(ctx context.Context) { a.sendLoop(ctx, o) })
 	}

@@ -39,9 +39,7 @@ func (a *Agent) spoolResult(e *unyov1.Event) {
 		a.log.Error("encoding a check result failed", "check", e.GetCheck(), "err", err)
 		return
 	}
-	if err := a.spool.Append(data); err != nil {
-		a.log.Error("spooling a check result failed; the result is lost", "check", e.GetCheck(), "err", err)
-	}
+	a.storeResult(data, e.GetCheck())
 	if err := a.spoolPerfdata(e); err != nil {
 		a.log.Error("spooling a check's perfdata failed; its samples are lost", "check", e.GetCheck(), "err", err)
 	}

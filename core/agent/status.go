@@ -71,9 +71,12 @@ func (s *status) result(e *unyov1.Event) {
 // redacted view: health and counters, no check output and no plugin
 // errors, which can carry whatever a check printed (secrets included).
 type statusView struct {
-	Node           string                 `json:"node"`
-	Redacted       bool                   `json:"redacted,omitempty"`
-	Spool          spool.Stats            `json:"spool"`
+	Node     string      `json:"node"`
+	Redacted bool        `json:"redacted,omitempty"`
+	Spool    spool.Stats `json:"spool"`
+	// ResultBuffer holds results the spool could not take, and counts
+	// those dropped when it was full.
+	ResultBuffer   bufferStats            `json:"result_buffer"`
 	TelemetrySpool map[string]spool.Stats `json:"telemetry_spools,omitempty"`
 	Plugins        any                    `json:"plugins,omitempty"`
 	Registered     bool                   `json:"registered"`
@@ -109,7 +112,7 @@ func (a *Agent) statusAccess(r *http.Request) (full, ok bool) {
 }
 
 func (a *Agent) statusView(full bool) statusView {
-	v := statusView{Node: a.opts.NodeName, Redacted: !full, Spool: a.spool.Stats()}
+	v := statusView{Node: a.opts.NodeName, Redacted: !full, Spool: a.spool.Stats(), ResultBuffer: a.overflow.stats()}
 	// The metrics and logs spools, shown when telemetry is on: an
 	// operator watching a store outage sees them grow and drain.
 	for _, o := range []*outbox{a.metrics, a.logs} {
@@ -148,7 +151,23 @@ func (a *Agent) statusView(full bool) statusView {
 func (a *Agent) serveStatus(ctx context.Context) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /status", a.statusHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(a.statusLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Error("status endpoint stopped", "err", err)
+	}
+}
+
+// statusHandler answers /status: the full view with the status token,
+// the redacted one without a token, 401 with a wrong one.
+func (a *Agent) statusHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		full, ok := a.statusAccess(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="unyo-agent"`)
@@ -163,14 +182,4 @@ func (a *Agent) serveStatus(ctx context.Context) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(a.statusLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		a.log.Error("status endpoint stopped", "err", err)
-	}
 }

@@ -46,6 +46,7 @@ func (a *Agent) openOutboxes() error {
 		if err != nil {
 			return fmt.Errorf("open the %s spool: %w", o.name, err)
 		}
+		a.logReplay(o.name, dir, sp)
 		*o.dst = &outbox{name: o.name, dir: dir, spool: sp, send: o.send}
 	}
 	return nil

@@ -154,6 +154,11 @@ type Agent struct {
 	// <data_dir>/spool.
 	SpoolDir      string `yaml:"spool_dir" mapstructure:"spool_dir" want:"path"`
 	SpoolMaxBytes Size   `yaml:"spool_max_bytes" mapstructure:"spool_max_bytes"`
+	// ResultBufferRecords and ResultBufferBytes bound the results kept in
+	// memory while the spool cannot be written (disk full); past them the
+	// oldest are dropped, counted in /status and reported as an event.
+	ResultBufferRecords int  `yaml:"result_buffer_records" mapstructure:"result_buffer_records"`
+	ResultBufferBytes   Size `yaml:"result_buffer_bytes" mapstructure:"result_buffer_bytes"`
 	// StatusListen is the agent's status endpoint for liveness probes;
 	// empty disables it.
 	StatusListen string `yaml:"status_listen" mapstructure:"status_listen" want:"host:port"`
@@ -325,6 +330,8 @@ func staticDefaults(role string) *Config {
 			BatchSize:           500,
 			FlushInterval:       time.Second,
 			SpoolMaxBytes:       256 * MiB,
+			ResultBufferRecords: 10_000,
+			ResultBufferBytes:   32 * MiB,
 			StatusListen:        "127.0.0.1:7402",
 			CheckEnv:            []string{},
 			MetricsInterval:     10 * time.Second,

@@ -131,6 +131,8 @@ func TestLoadValidFiles(t *testing.T) {
 				FlushInterval:       500 * time.Millisecond,
 				SpoolDir:            "/var/lib/unyo-agent/spool",
 				SpoolMaxBytes:       1536 * MiB,
+				ResultBufferRecords: 10_000,
+				ResultBufferBytes:   32 * MiB,
 				StatusListen:        "",
 				StatusToken:         "s3cret",
 				CheckEnv:            []string{"ORACLE_HOME", "HTTPS_PROXY"},
@@ -202,7 +204,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
 			},
 		},
 		{
@@ -751,6 +753,8 @@ func TestDefaults(t *testing.T) {
 		FlushInterval:       time.Second,
 		SpoolDir:            "/var/lib/unyo/spool",
 		SpoolMaxBytes:       256 * MiB,
+		ResultBufferRecords: 10_000,
+		ResultBufferBytes:   32 * MiB,
 		StatusListen:        "127.0.0.1:7402",
 		CheckEnv:            []string{},
 		MetricsInterval:     10 * time.Second,

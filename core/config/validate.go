@@ -165,6 +165,8 @@ func (c *Config) problems() []Problem {
 		positive("agent.flush_interval", c.Agent.FlushInterval)
 		required("agent.spool_dir", c.Agent.SpoolDir, "(where results wait while the cluster is unreachable)")
 		atLeastOne("agent.spool_max_bytes", int64(c.Agent.SpoolMaxBytes))
+		atLeastOne("agent.result_buffer_records", int64(c.Agent.ResultBufferRecords))
+		atLeastOne("agent.result_buffer_bytes", int64(c.Agent.ResultBufferBytes))
 		if c.Agent.StatusListen != "" {
 			if msg := checkHostPort(c.Agent.StatusListen); msg != "" {
 				bad("agent.status_listen", "%s", msg)

@@ -189,7 +189,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if err != nil {
 		return err // Validate reported it already
 	}
-	srv := server.New(serverOptions(c, listen, log.With("role", "cluster")))
+	opts := serverOptions(c, listen, log.With("role", "cluster"))
+	if h, ok := st.(interface{ Health(context.Context) error }); ok {
+		opts.Health = h.Health
+	}
+	srv := server.New(opts)
 	cl := cluster.New(st, cluster.Options{
 		HookPolicy: hooks, PluginEnv: c.Cluster.Plugins.Env,
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
@@ -200,6 +204,9 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Stats:             statsOptions(c),
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
 	})
+	if err := checkAcked(ctx, c, st, cl, log); err != nil {
+		return err
+	}
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -225,6 +232,33 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	err = srv.Serve(ctx, ln)
 	cancel()
 	return err
+}
+
+// ackedMarkFile, in the data directory, records the highest event sequence
+// the cluster acknowledged to agents (see sqlstore.TrackAcked).
+const ackedMarkFile = "acked-events"
+
+// checkAcked compares the store with the events acknowledged before it
+// (re)started, reports any loss, and keeps the record from then on.
+func checkAcked(ctx context.Context, c *config.Config, st store.Store, cl *cluster.Cluster, log *slog.Logger) error {
+	t, ok := st.(interface {
+		TrackAcked(context.Context, string) (sqlstore.AckCheck, error)
+	})
+	if !ok {
+		return nil
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create the data directory %s: %w", c.DataDir, err)
+	}
+	chk, err := t.TrackAcked(ctx, filepath.Join(c.DataDir, ackedMarkFile))
+	if err != nil {
+		return err
+	}
+	if chk.Missing() > 0 {
+		return cl.ReportLostEvents(ctx, chk.Missing(), chk.Acked, chk.Stored, chk.Path)
+	}
+	log.Info("the store holds every event acknowledged to agents", "acked_seq", chk.Acked, "stored_seq", chk.Stored, "mark", chk.Path)
+	return nil
 }
 
 // Agent runs a node agent.
@@ -259,6 +293,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
 		StatusToken: c.Agent.StatusToken, CheckEnv: c.Agent.CheckEnv, PluginEnv: c.Agent.Plugins.Env,
+		BufferRecords: c.Agent.ResultBufferRecords, BufferBytes: int64(c.Agent.ResultBufferBytes),
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),

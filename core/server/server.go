@@ -82,6 +82,9 @@ type Options struct {
 	Limits          Limits
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+	// Health, if set, is asked by /healthz, which answers 503 with its
+	// error (a cluster: its store cannot be read).
+	Health func(context.Context) error
 }
 
 // Server is an HTTP server for connect handlers. Register handlers with
@@ -105,7 +108,13 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger}
 	s.auth = &s.opts.Auth
 	// An unauthenticated health endpoint for load balancers and scripts.
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if opts.Health != nil {
+			if err := opts.Health(r.Context()); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return s

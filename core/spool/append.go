@@ -104,6 +104,11 @@ func (s *Spool) writeBuf(buf []byte) error {
 	if len(buf) == 0 {
 		return nil
 	}
+	if s.w.failAfter > 0 {
+		if s.w.writes++; s.w.writes == s.w.failAfter {
+			crashMidWrite(s.w.f, buf, s.w.size)
+		}
+	}
 	n, err := s.w.f.WriteAt(buf, s.w.size)
 	if err != nil {
 		if n > 0 {
@@ -163,7 +168,7 @@ func (s *Spool) publish(pub []published) {
 	added := int64(0)
 	for _, p := range pub {
 		if p.isNew {
-			s.segs = append(s.segs, &segment{seq: p.seq, size: p.size, disk: p.size, records: p.records})
+			s.segs = append(s.segs, &segment{seq: p.seq, size: p.size, disk: p.size, records: p.records, fr: framingV2})
 			s.diskBytes += p.size
 		} else {
 			last := s.segs[len(s.segs)-1]

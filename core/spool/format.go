@@ -22,35 +22,57 @@ import (
 //	lock                       flock'ed while a Spool has the directory open
 //
 // A segment is an 8-byte header ("USPL", format version, 3 zero bytes)
-// followed by records:
+// followed by records. Format version 2 (written now) frames a record as
 //
-//	length  uint32 little endian   payload length
-//	crc     uint32 little endian   CRC-32C of the 4 length bytes and the payload
+//	marker  [4]byte                  recordMarker, where a record starts
+//	length  uint32 little endian     payload length
+//	crc     uint32 little endian     CRC-32C of the 4 length bytes and the payload
 //	payload [length]byte
 //
-// The CRC covers the length so that a zero-filled or bit-flipped header is
-// caught, not just a damaged payload.
+// Version 1 (read, never written) has no marker. The CRC covers the length
+// so that a zero-filled or bit-flipped header is caught, not just a damaged
+// payload. The marker lets a reader that meets a damaged record find the
+// next intact one (resynchronise) instead of giving up on the rest of the
+// segment: it searches for the marker and accepts a frame whose checksum
+// holds.
 const (
 	segHeaderLen    = 8
-	recordHeaderLen = 8
-	formatVersion   = 1
+	recordHeaderLen = 12 // version 2
+	formatVersion   = 2
 
 	segSuffix     = ".seg"
 	segNameLen    = 20 + len(segSuffix)
 	posFileName   = "position"
 	posSlotLen    = 36
 	posSlotStride = 4096
+	// posVersion is the position file's format, unchanged since version 1.
+	posVersion = 1
 )
 
 var (
 	segMagic = [4]byte{'U', 'S', 'P', 'L'}
 	posMagic = [4]byte{'U', 'S', 'P', 'P'}
+	// recordMarker starts every version 2 record; bytes unlikely in text or
+	// small integers, so that a search rarely stops on payload.
+	recordMarker = [4]byte{0xF7, 'R', 'E', 0xC5}
 	// castagnoli is read-only after init; crc32 caches the table internally anyway.
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
 func segHeader() []byte {
 	return []byte{segMagic[0], segMagic[1], segMagic[2], segMagic[3], formatVersion, 0, 0, 0}
+}
+
+// segVersion returns the format version of a segment header, or 0 if hdr
+// is not one.
+func segVersion(hdr []byte) byte {
+	if len(hdr) < segHeaderLen || !bytes.Equal(hdr[:4], segMagic[:]) || hdr[5] != 0 || hdr[6] != 0 || hdr[7] != 0 {
+		return 0
+	}
+	if v := hdr[4]; v == 1 || v == formatVersion {
+		return v
+	}
+	return 0
 }
 
 func segName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, segSuffix) }
@@ -67,19 +89,173 @@ func parseSegName(name string) (uint64, bool) {
 	return seq, true
 }
 
-func recordCRC(hdr []byte, payload []byte) uint32 {
-	return crc32.Update(crc32.Update(0, castagnoli, hdr[:4]), castagnoli, payload)
+func recordCRC(lenBytes []byte, payload []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, lenBytes[:4]), castagnoli, payload)
 }
 
-// appendRecord appends the framed record to buf. The header is written in
-// place (a local array would escape through the crc32 call and allocate).
+// appendRecord appends the framed record (version 2) to buf. The header is
+// written in place (a local array would escape through the crc32 call and
+// allocate).
 func appendRecord(buf, payload []byte) []byte {
 	start := len(buf)
+	buf = append(buf, recordMarker[:]...)
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(payload)))
 	buf = append(buf, 0, 0, 0, 0)
 	buf = append(buf, payload...)
-	binary.LittleEndian.PutUint32(buf[start+4:], recordCRC(buf[start:start+4], buf[start+recordHeaderLen:]))
+	binary.LittleEndian.PutUint32(buf[start+8:], recordCRC(buf[start+4:start+8], buf[start+recordHeaderLen:]))
 	return buf
+}
+
+// framing is how the records of one segment version are laid out.
+type framing struct {
+	hdrLen int64
+	marker bool // records start with recordMarker, so a reader can resynchronise
+}
+
+var (
+	framingV1 = framing{hdrLen: 8}
+	framingV2 = framing{hdrLen: recordHeaderLen, marker: true}
+)
+
+func framingOf(version byte) framing {
+	if version == 1 {
+		return framingV1
+	}
+	return framingV2
+}
+
+// damage says what is wrong with the bytes where a record should start.
+type damage int
+
+const (
+	frameOK     damage = iota
+	frameShort         // buf ends before the frame does: read more
+	badMarker          // no record marker
+	badLength          // a length over MaxRecordBytes
+	pastEnd            // the record runs past the end of the segment
+	badChecksum        // the CRC does not match
+)
+
+func (d damage) String() string {
+	switch d {
+	case badMarker:
+		return "no record marker where a record should start"
+	case badLength:
+		return "impossible record length"
+	case pastEnd:
+		return "the segment ends inside the record (truncated)"
+	case badChecksum:
+		return "checksum mismatch"
+	}
+	return "intact"
+}
+
+// check looks at the frame at the start of buf; rest is how many bytes the
+// segment has from there on. It returns the frame's total size (header and
+// payload) once known.
+func (fr framing) check(buf []byte, rest int64) (total int64, d damage) {
+	if rest < fr.hdrLen {
+		return 0, pastEnd
+	}
+	if int64(len(buf)) < fr.hdrLen {
+		return 0, frameShort
+	}
+	lenAt := int64(0)
+	if fr.marker {
+		if !bytes.Equal(buf[:4], recordMarker[:]) {
+			return 0, badMarker
+		}
+		lenAt = 4
+	}
+	n := binary.LittleEndian.Uint32(buf[lenAt:])
+	if n > MaxRecordBytes {
+		return 0, badLength
+	}
+	total = fr.hdrLen + int64(n)
+	if total > rest {
+		return total, pastEnd
+	}
+	if int64(len(buf)) < total {
+		return total, frameShort
+	}
+	if binary.LittleEndian.Uint32(buf[lenAt+4:]) != recordCRC(buf[lenAt:lenAt+4], buf[fr.hdrLen:total]) {
+		return total, badChecksum
+	}
+	return total, frameOK
+}
+
+// region is a damaged stretch of a segment, [at, next), that readers skip.
+// next is where the following intact record starts, or the end of the
+// segment if none does.
+type region struct {
+	at, next int64
+	why      damage
+}
+
+// resync returns where the first intact record of f after offset from (and
+// before end) starts, or end if there is none. Only segments with record
+// markers can be resynchronised; for others it returns end.
+func (fr framing) resync(f *os.File, from, end int64) (int64, error) {
+	if !fr.marker {
+		return end, nil
+	}
+	const window = 64 << 10
+	buf := make([]byte, window)
+	for off := from; off < end; {
+		n, err := f.ReadAt(buf[:min(int64(window), end-off)], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read %s at offset %d: %w", f.Name(), off, err)
+		}
+		if n == 0 {
+			return end, nil
+		}
+		chunk := buf[:n]
+		for i := 0; ; {
+			j := bytes.Index(chunk[i:], recordMarker[:])
+			if j < 0 {
+				break
+			}
+			at := off + int64(i+j)
+			ok, err := fr.validAt(f, at, end)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				return at, nil
+			}
+			i += j + 1
+		}
+		if off+int64(n) >= end {
+			break
+		}
+		// Overlap so that a marker split across windows is found.
+		off += int64(n) - int64(len(recordMarker)-1)
+	}
+	return end, nil
+}
+
+// validAt reports whether an intact record starts at off.
+func (fr framing) validAt(f *os.File, off, end int64) (bool, error) {
+	hdr := make([]byte, fr.hdrLen)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read %s at offset %d: %w", f.Name(), off, err)
+	}
+	total, d := fr.check(hdr, end-off)
+	if d != frameShort {
+		return d == frameOK, nil
+	}
+	buf := make([]byte, total)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read %s at offset %d: %w", f.Name(), off, err)
+	}
+	_, d = fr.check(buf, end-off)
+	return d == frameOK, nil
 }
 
 // position is where the oldest unacknowledged record starts.
@@ -107,7 +283,7 @@ func (p position) less(q position) bool {
 func encodePosition(p position, counter uint64) []byte {
 	b := make([]byte, posSlotLen)
 	copy(b, posMagic[:])
-	b[4] = formatVersion
+	b[4] = posVersion
 	binary.LittleEndian.PutUint64(b[8:], counter)
 	binary.LittleEndian.PutUint64(b[16:], p.seq)
 	binary.LittleEndian.PutUint64(b[24:], uint64(p.off))
@@ -116,7 +292,7 @@ func encodePosition(p position, counter uint64) []byte {
 }
 
 func decodePosition(b []byte) (p position, counter uint64, ok bool) {
-	if len(b) < posSlotLen || !bytes.Equal(b[:4], posMagic[:]) || b[4] != formatVersion ||
+	if len(b) < posSlotLen || !bytes.Equal(b[:4], posMagic[:]) || b[4] != posVersion ||
 		binary.LittleEndian.Uint32(b[32:]) != crc32.Checksum(b[:32], castagnoli) {
 		return position{}, 0, false
 	}
@@ -144,6 +320,14 @@ func readPosition(dir string) (f *os.File, p position, counter uint64, ok, corru
 		f.Close()
 		return nil, position{}, 0, false, false, fmt.Errorf("open spool position file: %w", err)
 	}
+	if end := int64(posSlotStride + posSlotLen); fi.Size() < end {
+		// Reserve both slots now, so that an Ack never needs a new block:
+		// on a full disk it must still be able to move the position.
+		if _, err := f.WriteAt(make([]byte, end-fi.Size()), fi.Size()); err != nil {
+			f.Close()
+			return nil, position{}, 0, false, false, fmt.Errorf("reserve room in the spool position file: %w", err)
+		}
+	}
 	buf := make([]byte, posSlotLen)
 	for slot := range int64(2) {
 		n, err := f.ReadAt(buf, slot*posSlotStride)
@@ -160,45 +344,65 @@ func readPosition(dir string) (f *os.File, p position, counter uint64, ok, corru
 
 // scanResult describes the records of one segment from a start offset on.
 type scanResult struct {
-	records  int64
-	validEnd int64 // offset just after the last valid record
-	size     int64 // file size
-	corrupt  bool  // bytes after validEnd are not a valid record
+	records int64 // intact records
+	lastEnd int64 // offset just after the last intact record (start if none)
+	size    int64 // file size
+	// damaged are the damaged regions, in order. The last one may reach
+	// size: nothing intact follows it.
+	damaged []region
+}
+
+func (res scanResult) regionAt(off int64) (region, bool) {
+	for _, r := range res.damaged {
+		if r.at == off {
+			return r, true
+		}
+	}
+	return region{}, false
 }
 
 // scanRecords walks the records of f from off to size, checking each CRC.
-// It stops at the first record that is truncated, oversized or fails its CRC.
-func scanRecords(f *os.File, off, size int64) (scanResult, error) {
-	res := scanResult{validEnd: off, size: size}
-	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 256<<10)
-	var hdr [recordHeaderLen]byte
-	var payload []byte
-	for res.validEnd < size {
-		if size-res.validEnd < recordHeaderLen {
-			res.corrupt = true
-			return res, nil
+// At a damaged record it resynchronises on the next intact one (version 2
+// segments), or gives up on the rest of the segment (version 1).
+func scanRecords(f *os.File, fr framing, off, size int64) (scanResult, error) {
+	res := scanResult{lastEnd: off, size: size}
+	at := off
+	r := bufio.NewReaderSize(io.NewSectionReader(f, at, size-at), 256<<10)
+	hdr := make([]byte, fr.hdrLen)
+	var frame []byte
+	for at < size {
+		d := pastEnd
+		var total int64
+		if size-at >= fr.hdrLen {
+			if _, err := io.ReadFull(r, hdr); err != nil {
+				return res, fmt.Errorf("read %s at offset %d: %w", f.Name(), at, err)
+			}
+			total, d = fr.check(hdr, size-at)
+			if d == frameShort {
+				if int64(cap(frame)) < total {
+					frame = make([]byte, total)
+				}
+				frame = frame[:total]
+				copy(frame, hdr)
+				if _, err := io.ReadFull(r, frame[fr.hdrLen:]); err != nil {
+					return res, fmt.Errorf("read %s at offset %d: %w", f.Name(), at, err)
+				}
+				_, d = fr.check(frame, size-at)
+			}
 		}
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return res, fmt.Errorf("read %s at offset %d: %w", f.Name(), res.validEnd, err)
+		if d == frameOK {
+			res.records++
+			at += total
+			res.lastEnd = at
+			continue
 		}
-		n := binary.LittleEndian.Uint32(hdr[:4])
-		if n > MaxRecordBytes || int64(n) > size-res.validEnd-recordHeaderLen {
-			res.corrupt = true
-			return res, nil
+		next, err := fr.resync(f, at+1, size)
+		if err != nil {
+			return res, err
 		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return res, fmt.Errorf("read %s at offset %d: %w", f.Name(), res.validEnd, err)
-		}
-		if binary.LittleEndian.Uint32(hdr[4:]) != recordCRC(hdr[:], payload) {
-			res.corrupt = true
-			return res, nil
-		}
-		res.records++
-		res.validEnd += recordHeaderLen + int64(n)
+		res.damaged = append(res.damaged, region{at: at, next: next, why: d})
+		at = next
+		r.Reset(io.NewSectionReader(f, at, size-at))
 	}
 	return res, nil
 }

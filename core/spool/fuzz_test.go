@@ -134,6 +134,11 @@ func FuzzOpenGarbage(f *testing.F) {
 	f.Add(valid, []byte{}, false)
 	f.Add(valid[:11], encodePosition(position{seq: 1, off: 8}, 1), true)
 	f.Add([]byte("USPL\x01\x00\x00\x00\xff\xff\xff\xff"), []byte("junk"), true)
+	// A damaged record between two intact ones, and a version 1 segment.
+	damaged := appendRecord(appendRecord(appendRecord(segHeader(), []byte("one")), []byte("two")), []byte("three"))
+	damaged[segHeaderLen+recordHeaderLen+3+recordHeaderLen] ^= 1
+	f.Add(damaged, []byte{}, true)
+	f.Add([]byte("USPL\x01\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00one"), []byte{}, false)
 	f.Fuzz(func(t *testing.T, seg, pos []byte, two bool) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, segName(1)), seg, 0o600)

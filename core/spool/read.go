@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -75,8 +74,8 @@ func (l *limits) readAhead(avg int) int64 {
 // large. Until Ack, Peek returns the same records again (the sender retries
 // them). An empty batch means nothing is pending; use Wait to block.
 //
-// Corrupt records are skipped together with the rest of their segment,
-// counted in Stats and logged.
+// A damaged record is skipped up to the next intact one, counted in Stats
+// and logged with its file, offset and length.
 func (s *Spool) Peek(maxRecords, maxBytes int) (Batch, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
@@ -99,19 +98,25 @@ func (s *Spool) peek(maxRecords, maxBytes int) (b Batch, retry bool, err error) 
 	start, consumed := s.pos, s.consumed
 	snap := make([]segment, len(s.segs))
 	for i, g := range s.segs {
-		snap[i] = segment{seq: g.seq, size: g.size, records: g.records}
+		snap[i] = segment{seq: g.seq, size: g.size, records: g.records, fr: g.fr, damaged: slices.Clone(g.damaged)}
 	}
 	s.mu.Unlock()
 
 	lim := limits{maxRecs: maxRecords, maxBytes: maxBytes}
 	b = Batch{owner: s, start: start}
 	cur := start
-	for i, g := range snap {
+	for i := range snap {
+		g := &snap[i]
 		if lim.done() {
 			break
 		}
+		// from and base say where the segment's pending records start and
+		// how many readable records lie before that.
+		from, base := int64(segHeaderLen), int64(0)
 		if i > 0 {
 			cur = position{seq: g.seq, off: segHeaderLen}
+		} else {
+			from, base = start.off, consumed
 		}
 		if cur.off >= g.size {
 			continue
@@ -127,23 +132,26 @@ func (s *Spool) peek(maxRecords, maxBytes int) (b Batch, retry bool, err error) 
 			return Batch{}, false, err
 		}
 		n0 := len(b.Records)
-		var corrupt, full bool
-		b.Records, cur.off, corrupt, full, err = s.readRange(f, cur.off, g.size, &lim, b.Records)
-		if err != nil {
-			return Batch{}, false, err
-		}
-		n := int64(len(b.Records) - n0)
-		if n > 0 {
-			b.spans = append(b.spans, span{seq: g.seq, records: n})
-		}
-		if corrupt {
-			valid := n
-			if i == 0 {
-				valid += consumed
+		var full bool
+		for cur.off < g.size && !full {
+			var d damage
+			b.Records, cur.off, d, full, err = s.readRange(f, g.fr, cur.off, g.size, &lim, b.Records)
+			if err != nil {
+				return Batch{}, false, err
 			}
-			s.noteCorruption(g, cur.off, valid)
-			cur.off = g.size
-			continue
+			if d == frameOK {
+				break
+			}
+			r, known := g.damagedAt(cur.off)
+			if !known {
+				if r, err = s.noteDamage(f, g, from, base, cur.off); err != nil {
+					return Batch{}, false, err
+				}
+			}
+			cur.off = max(r.next, cur.off+1)
+		}
+		if n := int64(len(b.Records) - n0); n > 0 {
+			b.spans = append(b.spans, span{seq: g.seq, records: n})
 		}
 		if full {
 			break
@@ -154,7 +162,7 @@ func (s *Spool) peek(maxRecords, maxBytes int) (b Batch, retry bool, err error) 
 		s.r.avg = (s.r.avg + lim.bytes/lim.recs) / 2
 	}
 	if len(b.Records) == 0 && start.less(cur) {
-		// Nothing but corrupt data: acknowledge the skip right away so that
+		// Nothing but damaged data: acknowledge the skip right away so that
 		// Stats and Wait stop counting it as pending.
 		if err := s.ack(b); err != nil {
 			return Batch{}, false, err
@@ -192,44 +200,85 @@ func (s *Spool) dropped(seq uint64) bool {
 	return s.segLocked(seq) == nil
 }
 
-// noteCorruption records, once, that segment g (as snapshotted) has an
-// invalid record at offset at, preceded by valid readable records.
-func (s *Spool) noteCorruption(g segment, at int64, valid int64) {
+// noteDamage handles damage found while reading segment g (a snapshot,
+// updated here) at offset at, which Open did not see: it scans the
+// segment's pending part once more to learn every damaged region and the
+// exact number of readable records, records both, logs the new regions
+// and returns the region at at.
+func (s *Spool) noteDamage(f *os.File, g *segment, from, base, at int64) (region, error) {
+	end := g.size
+	if fi, err := f.Stat(); err != nil {
+		return region{}, fmt.Errorf("read spool: %w", err)
+	} else if fi.Size() < end {
+		end = fi.Size() // cut behind our back: what is missing reads as damaged
+	}
+	res, err := scanRecords(f, g.fr, min(from, end), end)
+	if err != nil {
+		return region{}, fmt.Errorf("read spool: %w", err)
+	}
+	found := region{at: at, next: g.size, why: pastEnd}
+	for i, r := range res.damaged {
+		if r.next >= end {
+			res.damaged[i].next = g.size
+		}
+		if r.at == at {
+			found = res.damaged[i]
+		}
+	}
+	if _, ok := res.regionAt(at); !ok {
+		res.damaged = append(res.damaged, found)
+	}
+	lost := max(g.records-(base+res.records), 0)
+
 	s.mu.Lock()
 	live := s.segLocked(g.seq)
-	if live == nil || slices.Contains(live.corruptAt, at) {
+	if live == nil {
 		s.mu.Unlock()
-		return
+		return found, nil
 	}
-	live.corruptAt = append(live.corruptAt, at)
-	lost := max(g.records-valid, 0)
+	var fresh []region
+	for _, r := range res.damaged {
+		if _, ok := live.damagedAt(r.at); !ok {
+			live.damaged = append(live.damaged, r)
+			fresh = append(fresh, r)
+		}
+	}
 	live.records -= lost
 	s.totalRecords -= lost
-	s.stats.Corruptions++
-	s.stats.SkippedBytes += g.size - at
+	for _, r := range fresh {
+		s.stats.Corruptions++
+		s.stats.SkippedBytes += r.next - r.at
+	}
+	g.damaged = slices.Clone(live.damaged)
 	s.mu.Unlock()
-	s.log.Warn("spool segment has a corrupt record; skipping the rest of the segment",
-		"file", s.segPath(g.seq), "offset", at, "skipped_bytes", g.size-at, "skipped_records", lost)
+	g.records -= lost
+	for _, r := range fresh {
+		s.logRegion(s.segPath(g.seq), r, g.size)
+	}
+	return found, nil
 }
 
-// readRange appends to recs the records of f from off up to end, until lim
-// is reached (full) or an invalid record is found (corrupt, at next).
-// It returns the offset after the last record taken.
-func (s *Spool) readRange(f *os.File, off, end int64, lim *limits, recs [][]byte) (_ [][]byte, next int64, corrupt, full bool, err error) {
+// readRange appends to recs the records of f (framed as fr) from off up to
+// end, until lim is reached (full) or a damaged record is found (d, at
+// next). It returns the offset after the last record taken.
+func (s *Spool) readRange(f *os.File, fr framing, off, end int64, lim *limits, recs [][]byte) (_ [][]byte, next int64, d damage, full bool, err error) {
 	minChunk := int64(0)
 	for off < end {
 		if lim.done() {
-			return recs, off, false, true, nil
+			return recs, off, frameOK, true, nil
 		}
 		buf := make([]byte, min(max(lim.readAhead(s.r.avg), minChunk), end-off))
 		n, rerr := f.ReadAt(buf, off)
 		if rerr != nil {
 			if rerr != io.EOF {
-				return recs, off, false, false, fmt.Errorf("read spool: %w", rerr)
+				return recs, off, frameOK, false, fmt.Errorf("read spool: %w", rerr)
 			}
 			// The file is shorter than what was appended: it was truncated
-			// behind our back. What is missing reads as corrupt.
-			buf, end = buf[:n], off+int64(n)
+			// behind our back. What is missing reads as damaged.
+			if n == 0 {
+				return recs, off, pastEnd, false, nil
+			}
+			buf = buf[:n]
 		}
 		p := 0
 		for {
@@ -237,40 +286,32 @@ func (s *Spool) readRange(f *os.File, off, end int64, lim *limits, recs [][]byte
 			if at >= end {
 				break
 			}
-			rest := len(buf) - p
-			if rest < recordHeaderLen {
-				if end-at < recordHeaderLen {
-					return recs, at, true, false, nil
-				}
-				break
-			}
-			ln := int64(binary.LittleEndian.Uint32(buf[p:]))
-			total := recordHeaderLen + ln
-			if ln > MaxRecordBytes || at+total > end {
-				return recs, at, true, false, nil
-			}
-			if int64(rest) < total {
+			total, d := fr.check(buf[p:], end-at)
+			if d == frameShort {
 				if p == 0 {
-					minChunk = total
+					if rerr == io.EOF {
+						return recs, at, pastEnd, false, nil
+					}
+					minChunk = max(total, fr.hdrLen)
 				}
 				break
+			}
+			if d != frameOK {
+				return recs, at, d, false, nil
 			}
 			t := p + int(total)
-			payload := buf[p+recordHeaderLen : t : t]
-			if binary.LittleEndian.Uint32(buf[p+4:]) != recordCRC(buf[p:p+recordHeaderLen], payload) {
-				return recs, at, true, false, nil
-			}
-			if !lim.allow(int(ln)) {
-				return recs, at, false, true, nil
+			payload := buf[p+int(fr.hdrLen) : t : t]
+			if !lim.allow(len(payload)) {
+				return recs, at, frameOK, true, nil
 			}
 			recs = append(recs, payload)
 			lim.recs++
-			lim.bytes += int(ln)
+			lim.bytes += len(payload)
 			p = t
 		}
 		off += int64(p)
 	}
-	return recs, off, false, false, nil
+	return recs, off, frameOK, false, nil
 }
 
 // Ack removes the records of b, which must be the oldest unacknowledged ones

@@ -153,8 +153,10 @@ type Stats struct {
 	// within MaxBytes.
 	DroppedRecords int64
 	DroppedBytes   int64
-	// Corruptions counts invalid records found (bad CRC, impossible length);
-	// each made the rest of its segment unreadable.
+	// Corruptions counts damaged regions found (no record marker, bad CRC,
+	// impossible length). Each is skipped up to the next intact record
+	// (to the end of its segment in segments of the old format, or if
+	// nothing intact follows).
 	Corruptions int64
 	// SkippedBytes were skipped because of those corruptions.
 	SkippedBytes int64
@@ -167,13 +169,24 @@ type Stats struct {
 type segment struct {
 	seq  uint64
 	size int64 // readable end: the last complete, published record ends here
-	disk int64 // file size (larger than size if corrupt bytes follow)
+	disk int64 // file size (larger than size if damaged bytes follow)
 	// records counts the records in [segHeaderLen, size) that are readable;
-	// known corrupt regions are excluded.
+	// known damaged regions are excluded.
 	records int64
-	// corruptAt lists offsets already reported as corrupt, so that peeking
-	// the same batch again does not count them twice.
-	corruptAt []int64
+	fr      framing
+	// damaged are the regions known to be damaged, reported once; readers
+	// skip them.
+	damaged []region
+}
+
+// damagedAt returns the known damaged region starting at off.
+func (g *segment) damagedAt(off int64) (region, bool) {
+	for _, r := range g.damaged {
+		if r.at == off {
+			return r, true
+		}
+	}
+	return region{}, false
 }
 
 // Spool is a durable FIFO queue of records in a directory. Use Open.
@@ -198,6 +211,8 @@ type Spool struct {
 		size  int64 // bytes written, including not yet published ones
 		dirty bool  // written since the last fsync (SyncPeriodic)
 		buf   []byte
+		// failAfter and writes drive the spool-append-mid failpoint (a test hook).
+		failAfter, writes int64
 	}
 
 	// rmu serializes consumers; it guards r.
@@ -254,6 +269,7 @@ func Open(opts Options) (*Spool, error) {
 		notify: make(chan struct{}),
 	}
 	s.r.avg = 512
+	s.w.failAfter = appendFailpoint()
 	if err := s.recover(); err != nil {
 		if s.w.f != nil {
 			s.w.f.Close()
@@ -322,7 +338,7 @@ func (s *Spool) recover() error {
 			return err
 		}
 		s.w.f, s.w.seq, s.w.size = f, next, segHeaderLen
-		s.segs = []*segment{{seq: next, size: segHeaderLen, disk: segHeaderLen}}
+		s.segs = []*segment{{seq: next, size: segHeaderLen, disk: segHeaderLen, fr: framingV2}}
 		s.diskBytes = segHeaderLen
 		s.pos = position{seq: next, off: segHeaderLen}
 		return syncDir(s.dir, s.opts.Sync)
@@ -353,7 +369,7 @@ func (s *Spool) recover() error {
 				if f, err = s.createSegment(seq + 1); err != nil {
 					return err
 				}
-				s.segs = append(s.segs, &segment{seq: seq + 1, size: segHeaderLen, disk: segHeaderLen})
+				s.segs = append(s.segs, &segment{seq: seq + 1, size: segHeaderLen, disk: segHeaderLen, fr: framingV2})
 				s.diskBytes += segHeaderLen
 				if err := syncDir(s.dir, s.opts.Sync); err != nil {
 					f.Close()
@@ -408,50 +424,67 @@ func (s *Spool) recoverSegment(seq uint64, start int64, last bool) (_ *segment, 
 		if _, err := f.WriteAt(want, 0); err != nil {
 			return nil, nil, 0, fmt.Errorf("open spool: repair segment header: %w", err)
 		}
-		return &segment{seq: seq, size: segHeaderLen, disk: segHeaderLen}, f, segHeaderLen, nil
+		return &segment{seq: seq, size: segHeaderLen, disk: segHeaderLen, fr: framingV2}, f, segHeaderLen, nil
 	}
-	if string(hdr[:n]) != string(want) {
+	version := segVersion(hdr[:n])
+	if version == 0 {
 		s.stats.Corruptions++
 		s.stats.SkippedBytes += size
 		s.log.Warn("spool segment has no valid header; skipping it", "file", path, "bytes", size)
-		return &segment{seq: seq, size: segHeaderLen, disk: size}, nil, start, nil
+		return &segment{seq: seq, size: segHeaderLen, disk: size, fr: framingV2}, nil, start, nil
 	}
+	fr := framingOf(version)
 	if start < segHeaderLen || start > size {
 		s.log.Warn("spool position is outside its segment; replaying the segment from the start",
 			"file", path, "offset", start, "size", size)
 		start = segHeaderLen
 	}
-	res, err := scanRecords(f, start, size)
+	res, err := scanRecords(f, fr, start, size)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("open spool: %w", err)
 	}
-	seg := &segment{seq: seq, size: res.validEnd, disk: size, records: res.records}
-	if !res.corrupt {
-		return seg, f, start, nil
-	}
-	bad := size - res.validEnd
-	if last {
-		// Most likely an append torn by a crash (the bytes were never
-		// acknowledged as durable); cut it so appends continue cleanly.
-		if err := f.Truncate(res.validEnd); err != nil {
-			return nil, nil, 0, fmt.Errorf("open spool: cut torn record at offset %d: %w", res.validEnd, err)
+	seg := &segment{seq: seq, size: res.lastEnd, disk: size, records: res.records, fr: fr, damaged: res.damaged}
+	if k := len(seg.damaged) - 1; last && k >= 0 && seg.damaged[k].next == size {
+		// Nothing intact follows the damage at the end of the newest
+		// segment: an append torn by a crash (those bytes were never
+		// acknowledged as durable). Cut it so appends continue cleanly.
+		tail := seg.damaged[k]
+		seg.damaged = seg.damaged[:k]
+		if err := f.Truncate(tail.at); err != nil {
+			return nil, nil, 0, fmt.Errorf("open spool: cut the torn record at offset %d of %s: %w", tail.at, path, err)
 		}
 		if s.opts.Sync != SyncNever {
 			if err := f.Sync(); err != nil {
 				return nil, nil, 0, fmt.Errorf("open spool: %w", err)
 			}
 		}
-		seg.disk = res.validEnd
-		s.stats.TruncatedBytes += bad
-		s.log.Warn("spool segment ends in an incomplete or corrupt record (crash during append?); truncated it",
-			"file", path, "offset", res.validEnd, "bytes", bad)
-		return seg, f, start, nil
+		seg.disk = tail.at
+		s.stats.TruncatedBytes += size - tail.at
+		s.log.Warn("the previous run ended in the middle of writing to the spool; truncated the incomplete record at the end of the segment",
+			"file", path, "offset", tail.at, "bytes", size-tail.at, "found", tail.why.String())
 	}
-	s.stats.Corruptions++
-	s.stats.SkippedBytes += bad
-	s.log.Warn("spool segment has a corrupt record; skipping the rest of the segment",
-		"file", path, "offset", res.validEnd, "skipped_bytes", bad)
-	return seg, nil, start, nil
+	for _, r := range seg.damaged {
+		s.stats.Corruptions++
+		s.stats.SkippedBytes += r.next - r.at
+		s.logRegion(path, r, size)
+	}
+	if last && version != formatVersion {
+		// Appends use the current format, in a segment of their own.
+		return seg, nil, start, nil
+	}
+	return seg, f, start, nil
+}
+
+// logRegion logs a damaged region of the segment at path (of size bytes)
+// found for the first time.
+func (s *Spool) logRegion(path string, r region, size int64) {
+	if r.next < size {
+		s.log.Warn("spool segment has a damaged record; skipped it and resumed at the next intact record",
+			"file", path, "offset", r.at, "bytes", r.next-r.at, "found", r.why.String(), "resumed_at", r.next)
+		return
+	}
+	s.log.Warn("spool segment has a damaged record and no intact record after it; skipped the rest of the segment",
+		"file", path, "offset", r.at, "bytes", r.next-r.at, "found", r.why.String())
 }
 
 // createSegment creates segment seq with its header. The caller syncs the

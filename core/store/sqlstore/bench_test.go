@@ -27,6 +27,20 @@ func BenchmarkAppendEvents(b *testing.B) {
 		defer s.Close()
 		benchmarkAppend(b, s)
 	})
+	// The same with the acknowledged-events mark advanced after every
+	// commit, as a cluster runs it.
+	b.Run("sqlite-ackmark", func(b *testing.B) {
+		dir := b.TempDir()
+		s, err := OpenSQLite(b.Context(), filepath.Join(dir, "unyo.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.TrackAcked(b.Context(), filepath.Join(dir, "acked")); err != nil {
+			b.Fatal(err)
+		}
+		benchmarkAppend(b, s)
+	})
 	b.Run("postgres-durable", func(b *testing.B) {
 		// fsync and synchronous_commit on: every commit is on disk.
 		srv := testpg.New(b, testpg.WithDurable())
@@ -51,41 +65,47 @@ func BenchmarkAppendEvents(b *testing.B) {
 	})
 }
 
+const (
+	benchBatchSize = 500
+	benchNodes     = 200
+	benchChecks    = 25
+)
+
+// benchBatch is batch n of realistic results: a line of output and two
+// perfdata values. Building them is part of the measured time (about 2% of
+// it), as decoding them would be in a server; building all up front would
+// take gigabytes.
+func benchBatch(n int) []*unyov1.Event {
+	batch := make([]*unyov1.Event, benchBatchSize)
+	for i := range batch {
+		k := n*benchBatchSize + i
+		started := time.Unix(1_750_000_000, 0).Add(time.Duration(k) * time.Millisecond)
+		batch[i] = &unyov1.Event{
+			// Random-looking ids, as agents' UUIDs are.
+			Id:      fmt.Sprintf("%08x-%012d", uint32(k)*2654435761, k),
+			Cluster: "bench",
+			Node:    fmt.Sprintf("node-%04d", k%benchNodes),
+			Check:   fmt.Sprintf("check-%02d", k/benchNodes%benchChecks),
+			Level:   unyov1.Level_LEVEL_SUCCESS,
+			Output:  "DISK OK - free space: / 31000 MB (62% inode=91%);",
+			Perfdata: []*unyov1.PerfData{
+				{Label: "/", Value: 19000, Uom: "MB", Warn: "40000", Crit: "45000"},
+				{Label: "/var", Value: 1234.5, Uom: "MB"},
+			},
+			StartedAt:  timestamppb.New(started),
+			Duration:   durationpb.New(120 * time.Millisecond),
+			ReceivedAt: timestamppb.New(started.Add(time.Second)),
+			Sequence:   uint64(k),
+		}
+	}
+	return batch
+}
+
 func benchmarkAppend(b *testing.B, s *Store) {
 	const (
 		writers   = 4
-		batchSize = 500
-		nodes     = 200
-		checks    = 25
+		batchSize = benchBatchSize
 	)
-	// Realistic results: a line of output and two perfdata values. Building
-	// them is part of the measured time (about 2% of it), as decoding them
-	// would be in a server; building all up front would take gigabytes.
-	makeBatch := func(n int) []*unyov1.Event {
-		batch := make([]*unyov1.Event, batchSize)
-		for i := range batch {
-			k := n*batchSize + i
-			started := time.Unix(1_750_000_000, 0).Add(time.Duration(k) * time.Millisecond)
-			batch[i] = &unyov1.Event{
-				// Random-looking ids, as agents' UUIDs are.
-				Id:      fmt.Sprintf("%08x-%012d", uint32(k)*2654435761, k),
-				Cluster: "bench",
-				Node:    fmt.Sprintf("node-%04d", k%nodes),
-				Check:   fmt.Sprintf("check-%02d", k/nodes%checks),
-				Level:   unyov1.Level_LEVEL_SUCCESS,
-				Output:  "DISK OK - free space: / 31000 MB (62% inode=91%);",
-				Perfdata: []*unyov1.PerfData{
-					{Label: "/", Value: 19000, Uom: "MB", Warn: "40000", Crit: "45000"},
-					{Label: "/var", Value: 1234.5, Uom: "MB"},
-				},
-				StartedAt:  timestamppb.New(started),
-				Duration:   durationpb.New(120 * time.Millisecond),
-				ReceivedAt: timestamppb.New(started.Add(time.Second)),
-				Sequence:   uint64(k),
-			}
-		}
-		return batch
-	}
 	var (
 		next     atomic.Int64
 		inserted atomic.Int64
@@ -100,7 +120,7 @@ func benchmarkAppend(b *testing.B, s *Store) {
 				if n >= int64(b.N) {
 					return
 				}
-				got, err := s.AppendEvents(b.Context(), makeBatch(int(n)))
+				got, err := s.AppendEvents(b.Context(), benchBatch(int(n)))
 				if err != nil {
 					b.Error(err)
 					return
@@ -116,4 +136,59 @@ func benchmarkAppend(b *testing.B, s *Store) {
 		b.Fatalf("inserted %d events, want %d", inserted.Load(), want)
 	}
 	b.ReportMetric(float64(inserted.Load())/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkAckMark measures what the acknowledged-events mark adds to one
+// group commit: one pwrite, and an fdatasync at most once a second.
+func BenchmarkAckMark(b *testing.B) {
+	m, _, err := openMark(filepath.Join(b.TempDir(), "acked"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.close()
+	for i := range b.N {
+		if err := m.set(int64(i+1)*500, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAckMarkOverhead compares ingest without and with the
+// acknowledged-events mark in one run, alternating short rounds between two
+// stores so that a machine busy with other work slows both alike. One op is
+// one batch of 500 into each store.
+func BenchmarkAckMarkOverhead(b *testing.B) {
+	dir := b.TempDir()
+	var stores [2]*Store
+	for i := range stores {
+		s, err := OpenSQLite(b.Context(), filepath.Join(dir, fmt.Sprintf("unyo%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	if _, err := stores[1].TrackAcked(b.Context(), filepath.Join(dir, "acked")); err != nil {
+		b.Fatal(err)
+	}
+	var took [2]time.Duration
+	const round = 10
+	b.ResetTimer()
+	for n := 0; n < b.N; n += round {
+		for k := range 2 {
+			i := (n/round + k) % 2 // alternate which store goes first
+			start := time.Now()
+			for j := n; j < min(n+round, b.N); j++ {
+				if _, err := stores[i].AppendEvents(b.Context(), benchBatch(j)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took[i] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	events := float64(b.N * benchBatchSize)
+	b.ReportMetric(events/took[0].Seconds(), "events/s-without")
+	b.ReportMetric(events/took[1].Seconds(), "events/s-with-mark")
+	b.ReportMetric(100*(took[1].Seconds()/took[0].Seconds()-1), "%overhead")
 }

@@ -119,6 +119,7 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	// rest); SQLite walks its id index in order instead of at random.
 	slices.SortFunc(rows, func(a, b eventRow) int { return strings.Compare(a.id, b.id) })
 	counts := make([]int, len(calls))
+	var seqEnd int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Numbers for the pipeline, in arrival order. Taking them from a
 		// counter row locks it until commit, so transactions commit in
@@ -128,6 +129,7 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 		if err != nil {
 			return err
 		}
+		seqEnd = last
 		for i := range rows {
 			rows[i].seq = last - int64(len(rows)) + int64(rows[i].ord) + 1
 		}
@@ -146,6 +148,8 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	if err != nil {
 		return nil, err
 	}
+	// Committed: record it before the callers acknowledge it to agents.
+	s.markAcked(seqEnd)
 	return counts, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -93,6 +94,8 @@ type Store struct {
 	// group merges concurrent AppendEvents calls into one transaction; nil
 	// runs each call in its own.
 	group *groupCommit
+	// mark records acknowledged events outside the database (TrackAcked).
+	mark atomic.Pointer[ackMark]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -154,8 +157,20 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetConnMaxIdleTime(0)
 	s := &Store{d: sqliteDialect(), w: w, r: r}
 	s.group = newGroupCommit(s, groupMaxRows)
-	if err := s.init(ctx); err != nil {
+	// Check the file before migrations write to it: a damaged store must
+	// not serve (reads fail while /healthz and writes look fine).
+	err = s.w.PingContext(ctx)
+	if err == nil {
+		err = s.quickCheck(ctx)
+	}
+	if err == nil {
+		err = s.init(ctx)
+	}
+	if err != nil {
 		s.Close()
+		if errors.Is(err, ErrCorrupt) || isCorrupt(err) {
+			return nil, fmt.Errorf("open SQLite database %s: %w (%w); %s", path, ErrCorrupt, err, corruptHelp(path))
+		}
 		return nil, fmt.Errorf("open SQLite database %s: %w", path, err)
 	}
 	return s, nil
@@ -199,6 +214,9 @@ func (s *Store) init(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.w.Close()
+		if m := s.mark.Load(); m != nil {
+			err = errors.Join(err, m.close())
+		}
 		if s.r != s.w {
 			err = errors.Join(err, s.r.Close())
 		}
