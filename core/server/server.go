@@ -51,7 +51,7 @@ func New(opts Options) *Server {
 
 // HandlerOptions are the options every connect handler of this server takes.
 func (s *Server) HandlerOptions() []connect.HandlerOption {
-	return []connect.HandlerOption{connect.WithInterceptors(s.opts.Auth.Interceptor())}
+	return []connect.HandlerOption{connect.WithInterceptors(s.opts.Auth.Interceptor()), StrictJSON()}
 }
 
 // Handle registers a connect handler under its path.
