@@ -10,6 +10,7 @@ import (
 
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -18,6 +19,9 @@ type alertService struct{ c *Cluster }
 
 func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
 	m := req.Msg
+	if err := limits.ListLimit("limit", m.GetLimit()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
 		return connect.NewResponse(&unyov1.ListAlertsResponse{}), nil
 	}

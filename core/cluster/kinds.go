@@ -11,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
@@ -106,6 +107,9 @@ func ValidateObjects(objs []*unyov1.Object) error {
 		}
 		if err := k.validate(o); err != nil {
 			errs = append(errs, fmt.Sprintf("objects[%d]: %v", i, err))
+		}
+		if err := objectLimits(o); err != nil {
+			errs = append(errs, fmt.Sprintf("objects[%d] (%s %q): %v", i, manifest.Kind(o), limits.Abbrev(manifest.Name(o)), err))
 		}
 	}
 	if len(errs) > 0 {

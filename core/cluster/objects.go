@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -43,6 +44,9 @@ type eventService struct{ c *Cluster }
 
 func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyov1.ListEventsRequest]) (*connect.Response[unyov1.ListEventsResponse], error) {
 	m := req.Msg
+	if err := limits.ListLimit("limit", m.GetLimit()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
 		return connect.NewResponse(&unyov1.ListEventsResponse{}), nil
 	}
