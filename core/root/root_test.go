@@ -22,10 +22,9 @@ import (
 
 // serve runs register's services on a loopback port until the test ends
 // and returns clients for them.
-func serve(t *testing.T, register func(*server.Server), run func(context.Context)) *client.Clients {
+func serve(t testing.TB, log *slog.Logger, register func(*server.Server), run func(context.Context)) *client.Clients {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log})
 	register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -44,7 +43,7 @@ func serve(t *testing.T, register func(*server.Server), run func(context.Context
 	return c
 }
 
-func openStore(t *testing.T, name string) *sqlstore.Store {
+func openStore(t testing.TB, name string) *sqlstore.Store {
 	t.Helper()
 	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), name))
 	if err != nil {
@@ -55,14 +54,16 @@ func openStore(t *testing.T, name string) *sqlstore.Store {
 }
 
 // startRoot runs a root with one real cluster registered and returns the
-// root's clients.
-func startRoot(t *testing.T, log *slog.Logger) *client.Clients {
+// root's clients; both log to opts.Logger.
+func startRoot(t testing.TB, opts Options) *client.Clients {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cl := cluster.New(openStore(t, "cluster.db"), cluster.Options{Name: "c1", Replica: "r1", Logger: quiet})
-	cc := serve(t, cl.Register, cl.Run)
-	r := New(openStore(t, "root.db"), Options{Logger: log})
-	rc := serve(t, r.Register, func(ctx context.Context) { <-ctx.Done() })
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cl := cluster.New(openStore(t, "cluster.db"), cluster.Options{Name: "c1", Replica: "r1", Logger: opts.Logger})
+	cc := serve(t, opts.Logger, cl.Register, cl.Run)
+	r := New(openStore(t, "root.db"), opts)
+	rc := serve(t, opts.Logger, r.Register, func(ctx context.Context) { <-ctx.Done() })
 	if _, err := rc.Cluster.RegisterCluster(context.Background(), connect.NewRequest(&unyov1.RegisterClusterRequest{Name: "c1", Url: cc.URL})); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func startRoot(t *testing.T, log *slog.Logger) *client.Clients {
 // missing, and root keeps answering (Get with {} used to panic in a fan-out
 // goroutine and end the process).
 func TestMalformedRequestsAreRefusedBeforeFanOut(t *testing.T) {
-	rc := startRoot(t, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rc := startRoot(t, Options{})
 	ctx := context.Background()
 	tests := []struct {
 		name string
