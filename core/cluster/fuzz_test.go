@@ -5,14 +5,18 @@ import (
 	"flag"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/apifuzz"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 )
@@ -43,7 +47,7 @@ func FuzzClusterAPI(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { logs.Close() })
-	c := startCluster(f, st, cluster.Options{Logger: slog.New(watch), Metrics: db, Logs: logs})
+	c := serveWatched(f, st, cluster.Options{Metrics: db, Logs: logs}, slog.New(watch))
 	methods := apifuzz.Methods(c)
 	if *writeSeeds {
 		if err := apifuzz.WriteSeeds(filepath.Join("testdata", "fuzz", "FuzzClusterAPI"), methods); err != nil {
@@ -64,4 +68,30 @@ func FuzzClusterAPI(f *testing.F) {
 			t.Fatalf("the cluster logged a panic: %v", p)
 		}
 	})
+}
+
+// serveWatched is startCluster with log, the fuzz target's panic watch, as
+// the cluster's and its server's logger: a panic the server recovers from
+// is logged there, not returned.
+func serveWatched(tb testing.TB, st store.Store, o cluster.Options, log *slog.Logger) *client.Clients {
+	tb.Helper()
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log})
+	o.Name, o.Replica, o.Logger = "c1", "r1", log
+	cl := cluster.New(st, o)
+	cl.Register(srv)
+	ln, err := srv.Listen()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); cl.Run(ctx) }()
+	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

@@ -29,15 +29,13 @@ import (
 // client. opts may give the cluster's metrics and log stores.
 func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *client.Clients {
 	tb.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
 	var o cluster.Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: o.Logger})
-	o.Name, o.Replica = "c1", "r1"
+	o.Name, o.Replica, o.Logger = "c1", "r1", quiet
 	cl := cluster.New(st, o)
 	cl.Register(srv)
 	ln, err := srv.Listen()
