@@ -26,8 +26,8 @@ func validNode(n *unyov1.Node) error {
 	if err := limits.Address("node.address", n.GetAddress()); err != nil {
 		return err
 	}
-	for field, v := range map[string]string{"node.agent_version": n.GetAgentVersion(), "node.os": n.GetOs(), "node.kernel": n.GetKernel()} {
-		if err := limits.Text(field, v, limits.MaxText); err != nil {
+	for _, f := range []struct{ field, v string }{{"node.agent_version", n.GetAgentVersion()}, {"node.os", n.GetOs()}, {"node.kernel", n.GetKernel()}} {
+		if err := limits.Text(f.field, f.v, limits.MaxText); err != nil {
 			return err
 		}
 	}
@@ -39,9 +39,9 @@ func validPlugins(field string, ps []*unyov1.PluginStatus) error {
 		return fmt.Errorf("%s: %d plugin statuses, at most %d are allowed", field, len(ps), maxPlugins)
 	}
 	for i, p := range ps {
-		for name, v := range map[string]string{"kind": p.GetKind(), "name": p.GetName(), "version": p.GetVersion(), "state": p.GetState(), "last_error": p.GetLastError()} {
-			if err := limits.Text(fmt.Sprintf("%s[%d].%s", field, i, name), v, limits.MaxText); err != nil {
-				return err
+		for _, f := range [...]struct{ name, v string }{{"kind", p.GetKind()}, {"name", p.GetName()}, {"version", p.GetVersion()}, {"state", p.GetState()}, {"last_error", p.GetLastError()}} {
+			if len(f.v) > limits.MaxText {
+				return limits.Text(fmt.Sprintf("%s[%d].%s", field, i, f.name), f.v, limits.MaxText)
 			}
 		}
 	}
@@ -93,9 +93,11 @@ func validResult(e *unyov1.Event, node string, now time.Time) error {
 		if i == limits.MaxPerfdata {
 			break // the rest is cut by capResult
 		}
-		for name, v := range map[string]string{"label": p.GetLabel(), "uom": p.GetUom(), "warn": p.GetWarn(), "crit": p.GetCrit()} {
-			if err := limits.Text(fmt.Sprintf("perfdata[%d].%s", i, name), v, limits.MaxText); err != nil {
-				return err
+		// Formatting the field path only on failure keeps the ingest path
+		// free of allocations here.
+		for _, f := range [...]struct{ name, v string }{{"label", p.GetLabel()}, {"uom", p.GetUom()}, {"warn", p.GetWarn()}, {"crit", p.GetCrit()}} {
+			if len(f.v) > limits.MaxText {
+				return limits.Text(fmt.Sprintf("perfdata[%d].%s", i, f.name), f.v, limits.MaxText)
 			}
 		}
 	}
