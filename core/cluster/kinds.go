@@ -166,6 +166,11 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
 	resp := &unyov1.DeleteResponse{}
+	for i, ref := range req.Msg.GetRefs() {
+		if err := required(fmt.Sprintf("refs[%d].name", i), ref.GetName()); err != nil {
+			return nil, err
+		}
+	}
 	for _, ref := range req.Msg.GetRefs() {
 		k, kindName, err := s.kind(ref.GetKind())
 		if err != nil {
@@ -195,6 +200,9 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 	ref := req.Msg.GetRef()
 	k, kindName, err := s.kind(ref.GetKind())
 	if err != nil {
+		return nil, err
+	}
+	if err := required("ref.name", ref.GetName()); err != nil {
 		return nil, err
 	}
 	if err := s.ownCluster(ref.GetCluster()); err != nil {

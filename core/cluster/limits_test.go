@@ -160,3 +160,47 @@ func TestObjectLabelAndListLimits(t *testing.T) {
 	_, err = e.c.Events.ListEvents(ctx, connect.NewRequest(&unyov1.ListEventsRequest{History: true, Limit: limits.MaxListLimit}))
 	checkRefusal(t, err, "")
 }
+
+// TestRequestsNamingNothingAreRefused: a read or change that names no
+// object is refused with the field, not answered NotFound.
+func TestRequestsNamingNothingAreRefused(t *testing.T) {
+	c := newEnv(t).c
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"Get without a name", func() error {
+			_, err := c.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "Check"}}))
+			return err
+		}, "ref.name: required"},
+		{"Delete without a name", func() error {
+			_, err := c.Objects.Delete(ctx, connect.NewRequest(&unyov1.DeleteRequest{Refs: []*unyov1.ObjectRef{{Kind: "Check", Name: "a"}, {Kind: "Check"}}}))
+			return err
+		}, "refs[1].name: required"},
+		{"GetNode {}", func() error {
+			_, err := c.Nodes.GetNode(ctx, connect.NewRequest(&unyov1.GetNodeRequest{}))
+			return err
+		}, "name: required"},
+		{"GetEvent {}", func() error {
+			_, err := c.Events.GetEvent(ctx, connect.NewRequest(&unyov1.GetEventRequest{}))
+			return err
+		}, "id: required"},
+		{"GetAlert {}", func() error {
+			_, err := c.Alerts.GetAlert(ctx, connect.NewRequest(&unyov1.GetAlertRequest{}))
+			return err
+		}, "id: required"},
+		{"CloseAlert without an id", func() error {
+			_, err := c.Alerts.CloseAlert(ctx, connect.NewRequest(&unyov1.AlertActionRequest{By: "ops"}))
+			return err
+		}, "id: required"},
+		{"EndMaintenance without a name", func() error {
+			_, err := c.Maintenance.EndMaintenance(ctx, connect.NewRequest(&unyov1.EndMaintenanceRequest{By: "ops"}))
+			return err
+		}, "name: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkRefusal(t, tt.call(), tt.want) })
+	}
+}

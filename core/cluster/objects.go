@@ -29,6 +29,9 @@ func (s *nodeService) ListNodes(ctx context.Context, req *connect.Request[unyov1
 }
 
 func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	if err := required("name", req.Msg.GetName()); err != nil {
+		return nil, err
+	}
 	n, err := s.c.store.GetNode(ctx, req.Msg.GetName())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", req.Msg.GetName(), s.c.opts.Name))
@@ -60,6 +63,9 @@ func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyo
 }
 
 func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {
+	if err := required("id", req.Msg.GetId()); err != nil {
+		return nil, err
+	}
 	e, err := s.c.store.GetEvent(ctx, req.Msg.GetId())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("event %q not found in cluster %q", req.Msg.GetId(), s.c.opts.Name))

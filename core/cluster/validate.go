@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"connectrpc.com/connect"
+
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/limits"
@@ -128,6 +130,14 @@ func capResult(e *unyov1.Event) {
 	for _, n := range notes {
 		e.LongOutput = strings.TrimLeft(e.LongOutput+"\n"+n, "\n")
 	}
+}
+
+// required refuses a request whose field is empty, naming the field.
+func required(field, v string) error {
+	if err := limits.Required(field, v); err != nil {
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	return nil
 }
 
 // objectLimits checks the label sets of an applied object, which the kinds'
