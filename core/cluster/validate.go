@@ -28,7 +28,7 @@ func validNode(n *unyov1.Node) error {
 	if err := limits.Address("node.address", n.GetAddress()); err != nil {
 		return err
 	}
-	for _, f := range []struct{ field, v string }{{"node.agent_version", n.GetAgentVersion()}, {"node.os", n.GetOs()}, {"node.kernel", n.GetKernel()}} {
+	for _, f := range [...]struct{ field, v string }{{"node.agent_version", n.GetAgentVersion()}, {"node.os", n.GetOs()}, {"node.kernel", n.GetKernel()}} {
 		if err := limits.Text(f.field, f.v, limits.MaxText); err != nil {
 			return err
 		}
