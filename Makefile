@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/unyo
 
-.PHONY: dev build test deps lint bench proto
+.PHONY: dev build test deps lint bench proto fuzz
 
 dev: build
 	./$(BIN) dev
@@ -21,6 +21,29 @@ lint:
 
 test: deps lint
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
+
+# Every fuzz target for a bounded time: the API targets (random and mutated
+# requests through the real cluster and root handlers) FUZZTIME each, the
+# parsers FUZZTIME_SMALL each; about 90 s of fuzzing in all. A failure leaves
+# its input under the package's testdata/fuzz, where `go test` replays it.
+FUZZTIME ?= 20s
+FUZZTIME_SMALL ?= 6s
+FUZZ_API := ./core/cluster:FuzzClusterAPI ./core/root:FuzzRootAPI
+FUZZ_SMALL := ./checks:FuzzCompile ./checks/nagios:FuzzParse ./checks/nagios:FuzzParseRange \
+	./eventrules:FuzzCompileMatches ./eventrules:FuzzTemplates ./core/logtail:FuzzParse \
+	./core/spool:FuzzRecover ./core/spool:FuzzOpenGarbage
+
+fuzz:
+	@set -e; \
+	for t in $(FUZZ_API); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done; \
+	for t in $(FUZZ_SMALL); do \
+		echo "fuzz $$t for $(FUZZTIME_SMALL)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME_SMALL) "$${t%%:*}"; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -23,8 +23,8 @@ type agentService struct{ c *Cluster }
 
 func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1.RegisterRequest]) (*connect.Response[unyov1.RegisterResponse], error) {
 	n := req.Msg.GetNode()
-	if err := checks.ValidateName(n.GetName()); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.name: %w", err))
+	if err := validNode(n); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	n.Cluster = s.c.opts.Name
 	n.LastHeartbeat = timestamppb.Now()
@@ -105,6 +105,9 @@ func (c *Cluster) node(ctx context.Context, name string) (*unyov1.Node, error) {
 }
 
 func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov1.HeartbeatRequest]) (*connect.Response[unyov1.HeartbeatResponse], error) {
+	if err := validPlugins("plugins", req.Msg.GetPlugins()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	n, err := s.c.node(ctx, req.Msg.GetNode())
 	if err != nil {
 		return nil, err
@@ -135,10 +138,11 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	now := timestamppb.Now()
 	good := make([]*unyov1.Event, 0, len(req.Msg.GetResults()))
 	for i, e := range req.Msg.GetResults() {
-		if err := validResult(e, node); err != nil {
-			resp.Rejected = append(resp.Rejected, fmt.Sprintf("results[%d] (id %q): %v", i, e.GetId(), err))
+		if err := validResult(e, node, now.AsTime()); err != nil {
+			resp.Rejected = append(resp.Rejected, fmt.Sprintf("results[%d] (id %q): %v", i, limits.Abbrev(e.GetId()), err))
 			continue
 		}
+		capResult(e)
 		e.Cluster = s.c.opts.Name
 		e.ReceivedAt = now
 		e.Labels = n.GetLabels()
@@ -162,28 +166,6 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 		s.c.log.Warn("rejected malformed results", "node", node, "count", len(resp.Rejected), "first", resp.Rejected[0])
 	}
 	return connect.NewResponse(resp), nil
-}
-
-func validResult(e *unyov1.Event, node string) error {
-	switch {
-	case e.GetId() == "" || len(e.GetId()) > 128 || !utf8.ValidString(e.GetId()):
-		return errors.New("id: must be 1 to 128 characters")
-	case e.GetNode() != node:
-		return fmt.Errorf("node: %q differs from the reporting node %q", e.GetNode(), node)
-	case e.GetCheck() == "":
-		return errors.New("check: must not be empty")
-	case e.GetStartedAt() == nil:
-		return errors.New("started_at: must be set")
-	case e.GetLevel() == unyov1.Level_LEVEL_UNSPECIFIED:
-		return errors.New("level: must be set")
-	}
-	if _, ok := unyov1.Level_name[int32(e.GetLevel())]; !ok {
-		return fmt.Errorf("level: unknown value %d", e.GetLevel())
-	}
-	if _, ok := unyov1.CheckStatus_name[int32(e.GetStatus())]; !ok {
-		return fmt.Errorf("status: unknown value %d", e.GetStatus())
-	}
-	return nil
 }
 
 func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -18,6 +19,9 @@ type alertService struct{ c *Cluster }
 
 func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
 	m := req.Msg
+	if err := limits.ListLimit("limit", m.GetLimit()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
 		return connect.NewResponse(&unyov1.ListAlertsResponse{}), nil
 	}
@@ -32,6 +36,9 @@ func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyo
 }
 
 func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error) {
+	if err := required("id", req.Msg.GetId()); err != nil {
+		return nil, err
+	}
 	a, err := s.c.store.GetAlert(ctx, req.Msg.GetId())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("alert %q not found in cluster %q", req.Msg.GetId(), s.c.opts.Name))
@@ -43,6 +50,9 @@ func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1
 }
 
 func (s *alertService) change(ctx context.Context, m *unyov1.AlertActionRequest, fn func(a *unyov1.Alert, by, reason string, now time.Time) error) (*connect.Response[unyov1.AlertActionResponse], error) {
+	if err := required("id", m.GetId()); err != nil {
+		return nil, err
+	}
 	if m.GetBy() == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
 	}
@@ -75,6 +85,9 @@ type maintenanceService struct{ c *Cluster }
 
 func (s *maintenanceService) EndMaintenance(ctx context.Context, req *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error) {
 	m := req.Msg
+	if err := required("name", m.GetName()); err != nil {
+		return nil, err
+	}
 	if m.GetBy() == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
@@ -107,6 +108,9 @@ func ValidateObjects(objs []*unyov1.Object) error {
 		if err := k.validate(o); err != nil {
 			errs = append(errs, fmt.Sprintf("objects[%d]: %v", i, err))
 		}
+		if err := objectLimits(o); err != nil {
+			errs = append(errs, fmt.Sprintf("objects[%d] (%s %q): %v", i, manifest.Kind(o), limits.Abbrev(manifest.Name(o)), err))
+		}
 	}
 	if len(errs) > 0 {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New(strings.Join(errs, "; ")))
@@ -162,6 +166,11 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
 	resp := &unyov1.DeleteResponse{}
+	for i, ref := range req.Msg.GetRefs() {
+		if err := required(fmt.Sprintf("refs[%d].name", i), ref.GetName()); err != nil {
+			return nil, err
+		}
+	}
 	for _, ref := range req.Msg.GetRefs() {
 		k, kindName, err := s.kind(ref.GetKind())
 		if err != nil {
@@ -191,6 +200,9 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 	ref := req.Msg.GetRef()
 	k, kindName, err := s.kind(ref.GetKind())
 	if err != nil {
+		return nil, err
+	}
+	if err := required("ref.name", ref.GetName()); err != nil {
 		return nil, err
 	}
 	if err := s.ownCluster(ref.GetCluster()); err != nil {

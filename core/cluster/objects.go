@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -28,6 +29,9 @@ func (s *nodeService) ListNodes(ctx context.Context, req *connect.Request[unyov1
 }
 
 func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	if err := required("name", req.Msg.GetName()); err != nil {
+		return nil, err
+	}
 	n, err := s.c.store.GetNode(ctx, req.Msg.GetName())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", req.Msg.GetName(), s.c.opts.Name))
@@ -43,6 +47,9 @@ type eventService struct{ c *Cluster }
 
 func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyov1.ListEventsRequest]) (*connect.Response[unyov1.ListEventsResponse], error) {
 	m := req.Msg
+	if err := limits.ListLimit("limit", m.GetLimit()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
 		return connect.NewResponse(&unyov1.ListEventsResponse{}), nil
 	}
@@ -56,6 +63,9 @@ func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyo
 }
 
 func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {
+	if err := required("id", req.Msg.GetId()); err != nil {
+		return nil, err
+	}
 	e, err := s.c.store.GetEvent(ctx, req.Msg.GetId())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("event %q not found in cluster %q", req.Msg.GetId(), s.c.opts.Name))

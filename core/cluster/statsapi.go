@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/stats"
@@ -54,8 +55,11 @@ func (s *statsService) MetricStats(ctx context.Context, req *connect.Request[uny
 	if err != nil {
 		return nil, err
 	}
+	if err := limits.Limit("limit", m.GetLimit(), MaxStatsRows); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	limit := int(m.GetLimit())
-	if limit <= 0 || limit > MaxStatsRows {
+	if limit == 0 {
 		limit = MaxStatsRows
 	}
 	// The store narrows by metric name and time; the rest of the selector

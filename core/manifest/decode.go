@@ -24,6 +24,7 @@ type docDecoder struct {
 	offset int    // added to node lines: documents are parsed one by one
 	label  string // `Check "disk"`, once known
 	errs   ErrorList
+	budget budget
 }
 
 func (d *docDecoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -141,7 +142,7 @@ func topLevelFields(k kindInfo, ok bool) []string {
 // when the value is null (the field stays unset) or wrong (reported).
 func (d *docDecoder) field(n *yaml.Node, fd protoreflect.FieldDescriptor, path string) (v any, ok bool) {
 	n = deref(n)
-	if isNull(n) {
+	if isNull(n) || !d.spend(n) {
 		return nil, false
 	}
 	switch {
@@ -180,6 +181,9 @@ func (d *docDecoder) field(n *yaml.Node, fd protoreflect.FieldDescriptor, path s
 // value) of fd's type.
 func (d *docDecoder) value(n *yaml.Node, fd protoreflect.FieldDescriptor, path string) (any, bool) {
 	n = deref(n)
+	if !d.spend(n) {
+		return nil, false
+	}
 	tag := n.ShortTag()
 	scalar := n.Kind == yaml.ScalarNode
 	switch fd.Kind() {
@@ -314,6 +318,9 @@ func (d *docDecoder) message(n *yaml.Node, md protoreflect.MessageDescriptor, pa
 // anyValue converts free-form YAML (google.protobuf.Struct and friends).
 func (d *docDecoder) anyValue(n *yaml.Node, path string) (any, bool) {
 	n = deref(n)
+	if !d.spend(n) {
+		return nil, false
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		m, ok := map[string]any{}, true
@@ -359,6 +366,9 @@ func (d *docDecoder) pairs(n *yaml.Node, path string) []pair {
 	first := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !d.spend(k) {
+			return nil
+		}
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 			merged = append(merged, d.mergePairs(v, path)...)
 			continue

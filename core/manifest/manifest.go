@@ -47,9 +47,9 @@ func Decode(r io.Reader, source string) ([]*unyov1.Object, error) {
 	if source == "" {
 		source = "input"
 	}
-	data, err := io.ReadAll(r)
+	data, err := readLimited(r, source)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, err
 	}
 	var (
 		objs  []*unyov1.Object
@@ -58,6 +58,12 @@ func Decode(r io.Reader, source string) ([]*unyov1.Object, error) {
 		docNo int
 	)
 	for _, ch := range splitDocuments(data) {
+		if len(ch.text) > MaxDocumentSize {
+			docNo++
+			errs = append(errs, &Error{Source: source, Document: docNo, Line: ch.line,
+				Msg: fmt.Sprintf("%d bytes, more than %d MiB, the largest document read; split it", len(ch.text), MaxDocumentSize>>20)})
+			continue
+		}
 		// Each chunk is parsed on its own so that a syntax error in one
 		// document does not hide the problems of the following ones.
 		dec := yaml.NewDecoder(bytes.NewReader(ch.text))

@@ -10,6 +10,7 @@ import (
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/limits"
 )
 
 // alertService merges the clusters' alerts and routes ack and close to the
@@ -17,6 +18,9 @@ import (
 type alertService struct{ r *Root }
 
 func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyov1.ListAlertsRequest]) (*connect.Response[unyov1.ListAlertsResponse], error) {
+	if err := invalid(limits.ListLimit("limit", req.Msg.GetLimit())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
@@ -39,6 +43,9 @@ func (s *alertService) ListAlerts(ctx context.Context, req *connect.Request[unyo
 }
 
 func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1.GetAlertRequest]) (*connect.Response[unyov1.GetAlertResponse], error) {
+	if err := invalid(limits.Required("id", req.Msg.GetId())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
@@ -65,6 +72,9 @@ func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1
 
 // change sends an ack or close to the cluster holding the alert.
 func (s *alertService) change(ctx context.Context, m *unyov1.AlertActionRequest, call func(context.Context, *client.Clients, *unyov1.AlertActionRequest) (*unyov1.Alert, error)) (*connect.Response[unyov1.AlertActionResponse], error) {
+	if err := invalid(limits.Required("id", m.GetId())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, m.GetCluster())
 	if err != nil {
 		return nil, err
@@ -115,6 +125,9 @@ func (s *alertService) CloseAlert(ctx context.Context, req *connect.Request[unyo
 type maintenanceService struct{ r *Root }
 
 func (s *maintenanceService) EndMaintenance(ctx context.Context, req *connect.Request[unyov1.EndMaintenanceRequest]) (*connect.Response[unyov1.EndMaintenanceResponse], error) {
+	if err := invalid(limits.Required("name", req.Msg.GetName())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -148,11 +149,25 @@ func refusedByAll[T any](all []answer[T]) error {
 // or not, in cluster-name order.
 func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
 	answers := make([]answer[T], len(clusters))
+	procedure := "a call"
+	if info, ok := connect.CallInfoForHandlerContext(ctx); ok {
+		procedure = info.Spec().Procedure
+	}
 	var wg sync.WaitGroup
 	for i, ci := range clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// net/http recovers only the goroutine serving the request; a
+			// panic here would end the whole process.
+			defer func() {
+				if p := recover(); p != nil {
+					r.log.Error("fanned-out call panicked; answering Internal for that cluster",
+						"cluster", ci.GetName(), "procedure", procedure, "panic", p, "stack", string(debug.Stack()))
+					answers[i].err = connect.NewError(connect.CodeInternal,
+						fmt.Errorf("root failed on %s for cluster %s (a bug: panic %v; the stack is in root's log)", procedure, ci.GetName(), p))
+				}
+			}()
 			answers[i].cluster, answers[i].url = ci.GetName(), ci.GetUrl()
 			cl, err := r.client(ci.GetUrl())
 			if err != nil {

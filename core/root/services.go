@@ -14,6 +14,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/manifest"
 )
 
@@ -127,6 +128,11 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
+	for i, ref := range req.Msg.GetRefs() {
+		if err := invalid(validRef(fmt.Sprintf("refs[%d]", i), ref)); err != nil {
+			return nil, err
+		}
+	}
 	resp := &unyov1.DeleteResponse{}
 	for _, ref := range req.Msg.GetRefs() {
 		targets, err := s.r.targets(ctx, ref.GetCluster())
@@ -152,6 +158,9 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 
 func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
 	ref := req.Msg.GetRef()
+	if err := invalid(validRef("ref", ref)); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, ref.GetCluster())
 	if err != nil {
 		return nil, err
@@ -179,6 +188,9 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 }
 
 func (s *objectService) List(ctx context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
+	if err := invalid(validKind("kind", req.Msg.GetKind())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
@@ -219,6 +231,9 @@ func (s *nodeService) ListNodes(ctx context.Context, req *connect.Request[unyov1
 }
 
 func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	if err := invalid(limits.Required("name", req.Msg.GetName())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
@@ -246,6 +261,9 @@ func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.G
 type eventService struct{ r *Root }
 
 func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyov1.ListEventsRequest]) (*connect.Response[unyov1.ListEventsResponse], error) {
+	if err := invalid(limits.ListLimit("limit", req.Msg.GetLimit())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
@@ -276,6 +294,9 @@ func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyo
 }
 
 func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {
+	if err := invalid(limits.Required("id", req.Msg.GetId())); err != nil {
+		return nil, err
+	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err

@@ -128,6 +128,7 @@ func (s *Server) Auth() *Auth { return s.auth }
 func (s *Server) HandlerOptions() []connect.HandlerOption {
 	return []connect.HandlerOption{
 		connect.WithReadMaxBytes(s.limits.MessageBytes),
+		StrictJSON(),
 	}
 }
 
