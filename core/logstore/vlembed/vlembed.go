@@ -30,6 +30,7 @@ import (
 
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 
+	"github.com/unyo-ops/unyo/core/internal/vmflags"
 	"github.com/unyo-ops/unyo/core/logstore"
 )
 
@@ -83,6 +84,11 @@ func Open(opts Options) (st *Store, err error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(opts.Path)), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded log store: creating the parent of %s: %w", opts.Path, err)
+	}
+	// VictoriaLogs sizes its caches with lib/memory, which panics later
+	// (in the first query) unless the process's flags were parsed.
+	if err := vmflags.Prepare(); err != nil {
+		return nil, fmt.Errorf("embedded log store: %w", err)
 	}
 	// lib/logstorage reports failures to open (for example the directory being
 	// locked by another unyo process) by panicking; turn that into an error.

@@ -14,7 +14,6 @@ package vmembed
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -33,6 +32,7 @@ import (
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/prompb"
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/storage"
 
+	"github.com/unyo-ops/unyo/core/internal/vmflags"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/internal/vmerr"
 )
@@ -174,8 +174,8 @@ func Open(opts Options) (*Store, error) {
 }
 
 // setFlags hands the options to VictoriaMetrics, which reads them from
-// flag.CommandLine. Every flag is set (if it differs) on every Open so
-// nothing leaks from a previous instance.
+// flag.CommandLine (through vmflags). Every flag is set (if it differs) on
+// every Open so nothing leaks from a previous instance.
 func setFlags(o *Options) error {
 	hours := int64(math.Ceil(o.Retention.Hours()))
 	vals := [][2]string{
@@ -187,23 +187,8 @@ func setFlags(o *Options) error {
 		{"search.maxUniqueTimeseries", strconv.Itoa(o.MaxSeries)},
 		{"loggerLevel", o.LogLevel},
 	}
-	for _, kv := range vals {
-		// A flag that already has its value is left alone: VictoriaMetrics'
-		// background goroutines, started once per process, keep reading
-		// some (loggerLevel), and writing one under them is a data race.
-		if f := flag.CommandLine.Lookup(kv[0]); f != nil && f.Value.String() == kv[1] {
-			continue
-		}
-		if err := flag.CommandLine.Set(kv[0], kv[1]); err != nil {
-			return fmt.Errorf("vmembed: set VictoriaMetrics flag -%s=%s: %w", kv[0], kv[1], err)
-		}
-	}
-	// VictoriaMetrics panics unless flags were parsed. Parse an empty list
-	// only when the host has not parsed them itself, to leave its flag.Args.
-	if !flag.CommandLine.Parsed() {
-		if err := flag.CommandLine.Parse(nil); err != nil {
-			return fmt.Errorf("vmembed: parse flags: %w", err)
-		}
+	if err := vmflags.Prepare(vals...); err != nil {
+		return fmt.Errorf("vmembed: %w", err)
 	}
 	return nil
 }
