@@ -40,7 +40,7 @@ func (s *logsService) WriteLogs(ctx context.Context, req *connect.Request[unyov1
 		return nil, err
 	}
 	node := req.Msg.GetNode()
-	if _, err := s.c.node(ctx, node); err != nil {
+	if _, err := s.c.agentNode(ctx, node); err != nil {
 		return nil, err
 	}
 	in := req.Msg.GetEntries()

@@ -36,7 +36,7 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 		return nil, err
 	}
 	node := req.Msg.GetNode()
-	if _, err := s.c.node(ctx, node); err != nil {
+	if _, err := s.c.agentNode(ctx, node); err != nil {
 		return nil, err
 	}
 	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()
