@@ -37,7 +37,6 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	// with a join token when there is one, and then uses its node's own
 	// credential.
 	if len(c.Server.AdminTokens) > 0 {
-		c.Root.ClusterToken = c.Server.AdminTokens[0]
 		c.Cluster.RootToken = c.Server.AdminTokens[0]
 		c.Agent.Token = c.Server.AdminTokens[0]
 	}

@@ -63,8 +63,12 @@ func New(st store.Store, opts Options) *Root {
 	if opts.ClusterTimeout <= 0 {
 		opts.ClusterTimeout = 10 * time.Second
 	}
-	return &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(),
+	r := &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{}}
+	if opts.ClusterToken != "" {
+		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
+	}
+	return r
 }
 
 // Register mounts the root's services on srv.
