@@ -29,8 +29,18 @@ import (
 // client. opts may give the cluster's metrics and log stores.
 func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *client.Clients {
 	tb.Helper()
+	c, err := client.New(client.Options{URL: startClusterAuth(tb, st, server.Auth{}, opts...)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// startClusterAuth serves a cluster with authentication and returns its URL.
+func startClusterAuth(tb testing.TB, st store.Store, auth server.Auth, opts ...cluster.Options) string {
+	tb.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet, Auth: auth})
 	var o cluster.Options
 	if len(opts) > 0 {
 		o = opts[0]
@@ -48,22 +58,39 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 	go func() { defer wg.Done(); cl.Run(ctx) }()
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	tb.Cleanup(func() { cancel(); wg.Wait() })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return "http://" + ln.Addr().String()
 }
 
 // benchIngest measures check results accepted and stored per second
 // through the agent API: 8 agents sending batches of 500 concurrently.
-func benchIngest(b *testing.B, st store.Store) {
-	c := startCluster(b, st)
+func benchIngest(b *testing.B, st store.Store) { benchIngestAuth(b, st, false) }
+
+// benchIngestAuth is benchIngest, with authentication when auth is set:
+// every agent enrols with a join token and sends with its node's own
+// credential, as real agents do.
+func benchIngestAuth(b *testing.B, st store.Store, auth bool) {
+	var a server.Auth
+	if auth {
+		a = server.Auth{AdminTokens: []string{"bench-admin"}, JoinTokens: []string{"bench-join"}}
+	}
+	url := startClusterAuth(b, st, a)
 	ctx := context.Background()
 	const agents, batch = 8, 500
+	clients := make([]*client.Clients, agents)
 	for i := range agents {
+		join, err := client.New(client.Options{URL: url, Token: "bench-join"})
+		if err != nil {
+			b.Fatal(err)
+		}
 		node := &unyov1.Node{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{"bench": "yes"}}
-		if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node})); err != nil {
+		resp, err := join.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if auth && resp.Msg.GetNodeToken() == "" {
+			b.Fatal("enrolment returned no node credential")
+		}
+		if clients[i], err = client.New(client.Options{URL: url, Token: resp.Msg.GetNodeToken()}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,6 +103,7 @@ func benchIngest(b *testing.B, st store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := clients[i]
 			node := fmt.Sprintf("node-%d", i)
 			for done := 0; done < per; done += batch {
 				req := &unyov1.ReportResultsRequest{Node: node}
@@ -101,12 +129,16 @@ func benchIngest(b *testing.B, st store.Store) {
 }
 
 func BenchmarkIngestSQLite(b *testing.B) {
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
+	for _, auth := range []bool{false, true} {
+		b.Run(fmt.Sprintf("auth=%v", auth), func(b *testing.B) {
+			st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchIngestAuth(b, st, auth)
+		})
 	}
-	defer st.Close()
-	benchIngest(b, st)
 }
 
 // The PostgreSQL server keeps fsync on: commits are durable.
