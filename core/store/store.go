@@ -110,7 +110,8 @@ type Nodes interface {
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
 	// DeleteNode removes a node, its credential and its log positions;
-	// ErrNotFound if it is not registered. Its events stay as history.
+	// ErrNotFound if it has neither record nor credential. Its events stay
+	// as history.
 	DeleteNode(ctx context.Context, name string) error
 }
 

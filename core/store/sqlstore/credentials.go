@@ -109,20 +109,29 @@ func scanCredential(row scanner) (store.Credential, error) {
 	return c, nil
 }
 
-// DeleteNode removes a node with its credential and log positions.
+// DeleteNode removes a node with its credential and log positions. A
+// credential left without its node (an enrolment whose registration failed)
+// is revoked too.
 func (s *Store) DeleteNode(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "DELETE FROM nodes WHERE name = $1", name)
 		if err != nil {
 			return fmt.Errorf("delete node %q: %w", name, err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		gone, err := res.RowsAffected()
+		if err != nil {
 			return fmt.Errorf("delete node %q: %w", name, err)
-		} else if n == 0 {
-			return notFound("node", name)
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind = $1 AND name = $2", store.CredNode, name); err != nil {
+		res, err = tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind = $1 AND name = $2", store.CredNode, name)
+		if err != nil {
 			return fmt.Errorf("revoke the credential of node %q: %w", name, err)
+		}
+		creds, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("revoke the credential of node %q: %w", name, err)
+		}
+		if gone+creds == 0 {
+			return notFound("node", name)
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM log_positions WHERE node = $1", name); err != nil {
 			return fmt.Errorf("delete the log positions of node %q: %w", name, err)

@@ -59,6 +59,12 @@ func credentialTests() []contractTest {
 			if err := s.DeleteNode(ctx(t), "web1"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("second delete: %v, want ErrNotFound", err)
 			}
+			// A credential whose node was never stored is revoked too.
+			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "half", Hash: "h4"}))
+			must(t, s.DeleteNode(ctx(t), "half"))
+			if got, _ := s.LookupCredential(ctx(t), "h4"); len(got) != 0 {
+				t.Errorf("the half-enrolled node's credential still finds %v", got)
+			}
 		}},
 		{"DeleteClusterRevokes", func(t *testing.T, s store.Store) {
 			must(t, s.UpsertCluster(ctx(t), &unyov1.ClusterInfo{Name: "eu", Url: "http://eu"}))
