@@ -23,7 +23,7 @@ type credential struct {
 	node       string // guarded by Agent.mu
 }
 
-// loadNodeToken reads the node's credential kept by an earlier run.
+// load reads the node's credential kept by an earlier run.
 func (c *credential) load() error {
 	if c.path == "" {
 		return nil

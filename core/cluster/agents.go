@@ -28,11 +28,6 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.name: %w", err))
 	}
 	p := server.PrincipalFrom(ctx)
-	addr, err := probeAddress(n.GetAddress(), p.From)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.address: %w", err))
-	}
-	n.Address = addr
 	old, err := s.c.store.GetNode(ctx, n.GetName())
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
@@ -44,6 +39,11 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 			return nil, err
 		}
 	}
+	addr, err := probeAddress(n.GetAddress(), p.From)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.address: %w", err))
+	}
+	n.Address = addr
 	token, err := s.c.enrol(ctx, p, n.GetName())
 	if err != nil {
 		return nil, err
