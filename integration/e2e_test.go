@@ -45,10 +45,10 @@ server:
   listen: %s
   admin_tokens: [%s]
   join_tokens: [%s]
-root:
-  cluster_token: %s
-`, f.dir, rootAddr, adminToken, joinToken, adminToken))
+`, f.dir, rootAddr, adminToken, joinToken))
 	startUnyo(t, "root", nil, "server", "--config", rootCfg)
+	// The cluster registers with the credential an admin issued for it.
+	clusterToken := f.addCluster("c1")
 	clCfg := writeFile(t, f.dir, "cluster.yaml", fmt.Sprintf(`
 role: cluster
 data_dir: %s/cluster
@@ -68,7 +68,7 @@ cluster:
   stale_after: 5s
   lease_ttl: 3s
   api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
-%s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, joinToken, clusterExtra))
+%s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, clusterToken, clusterExtra))
 	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", clCfg)
 	eventually(t, 30*time.Second, "the cluster to register at root", func() error {
 		out, err := f.cli("clusters", "ls")

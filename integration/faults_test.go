@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/client"
 )
 
 // outage is how long the cluster stays away; the issue asks for a minute.
@@ -168,12 +167,7 @@ func (l *loadgen) acked() int {
 }
 
 func (l *loadgen) run(ctx context.Context, t *testing.T) {
-	cl, err := client.New(client.Options{URL: l.url, Token: joinToken, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	_, err = cl.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: l.node}}))
+	cl, err := enrol(ctx, l.url, &unyov1.Node{Name: l.node})
 	if err != nil {
 		t.Errorf("register the load generator: %v", err)
 		return

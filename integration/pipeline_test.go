@@ -21,13 +21,18 @@ type reporter struct {
 	t    *testing.T
 	node string
 	urls []string // cluster replicas; tried in turn
+	// token is the join token until the node is enrolled, then its own.
+	token string
 }
 
 func newReporter(t *testing.T, node string, urls ...string) *reporter {
-	r := &reporter{t: t, node: node, urls: urls}
+	r := &reporter{t: t, node: node, urls: urls, token: joinToken}
 	eventually(t, 30*time.Second, "registering "+node, func() error {
 		return r.call(func(c *client.Clients) error {
-			_, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: node}}))
+			resp, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: node}}))
+			if err == nil {
+				r.token = resp.Msg.GetNodeToken()
+			}
 			return err
 		})
 	})
@@ -38,7 +43,7 @@ func (r *reporter) call(fn func(*client.Clients) error) error {
 	var err error
 	for _, u := range r.urls {
 		var c *client.Clients
-		if c, err = client.New(client.Options{URL: u, Token: joinToken, Timeout: 5 * time.Second}); err != nil {
+		if c, err = client.New(client.Options{URL: u, Token: r.token, Timeout: 5 * time.Second}); err != nil {
 			return err
 		}
 		if err = fn(c); err == nil {

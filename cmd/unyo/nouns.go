@@ -44,8 +44,24 @@ func newNodesCommand(g *globals) *cobra.Command {
 			return printed(cmd, printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
+	del := &cobra.Command{
+		Use: "delete NAME", Aliases: []string{"rm"}, Short: "Remove a node and revoke its credential (its agent must enrol again with a join token)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Nodes.DeleteNode(ctx, connect.NewRequest(&unyov1.DeleteNodeRequest{Name: args[0], Cluster: clusterName}))
+			if err != nil {
+				return g.explain(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s deleted; its credential is revoked\n", args[0])
+			return printed(cmd, nil, resp.Msg.GetClusterErrors())
+		},
+	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
-	cmd.AddCommand(ls, get)
+	cmd.AddCommand(ls, get, del)
 	return cmd
 }
 
@@ -142,7 +158,43 @@ func newClustersCommand(g *globals) *cobra.Command {
 			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
 		},
 	}
-	cmd.AddCommand(ls)
+	var url string
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Issue a cluster's credential: it is printed once; set it as the cluster's cluster.root_token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Cluster.AddCluster(ctx, connect.NewRequest(&unyov1.AddClusterRequest{Name: args[0], Url: url}))
+			if err != nil {
+				return g.explain(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), resp.Msg.GetToken())
+			fmt.Fprintf(cmd.ErrOrStderr(), "the credential of cluster %s is shown only now: set it as that cluster's cluster.root_token (UNYO_CLUSTER_ROOT_TOKEN)\n", args[0])
+			return nil
+		},
+	}
+	add.Flags().StringVar(&url, "url", "", "where the cluster answers (it may also announce its URL itself when it registers)")
+	del := &cobra.Command{
+		Use: "delete NAME", Aliases: []string{"rm"}, Short: "Forget a cluster and revoke its credentials", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			if _, err := cl.Cluster.DeleteCluster(ctx, connect.NewRequest(&unyov1.DeleteClusterRequest{Name: args[0]})); err != nil {
+				return g.explain(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted; its credentials are revoked\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(ls, add, del)
 	return cmd
 }
 

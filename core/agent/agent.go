@@ -102,6 +102,7 @@ type Agent struct {
 	pluginsReady chan struct{}
 
 	mu          sync.Mutex
+	cred        credential
 	registered  bool
 	heartbeat   time.Duration
 	checksRev   int64
@@ -181,7 +182,11 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.local = append(a.local, d)
 	}
-	cl, err := client.New(client.Options{URL: opts.ClusterURL, Token: opts.Token, Timeout: 30 * time.Second})
+	a.cred = credential{path: nodeTokenPath(opts.DataDir), configured: opts.Token}
+	if err := a.cred.load(); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(client.Options{URL: opts.ClusterURL, TokenFunc: a.token, Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}
@@ -210,6 +215,16 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.newPlugins()
 	return a, nil
+}
+
+// token is what the agent presents: its node's credential once it has one.
+func (a *Agent) token() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cred.node != "" {
+		return a.cred.node
+	}
+	return a.cred.configured
 }
 
 // StatusAddr is the address the status endpoint listens on, if any.

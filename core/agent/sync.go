@@ -46,6 +46,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 			if err := a.register(ctx); err != nil {
 				if ctx.Err() == nil {
 					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+					a.explainRevoked(err)
 				}
 				ctxwait.Sleep(ctx, bo.next())
 				continue
@@ -54,6 +55,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		}
 		if err := a.beat(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("heartbeat failed", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+			a.explainRevoked(err)
 			if connect.CodeOf(err) == connect.CodeNotFound {
 				a.setRegistered(false)
 				continue
@@ -102,7 +104,18 @@ func (a *Agent) register(ctx context.Context) error {
 	if d := resp.Msg.GetHeartbeatInterval().AsDuration(); d > 0 {
 		a.heartbeat = d
 	}
+	var kept error
+	if tok := resp.Msg.GetNodeToken(); tok != "" {
+		kept = a.cred.keep(tok)
+	}
 	a.mu.Unlock()
+	if kept != nil {
+		// The credential works for this run; after a restart the join
+		// token cannot enrol the node again.
+		a.log.Error("the node's credential could not be kept; after a restart an admin must run `unyo nodes delete` before the agent can enrol again", "err", kept)
+	} else if resp.Msg.GetNodeToken() != "" {
+		a.log.Info("enrolled: this node's own credential is kept in the data directory and used from now on", "file", a.cred.path)
+	}
 	a.setRegistered(true)
 	a.log.Info("registered with cluster", "cluster", resp.Msg.GetCluster(), "url", a.opts.ClusterURL)
 	return nil
@@ -194,5 +207,16 @@ func (a *Agent) saveCachedChecks(m *unyov1.GetChecksResponse) {
 	}
 	if err != nil {
 		a.log.Warn("could not cache central checks", "file", a.cachePath(), "err", err)
+	}
+}
+
+// explainRevoked tells the operator what to do when the cluster no longer
+// accepts the node's own credential.
+func (a *Agent) explainRevoked(err error) {
+	a.mu.Lock()
+	has, path := a.cred.node != "", a.cred.path
+	a.mu.Unlock()
+	if has && connect.CodeOf(err) == connect.CodeUnauthenticated {
+		a.log.Error("the cluster does not accept this node's credential any more (the node was deleted with `unyo nodes delete`, or the cluster's database was replaced); to enrol the node again, remove the credential file and restart the agent with a join token", "file", path)
 	}
 }

@@ -22,6 +22,9 @@ import (
 type Options struct {
 	URL   string
 	Token string
+	// TokenFunc, when set, gives the token for each call instead of Token
+	// (an agent swaps its join token for its node's own credential).
+	TokenFunc func() string
 	// CAFile verifies an https server against this CA instead of the system roots.
 	CAFile  string
 	Timeout time.Duration
@@ -65,7 +68,11 @@ func New(opts Options) (*Clients, error) {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
-	o := []connect.ClientOption{connect.WithInterceptors(tokenInterceptor(opts.Token))}
+	token := opts.TokenFunc
+	if token == nil {
+		token = func() string { return opts.Token }
+	}
+	o := []connect.ClientOption{connect.WithInterceptors(tokenInterceptor(token))}
 	return &Clients{
 		URL:         url,
 		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
@@ -82,10 +89,10 @@ func New(opts Options) (*Clients, error) {
 	}, nil
 }
 
-func tokenInterceptor(token string) connect.UnaryInterceptorFunc {
+func tokenInterceptor(tokenFunc func() string) connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			if token != "" {
+			if token := tokenFunc(); token != "" {
 				req.Header().Set("Authorization", "Bearer "+token)
 			}
 			return next(ctx, req)

@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -26,15 +27,41 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	if err := validNode(n); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
+	p := server.PrincipalFrom(ctx)
+	old, err := s.c.store.GetNode(ctx, n.GetName())
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, internal(fmt.Errorf("look up node %q: %w", n.GetName(), err))
+	case p.Kind == server.KindJoin && err == nil:
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q is enrolled already, and a join token cannot take it over: its agent presents the node's own credential (kept in its data directory); to enrol this machine again, an admin runs `unyo nodes delete %s` first", n.GetName(), n.GetName()))
+	case p.Kind != server.KindJoin:
+		if err := server.RequireNode(ctx, n.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	addr, err := probeAddress(n.GetAddress(), p.From)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.address: %w", err))
+	}
+	n.Address = addr
+	token, err := s.c.enrol(ctx, p, n.GetName())
+	if err != nil {
+		return nil, err
+	}
 	n.Cluster = s.c.opts.Name
 	n.LastHeartbeat = timestamppb.Now()
 	// A node registering again keeps its liveness state: only heartbeats
 	// make a Down node Ready, and that is an event.
 	n.State = unyov1.NodeState_NODE_STATE_UNSPECIFIED
-	if old, err := s.c.store.GetNode(ctx, n.GetName()); err == nil {
+	if old != nil {
 		n.State = old.GetState()
 	}
 	if err := s.c.store.UpsertNode(ctx, n); err != nil {
+		if token != "" { // let the agent enrol again with its join token
+			if derr := s.c.store.DeleteCredential(context.WithoutCancel(ctx), store.CredNode, n.GetName()); derr != nil {
+				s.c.log.Warn("withdrawing the credential of a node whose registration failed failed too; an admin may need to run unyo nodes delete", "node", n.GetName(), "err", derr)
+			}
+		}
 		return nil, internal(fmt.Errorf("register node %q: %w", n.GetName(), err))
 	}
 	s.c.remember(n)
@@ -42,10 +69,11 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	s.c.nodePlugins[n.GetName()] = n.GetPlugins()
 	s.c.knownMu.Unlock()
 	s.c.beats.add(n.GetName(), time.Now())
-	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels())
+	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels(), "by", p.String(), "enrolled", token != "")
 	return connect.NewResponse(&unyov1.RegisterResponse{
 		Cluster:           s.c.opts.Name,
 		HeartbeatInterval: durationpb.New(s.c.opts.HeartbeatInterval),
+		NodeToken:         token,
 	}), nil
 }
 
@@ -83,10 +111,14 @@ func (c *Cluster) remember(n *unyov1.Node) {
 	c.knownMu.Unlock()
 }
 
-// node returns a registered node, from memory when possible. An unknown
-// node gets NotFound, which tells its agent to register again (after the
-// cluster's database was replaced, for example).
-func (c *Cluster) node(ctx context.Context, name string) (*unyov1.Node, error) {
+// agentNode returns the registered node a request acts as, from memory when
+// possible, after checking that the caller may act as it (the node itself,
+// or an admin). An unknown node gets NotFound, which tells its agent to
+// register again (after the cluster's database was replaced, for example).
+func (c *Cluster) agentNode(ctx context.Context, name string) (*unyov1.Node, error) {
+	if err := server.RequireNode(ctx, name); err != nil {
+		return nil, err
+	}
 	c.knownMu.Lock()
 	n, ok := c.known[name]
 	c.knownMu.Unlock()
@@ -108,7 +140,7 @@ func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov
 	if err := validPlugins("plugins", req.Msg.GetPlugins()); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	n, err := s.c.node(ctx, req.Msg.GetNode())
+	n, err := s.c.agentNode(ctx, req.Msg.GetNode())
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +159,7 @@ const maxResultsPerReport = 10000
 
 func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[unyov1.ReportResultsRequest]) (*connect.Response[unyov1.ReportResultsResponse], error) {
 	node := req.Msg.GetNode()
-	n, err := s.c.node(ctx, node)
+	n, err := s.c.agentNode(ctx, node)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +201,7 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 }
 
 func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error) {
-	n, err := s.c.node(ctx, req.Msg.GetNode())
+	n, err := s.c.agentNode(ctx, req.Msg.GetNode())
 	if err != nil {
 		return nil, err
 	}

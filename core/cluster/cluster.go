@@ -12,6 +12,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/server"
@@ -81,6 +82,9 @@ type Cluster struct {
 	// knownMu): a heartbeat writes them only when they changed.
 	nodePlugins map[string][]*unyov1.PluginStatus
 
+	// auth recognises the credentials of this cluster's nodes and of root.
+	auth *identity.Authenticator
+
 	// stats computes the statistics tier; nil when it is off.
 	stats *statsRunner
 
@@ -128,6 +132,7 @@ func New(st store.Store, opts Options) *Cluster {
 		ingested: make(chan struct{}, 1),
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
+		auth:         identity.NewAuthenticator(st, credentialKinds),
 		pluginsReady: make(chan struct{}),
 	}
 	if opts.Stats != nil {
@@ -147,6 +152,7 @@ func New(st store.Store, opts Options) *Cluster {
 
 // Register mounts the cluster's services on srv.
 func (c *Cluster) Register(srv *server.Server) {
+	srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.auth)
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{c}, o...))

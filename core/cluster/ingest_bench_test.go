@@ -34,13 +34,16 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	return startClusterWith(tb, st, o, server.Options{}, client.Options{})
+	c, err := client.New(client.Options{URL: startClusterWith(tb, st, o, server.Options{})})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // startClusterWith serves a cluster with the given server options (auth,
-// TLS) and returns a client with the given options (token, CA); Listen and
-// URL are filled in.
-func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so server.Options, co client.Options) *client.Clients {
+// TLS; Listen and Logger are filled in) and returns its URL.
+func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so server.Options) string {
 	tb.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	so.Listen, so.Logger = "127.0.0.1:0", quiet
@@ -58,29 +61,55 @@ func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so serve
 	go func() { defer wg.Done(); cl.Run(ctx) }()
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	tb.Cleanup(func() { cancel(); wg.Wait() })
-	co.URL = "http://" + ln.Addr().String()
 	if so.CertFile != "" {
-		co.URL = "https://" + ln.Addr().String()
+		return "https://" + ln.Addr().String()
 	}
-	c, err := client.New(co)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return "http://" + ln.Addr().String()
 }
+
+// ingestAuth is how the benchmark's agents reach the cluster.
+type ingestAuth int
+
+const (
+	open        ingestAuth = iota // no authentication
+	nodeTokens                    // enrolled with a join token, then each node's own credential
+	tlsAndNodes                   // the same over TLS
+)
 
 // benchIngest measures check results accepted and stored per second
 // through the agent API: 8 agents sending batches of 500 concurrently.
-func benchIngest(b *testing.B, st store.Store) {
-	benchIngestThrough(b, startCluster(b, st))
-}
+func benchIngest(b *testing.B, st store.Store) { benchIngestAuth(b, st, open) }
 
-func benchIngestThrough(b *testing.B, c *client.Clients) {
+// benchIngestAuth is benchIngest with the agents authenticated as mode
+// says, as real agents are.
+func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
+	var so server.Options
+	var ca string
+	if mode != open {
+		so.Auth = server.Auth{AdminTokens: []string{"bench-admin"}, JoinTokens: []string{"bench-join"}}
+	}
+	if mode == tlsAndNodes {
+		so.CertFile, so.KeyFile = testutil.SelfSignedCert(b, b.TempDir())
+		ca = so.CertFile
+	}
+	url := startClusterWith(b, st, cluster.Options{}, so)
 	ctx := context.Background()
 	const agents, batch = 8, 500
+	clients := make([]*client.Clients, agents)
 	for i := range agents {
+		join, err := client.New(client.Options{URL: url, Token: "bench-join", CAFile: ca})
+		if err != nil {
+			b.Fatal(err)
+		}
 		node := &unyov1.Node{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{"bench": "yes"}}
-		if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node})); err != nil {
+		resp, err := join.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if mode != open && resp.Msg.GetNodeToken() == "" {
+			b.Fatal("enrolment returned no node credential")
+		}
+		if clients[i], err = client.New(client.Options{URL: url, Token: resp.Msg.GetNodeToken(), CAFile: ca}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,6 +122,7 @@ func benchIngestThrough(b *testing.B, c *client.Clients) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := clients[i]
 			node := fmt.Sprintf("node-%d", i)
 			for done := 0; done < per; done += batch {
 				req := &unyov1.ReportResultsRequest{Node: node}
@@ -117,13 +147,23 @@ func benchIngestThrough(b *testing.B, c *client.Clients) {
 	b.ReportMetric(float64(sent.Load())/time.Since(start).Seconds(), "results/s")
 }
 
+// BenchmarkIngestSQLite runs the same ingest without authentication, with
+// node credentials, and with node credentials over TLS, side by side in one
+// run: what identity and TLS cost. Request limits apply to all three.
 func BenchmarkIngestSQLite(b *testing.B) {
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
+	for _, mode := range []struct {
+		name string
+		auth ingestAuth
+	}{{"open", open}, {"node-tokens", nodeTokens}, {"tls+node-tokens", tlsAndNodes}} {
+		b.Run(mode.name, func(b *testing.B) {
+			st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchIngestAuth(b, st, mode.auth)
+		})
 	}
-	defer st.Close()
-	benchIngest(b, st)
 }
 
 // The PostgreSQL server keeps fsync on: commits are durable.
@@ -135,32 +175,4 @@ func BenchmarkIngestPostgresDurable(b *testing.B) {
 	}
 	defer st.Close()
 	benchIngest(b, st)
-}
-
-// BenchmarkIngestAuth measures what authentication and TLS cost the ingest
-// path, side by side in one run: no authentication, a bearer token on every
-// request, and a bearer token over TLS. Request limits apply to all three.
-func BenchmarkIngestAuth(b *testing.B) {
-	dir := b.TempDir()
-	cert, key := testutil.SelfSignedCert(b, dir)
-	cases := []struct {
-		name string
-		so   server.Options
-		co   client.Options
-	}{
-		{"open", server.Options{}, client.Options{}},
-		{"token", server.Options{Auth: server.Auth{AdminTokens: []string{"bench-token"}}}, client.Options{Token: "bench-token"}},
-		{"tls+token", server.Options{CertFile: cert, KeyFile: key, Auth: server.Auth{AdminTokens: []string{"bench-token"}}},
-			client.Options{Token: "bench-token", CAFile: cert}},
-	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			benchIngestThrough(b, startClusterWith(b, st, cluster.Options{}, tc.so, tc.co))
-		})
-	}
 }

@@ -30,7 +30,9 @@ type nodeWatch struct {
 // heartbeats make it Ready again. Every change is an event through the
 // pipeline, so rules and alerts apply.
 func (c *Cluster) watchLiveness(ctx context.Context) {
-	hc := &http.Client{Timeout: 2 * time.Second}
+	// The probe goes only to the node's validated address (probeAddress),
+	// never where a redirect points.
+	hc := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	watch := map[string]*nodeWatch{}
 	every(ctx, time.Second, func(ctx context.Context) { c.judgeLiveness(ctx, hc, watch) })
 }

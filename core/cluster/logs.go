@@ -35,12 +35,12 @@ func (s *logsService) store() (logstore.Store, error) {
 // recorded after the lines are written: if recording fails the agent resends
 // and lines may be stored twice, which beats losing them.
 func (s *logsService) WriteLogs(ctx context.Context, req *connect.Request[unyov1.WriteLogsRequest]) (*connect.Response[unyov1.WriteLogsResponse], error) {
-	db, err := s.store()
-	if err != nil {
+	node := req.Msg.GetNode()
+	if _, err := s.c.agentNode(ctx, node); err != nil {
 		return nil, err
 	}
-	node := req.Msg.GetNode()
-	if _, err := s.c.node(ctx, node); err != nil {
+	db, err := s.store()
+	if err != nil {
 		return nil, err
 	}
 	in := req.Msg.GetEntries()

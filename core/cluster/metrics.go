@@ -31,12 +31,12 @@ func (s *metricsService) store() (tsdb.Store, error) {
 }
 
 func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[unyov1.WriteMetricsRequest]) (*connect.Response[unyov1.WriteMetricsResponse], error) {
-	db, err := s.store()
-	if err != nil {
+	node := req.Msg.GetNode()
+	if _, err := s.c.agentNode(ctx, node); err != nil {
 		return nil, err
 	}
-	node := req.Msg.GetNode()
-	if _, err := s.c.node(ctx, node); err != nil {
+	db, err := s.store()
+	if err != nil {
 		return nil, err
 	}
 	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()

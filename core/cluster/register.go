@@ -20,7 +20,11 @@ func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token, advertiseU
 	}
 	registered := false
 	for {
-		_, err := cl.Cluster.RegisterCluster(ctx, connect.NewRequest(&unyov1.RegisterClusterRequest{Name: c.opts.Name, Url: advertiseURL}))
+		resp, err := cl.Cluster.RegisterCluster(ctx, connect.NewRequest(&unyov1.RegisterClusterRequest{Name: c.opts.Name, Url: advertiseURL}))
+		if err == nil && resp.Msg.GetRootToken() != "" {
+			// Until it is kept, root cannot call this cluster: try again soon.
+			err = c.keepRootToken(ctx, resp.Msg.GetRootToken())
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.log.Warn("registering at root failed; will retry", "root", rootURL, "err", client.Explain(rootURL, err))

@@ -58,6 +58,8 @@ func validResult(e *unyov1.Event, node string, now time.Time) error {
 		return errors.New("id: must be 1 to 128 characters")
 	case e.GetNode() != node:
 		return fmt.Errorf("node: %q differs from the reporting node %q", limits.Abbrev(e.GetNode()), node)
+	case e.GetCheck() == livenessCheck:
+		return fmt.Errorf("check: %q is the cluster's own judgement of the node; agents may not report it", livenessCheck)
 	case e.GetStartedAt() == nil:
 		return errors.New("started_at: must be set")
 	case e.GetLevel() == unyov1.Level_LEVEL_UNSPECIFIED:

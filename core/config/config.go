@@ -100,7 +100,7 @@ type Cluster struct {
 	// http(s)://<server.listen>, with the hostname for a wildcard host.
 	AdvertiseURL string `yaml:"advertise_url" mapstructure:"advertise_url" want:"URL"`
 	// RootURL, if set, makes the cluster register itself at root, presenting
-	// RootToken (a join token of the root).
+	// RootToken (the credential `unyo clusters add NAME` printed at root).
 	RootURL   string `yaml:"root_url" mapstructure:"root_url" want:"URL"`
 	RootToken string `yaml:"root_token" mapstructure:"root_token"`
 	// Replica identifies this replica among those sharing the cluster's

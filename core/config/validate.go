@@ -100,7 +100,7 @@ func (c *Config) problems() []Problem {
 			if msg := checkURL(c.Cluster.RootURL); msg != "" {
 				bad("cluster.root_url", "%s", msg)
 			}
-			required("cluster.root_token", c.Cluster.RootToken, "when cluster.root_url is set (a join token of the root)")
+			required("cluster.root_token", c.Cluster.RootToken, "when cluster.root_url is set (the credential `unyo clusters add NAME` printed at root)")
 		}
 		required("cluster.replica", c.Cluster.Replica, "(an id for this replica)")
 		positive("cluster.lease_ttl", c.Cluster.LeaseTTL)

@@ -32,15 +32,20 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 			return err
 		}
 	}
-	// Dev's tokens are the operator's: the tiers talk to each other with them.
+	// Dev's tokens are the operator's: the cluster registers with one (and
+	// then root calls it with the credential it got back); the agent enrols
+	// with a join token when there is one, and then uses its node's own
+	// credential.
 	if len(c.Server.AdminTokens) > 0 {
-		c.Root.ClusterToken = c.Server.AdminTokens[0]
 		c.Cluster.RootToken = c.Server.AdminTokens[0]
 		c.Agent.Token = c.Server.AdminTokens[0]
 		// The operator's token also opens the agent's full /status.
 		if c.Agent.StatusToken == "" {
 			c.Agent.StatusToken = c.Server.AdminTokens[0]
 		}
+	}
+	if len(c.Server.JoinTokens) > 0 {
+		c.Agent.Token = c.Server.JoinTokens[0]
 	}
 
 	if err := privateState(c, log); err != nil {

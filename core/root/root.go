@@ -6,6 +6,7 @@ package root
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -18,6 +19,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -25,7 +27,11 @@ import (
 // Options configure the root.
 type Options struct {
 	Version string
-	// ClusterToken is presented to clusters; it must be an admin token there.
+	// ClusterToken is presented, for compatibility, to clusters root has no
+	// credential of its own for (registered anonymously, or before
+	// `unyo clusters add`); it must be an admin token there. Every cluster
+	// registered with its credential gets a credential of root's own,
+	// presented to it alone.
 	ClusterToken string
 	// ClusterTimeout bounds each cluster's part of a fanned-out call.
 	ClusterTimeout time.Duration
@@ -39,9 +45,16 @@ type Root struct {
 	log     *slog.Logger
 	started time.Time
 
+	// auth recognises the clusters' credentials.
+	auth *identity.Authenticator
+
 	mu      sync.Mutex
-	clients map[string]*client.Clients // by cluster URL
+	clients map[clientKey]*client.Clients
 }
+
+// clientKey names a cached client: root's credential is per cluster and is
+// sent only to the URL that cluster registered.
+type clientKey struct{ cluster, url, token string }
 
 // New returns a root on st.
 func New(st store.Store, opts Options) *Root {
@@ -51,11 +64,17 @@ func New(st store.Store, opts Options) *Root {
 	if opts.ClusterTimeout <= 0 {
 		opts.ClusterTimeout = 10 * time.Second
 	}
-	return &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(), clients: map[string]*client.Clients{}}
+	r := &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(),
+		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{}}
+	if opts.ClusterToken != "" {
+		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
+	}
+	return r
 }
 
 // Register mounts the root's services on srv.
 func (r *Root) Register(srv *server.Server) {
+	srv.Auth().Authenticators = append(srv.Auth().Authenticators, r.auth)
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewClusterServiceHandler(&clusterService{r}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{r}, o...))
@@ -69,18 +88,41 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
 }
 
-func (r *Root) client(url string) (*client.Clients, error) {
+// client returns the clients for a cluster at its registered URL, with the
+// credential root keeps for that cluster (or the configured cluster_token
+// for a cluster root has none for).
+func (r *Root) client(ctx context.Context, ci *unyov1.ClusterInfo) (*client.Clients, error) {
+	token := r.opts.ClusterToken
+	cred, err := r.store.GetCredential(ctx, store.CredRootToCluster, ci.GetName())
+	switch {
+	case err == nil:
+		token = cred.Secret
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("read root's credential for cluster %q: %w", ci.GetName(), err)
+	}
+	key := clientKey{ci.GetName(), ci.GetUrl(), token}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.clients[url]; ok {
+	if c, ok := r.clients[key]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken})
+	c, err := client.New(client.Options{URL: ci.GetUrl(), Token: token})
 	if err != nil {
 		return nil, err
 	}
-	r.clients[url] = c
+	r.clients[key] = c
 	return c, nil
+}
+
+// forgetClients drops the cached clients of a deleted cluster.
+func (r *Root) forgetClients(cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.clients {
+		if k.cluster == cluster {
+			delete(r.clients, k)
+		}
+	}
 }
 
 // targets returns the clusters a request addresses: one by name, or all.
@@ -169,7 +211,7 @@ func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn
 				}
 			}()
 			answers[i].cluster, answers[i].url = ci.GetName(), ci.GetUrl()
-			cl, err := r.client(ci.GetUrl())
+			cl, err := r.client(ctx, ci)
 			if err != nil {
 				answers[i].err = err
 				return

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
@@ -19,20 +18,6 @@ import (
 )
 
 type clusterService struct{ r *Root }
-
-func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Request[unyov1.RegisterClusterRequest]) (*connect.Response[unyov1.RegisterClusterResponse], error) {
-	m := req.Msg
-	if err := checks.ValidateName(m.GetName()); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("name: %w", err))
-	}
-	if _, err := client.New(client.Options{URL: m.GetUrl()}); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("url: %w", err))
-	}
-	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: m.GetUrl(), LastSeen: timestamppb.Now()}); err != nil {
-		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
-	}
-	return connect.NewResponse(&unyov1.RegisterClusterResponse{}), nil
-}
 
 func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[unyov1.ListClustersRequest]) (*connect.Response[unyov1.ListClustersResponse], error) {
 	all, err := s.r.targets(ctx, "")

@@ -48,6 +48,9 @@ var procedures = map[string]Access{
 	unyov1connect.LogsServiceWriteLogsProcedure:       AccessAgent,
 
 	unyov1connect.ClusterServiceRegisterClusterProcedure: AccessClusterRegister,
+	unyov1connect.ClusterServiceAddClusterProcedure:      AccessAdmin,
+	unyov1connect.ClusterServiceDeleteClusterProcedure:   AccessAdmin,
+	unyov1connect.NodeServiceDeleteNodeProcedure:         AccessAdmin,
 	unyov1connect.StatusServiceGetStatusProcedure:        AccessAnyone,
 
 	unyov1connect.ObjectServiceApplyProcedure:  AccessWrite,
@@ -105,9 +108,9 @@ func (a *Auth) authorize(procedure string, p Principal) error {
 	case AccessAnyone:
 		return nil
 	case AccessAgent:
-		// Join tokens still report for any node until agents enrol for
-		// their own credential (issue 9's node identity).
-		if p.Kind == KindNode || p.Kind == KindJoin || (p.IsUser() && p.Role >= RoleAdmin) {
+		// A join token only enrols (Register); from then on the agent
+		// presents its node's own credential.
+		if p.Kind == KindNode || (p.IsUser() && p.Role >= RoleAdmin) {
 			return nil
 		}
 		return deny("a node's credential (an agent enrolled with a join token)")

@@ -43,7 +43,7 @@ func TestAuthorizeMatrix(t *testing.T) {
 		AccessOperate:         "operator admin root anonymous",
 		AccessWrite:           "operator admin root anonymous",
 		AccessAdmin:           "admin root anonymous",
-		AccessAgent:           "node admin anonymous join",
+		AccessAgent:           "node admin anonymous",
 		AccessEnrol:           "join node admin anonymous",
 		AccessClusterRegister: "cluster admin anonymous join",
 		AccessAnyone:          "viewer operator admin node cluster root join anonymous",

@@ -75,8 +75,8 @@ func TestAuth(t *testing.T) {
 		{"join token may not list nodes", "join", listNodes, connect.CodePermissionDenied},
 		{"join token may read status", "join", getStatus, 0},
 		// The fakes are unimplemented: Unimplemented means auth let the call through.
-		{"join token may write metrics", "join", writeMetrics, connect.CodeUnimplemented},
-		{"join token may write logs", "join", writeLogs, connect.CodeUnimplemented},
+		{"join token may not write metrics", "join", writeMetrics, connect.CodePermissionDenied},
+		{"join token may not write logs", "join", writeLogs, connect.CodePermissionDenied},
 		{"join token may not query metrics", "join", queryMetrics, connect.CodePermissionDenied},
 		{"join token may not query logs", "join", queryLogs, connect.CodePermissionDenied},
 		{"no token", "", listNodes, connect.CodeUnauthenticated},

@@ -26,8 +26,54 @@ type Store interface {
 	Pipeline
 	LogPositions
 	Stats
+	Credentials
 	Close() error
 }
+
+// Credential kinds a store keeps.
+const (
+	// CredNode is a node's own credential, kept by its cluster.
+	CredNode = "node"
+	// CredCluster is a cluster's credential, kept by root.
+	CredCluster = "cluster"
+	// CredRoot is root's credential, kept by a cluster.
+	CredRoot = "root"
+	// CredRootToCluster is the token root presents to the cluster it is
+	// named by: root keeps it in Secret because it must send it.
+	CredRootToCluster = "root-to-cluster"
+)
+
+// Credential binds the SHA-256 (hex) of a token to who presents it.
+type Credential struct {
+	Kind string
+	Name string
+	Hash string
+	// Secret is the token itself, kept only for CredRootToCluster.
+	Secret    string
+	CreatedAt time.Time
+}
+
+// Credentials are the credentials a server issued, one per kind and name.
+type Credentials interface {
+	// PutCredential binds c.Hash to c.Kind and c.Name, replacing what was
+	// bound to them before (which stops working).
+	PutCredential(ctx context.Context, c Credential) error
+	// AddCredential is PutCredential that fails (wrapping ErrExists) when
+	// kind and name have a credential already.
+	AddCredential(ctx context.Context, c Credential) error
+	// LookupCredential returns every credential with this hash (usually
+	// one; root and a cluster sharing a database, as in unyo dev, both keep
+	// root's token).
+	LookupCredential(ctx context.Context, hash string) ([]Credential, error)
+	// GetCredential returns the credential of kind and name; ErrNotFound if none.
+	GetCredential(ctx context.Context, kind, name string) (Credential, error)
+	// DeleteCredential revokes the credential of kind and name; no error
+	// when there is none.
+	DeleteCredential(ctx context.Context, kind, name string) error
+}
+
+// ErrExists is returned (wrapped) when something to be created exists.
+var ErrExists = errors.New("already exists")
 
 // LogPosition is the last line a cluster stored from one tailed file of a
 // node: the agent's sequence number of the line and its byte offset.
@@ -63,6 +109,10 @@ type Nodes interface {
 	SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
+	// DeleteNode removes a node, its credential and its log positions;
+	// ErrNotFound if it has neither record nor credential. Its events stay
+	// as history.
+	DeleteNode(ctx context.Context, name string) error
 }
 
 // PutResult says what PutCheck did.
@@ -116,6 +166,10 @@ type Clusters interface {
 	UpsertCluster(ctx context.Context, c *unyov1.ClusterInfo) error
 	ListClusters(ctx context.Context) ([]*unyov1.ClusterInfo, error)
 	GetCluster(ctx context.Context, name string) (*unyov1.ClusterInfo, error)
+	// DeleteCluster forgets a cluster and the credentials root keeps for
+	// it (CredCluster, CredRootToCluster); ErrNotFound if root knows
+	// neither.
+	DeleteCluster(ctx context.Context, name string) error
 }
 
 // Leases let one of several server replicas on a shared database run a

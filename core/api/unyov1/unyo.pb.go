@@ -2957,8 +2957,12 @@ type RegisterResponse struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Cluster           string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	HeartbeatInterval *durationpb.Duration   `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The node's own credential, returned once when the node is enrolled (with
+	// a join token, or by an admin). The agent keeps it and presents it for
+	// every call from then on; the cluster keeps only its hash.
+	NodeToken     string `protobuf:"bytes,3,opt,name=node_token,json=nodeToken,proto3" json:"node_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
@@ -3003,6 +3007,13 @@ func (x *RegisterResponse) GetHeartbeatInterval() *durationpb.Duration {
 		return x.HeartbeatInterval
 	}
 	return nil
+}
+
+func (x *RegisterResponse) GetNodeToken() string {
+	if x != nil {
+		return x.NodeToken
+	}
+	return ""
 }
 
 type HeartbeatRequest struct {
@@ -4829,7 +4840,11 @@ func (x *RegisterClusterRequest) GetUrl() string {
 }
 
 type RegisterClusterResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The credential root presents to this cluster (and to no other), given
+	// to a cluster that registered with its own credential. The cluster keeps
+	// its hash and accepts it as root's.
+	RootToken     string `protobuf:"bytes,1,opt,name=root_token,json=rootToken,proto3" json:"root_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4862,6 +4877,13 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
 	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *RegisterClusterResponse) GetRootToken() string {
+	if x != nil {
+		return x.RootToken
+	}
+	return ""
 }
 
 type ListClustersRequest struct {
@@ -7105,6 +7127,292 @@ func (x *CountStatsResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+type DeleteNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At root: the node's cluster; empty asks every cluster.
+	Cluster       string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNodeRequest) Reset() {
+	*x = DeleteNodeRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNodeRequest) ProtoMessage() {}
+
+func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *DeleteNodeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteNodeRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+type DeleteNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many nodes were removed (0 or 1 per cluster).
+	Deleted       int32           `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNodeResponse) Reset() {
+	*x = DeleteNodeResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNodeResponse) ProtoMessage() {}
+
+func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
+func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *DeleteNodeResponse) GetDeleted() int32 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+func (x *DeleteNodeResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
+type AddClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional: the only URL the cluster may register; empty lets it announce
+	// its own (with its credential).
+	Url           string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddClusterRequest) Reset() {
+	*x = AddClusterRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddClusterRequest) ProtoMessage() {}
+
+func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
+func (*AddClusterRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *AddClusterRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddClusterRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+type AddClusterResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster's credential, shown only now: set it as the cluster's
+	// cluster.root_token.
+	Token         string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddClusterResponse) Reset() {
+	*x = AddClusterResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddClusterResponse) ProtoMessage() {}
+
+func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
+func (*AddClusterResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *AddClusterResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type DeleteClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteClusterRequest) Reset() {
+	*x = DeleteClusterRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteClusterRequest) ProtoMessage() {}
+
+func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
+func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *DeleteClusterRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteClusterResponse) Reset() {
+	*x = DeleteClusterResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteClusterResponse) ProtoMessage() {}
+
+func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
+func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+}
+
 var File_unyo_v1_unyo_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_unyo_proto_rawDesc = "" +
@@ -7367,10 +7675,12 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"4\n" +
 	"\x0fRegisterRequest\x12!\n" +
-	"\x04node\x18\x01 \x01(\v2\r.unyo.v1.NodeR\x04node\"v\n" +
+	"\x04node\x18\x01 \x01(\v2\r.unyo.v1.NodeR\x04node\"\x95\x01\n" +
 	"\x10RegisterResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12H\n" +
-	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"\x86\x01\n" +
+	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1d\n" +
+	"\n" +
+	"node_token\x18\x03 \x01(\tR\tnodeToken\"\x86\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
 	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12/\n" +
@@ -7484,8 +7794,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\">\n" +
 	"\x16RegisterClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\"\x19\n" +
-	"\x17RegisterClusterResponse\"\x15\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"8\n" +
+	"\x17RegisterClusterResponse\x12\x1d\n" +
+	"\n" +
+	"root_token\x18\x01 \x01(\tR\trootToken\"\x15\n" +
 	"\x13ListClustersRequest\"H\n" +
 	"\x14ListClustersResponse\x120\n" +
 	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"\x12\n" +
@@ -7667,7 +7979,21 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12+\n" +
 	"\x06counts\x18\x03 \x03(\v2\x13.unyo.v1.DailyCountR\x06counts\x12<\n" +
-	"\x0ecluster_errors\x18\x04 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors*q\n" +
+	"\x0ecluster_errors\x18\x04 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"A\n" +
+	"\x11DeleteNodeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\"l\n" +
+	"\x12DeleteNodeResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\x05R\adeleted\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
+	"\x11AddClusterRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"*\n" +
+	"\x12AddClusterResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"*\n" +
+	"\x14DeleteClusterRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
+	"\x15DeleteClusterResponse*q\n" +
 	"\vCheckStatus\x12\x13\n" +
 	"\x0fCHECK_STATUS_OK\x10\x00\x12\x18\n" +
 	"\x14CHECK_STATUS_WARNING\x10\x01\x12\x19\n" +
@@ -7705,10 +8031,12 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
 	"\x03Get\x12\x13.unyo.v1.GetRequest\x1a\x14.unyo.v1.GetResponse\x123\n" +
-	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\x8f\x01\n" +
+	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xd6\x01\n" +
 	"\vNodeService\x12B\n" +
 	"\tListNodes\x12\x19.unyo.v1.ListNodesRequest\x1a\x1a.unyo.v1.ListNodesResponse\x12<\n" +
-	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse2\x96\x01\n" +
+	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse\x12E\n" +
+	"\n" +
+	"DeleteNode\x12\x1a.unyo.v1.DeleteNodeRequest\x1a\x1b.unyo.v1.DeleteNodeResponse2\x96\x01\n" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
@@ -7721,10 +8049,13 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\n" +
 	"CloseAlert\x12\x1b.unyo.v1.AlertActionRequest\x1a\x1c.unyo.v1.AlertActionResponse2g\n" +
 	"\x12MaintenanceService\x12Q\n" +
-	"\x0eEndMaintenance\x12\x1e.unyo.v1.EndMaintenanceRequest\x1a\x1f.unyo.v1.EndMaintenanceResponse2\xb3\x01\n" +
+	"\x0eEndMaintenance\x12\x1e.unyo.v1.EndMaintenanceRequest\x1a\x1f.unyo.v1.EndMaintenanceResponse2\xca\x02\n" +
 	"\x0eClusterService\x12T\n" +
 	"\x0fRegisterCluster\x12\x1f.unyo.v1.RegisterClusterRequest\x1a .unyo.v1.RegisterClusterResponse\x12K\n" +
-	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse2S\n" +
+	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse\x12E\n" +
+	"\n" +
+	"AddCluster\x12\x1a.unyo.v1.AddClusterRequest\x1a\x1b.unyo.v1.AddClusterResponse\x12N\n" +
+	"\rDeleteCluster\x12\x1d.unyo.v1.DeleteClusterRequest\x1a\x1e.unyo.v1.DeleteClusterResponse2S\n" +
 	"\rStatusService\x12B\n" +
 	"\tGetStatus\x12\x19.unyo.v1.GetStatusRequest\x1a\x1a.unyo.v1.GetStatusResponse2\xa7\x02\n" +
 	"\x0eMetricsService\x12K\n" +
@@ -7756,7 +8087,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -7860,87 +8191,93 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*CountStatsRequest)(nil),       // 99: unyo.v1.CountStatsRequest
 	(*DailyCount)(nil),              // 100: unyo.v1.DailyCount
 	(*CountStatsResponse)(nil),      // 101: unyo.v1.CountStatsResponse
-	nil,                             // 102: unyo.v1.Node.LabelsEntry
-	nil,                             // 103: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 104: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 105: unyo.v1.Check.LabelsEntry
-	nil,                             // 106: unyo.v1.Event.LabelsEntry
-	nil,                             // 107: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 108: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 109: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 110: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 111: unyo.v1.Sample.LabelsEntry
-	nil,                             // 112: unyo.v1.Series.LabelsEntry
-	nil,                             // 113: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 114: unyo.v1.LogEntry.FieldsEntry
-	nil,                             // 115: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 116: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 117: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 118: google.protobuf.Duration
+	(*DeleteNodeRequest)(nil),       // 102: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),      // 103: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),       // 104: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),      // 105: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),    // 106: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),   // 107: unyo.v1.DeleteClusterResponse
+	nil,                             // 108: unyo.v1.Node.LabelsEntry
+	nil,                             // 109: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 110: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 111: unyo.v1.Check.LabelsEntry
+	nil,                             // 112: unyo.v1.Event.LabelsEntry
+	nil,                             // 113: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 114: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 115: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 116: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 117: unyo.v1.Sample.LabelsEntry
+	nil,                             // 118: unyo.v1.Series.LabelsEntry
+	nil,                             // 119: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 120: unyo.v1.LogEntry.FieldsEntry
+	nil,                             // 121: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 122: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 123: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 124: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	102, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	108, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	116, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	116, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	122, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	122, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	116, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	103, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	104, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	122, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	109, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	110, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	117, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	105, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	123, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	111, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	116, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	116, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	122, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	122, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	116, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	118, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	116, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	118, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	122, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	124, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	122, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	124, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	106, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	112, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	116, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	116, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	107, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	108, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	122, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	122, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	113, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	114, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	117, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	123, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	109, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	115, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	116, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	116, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	116, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	116, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	122, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	122, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	122, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	122, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	110, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	116, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	116, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	116, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	116, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	122, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	122, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	122, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	116, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	116, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	122, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	122, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	118, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	124, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -7975,122 +8312,129 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	116, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	122, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	122, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	116, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	122, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	111, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	112, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	117, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	118, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	113, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	119, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
 	77,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	116, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	116, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	118, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	116, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	122, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	122, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	124, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	122, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	75,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	116, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	122, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	122, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	76,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	114, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	122, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	120, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	85,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	116, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	116, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	122, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	122, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
 	88,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
 	85,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 125: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	122, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
 	88,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	118, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	118, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	124, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	124, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
 	91,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 131: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	116, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	122, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	122, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
 	85,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 135: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	116, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	115, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	116, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	122, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	122, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	121, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	122, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
 	97,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
 	32,  // 141: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	116, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	116, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	116, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	122, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	122, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	122, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
 	100, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
 	32,  // 146: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 147: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	35,  // 148: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	37,  // 149: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	39,  // 150: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	41,  // 151: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	44,  // 152: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	46,  // 153: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	48,  // 154: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	50,  // 155: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	52,  // 156: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	54,  // 157: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	56,  // 158: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	58,  // 159: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	60,  // 160: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	62,  // 161: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	62,  // 162: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 163: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	67,  // 164: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	69,  // 165: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	71,  // 166: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	78,  // 167: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	80,  // 168: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	81,  // 169: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	83,  // 170: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	86,  // 171: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	89,  // 172: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	92,  // 173: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	94,  // 174: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	96,  // 175: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	99,  // 176: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	34,  // 177: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	36,  // 178: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	38,  // 179: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	40,  // 180: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	43,  // 181: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	45,  // 182: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	47,  // 183: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	49,  // 184: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	51,  // 185: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	53,  // 186: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	55,  // 187: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	57,  // 188: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	59,  // 189: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	61,  // 190: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	63,  // 191: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	63,  // 192: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 193: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	68,  // 194: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	70,  // 195: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	72,  // 196: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	79,  // 197: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	82,  // 198: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	82,  // 199: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 200: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	87,  // 201: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	90,  // 202: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	93,  // 203: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	95,  // 204: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	98,  // 205: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	101, // 206: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	177, // [177:207] is the sub-list for method output_type
-	147, // [147:177] is the sub-list for method input_type
-	147, // [147:147] is the sub-list for extension type_name
-	147, // [147:147] is the sub-list for extension extendee
-	0,   // [0:147] is the sub-list for field type_name
+	32,  // 147: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 148: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	35,  // 149: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	37,  // 150: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	39,  // 151: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	41,  // 152: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	44,  // 153: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	46,  // 154: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	48,  // 155: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	50,  // 156: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	52,  // 157: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	102, // 158: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	54,  // 159: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	56,  // 160: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	58,  // 161: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	60,  // 162: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	62,  // 163: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	62,  // 164: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 165: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	67,  // 166: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	69,  // 167: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	104, // 168: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	106, // 169: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	71,  // 170: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	78,  // 171: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	80,  // 172: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	81,  // 173: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	83,  // 174: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	86,  // 175: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	89,  // 176: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	92,  // 177: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	94,  // 178: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	96,  // 179: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	99,  // 180: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	34,  // 181: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	36,  // 182: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	38,  // 183: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	40,  // 184: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	43,  // 185: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	45,  // 186: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	47,  // 187: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	49,  // 188: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	51,  // 189: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	53,  // 190: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	103, // 191: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	55,  // 192: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	57,  // 193: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	59,  // 194: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	61,  // 195: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	63,  // 196: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	63,  // 197: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 198: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	68,  // 199: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	70,  // 200: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	105, // 201: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	107, // 202: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	72,  // 203: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	79,  // 204: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	82,  // 205: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	82,  // 206: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 207: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	87,  // 208: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	90,  // 209: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	93,  // 210: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	95,  // 211: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	98,  // 212: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	101, // 213: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	181, // [181:214] is the sub-list for method output_type
+	148, // [148:181] is the sub-list for method input_type
+	148, // [148:148] is the sub-list for extension type_name
+	148, // [148:148] is the sub-list for extension extendee
+	0,   // [0:148] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -8116,7 +8460,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   111,
+			NumMessages:   117,
 			NumExtensions: 0,
 			NumServices:   11,
 		},

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Leases", leaseTests()},
 		{"LogPositions", logPositionTests()},
 		{"Stats", statsTests()},
+		{"Credentials", credentialTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -77,6 +77,8 @@ const (
 	NodeServiceListNodesProcedure = "/unyo.v1.NodeService/ListNodes"
 	// NodeServiceGetNodeProcedure is the fully-qualified name of the NodeService's GetNode RPC.
 	NodeServiceGetNodeProcedure = "/unyo.v1.NodeService/GetNode"
+	// NodeServiceDeleteNodeProcedure is the fully-qualified name of the NodeService's DeleteNode RPC.
+	NodeServiceDeleteNodeProcedure = "/unyo.v1.NodeService/DeleteNode"
 	// EventServiceListEventsProcedure is the fully-qualified name of the EventService's ListEvents RPC.
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
@@ -98,6 +100,12 @@ const (
 	// ClusterServiceListClustersProcedure is the fully-qualified name of the ClusterService's
 	// ListClusters RPC.
 	ClusterServiceListClustersProcedure = "/unyo.v1.ClusterService/ListClusters"
+	// ClusterServiceAddClusterProcedure is the fully-qualified name of the ClusterService's AddCluster
+	// RPC.
+	ClusterServiceAddClusterProcedure = "/unyo.v1.ClusterService/AddCluster"
+	// ClusterServiceDeleteClusterProcedure is the fully-qualified name of the ClusterService's
+	// DeleteCluster RPC.
+	ClusterServiceDeleteClusterProcedure = "/unyo.v1.ClusterService/DeleteCluster"
 	// StatusServiceGetStatusProcedure is the fully-qualified name of the StatusService's GetStatus RPC.
 	StatusServiceGetStatusProcedure = "/unyo.v1.StatusService/GetStatus"
 	// MetricsServiceWriteMetricsProcedure is the fully-qualified name of the MetricsService's
@@ -425,6 +433,9 @@ func (UnimplementedObjectServiceHandler) List(context.Context, *connect.Request[
 type NodeServiceClient interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
 	GetNode(context.Context, *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error)
+	// DeleteNode removes a node and revokes its credential (admin). Its agent
+	// must enrol again with a join token.
+	DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error)
 }
 
 // NewNodeServiceClient constructs a client for the unyo.v1.NodeService service. By default, it uses
@@ -450,13 +461,20 @@ func NewNodeServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(nodeServiceMethods.ByName("GetNode")),
 			connect.WithClientOptions(opts...),
 		),
+		deleteNode: connect.NewClient[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse](
+			httpClient,
+			baseURL+NodeServiceDeleteNodeProcedure,
+			connect.WithSchema(nodeServiceMethods.ByName("DeleteNode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // nodeServiceClient implements NodeServiceClient.
 type nodeServiceClient struct {
-	listNodes *connect.Client[unyov1.ListNodesRequest, unyov1.ListNodesResponse]
-	getNode   *connect.Client[unyov1.GetNodeRequest, unyov1.GetNodeResponse]
+	listNodes  *connect.Client[unyov1.ListNodesRequest, unyov1.ListNodesResponse]
+	getNode    *connect.Client[unyov1.GetNodeRequest, unyov1.GetNodeResponse]
+	deleteNode *connect.Client[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse]
 }
 
 // ListNodes calls unyo.v1.NodeService.ListNodes.
@@ -469,10 +487,18 @@ func (c *nodeServiceClient) GetNode(ctx context.Context, req *connect.Request[un
 	return c.getNode.CallUnary(ctx, req)
 }
 
+// DeleteNode calls unyo.v1.NodeService.DeleteNode.
+func (c *nodeServiceClient) DeleteNode(ctx context.Context, req *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error) {
+	return c.deleteNode.CallUnary(ctx, req)
+}
+
 // NodeServiceHandler is an implementation of the unyo.v1.NodeService service.
 type NodeServiceHandler interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
 	GetNode(context.Context, *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error)
+	// DeleteNode removes a node and revokes its credential (admin). Its agent
+	// must enrol again with a join token.
+	DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error)
 }
 
 // NewNodeServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -494,12 +520,20 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(nodeServiceMethods.ByName("GetNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	nodeServiceDeleteNodeHandler := connect.NewUnaryHandler(
+		NodeServiceDeleteNodeProcedure,
+		svc.DeleteNode,
+		connect.WithSchema(nodeServiceMethods.ByName("DeleteNode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.NodeService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case NodeServiceListNodesProcedure:
 			nodeServiceListNodesHandler.ServeHTTP(w, r)
 		case NodeServiceGetNodeProcedure:
 			nodeServiceGetNodeHandler.ServeHTTP(w, r)
+		case NodeServiceDeleteNodeProcedure:
+			nodeServiceDeleteNodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -515,6 +549,10 @@ func (UnimplementedNodeServiceHandler) ListNodes(context.Context, *connect.Reque
 
 func (UnimplementedNodeServiceHandler) GetNode(context.Context, *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.GetNode is not implemented"))
+}
+
+func (UnimplementedNodeServiceHandler) DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.DeleteNode is not implemented"))
 }
 
 // EventServiceClient is a client for the unyo.v1.EventService service.
@@ -837,6 +875,11 @@ func (UnimplementedMaintenanceServiceHandler) EndMaintenance(context.Context, *c
 type ClusterServiceClient interface {
 	RegisterCluster(context.Context, *connect.Request[unyov1.RegisterClusterRequest]) (*connect.Response[unyov1.RegisterClusterResponse], error)
 	ListClusters(context.Context, *connect.Request[unyov1.ListClustersRequest]) (*connect.Response[unyov1.ListClustersResponse], error)
+	// AddCluster issues a cluster's credential (admin): the cluster presents
+	// it as cluster.root_token to register.
+	AddCluster(context.Context, *connect.Request[unyov1.AddClusterRequest]) (*connect.Response[unyov1.AddClusterResponse], error)
+	// DeleteCluster forgets a cluster and revokes its credentials (admin).
+	DeleteCluster(context.Context, *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the unyo.v1.ClusterService service. By default,
@@ -862,6 +905,18 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("ListClusters")),
 			connect.WithClientOptions(opts...),
 		),
+		addCluster: connect.NewClient[unyov1.AddClusterRequest, unyov1.AddClusterResponse](
+			httpClient,
+			baseURL+ClusterServiceAddClusterProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("AddCluster")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteCluster: connect.NewClient[unyov1.DeleteClusterRequest, unyov1.DeleteClusterResponse](
+			httpClient,
+			baseURL+ClusterServiceDeleteClusterProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("DeleteCluster")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -869,6 +924,8 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 type clusterServiceClient struct {
 	registerCluster *connect.Client[unyov1.RegisterClusterRequest, unyov1.RegisterClusterResponse]
 	listClusters    *connect.Client[unyov1.ListClustersRequest, unyov1.ListClustersResponse]
+	addCluster      *connect.Client[unyov1.AddClusterRequest, unyov1.AddClusterResponse]
+	deleteCluster   *connect.Client[unyov1.DeleteClusterRequest, unyov1.DeleteClusterResponse]
 }
 
 // RegisterCluster calls unyo.v1.ClusterService.RegisterCluster.
@@ -881,10 +938,25 @@ func (c *clusterServiceClient) ListClusters(ctx context.Context, req *connect.Re
 	return c.listClusters.CallUnary(ctx, req)
 }
 
+// AddCluster calls unyo.v1.ClusterService.AddCluster.
+func (c *clusterServiceClient) AddCluster(ctx context.Context, req *connect.Request[unyov1.AddClusterRequest]) (*connect.Response[unyov1.AddClusterResponse], error) {
+	return c.addCluster.CallUnary(ctx, req)
+}
+
+// DeleteCluster calls unyo.v1.ClusterService.DeleteCluster.
+func (c *clusterServiceClient) DeleteCluster(ctx context.Context, req *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error) {
+	return c.deleteCluster.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the unyo.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	RegisterCluster(context.Context, *connect.Request[unyov1.RegisterClusterRequest]) (*connect.Response[unyov1.RegisterClusterResponse], error)
 	ListClusters(context.Context, *connect.Request[unyov1.ListClustersRequest]) (*connect.Response[unyov1.ListClustersResponse], error)
+	// AddCluster issues a cluster's credential (admin): the cluster presents
+	// it as cluster.root_token to register.
+	AddCluster(context.Context, *connect.Request[unyov1.AddClusterRequest]) (*connect.Response[unyov1.AddClusterResponse], error)
+	// DeleteCluster forgets a cluster and revokes its credentials (admin).
+	DeleteCluster(context.Context, *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -906,12 +978,28 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("ListClusters")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceAddClusterHandler := connect.NewUnaryHandler(
+		ClusterServiceAddClusterProcedure,
+		svc.AddCluster,
+		connect.WithSchema(clusterServiceMethods.ByName("AddCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
+	clusterServiceDeleteClusterHandler := connect.NewUnaryHandler(
+		ClusterServiceDeleteClusterProcedure,
+		svc.DeleteCluster,
+		connect.WithSchema(clusterServiceMethods.ByName("DeleteCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceRegisterClusterProcedure:
 			clusterServiceRegisterClusterHandler.ServeHTTP(w, r)
 		case ClusterServiceListClustersProcedure:
 			clusterServiceListClustersHandler.ServeHTTP(w, r)
+		case ClusterServiceAddClusterProcedure:
+			clusterServiceAddClusterHandler.ServeHTTP(w, r)
+		case ClusterServiceDeleteClusterProcedure:
+			clusterServiceDeleteClusterHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -927,6 +1015,14 @@ func (UnimplementedClusterServiceHandler) RegisterCluster(context.Context, *conn
 
 func (UnimplementedClusterServiceHandler) ListClusters(context.Context, *connect.Request[unyov1.ListClustersRequest]) (*connect.Response[unyov1.ListClustersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ClusterService.ListClusters is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) AddCluster(context.Context, *connect.Request[unyov1.AddClusterRequest]) (*connect.Response[unyov1.AddClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ClusterService.AddCluster is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) DeleteCluster(context.Context, *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ClusterService.DeleteCluster is not implemented"))
 }
 
 // StatusServiceClient is a client for the unyo.v1.StatusService service.

@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// credentialKinds are the stored credentials a cluster accepts: its nodes'
+// and root's.
+var credentialKinds = map[string]server.Kind{store.CredNode: server.KindNode, store.CredRoot: server.KindRoot}
+
+// enrol issues a node's own credential when a join token or an admin
+// registers a node that has none, and returns it ("" when none is issued:
+// the node re-registers with its credential, or the server has no
+// authentication). A join token may not enrol a node that has one.
+func (c *Cluster) enrol(ctx context.Context, p server.Principal, node string) (string, error) {
+	if p.Kind != server.KindJoin && !(p.Kind == server.KindUser && p.Role >= server.RoleAdmin) {
+		return "", nil
+	}
+	token, err := identity.NewToken("unyo-node-")
+	if err != nil {
+		return "", internal(err)
+	}
+	err = c.store.AddCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: identity.Hash(token)})
+	switch {
+	case errors.Is(err, store.ErrExists) && p.Kind == server.KindJoin:
+		return "", connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q is enrolled already, and a join token cannot take it over; to enrol this machine again, an admin runs `unyo nodes delete %s` first", node, node))
+	case errors.Is(err, store.ErrExists):
+		return "", nil // an admin re-registering keeps the node's credential
+	case err != nil:
+		return "", connect.NewError(connect.CodeUnavailable, fmt.Errorf("enrol node %q: %w", node, err))
+	}
+	return token, nil
+}
+
+// probeAddress checks the address a node gives for its status endpoint,
+// which the liveness judge GETs: it must be an IP address and port. An
+// address that is the one the node connects from is kept; a loopback,
+// link-local (cloud metadata) or unspecified one is replaced by the address
+// the node connects from, since the cluster could reach only itself or its
+// metadata service there; any other IP is kept. So a node can point the
+// probe only at itself or at an ordinary address, never at the cluster's
+// own loopback services or its metadata endpoint.
+func probeAddress(addr, from string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
+		return "", fmt.Errorf("%q: the port must be a number from 1 to 65535", addr)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("%q: the host must be an IP address (the agent's status_listen), not a name", addr)
+	}
+	ip = ip.Unmap()
+	peer, perr := netip.ParseAddrPort(from)
+	if perr == nil && peer.Addr().Unmap() == ip {
+		return addr, nil
+	}
+	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() {
+		if perr != nil {
+			return "", fmt.Errorf("%q is a loopback, link-local or unspecified address, and the node's own address is unknown", addr)
+		}
+		return net.JoinHostPort(peer.Addr().Unmap().String(), port), nil
+	}
+	return addr, nil
+}
+
+// DeleteNode removes a node and revokes its credential; its agent must
+// enrol again with a join token.
+func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error) {
+	name := req.Msg.GetName()
+	if req.Msg.GetCluster() != "" && req.Msg.GetCluster() != s.c.opts.Name {
+		return connect.NewResponse(&unyov1.DeleteNodeResponse{}), nil
+	}
+	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not delete nodes of cluster %q", p, s.c.opts.Name))
+	}
+	err := s.c.store.DeleteNode(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("delete node %q: %w", name, err))
+	}
+	s.c.auth.Forget(server.KindNode, name)
+	s.c.knownMu.Lock()
+	delete(s.c.known, name)
+	delete(s.c.nodePlugins, name)
+	s.c.knownMu.Unlock()
+	s.c.beats.mu.Lock()
+	delete(s.c.beats.seen, name)
+	s.c.beats.mu.Unlock()
+	s.c.log.Info("node deleted and its credential revoked", "node", name, "by", server.PrincipalFrom(ctx).String())
+	return connect.NewResponse(&unyov1.DeleteNodeResponse{Deleted: 1}), nil
+}
+
+// keepRootToken stores the credential root gave this cluster when it
+// registered, so that root's calls are recognised as root's.
+func (c *Cluster) keepRootToken(ctx context.Context, token string) error {
+	h := identity.Hash(token)
+	if cur, err := c.store.GetCredential(ctx, store.CredRoot, "root"); err == nil && cur.Hash == h {
+		return nil
+	}
+	if err := c.store.PutCredential(ctx, store.Credential{Kind: store.CredRoot, Name: "root", Hash: h}); err != nil {
+		return fmt.Errorf("keep root's credential: %w", err)
+	}
+	c.auth.Forget(server.KindRoot, "root")
+	return nil
+}
