@@ -145,7 +145,7 @@ func (a *Auth) Middleware(next http.Handler) http.Handler {
 			_ = ew.Write(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(withForwarded(WithPrincipal(r.Context(), p), r)))
 	})
 }
 

@@ -26,6 +26,8 @@ type Store interface {
 	Pipeline
 	LogPositions
 	Stats
+	Tokens
+	Audit
 	Close() error
 }
 

@@ -37,6 +37,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Leases", leaseTests()},
 		{"LogPositions", logPositionTests()},
 		{"Stats", statsTests()},
+		{"Tokens", tokenTests()},
+		{"Audit", auditTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
