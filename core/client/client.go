@@ -25,6 +25,9 @@ type Options struct {
 	// CAFile verifies an https server against this CA instead of the system roots.
 	CAFile  string
 	Timeout time.Duration
+	// Interceptors run on every call after the token is set (root names
+	// the operator it acts for with one).
+	Interceptors []connect.Interceptor
 }
 
 // Clients bundles a client for every unyo service on one server.
@@ -42,6 +45,8 @@ type Clients struct {
 	Metrics     unyov1connect.MetricsServiceClient
 	Logs        unyov1connect.LogsServiceClient
 	Stats       unyov1connect.StatsServiceClient
+	Tokens      unyov1connect.TokenServiceClient
+	Audit       unyov1connect.AuditServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -65,7 +70,7 @@ func New(opts Options) (*Clients, error) {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
-	o := []connect.ClientOption{connect.WithInterceptors(tokenInterceptor(opts.Token))}
+	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{tokenInterceptor(opts.Token)}, opts.Interceptors...)...)}
 	return &Clients{
 		URL:         url,
 		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
@@ -79,6 +84,8 @@ func New(opts Options) (*Clients, error) {
 		Metrics:     unyov1connect.NewMetricsServiceClient(hc, url, o...),
 		Logs:        unyov1connect.NewLogsServiceClient(hc, url, o...),
 		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
+		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
+		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
 	}, nil
 }
 

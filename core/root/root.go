@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -28,6 +31,9 @@ type Options struct {
 	ClusterToken string
 	// ClusterTimeout bounds each cluster's part of a fanned-out call.
 	ClusterTimeout time.Duration
+	// AuditRetention is how long root's own audit records are kept; 0
+	// means rbac.DefaultAuditRetention.
+	AuditRetention time.Duration
 	Logger         *slog.Logger
 }
 
@@ -37,6 +43,9 @@ type Root struct {
 	store   store.Store
 	log     *slog.Logger
 	started time.Time
+	// audit records root's own writes (tokens, refused writes); clusters
+	// record the writes root forwards to them.
+	audit *rbac.Recorder
 
 	mu      sync.Mutex
 	clients map[string]*client.Clients // by cluster URL
@@ -50,7 +59,24 @@ func New(st store.Store, opts Options) *Root {
 	if opts.ClusterTimeout <= 0 {
 		opts.ClusterTimeout = 10 * time.Second
 	}
-	return &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(), clients: map[string]*client.Clients{}}
+	log := opts.Logger.With("role", "root")
+	return &Root{opts: opts, store: st, log: log, started: time.Now(), clients: map[string]*client.Clients{},
+		audit: &rbac.Recorder{Store: st, Logger: log}}
+}
+
+// Run keeps root's own state tidy until ctx ends: audit records past their
+// retention are pruned hourly.
+func (r *Root) Run(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		rbac.Prune(ctx, r.store, r.opts.AuditRetention, time.Now(), r.log)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Register mounts the root's services on srv.
@@ -66,7 +92,16 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{r}, o...))
 	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{r}, o...))
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
+	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
+	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
+	// Tokens root issued are credentials at root; root acts for their
+	// holders at the clusters (see client).
+	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: r.store, Logger: r.log})
 }
+
+// Audit is root's audit log, for writes root makes itself (the identity
+// work's clusters add and delete).
+func (r *Root) Audit() *rbac.Recorder { return r.audit }
 
 func (r *Root) client(url string) (*client.Clients, error) {
 	r.mu.Lock()
@@ -74,7 +109,7 @@ func (r *Root) client(url string) (*client.Clients, error) {
 	if c, ok := r.clients[url]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken})
+	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken, Interceptors: []connect.Interceptor{onBehalfOf}})
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +117,27 @@ func (r *Root) client(url string) (*client.Clients, error) {
 	return c, nil
 }
 
-// targets returns the clusters a request addresses: one by name, or all.
+// onBehalfOf names the operator root acts for on every call to a cluster,
+// so that the cluster records them, not root.
+var onBehalfOf = connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		server.SetOnBehalfOf(ctx, req.Header())
+		return next(ctx, req)
+	}
+})
+
+// targets returns the clusters a request addresses: one by name, or all;
+// only those in the caller's cluster scope.
 func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo, error) {
+	p := server.PrincipalFrom(ctx)
+	if name != "" && !p.InCluster(name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not see cluster %q: its scope is the clusters %s", p, name, strings.Join(p.Clusters, ", ")))
+	}
 	all, err := r.store.ListClusters(ctx)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("list clusters: %w", err))
 	}
+	all = slices.DeleteFunc(all, func(c *unyov1.ClusterInfo) bool { return !p.InCluster(c.GetName()) })
 	if name == "" {
 		return all, nil
 	}

@@ -72,6 +72,9 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := cluster.ValidateObjects(objs); err != nil {
 		return nil, err
 	}
+	if err := s.authorizeApply(ctx, objs); err != nil {
+		return nil, err
+	}
 	all, err := s.r.targets(ctx, "")
 	if err != nil {
 		return nil, err
@@ -127,6 +130,9 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
+	if err := s.authorizeDelete(ctx, req.Msg.GetRefs()); err != nil {
+		return nil, err
+	}
 	resp := &unyov1.DeleteResponse{}
 	for _, ref := range req.Msg.GetRefs() {
 		targets, err := s.r.targets(ctx, ref.GetCluster())
