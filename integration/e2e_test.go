@@ -63,11 +63,13 @@ store:
 cluster:
   name: c1
   root_url: %s
+  # A join token may no longer register a cluster; until clusters have
+  # their own credentials, the cluster registers with root's admin token.
   root_token: %s
   heartbeat_interval: 1s
   stale_after: 5s
   lease_ttl: 3s
-%s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, joinToken, clusterExtra))
+%s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, adminToken, clusterExtra))
 	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", clCfg)
 	eventually(t, 30*time.Second, "the cluster to register at root", func() error {
 		out, err := f.cli("clusters", "ls")
