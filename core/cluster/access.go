@@ -15,6 +15,10 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 )
 
+// Audit is the cluster's audit log, for writes made outside this package
+// (the identity work's node deletions).
+func (c *Cluster) Audit() *rbac.Recorder { return c.audit }
+
 // RunsCommand says whether applying o makes agents run a command of its
 // author's choosing, which needs the separate commands right.
 func RunsCommand(o *unyov1.Object) bool { return len(o.GetCheck().GetSpec().GetCommand()) > 0 }
