@@ -47,6 +47,40 @@ func (s *objectService) target(kind, name string) rbac.Target {
 	return rbac.Target{Kind: kind, Name: name, Cluster: s.c.opts.Name}
 }
 
+// listAbove is the number of objects of one kind in an apply above which
+// their previous versions are read with one list instead of one get each.
+const listAbove = 50
+
+// previous returns the stored objects an apply replaces, by "Kind/name",
+// for the audit log.
+func (s *objectService) previous(ctx context.Context, objs []*unyov1.Object) map[string]proto.Message {
+	byKind := map[string][]string{}
+	for _, o := range objs {
+		byKind[manifest.Kind(o)] = append(byKind[manifest.Kind(o)], manifest.Name(o))
+	}
+	out := map[string]proto.Message{}
+	for kindName, names := range byKind {
+		k := s.c.kinds[kindName]
+		if len(names) <= listAbove {
+			for _, n := range names {
+				if o := s.current(ctx, k, n); o != nil {
+					out[kindName+"/"+n] = o
+				}
+			}
+			continue
+		}
+		all, err := k.list(ctx, s.c.store)
+		if err != nil {
+			s.c.log.Warn("reading objects' previous versions for the audit log failed", "kind", kindName, "err", err)
+			continue
+		}
+		for _, o := range all {
+			out[kindName+"/"+manifest.Name(o)] = o
+		}
+	}
+	return out
+}
+
 // current returns the stored object a write replaces, for the audit log;
 // nil when there is none (or it cannot be read: the write goes on).
 func (s *objectService) current(ctx context.Context, k kind, name string) proto.Message {

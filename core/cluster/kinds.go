@@ -12,6 +12,7 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
@@ -151,13 +152,16 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		return nil, err
 	}
 	resp := &unyov1.ApplyResponse{}
+	previous := s.previous(ctx, objs)
+	var audit []rbac.Entry
+	defer func() { s.c.audit.RecordAll(ctx, audit) }()
 	for _, o := range objs {
 		manifest.SetCluster(o, s.c.opts.Name)
 		k, name := s.c.kinds[manifest.Kind(o)], manifest.Kind(o)
-		before := s.current(ctx, k, manifest.Name(o))
 		res, err := k.put(ctx, s.c.store, o)
 		if res != store.Unchanged {
-			s.c.audit.Record(ctx, "ObjectService/Apply", s.target(name, manifest.Name(o)), before, o, err)
+			audit = append(audit, rbac.Entry{Procedure: "ObjectService/Apply", Target: s.target(name, manifest.Name(o)),
+				Before: previous[name+"/"+manifest.Name(o)], After: o, Err: err})
 		}
 		if err != nil {
 			return nil, internal(fmt.Errorf("store %s %q: %w", name, manifest.Name(o), err))

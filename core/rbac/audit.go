@@ -40,12 +40,27 @@ type Recorder struct {
 	Now    func() time.Time
 }
 
+// Entry is one write to record: procedure called on target, changing it
+// from Before to After (nil: absent), with Err as the outcome.
+type Entry struct {
+	Procedure     string
+	Target        Target
+	Before, After proto.Message
+	Err           error
+}
+
 // Record stores that the caller of ctx called procedure on target, changing
 // it from before to after (nil: absent), with err as the outcome. Identity
 // and other writers call it too: it is the one way into the audit log.
 // Failing to record is logged, not returned: the write has happened.
 func (r *Recorder) Record(ctx context.Context, procedure string, target Target, before, after proto.Message, err error) {
-	if r == nil {
+	r.RecordAll(ctx, []Entry{{Procedure: procedure, Target: target, Before: before, After: after, Err: err}})
+}
+
+// RecordAll is Record for many writes of one request (an apply), stored
+// together.
+func (r *Recorder) RecordAll(ctx context.Context, entries []Entry) {
+	if r == nil || len(entries) == 0 {
 		return
 	}
 	who, from := server.ActorFrom(ctx)
@@ -53,21 +68,25 @@ func (r *Recorder) Record(ctx context.Context, procedure string, target Target, 
 	if r.Now != nil {
 		now = r.Now
 	}
-	rec := &unyov1.AuditRecord{
-		Id: newID(), At: timestamppb.New(now()), Who: who, From: from, Procedure: procedure,
-		Kind: target.Kind, Name: target.Name, Cluster: target.Cluster,
-		Before: ObjectJSON(before), After: ObjectJSON(after), Outcome: Outcome(err),
+	at := timestamppb.New(now())
+	recs := make([]*unyov1.AuditRecord, len(entries))
+	for i, e := range entries {
+		recs[i] = &unyov1.AuditRecord{
+			Id: newID(), At: at, Who: who, From: from, Procedure: e.Procedure,
+			Kind: e.Target.Kind, Name: e.Target.Name, Cluster: e.Target.Cluster,
+			Before: ObjectJSON(e.Before), After: ObjectJSON(e.After), Outcome: Outcome(e.Err),
+		}
 	}
 	// The request may be over (a client that gave up) but its write is not.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if serr := r.Store.AppendAudit(sctx, rec); serr != nil {
+	if serr := r.Store.AppendAudit(sctx, recs...); serr != nil {
 		log := r.Logger
 		if log == nil {
 			log = slog.Default()
 		}
-		log.Error("an audit record could not be stored; the write it records did happen",
-			"who", who, "procedure", procedure, "kind", target.Kind, "name", target.Name, "outcome", rec.Outcome, "err", serr)
+		log.Error("audit records could not be stored; the writes they record did happen",
+			"who", who, "procedure", entries[0].Procedure, "records", len(recs), "first_kind", entries[0].Target.Kind, "first_name", entries[0].Target.Name, "err", serr)
 	}
 }
 

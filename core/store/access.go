@@ -40,8 +40,8 @@ type AuditFilter struct {
 
 // Audit is the log of every write to a server.
 type Audit interface {
-	// AppendAudit stores r; its id must be new.
-	AppendAudit(ctx context.Context, r *unyov1.AuditRecord) error
+	// AppendAudit stores records in one transaction; their ids must be new.
+	AppendAudit(ctx context.Context, recs ...*unyov1.AuditRecord) error
 	// ListAudit returns matching records, newest first.
 	ListAudit(ctx context.Context, f AuditFilter) ([]*unyov1.AuditRecord, error)
 	// PruneAudit removes records older than before and returns how many.

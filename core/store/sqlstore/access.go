@@ -120,20 +120,45 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// AppendAudit stores one audit record.
-func (s *Store) AppendAudit(ctx context.Context, r *unyov1.AuditRecord) error {
-	if r.GetId() == "" || r.GetAt() == nil {
-		return errors.New("append audit record: it needs an id and a time")
+// auditChunk bounds the rows of one INSERT (5 parameters each).
+const auditChunk = 200
+
+// AppendAudit stores audit records in one transaction, many rows per
+// statement, so that a large apply's records cost a few round trips.
+func (s *Store) AppendAudit(ctx context.Context, recs ...*unyov1.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	body, err := proto.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("append audit record: encode: %w", err)
+	args := make([]any, 0, 5*len(recs))
+	for _, r := range recs {
+		if r.GetId() == "" || r.GetAt() == nil {
+			return errors.New("append audit record: it needs an id and a time")
+		}
+		body, err := proto.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("append audit record: encode: %w", err)
+		}
+		args = append(args, r.GetId(), toNanos(r.GetAt()), r.GetWho(), r.GetKind(), body)
 	}
-	if _, err := s.w.ExecContext(ctx, "INSERT INTO audit_log (id, at, who, kind, body) VALUES ($1, $2, $3, $4, $5)",
-		r.GetId(), toNanos(r.GetAt()), r.GetWho(), r.GetKind(), body); err != nil {
-		return fmt.Errorf("append audit record: %w", err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for from := 0; from < len(recs); from += auditChunk {
+			n := min(auditChunk, len(recs)-from)
+			var b strings.Builder
+			b.WriteString("INSERT INTO audit_log (id, at, who, kind, body) VALUES ")
+			for i := range n {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("(")
+				placeholders(&b, 5*i+1, 5)
+				b.WriteString(")")
+			}
+			if _, err := tx.ExecContext(ctx, b.String(), args[5*from:5*(from+n)]...); err != nil {
+				return fmt.Errorf("append %d audit records: %w", len(recs), err)
+			}
+		}
+		return nil
+	})
 }
 
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*unyov1.AuditRecord, error) {

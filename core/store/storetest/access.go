@@ -120,6 +120,27 @@ func auditTests() []contractTest {
 				t.Errorf("left %v", auditIDs(left))
 			}
 		}},
+		{"many records in one call", func(t *testing.T, s store.Store) {
+			recs := make([]*unyov1.AuditRecord, 450) // more than one statement's rows
+			for i := range recs {
+				recs[i] = rec(i, "alice", "Check")
+				recs[i].Id = fmt.Sprintf("r%04d", i)
+			}
+			must(t, s.AppendAudit(ctx(t), recs...))
+			got, err := s.ListAudit(ctx(t), store.AuditFilter{})
+			must(t, err)
+			if len(got) != len(recs) || got[0].GetId() != "r0449" {
+				t.Errorf("%d records, the newest %q; want 450, r0449", len(got), got[0].GetId())
+			}
+			// One bad record stores none of its batch.
+			bad := []*unyov1.AuditRecord{rec(1000, "bob", "Check"), {Id: "no-time"}}
+			if err := s.AppendAudit(ctx(t), bad...); err == nil {
+				t.Error("a batch with a record without a time was stored")
+			}
+			if got, _ := s.ListAudit(ctx(t), store.AuditFilter{Who: "bob"}); len(got) != 0 {
+				t.Errorf("part of a refused batch was stored: %v", auditIDs(got))
+			}
+		}},
 		{"a record needs an id and a time", func(t *testing.T, s store.Store) {
 			if err := s.AppendAudit(ctx(t), &unyov1.AuditRecord{At: timestamppb.Now()}); err == nil {
 				t.Error("a record without id was stored")
