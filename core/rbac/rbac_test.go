@@ -122,6 +122,7 @@ func TestCreateTokenNoEscalation(t *testing.T) {
 		{"bad role", &unyov1.CreateTokenRequest{Name: "e", Role: "root", Clusters: []string{"eu"}}, connect.CodeInvalidArgument},
 		{"bad kind", &unyov1.CreateTokenRequest{Name: "f", Role: "viewer", Clusters: []string{"eu"}, Kinds: []string{"Pod"}}, connect.CodeInvalidArgument},
 		{"bad name", &unyov1.CreateTokenRequest{Name: "Has Space", Role: "viewer"}, connect.CodeInvalidArgument},
+		{"a configured token's name", &unyov1.CreateTokenRequest{Name: "admin-token-1234", Role: "viewer", Clusters: []string{"eu"}, Kinds: []string{"Maintenance"}}, connect.CodeInvalidArgument},
 		{"within scope", &unyov1.CreateTokenRequest{Name: "g", Role: "operator", Clusters: []string{"eu"}, Kinds: []string{"maintenance"}}, 0},
 	}
 	for _, c := range cases {

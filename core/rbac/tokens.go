@@ -220,6 +220,13 @@ func (s *TokenService) newToken(ctx context.Context, m *unyov1.CreateTokenReques
 	if err := checks.ValidateName(m.GetName()); err != nil {
 		return nil, invalid("name: %w", err)
 	}
+	// Configured tokens are named so; a cluster believes forwarded names
+	// only from them (server.Actor), so no issued token may look like one.
+	for _, reserved := range []string{"admin-token-", "join-token-"} {
+		if strings.HasPrefix(m.GetName(), reserved) {
+			return nil, invalid("name: %q starts with %q, which names configured tokens; choose another name", m.GetName(), reserved)
+		}
+	}
 	role, err := server.ParseRole(m.GetRole())
 	if err != nil {
 		return nil, invalid("role: %w", err)
