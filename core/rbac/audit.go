@@ -121,6 +121,14 @@ func ObjectJSON(m proto.Message) string {
 	if m == nil || !m.ProtoReflect().IsValid() {
 		return ""
 	}
+	// An applied object is recorded as what it holds (the check, the
+	// rule), the same shape as records of other writes to it.
+	if o, ok := m.(*unyov1.Object); ok {
+		r := o.ProtoReflect()
+		if fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("kind")); fd != nil {
+			m = r.Get(fd).Message().Interface()
+		}
+	}
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
 	if err != nil {
 		return fmt.Sprintf(`{"error":%q}`, err.Error())
