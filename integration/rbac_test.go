@@ -278,6 +278,9 @@ spec: {command: [check_dummy, "0", "fine"], interval: 2m, env: {PGPASSWORD: hunt
 	has("the revocation, at root", func(r map[string]any) bool {
 		return str(r, "procedure") == "TokenService/RevokeToken" && str(r, "name") == "temp" && str(r, "cluster") == ""
 	})
+	has("the viewer's apply, refused before its body was read", func(r map[string]any) bool {
+		return str(r, "who") == "viewer" && str(r, "procedure") == "ObjectService/Apply" && strings.HasPrefix(str(r, "outcome"), "denied: ")
+	})
 	has("the refused command check of admin-nocmd", func(r map[string]any) bool {
 		return str(r, "who") == "admin-nocmd" && str(r, "name") == "shell" && strings.HasPrefix(str(r, "outcome"), "denied: ")
 	})

@@ -160,6 +160,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: c.store, Audit: c.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&rbac.AuditService{Store: c.store, Cluster: c.opts.Name}, o...))
 	// Tokens this cluster issued are credentials here.
+	srv.Auth().Denied = c.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})
 }
 

@@ -57,12 +57,14 @@ func Audit(w io.Writer, format string, recs []*unyov1.AuditRecord) error {
 	return printList(p, "audit records", recs, func() table {
 		t := table{header: []string{"TIME", "WHO", "FROM", "ACTION", "TARGET", "CHANGE", "OUTCOME"}}
 		for _, r := range recs {
-			target := r.GetKind() + "/" + r.GetName()
-			where := r.GetCluster()
-			if where == "" {
-				where = "root"
+			target := "-" // a call refused before its body was read
+			if r.GetKind() != "" || r.GetName() != "" {
+				where := r.GetCluster()
+				if where == "" {
+					where = "root"
+				}
+				target = r.GetKind() + "/" + r.GetName() + " (" + where + ")"
 			}
-			target += " (" + where + ")"
 			t.add(r.GetAt().AsTime().UTC().Format(time.RFC3339), r.GetWho(), truncate(orDash(r.GetFrom()), 40),
 				r.GetProcedure(), target, change(r), truncate(r.GetOutcome(), 60))
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -88,6 +90,29 @@ func (r *Recorder) RecordAll(ctx context.Context, entries []Entry) {
 		log.Error("audit records could not be stored; the writes they record did happen",
 			"who", who, "procedure", entries[0].Procedure, "records", len(recs), "first_kind", entries[0].Target.Kind, "first_name", entries[0].Target.Name, "err", serr)
 	}
+}
+
+// writeProcedures are the calls whose refusal at the door is audited too;
+// refused reads are not (they change nothing and would flood the log).
+var writeProcedures = map[string]bool{
+	unyov1connect.ObjectServiceApplyProcedure:               true,
+	unyov1connect.ObjectServiceDeleteProcedure:              true,
+	unyov1connect.AlertServiceAckAlertProcedure:             true,
+	unyov1connect.AlertServiceCloseAlertProcedure:           true,
+	unyov1connect.MaintenanceServiceEndMaintenanceProcedure: true,
+	unyov1connect.TokenServiceCreateTokenProcedure:          true,
+	unyov1connect.TokenServiceRevokeTokenProcedure:          true,
+}
+
+// Denied records a write refused before its body was read (server.Auth's
+// Denied hook): who tried, from where, which procedure; the target is
+// unknown then.
+func (r *Recorder) Denied(req *http.Request, procedure string, p server.Principal, err error) {
+	if !writeProcedures[procedure] {
+		return
+	}
+	ctx := server.WithPrincipal(req.Context(), p)
+	r.Record(ctx, strings.TrimPrefix(procedure, "/unyo.v1."), Target{}, nil, nil, err)
 }
 
 // Outcome is how an error reads in the audit log.

@@ -96,6 +96,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
 	// Tokens root issued are credentials at root; root acts for their
 	// holders at the clusters (see client).
+	srv.Auth().Denied = r.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: r.store, Logger: r.log})
 }
 
