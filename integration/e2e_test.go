@@ -63,6 +63,8 @@ store:
 cluster:
   name: c1
   root_url: %s
+  # A join token may no longer register a cluster; until clusters have
+  # their own credentials, the cluster registers with root's admin token.
   root_token: %s
   heartbeat_interval: 1s
   stale_after: 5s

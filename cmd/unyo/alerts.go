@@ -30,6 +30,18 @@ func operator(by string) string {
 	return ""
 }
 
+// noteActor says so when the server recorded someone other than --by: with
+// authentication the token says who acts, not the flag.
+func noteActor(cmd *cobra.Command, claimed string, a *unyov1.Alert) {
+	h := a.GetHistory()
+	if len(h) == 0 {
+		return
+	}
+	if got := h[len(h)-1].GetBy(); got != claimed {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: recorded as %s (the name of your token), not %s\n", got, claimed)
+	}
+}
+
 // alertFilter are the flags alerts ls and watch share.
 type alertFilter struct {
 	req    unyov1.ListAlertsRequest
@@ -139,10 +151,11 @@ func newAlertsCommand(g *globals) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "alert %s is %s\n", a.GetId(), alerts.StateName(a.GetState()))
+				noteActor(cmd, who, a)
 				return nil
 			},
 		}
-		c.Flags().StringVar(&by, "by", "", "who acts (default: UNYO_USER or your login name)")
+		c.Flags().StringVar(&by, "by", "", "who acts, on a server without authentication (default: UNYO_USER or your login name); with a token the server records the token's name")
 		c.Flags().StringVar(&reason, "reason", "", "why")
 		c.Flags().StringVar(&clusterName, "cluster", "", "the alert's cluster (default: ask every cluster)")
 		return c

@@ -127,7 +127,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
-	endCmd.Flags().StringVar(&by, "by", "", "who ends it (default: UNYO_USER or your login name)")
+	endCmd.Flags().StringVar(&by, "by", "", "who ends it, on a server without authentication (default: UNYO_USER or your login name); with a token the server records the token's name")
 	endCmd.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")
 	cmd.AddCommand(startCmd, endCmd)
 	return cmd

@@ -28,6 +28,9 @@ type Options struct {
 	// CAFile verifies an https server against this CA instead of the system roots.
 	CAFile  string
 	Timeout time.Duration
+	// Interceptors run on every call after the token is set (root names
+	// the operator it acts for with one).
+	Interceptors []connect.Interceptor
 }
 
 // Clients bundles a client for every unyo service on one server.
@@ -45,6 +48,8 @@ type Clients struct {
 	Metrics     unyov1connect.MetricsServiceClient
 	Logs        unyov1connect.LogsServiceClient
 	Stats       unyov1connect.StatsServiceClient
+	Tokens      unyov1connect.TokenServiceClient
+	Audit       unyov1connect.AuditServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -72,7 +77,7 @@ func New(opts Options) (*Clients, error) {
 	if token == nil {
 		token = func() string { return opts.Token }
 	}
-	o := []connect.ClientOption{connect.WithInterceptors(tokenInterceptor(token))}
+	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{tokenInterceptor(token)}, opts.Interceptors...)...)}
 	return &Clients{
 		URL:         url,
 		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
@@ -86,6 +91,8 @@ func New(opts Options) (*Clients, error) {
 		Metrics:     unyov1connect.NewMetricsServiceClient(hc, url, o...),
 		Logs:        unyov1connect.NewLogsServiceClient(hc, url, o...),
 		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
+		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
+		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
 	}, nil
 }
 

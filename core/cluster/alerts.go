@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -49,18 +52,30 @@ func (s *alertService) GetAlert(ctx context.Context, req *connect.Request[unyov1
 	return connect.NewResponse(&unyov1.GetAlertResponse{Alerts: []*unyov1.Alert{a}}), nil
 }
 
-func (s *alertService) change(ctx context.Context, m *unyov1.AlertActionRequest, fn func(a *unyov1.Alert, by, reason string, now time.Time) error) (*connect.Response[unyov1.AlertActionResponse], error) {
+func (s *alertService) change(ctx context.Context, procedure string, m *unyov1.AlertActionRequest, fn func(a *unyov1.Alert, by, reason string, now time.Time) error) (*connect.Response[unyov1.AlertActionResponse], error) {
 	if err := required("id", m.GetId()); err != nil {
 		return nil, err
 	}
-	if m.GetBy() == "" {
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
+	by, err := actor(ctx, m.GetBy())
+	if err != nil {
+		return nil, err
 	}
-	var opErr error
+	var (
+		opErr  error
+		before *unyov1.Alert
+	)
 	a, err := s.c.store.UpdateAlert(ctx, m.GetId(), func(a *unyov1.Alert) error {
-		opErr = fn(a, m.GetBy(), m.GetReason(), time.Now())
+		before = proto.Clone(a).(*unyov1.Alert)
+		opErr = fn(a, by, m.GetReason(), time.Now())
 		return opErr
 	})
+	if before != nil {
+		outcome := err
+		if opErr != nil {
+			outcome = opErr
+		}
+		s.c.audit.Record(ctx, procedure, rbac.Target{Kind: "Alert", Name: m.GetId(), Cluster: s.c.opts.Name}, before, a, outcome)
+	}
 	switch {
 	case opErr != nil:
 		return nil, connect.NewError(connect.CodeFailedPrecondition, opErr)
@@ -73,11 +88,11 @@ func (s *alertService) change(ctx context.Context, m *unyov1.AlertActionRequest,
 }
 
 func (s *alertService) AckAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
-	return s.change(ctx, req.Msg, alerts.Ack)
+	return s.change(ctx, "AlertService/AckAlert", req.Msg, alerts.Ack)
 }
 
 func (s *alertService) CloseAlert(ctx context.Context, req *connect.Request[unyov1.AlertActionRequest]) (*connect.Response[unyov1.AlertActionResponse], error) {
-	return s.change(ctx, req.Msg, alerts.Close)
+	return s.change(ctx, "AlertService/CloseAlert", req.Msg, alerts.Close)
 }
 
 // maintenanceService ends maintenance; starting one is an apply.
@@ -88,10 +103,20 @@ func (s *maintenanceService) EndMaintenance(ctx context.Context, req *connect.Re
 	if err := required("name", m.GetName()); err != nil {
 		return nil, err
 	}
-	if m.GetBy() == "" {
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("by: say who you are (--by NAME, or set UNYO_USER)"))
+	by, err := actor(ctx, m.GetBy())
+	if err != nil {
+		return nil, err
 	}
-	rec, err := s.c.store.EndMaintenance(ctx, m.GetName(), m.GetBy(), time.Now())
+	target := rbac.Target{Kind: "Maintenance", Name: m.GetName(), Cluster: s.c.opts.Name}
+	if err := server.RequireWrite(ctx, "Maintenance", s.c.opts.Name, false); err != nil {
+		s.c.audit.Record(ctx, "MaintenanceService/EndMaintenance", target, nil, nil, err)
+		return nil, err
+	}
+	before, _ := s.c.store.GetMaintenance(ctx, m.GetName())
+	rec, err := s.c.store.EndMaintenance(ctx, m.GetName(), by, time.Now())
+	if !errors.Is(err, store.ErrNotFound) {
+		s.c.audit.Record(ctx, "MaintenanceService/EndMaintenance", target, before, rec, err)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("maintenance %q not found in cluster %q", m.GetName(), s.c.opts.Name))
 	}

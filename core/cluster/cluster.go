@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -54,8 +55,11 @@ type Options struct {
 	// plugins also get (cluster.plugins.env).
 	PluginEnv []string
 	// Stats configures the statistics tier; nil turns it off.
-	Stats  *StatsOptions
-	Logger *slog.Logger
+	Stats *StatsOptions
+	// AuditRetention is how long audit records are kept; 0 means
+	// rbac.DefaultAuditRetention.
+	AuditRetention time.Duration
+	Logger         *slog.Logger
 	// Now is the controller's clock (retention and statistics); default
 	// time.Now. Tests run days of it in moments.
 	Now func() time.Time
@@ -87,6 +91,8 @@ type Cluster struct {
 
 	// stats computes the statistics tier; nil when it is off.
 	stats *statsRunner
+	// audit records every write to this cluster.
+	audit *rbac.Recorder
 
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins
@@ -144,6 +150,7 @@ func New(st store.Store, opts Options) *Cluster {
 		}
 		c.stats = r
 	}
+	c.audit = &rbac.Recorder{Store: st, Logger: log}
 	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
 	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
@@ -164,6 +171,11 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{c}, o...))
 	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{c}, o...))
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{c}, o...))
+	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: c.store, Audit: c.audit}, o...))
+	srv.Handle(unyov1connect.NewAuditServiceHandler(&rbac.AuditService{Store: c.store, Cluster: c.opts.Name}, o...))
+	// Tokens this cluster issued are credentials here.
+	srv.Auth().Denied = c.audit.Denied
+	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})
 }
 
 // Run flushes heartbeats on every replica and runs the controller loops on
@@ -228,7 +240,8 @@ func (c *Cluster) pruneHistory(ctx context.Context) {
 }
 
 // pruneLogs drops log days past the retention (the stores do not expire
-// them themselves) and the positions of files not written for as long.
+// them themselves), the positions of files not written for as long, and
+// audit records past audit.retention.
 func (c *Cluster) pruneLogs(ctx context.Context) {
 	cutoff := c.now().Add(-c.opts.LogRetention)
 	if c.opts.Logs != nil {
@@ -239,6 +252,7 @@ func (c *Cluster) pruneLogs(ctx context.Context) {
 	if _, err := c.store.PruneLogPositions(ctx, cutoff); err != nil && ctx.Err() == nil {
 		c.log.Warn("pruning log positions failed", "err", err)
 	}
+	rbac.Prune(ctx, c.store, c.opts.AuditRetention, c.now(), c.log)
 }
 
 func (c *Cluster) now() time.Time { return c.opts.Now() }

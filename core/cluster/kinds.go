@@ -13,6 +13,8 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
 	"github.com/unyo-ops/unyo/maintenance"
@@ -150,11 +152,21 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 			return nil, err
 		}
 	}
+	if err := s.authorizeApply(ctx, objs); err != nil {
+		return nil, err
+	}
 	resp := &unyov1.ApplyResponse{}
+	previous := s.previous(ctx, objs)
+	var audit []rbac.Entry
+	defer func() { s.c.audit.RecordAll(ctx, audit) }()
 	for _, o := range objs {
 		manifest.SetCluster(o, s.c.opts.Name)
 		k, name := s.c.kinds[manifest.Kind(o)], manifest.Kind(o)
 		res, err := k.put(ctx, s.c.store, o)
+		if res != store.Unchanged {
+			audit = append(audit, rbac.Entry{Procedure: "ObjectService/Apply", Target: s.target(name, manifest.Name(o)),
+				Before: previous[name+"/"+manifest.Name(o)], After: o, Err: err})
+		}
 		if err != nil {
 			return nil, internal(fmt.Errorf("store %s %q: %w", name, manifest.Name(o), err))
 		}
@@ -179,8 +191,17 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		if err := s.ownCluster(ref.GetCluster()); err != nil {
 			return nil, err
 		}
+		target := s.target(kindName, ref.GetName())
+		if err := server.RequireWrite(ctx, kindName, s.c.opts.Name, false); err != nil {
+			s.c.audit.Record(ctx, "ObjectService/Delete", target, nil, nil, err)
+			return nil, err
+		}
+		before := s.current(ctx, k, ref.GetName())
 		action := "deleted"
 		err = k.del(ctx, s.c.store, ref.GetName())
+		if !errors.Is(err, store.ErrNotFound) {
+			s.c.audit.Record(ctx, "ObjectService/Delete", target, before, nil, err)
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			action = "not found"

@@ -40,6 +40,7 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics" mapstructure:"metrics"`
 	Logs    Logs    `yaml:"logs" mapstructure:"logs"`
 	Stats   Stats   `yaml:"stats" mapstructure:"stats"`
+	Audit   Audit   `yaml:"audit" mapstructure:"audit"`
 
 	// File is the configuration file Load read ("" if none). It is not a
 	// setting; it lets later checks (such as of agent.checks[i].spec) name
@@ -265,6 +266,12 @@ type Stats struct {
 	Interval time.Duration `yaml:"interval" mapstructure:"interval"`
 }
 
+// Audit is the log of every write to a root or cluster, in its state store.
+type Audit struct {
+	// Retention is how long audit records are kept.
+	Retention time.Duration `yaml:"retention" mapstructure:"retention"`
+}
+
 // DefaultStatsMetrics are the series rolled up by default: utilisation of
 // nodes and the perfdata of checks.
 func DefaultStatsMetrics() []string {
@@ -343,6 +350,7 @@ func staticDefaults(role string) *Config {
 			ClickHouse: ClickHouse{Database: "unyo"},
 			Retention:  14 * 24 * time.Hour,
 		},
+		Audit: Audit{Retention: 400 * 24 * time.Hour},
 		Stats: Stats{
 			Enabled:         true,
 			HourlyRetention: 400 * 24 * time.Hour,

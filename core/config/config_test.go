@@ -938,7 +938,7 @@ func TestSuggestions(t *testing.T) {
 		{root, "lgo", "unknown key (did you mean log?)"},
 		{root, "listen", "unknown key (did you mean server.listen?)"},
 		{root, "dsn", "unknown key (did you mean store.dsn?)"},
-		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent, metrics, logs, stats)"},
+		{root, "zzz", "unknown key (expected one of: role, data_dir, log, server, store, cluster, root, agent, metrics, logs, stats, audit)"},
 	}
 	for _, tt := range tests {
 		equal(t, tt.name, unknownKey(root, tt.section, tt.name), tt.want)

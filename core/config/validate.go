@@ -148,6 +148,9 @@ func (c *Config) problems() []Problem {
 		}
 		ps = append(ps, statsProblems(c.Stats)...)
 	}
+	if serves && c.Audit.Retention < 24*time.Hour {
+		bad("audit.retention", "must be at least 1d, got %s", c.Audit.Retention)
+	}
 
 	if isAgent {
 		required("agent.node_name", c.Agent.NodeName, "(the name this node reports as)")

@@ -106,12 +106,21 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, Logger: log}).Register(srv)
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, AuditRetention: c.Audit.Retention, Logger: log})
+	r.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, ln)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.Run(ctx) }()
+	err = srv.Serve(ctx, ln)
+	cancel()
+	return err
 }
 
 // Cluster runs a cluster server, registering it at root when configured.
@@ -202,6 +211,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
 		Stats:             statsOptions(c),
+		AuditRetention:    c.Audit.Retention,
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
 	})
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {

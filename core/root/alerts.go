@@ -11,6 +11,8 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/server"
 )
 
 // alertService merges the clusters' alerts and routes ack and close to the
@@ -131,6 +133,12 @@ func (s *maintenanceService) EndMaintenance(ctx context.Context, req *connect.Re
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range targets { // in the caller's cluster scope; the role and kinds remain
+		if err := server.RequireWrite(ctx, "Maintenance", c.GetName(), false); err != nil {
+			s.r.audit.Record(ctx, "MaintenanceService/EndMaintenance", rbac.Target{Kind: "Maintenance", Name: req.Msg.GetName(), Cluster: c.GetName()}, nil, nil, err)
+			return nil, err
+		}
 	}
 	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, _ string, c *client.Clients) ([]*unyov1.Maintenance, error) {
 		q := proto.Clone(req.Msg).(*unyov1.EndMaintenanceRequest)

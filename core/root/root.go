@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -35,6 +38,9 @@ type Options struct {
 	ClusterToken string
 	// ClusterTimeout bounds each cluster's part of a fanned-out call.
 	ClusterTimeout time.Duration
+	// AuditRetention is how long root's own audit records are kept; 0
+	// means rbac.DefaultAuditRetention.
+	AuditRetention time.Duration
 	Logger         *slog.Logger
 }
 
@@ -44,6 +50,9 @@ type Root struct {
 	store   store.Store
 	log     *slog.Logger
 	started time.Time
+	// audit records root's own writes (tokens, refused writes); clusters
+	// record the writes root forwards to them.
+	audit *rbac.Recorder
 
 	// auth recognises the clusters' credentials.
 	auth *identity.Authenticator
@@ -64,12 +73,29 @@ func New(st store.Store, opts Options) *Root {
 	if opts.ClusterTimeout <= 0 {
 		opts.ClusterTimeout = 10 * time.Second
 	}
-	r := &Root{opts: opts, store: st, log: opts.Logger.With("role", "root"), started: time.Now(),
-		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{}}
+	log := opts.Logger.With("role", "root")
+	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
+		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
+		audit: &rbac.Recorder{Store: st, Logger: log}}
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
 	}
 	return r
+}
+
+// Run keeps root's own state tidy until ctx ends: audit records past their
+// retention are pruned hourly.
+func (r *Root) Run(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		rbac.Prune(ctx, r.store, r.opts.AuditRetention, time.Now(), r.log)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Register mounts the root's services on srv.
@@ -86,7 +112,17 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(&metricsService{r}, o...))
 	srv.Handle(unyov1connect.NewLogsServiceHandler(&logsService{r}, o...))
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
+	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
+	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
+	// Tokens root issued are credentials at root; root acts for their
+	// holders at the clusters (see client).
+	srv.Auth().Denied = r.audit.Denied
+	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: r.store, Logger: r.log})
 }
+
+// Audit is root's audit log, for writes root makes itself (clusters add
+// and delete).
+func (r *Root) Audit() *rbac.Recorder { return r.audit }
 
 // client returns the clients for a cluster at its registered URL, with the
 // credential root keeps for that cluster (or the configured cluster_token
@@ -106,7 +142,7 @@ func (r *Root) client(ctx context.Context, ci *unyov1.ClusterInfo) (*client.Clie
 	if c, ok := r.clients[key]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{URL: ci.GetUrl(), Token: token})
+	c, err := client.New(client.Options{URL: ci.GetUrl(), Token: token, Interceptors: []connect.Interceptor{onBehalfOf}})
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +161,27 @@ func (r *Root) forgetClients(cluster string) {
 	}
 }
 
-// targets returns the clusters a request addresses: one by name, or all.
+// onBehalfOf names the operator root acts for on every call to a cluster,
+// so that the cluster records them, not root.
+var onBehalfOf = connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		server.SetOnBehalfOf(ctx, req.Header())
+		return next(ctx, req)
+	}
+})
+
+// targets returns the clusters a request addresses: one by name, or all;
+// only those in the caller's cluster scope.
 func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo, error) {
+	p := server.PrincipalFrom(ctx)
+	if name != "" && !p.InCluster(name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not see cluster %q: its scope is the clusters %s", p, name, strings.Join(p.Clusters, ", ")))
+	}
 	all, err := r.store.ListClusters(ctx)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("list clusters: %w", err))
 	}
+	all = slices.DeleteFunc(all, func(c *unyov1.ClusterInfo) bool { return !p.InCluster(c.GetName()) })
 	if name == "" {
 		return all, nil
 	}

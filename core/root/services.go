@@ -58,6 +58,9 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := cluster.ValidateObjects(objs); err != nil {
 		return nil, err
 	}
+	if err := s.authorizeApply(ctx, objs); err != nil {
+		return nil, err
+	}
 	all, err := s.r.targets(ctx, "")
 	if err != nil {
 		return nil, err
@@ -117,6 +120,9 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		if err := invalid(validRef(fmt.Sprintf("refs[%d]", i), ref)); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.authorizeDelete(ctx, req.Msg.GetRefs()); err != nil {
+		return nil, err
 	}
 	resp := &unyov1.DeleteResponse{}
 	for _, ref := range req.Msg.GetRefs() {

@@ -54,6 +54,9 @@ type Auth struct {
 	Authenticators []Authenticator
 	// Insecure allows serving without authentication beyond loopback.
 	Insecure bool
+	// Denied, if set, hears of every authenticated call refused for lack
+	// of rights, before its body is read (for the audit log).
+	Denied func(r *http.Request, procedure string, p Principal, err error)
 
 	extra map[string]Access
 }
@@ -130,6 +133,9 @@ func (a *Auth) Check(r *http.Request, procedure string) (Principal, error) {
 	}
 	p.From = r.RemoteAddr
 	if err := a.authorize(procedure, p); err != nil {
+		if a.Denied != nil {
+			a.Denied(r, procedure, p, err)
+		}
 		return Principal{}, err
 	}
 	return p, nil
@@ -145,7 +151,7 @@ func (a *Auth) Middleware(next http.Handler) http.Handler {
 			_ = ew.Write(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(withForwarded(WithPrincipal(r.Context(), p), r)))
 	})
 }
 

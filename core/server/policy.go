@@ -76,6 +76,12 @@ var procedures = map[string]Access{
 	unyov1connect.LogsServiceTraceProcedure:                 AccessRead,
 	unyov1connect.StatsServiceMetricStatsProcedure:          AccessRead,
 	unyov1connect.StatsServiceCountStatsProcedure:           AccessRead,
+
+	// Issuing tokens and reading who did what are for admins only.
+	unyov1connect.TokenServiceCreateTokenProcedure: AccessAdmin,
+	unyov1connect.TokenServiceListTokensProcedure:  AccessAdmin,
+	unyov1connect.TokenServiceRevokeTokenProcedure: AccessAdmin,
+	unyov1connect.AuditServiceListAuditProcedure:   AccessAdmin,
 }
 
 // ClassifyProcedure adds or changes the access a procedure requires; for

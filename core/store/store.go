@@ -27,6 +27,8 @@ type Store interface {
 	LogPositions
 	Stats
 	Credentials
+	Tokens
+	Audit
 	Close() error
 }
 

@@ -7413,6 +7413,707 @@ func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
 	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
+// Token is an issued API token as operators see it: never its secret, which
+// is shown once when it is created and stored only as a SHA-256 digest.
+type Token struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first 12 hex digits of the secret's SHA-256, as the audit log names it.
+	Id   string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// viewer, operator or admin.
+	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	// The separate right to apply checks that run commands on agents.
+	Commands bool `protobuf:"varint,4,opt,name=commands,proto3" json:"commands,omitempty"`
+	// Clusters the token may see and act in; empty means all.
+	Clusters []string `protobuf:"bytes,5,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	// Object kinds the token may apply and delete; empty means all.
+	Kinds     []string               `protobuf:"bytes,6,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	CreatedBy string                 `protobuf:"bytes,7,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Unset: the token does not expire.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	LastUsedAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Token) Reset() {
+	*x = Token{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Token) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Token) ProtoMessage() {}
+
+func (x *Token) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Token.ProtoReflect.Descriptor instead.
+func (*Token) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *Token) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Token) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Token) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *Token) GetCommands() bool {
+	if x != nil {
+		return x.Commands
+	}
+	return false
+}
+
+func (x *Token) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *Token) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *Token) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Token) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Token) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Token) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *Token) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+type CreateTokenRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Role     string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Commands bool                   `protobuf:"varint,3,opt,name=commands,proto3" json:"commands,omitempty"`
+	Clusters []string               `protobuf:"bytes,4,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	Kinds    []string               `protobuf:"bytes,5,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// Zero: the token does not expire.
+	ExpiresIn     *durationpb.Duration `protobuf:"bytes,6,opt,name=expires_in,json=expiresIn,proto3" json:"expires_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *CreateTokenRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetCommands() bool {
+	if x != nil {
+		return x.Commands
+	}
+	return false
+}
+
+func (x *CreateTokenRequest) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *CreateTokenRequest) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *CreateTokenRequest) GetExpiresIn() *durationpb.Duration {
+	if x != nil {
+		return x.ExpiresIn
+	}
+	return nil
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token *Token                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The bearer token itself; the server keeps only its digest.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *CreateTokenResponse) GetToken() *Token {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateTokenResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*Token               `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *ListTokensResponse) GetTokens() []*Token {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *RevokeTokenRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *Token                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *RevokeTokenResponse) GetToken() *Token {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// AuditRecord is one write to a server: who did what, from where, and what
+// it changed. It never holds a secret.
+type AuditRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// The principal that acted: a token's name, or the operator root acted for.
+	Who string `protobuf:"bytes,3,opt,name=who,proto3" json:"who,omitempty"`
+	// The remote address of the request (and the forwarding root, if any).
+	From string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
+	// The API procedure, such as ObjectService/Apply.
+	Procedure string `protobuf:"bytes,5,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	Kind      string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name      string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	Cluster   string `protobuf:"bytes,8,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// The object before and after as JSON (secrets redacted, size bounded);
+	// empty when it did not exist.
+	Before string `protobuf:"bytes,9,opt,name=before,proto3" json:"before,omitempty"`
+	After  string `protobuf:"bytes,10,opt,name=after,proto3" json:"after,omitempty"`
+	// "ok", or why the write was refused or failed.
+	Outcome       string `protobuf:"bytes,11,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecord) Reset() {
+	*x = AuditRecord{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecord) ProtoMessage() {}
+
+func (x *AuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
+func (*AuditRecord) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *AuditRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *AuditRecord) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetProcedure() string {
+	if x != nil {
+		return x.Procedure
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+type ListAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only records at or after since.
+	Since *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	Who   string                 `protobuf:"bytes,2,opt,name=who,proto3" json:"who,omitempty"`
+	Kind  string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// At most this many records, newest first (default 100, at most 10000).
+	Limit int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Root only: one cluster's records ("root" for root's own).
+	Cluster       string `protobuf:"bytes,5,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListAuditRequest) GetWho() string {
+	if x != nil {
+		return x.Who
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAuditRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+type ListAuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*AuditRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	ClusterErrors []*ClusterError        `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *ListAuditResponse) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListAuditResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 var File_unyo_v1_unyo_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_unyo_proto_rawDesc = "" +
@@ -7993,7 +8694,65 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\tR\x05token\"*\n" +
 	"\x14DeleteClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x17\n" +
-	"\x15DeleteClusterResponse*q\n" +
+	"\x15DeleteClusterResponse\"\x9b\x03\n" +
+	"\x05Token\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1a\n" +
+	"\bcommands\x18\x04 \x01(\bR\bcommands\x12\x1a\n" +
+	"\bclusters\x18\x05 \x03(\tR\bclusters\x12\x14\n" +
+	"\x05kinds\x18\x06 \x03(\tR\x05kinds\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\a \x01(\tR\tcreatedBy\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12<\n" +
+	"\flast_used_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\"\xc4\x01\n" +
+	"\x12CreateTokenRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1a\n" +
+	"\bcommands\x18\x03 \x01(\bR\bcommands\x12\x1a\n" +
+	"\bclusters\x18\x04 \x03(\tR\bclusters\x12\x14\n" +
+	"\x05kinds\x18\x05 \x03(\tR\x05kinds\x128\n" +
+	"\n" +
+	"expires_in\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\texpiresIn\"S\n" +
+	"\x13CreateTokenResponse\x12$\n" +
+	"\x05token\x18\x01 \x01(\v2\x0e.unyo.v1.TokenR\x05token\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n" +
+	"\x11ListTokensRequest\"<\n" +
+	"\x12ListTokensResponse\x12&\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x0e.unyo.v1.TokenR\x06tokens\"(\n" +
+	"\x12RevokeTokenRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\";\n" +
+	"\x13RevokeTokenResponse\x12$\n" +
+	"\x05token\x18\x01 \x01(\v2\x0e.unyo.v1.TokenR\x05token\"\x97\x02\n" +
+	"\vAuditRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x10\n" +
+	"\x03who\x18\x03 \x01(\tR\x03who\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x1c\n" +
+	"\tprocedure\x18\x05 \x01(\tR\tprocedure\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\b \x01(\tR\acluster\x12\x16\n" +
+	"\x06before\x18\t \x01(\tR\x06before\x12\x14\n" +
+	"\x05after\x18\n" +
+	" \x01(\tR\x05after\x12\x18\n" +
+	"\aoutcome\x18\v \x01(\tR\aoutcome\"\x9a\x01\n" +
+	"\x10ListAuditRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x10\n" +
+	"\x03who\x18\x02 \x01(\tR\x03who\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x18\n" +
+	"\acluster\x18\x05 \x01(\tR\acluster\"\x81\x01\n" +
+	"\x11ListAuditResponse\x12.\n" +
+	"\arecords\x18\x01 \x03(\v2\x14.unyo.v1.AuditRecordR\arecords\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors*q\n" +
 	"\vCheckStatus\x12\x13\n" +
 	"\x0fCHECK_STATUS_OK\x10\x00\x12\x18\n" +
 	"\x14CHECK_STATUS_WARNING\x10\x01\x12\x19\n" +
@@ -8072,7 +8831,14 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\fStatsService\x12H\n" +
 	"\vMetricStats\x12\x1b.unyo.v1.MetricStatsRequest\x1a\x1c.unyo.v1.MetricStatsResponse\x12E\n" +
 	"\n" +
-	"CountStats\x12\x1a.unyo.v1.CountStatsRequest\x1a\x1b.unyo.v1.CountStatsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"CountStats\x12\x1a.unyo.v1.CountStatsRequest\x1a\x1b.unyo.v1.CountStatsResponse2\xe9\x01\n" +
+	"\fTokenService\x12H\n" +
+	"\vCreateToken\x12\x1b.unyo.v1.CreateTokenRequest\x1a\x1c.unyo.v1.CreateTokenResponse\x12E\n" +
+	"\n" +
+	"ListTokens\x12\x1a.unyo.v1.ListTokensRequest\x1a\x1b.unyo.v1.ListTokensResponse\x12H\n" +
+	"\vRevokeToken\x12\x1b.unyo.v1.RevokeTokenRequest\x1a\x1c.unyo.v1.RevokeTokenResponse2R\n" +
+	"\fAuditService\x12B\n" +
+	"\tListAudit\x12\x19.unyo.v1.ListAuditRequest\x1a\x1a.unyo.v1.ListAuditResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_unyo_proto_rawDescOnce sync.Once
@@ -8087,7 +8853,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
 	(Level)(0),                      // 1: unyo.v1.Level
@@ -8197,87 +8963,97 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*AddClusterResponse)(nil),      // 105: unyo.v1.AddClusterResponse
 	(*DeleteClusterRequest)(nil),    // 106: unyo.v1.DeleteClusterRequest
 	(*DeleteClusterResponse)(nil),   // 107: unyo.v1.DeleteClusterResponse
-	nil,                             // 108: unyo.v1.Node.LabelsEntry
-	nil,                             // 109: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 110: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 111: unyo.v1.Check.LabelsEntry
-	nil,                             // 112: unyo.v1.Event.LabelsEntry
-	nil,                             // 113: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 114: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 115: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 116: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 117: unyo.v1.Sample.LabelsEntry
-	nil,                             // 118: unyo.v1.Series.LabelsEntry
-	nil,                             // 119: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 120: unyo.v1.LogEntry.FieldsEntry
-	nil,                             // 121: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 122: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 123: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 124: google.protobuf.Duration
+	(*Token)(nil),                   // 108: unyo.v1.Token
+	(*CreateTokenRequest)(nil),      // 109: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),     // 110: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),       // 111: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),      // 112: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),      // 113: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),     // 114: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),             // 115: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),        // 116: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),       // 117: unyo.v1.ListAuditResponse
+	nil,                             // 118: unyo.v1.Node.LabelsEntry
+	nil,                             // 119: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                             // 120: unyo.v1.CheckSpec.EnvEntry
+	nil,                             // 121: unyo.v1.Check.LabelsEntry
+	nil,                             // 122: unyo.v1.Event.LabelsEntry
+	nil,                             // 123: unyo.v1.EventMatch.LabelsEntry
+	nil,                             // 124: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                             // 125: unyo.v1.EventRule.LabelsEntry
+	nil,                             // 126: unyo.v1.Maintenance.LabelsEntry
+	nil,                             // 127: unyo.v1.Sample.LabelsEntry
+	nil,                             // 128: unyo.v1.Series.LabelsEntry
+	nil,                             // 129: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                             // 130: unyo.v1.LogEntry.FieldsEntry
+	nil,                             // 131: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 132: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 133: google.protobuf.Struct
+	(*durationpb.Duration)(nil),     // 134: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	108, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	118, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	122, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	122, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	132, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	132, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	122, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	109, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	110, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	132, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	119, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	120, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	123, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	111, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	133, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	121, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	122, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	122, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	132, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	132, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	122, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	124, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	122, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	124, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	132, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	134, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	132, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	134, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	112, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	122, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	122, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	122, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	113, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	114, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	132, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	132, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	123, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	124, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	123, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	133, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	115, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	125, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	122, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	122, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	122, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	122, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	132, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	132, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	132, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	132, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	116, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	126, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	122, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	122, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	122, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	132, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	132, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	132, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	122, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	122, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	132, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	132, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	124, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	134, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -8312,129 +9088,149 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	122, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	132, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	132, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	122, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	132, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	117, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	118, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	127, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	128, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	119, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	129, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
 	77,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	122, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	122, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	124, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	122, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	132, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	132, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	134, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	132, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	75,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	122, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	132, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	132, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	76,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	120, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	132, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	130, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	85,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	122, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	122, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	132, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	132, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
 	88,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
 	85,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 125: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	132, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
 	88,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	124, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	124, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	134, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	134, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
 	91,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 131: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	122, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	132, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	132, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
 	85,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 135: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	122, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	121, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	122, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	132, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	132, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	131, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	132, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
 	97,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
 	32,  // 141: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	122, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	122, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	122, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	132, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	132, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	132, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
 	100, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
 	32,  // 146: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	32,  // 147: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 148: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	35,  // 149: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	37,  // 150: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	39,  // 151: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	41,  // 152: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	44,  // 153: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	46,  // 154: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	48,  // 155: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	50,  // 156: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	52,  // 157: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	102, // 158: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	54,  // 159: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	56,  // 160: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	58,  // 161: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	60,  // 162: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	62,  // 163: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	62,  // 164: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 165: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	67,  // 166: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	69,  // 167: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	104, // 168: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	106, // 169: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	71,  // 170: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	78,  // 171: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	80,  // 172: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	81,  // 173: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	83,  // 174: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	86,  // 175: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	89,  // 176: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	92,  // 177: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	94,  // 178: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	96,  // 179: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	99,  // 180: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	34,  // 181: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	36,  // 182: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	38,  // 183: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	40,  // 184: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	43,  // 185: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	45,  // 186: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	47,  // 187: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	49,  // 188: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	51,  // 189: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	53,  // 190: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	103, // 191: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	55,  // 192: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	57,  // 193: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	59,  // 194: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	61,  // 195: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	63,  // 196: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	63,  // 197: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 198: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	68,  // 199: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	70,  // 200: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	105, // 201: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	107, // 202: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	72,  // 203: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	79,  // 204: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	82,  // 205: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	82,  // 206: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 207: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	87,  // 208: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	90,  // 209: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	93,  // 210: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	95,  // 211: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	98,  // 212: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	101, // 213: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	181, // [181:214] is the sub-list for method output_type
-	148, // [148:181] is the sub-list for method input_type
-	148, // [148:148] is the sub-list for extension type_name
-	148, // [148:148] is the sub-list for extension extendee
-	0,   // [0:148] is the sub-list for field type_name
+	132, // 148: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	132, // 149: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	132, // 150: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	132, // 151: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	134, // 152: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	108, // 153: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	108, // 154: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	108, // 155: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	132, // 156: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	132, // 157: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	115, // 158: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 159: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 160: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	35,  // 161: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	37,  // 162: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	39,  // 163: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	41,  // 164: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	44,  // 165: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	46,  // 166: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	48,  // 167: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	50,  // 168: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	52,  // 169: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	102, // 170: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	54,  // 171: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	56,  // 172: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	58,  // 173: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	60,  // 174: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	62,  // 175: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	62,  // 176: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 177: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	67,  // 178: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	69,  // 179: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	104, // 180: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	106, // 181: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	71,  // 182: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	78,  // 183: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	80,  // 184: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	81,  // 185: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	83,  // 186: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	86,  // 187: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	89,  // 188: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	92,  // 189: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	94,  // 190: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	96,  // 191: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	99,  // 192: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	109, // 193: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	111, // 194: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	113, // 195: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	116, // 196: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 197: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	36,  // 198: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	38,  // 199: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	40,  // 200: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	43,  // 201: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	45,  // 202: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	47,  // 203: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	49,  // 204: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	51,  // 205: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	53,  // 206: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	103, // 207: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	55,  // 208: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	57,  // 209: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	59,  // 210: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	61,  // 211: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	63,  // 212: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	63,  // 213: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 214: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	68,  // 215: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	70,  // 216: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	105, // 217: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	107, // 218: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	72,  // 219: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	79,  // 220: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	82,  // 221: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	82,  // 222: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 223: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	87,  // 224: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	90,  // 225: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	93,  // 226: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	95,  // 227: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	98,  // 228: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	101, // 229: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	110, // 230: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	112, // 231: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	114, // 232: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	117, // 233: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	197, // [197:234] is the sub-list for method output_type
+	160, // [160:197] is the sub-list for method input_type
+	160, // [160:160] is the sub-list for extension type_name
+	160, // [160:160] is the sub-list for extension extendee
+	0,   // [0:160] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -8460,9 +9256,9 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   117,
+			NumMessages:   127,
 			NumExtensions: 0,
-			NumServices:   11,
+			NumServices:   13,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

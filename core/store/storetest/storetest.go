@@ -38,6 +38,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LogPositions", logPositionTests()},
 		{"Stats", statsTests()},
 		{"Credentials", credentialTests()},
+		{"Tokens", tokenTests()},
+		{"Audit", auditTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -46,6 +46,10 @@ const (
 	LogsServiceName = "unyo.v1.LogsService"
 	// StatsServiceName is the fully-qualified name of the StatsService service.
 	StatsServiceName = "unyo.v1.StatsService"
+	// TokenServiceName is the fully-qualified name of the TokenService service.
+	TokenServiceName = "unyo.v1.TokenService"
+	// AuditServiceName is the fully-qualified name of the AuditService service.
+	AuditServiceName = "unyo.v1.AuditService"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -131,6 +135,16 @@ const (
 	StatsServiceMetricStatsProcedure = "/unyo.v1.StatsService/MetricStats"
 	// StatsServiceCountStatsProcedure is the fully-qualified name of the StatsService's CountStats RPC.
 	StatsServiceCountStatsProcedure = "/unyo.v1.StatsService/CountStats"
+	// TokenServiceCreateTokenProcedure is the fully-qualified name of the TokenService's CreateToken
+	// RPC.
+	TokenServiceCreateTokenProcedure = "/unyo.v1.TokenService/CreateToken"
+	// TokenServiceListTokensProcedure is the fully-qualified name of the TokenService's ListTokens RPC.
+	TokenServiceListTokensProcedure = "/unyo.v1.TokenService/ListTokens"
+	// TokenServiceRevokeTokenProcedure is the fully-qualified name of the TokenService's RevokeToken
+	// RPC.
+	TokenServiceRevokeTokenProcedure = "/unyo.v1.TokenService/RevokeToken"
+	// AuditServiceListAuditProcedure is the fully-qualified name of the AuditService's ListAudit RPC.
+	AuditServiceListAuditProcedure = "/unyo.v1.AuditService/ListAudit"
 )
 
 // AgentServiceClient is a client for the unyo.v1.AgentService service.
@@ -1493,4 +1507,196 @@ func (UnimplementedStatsServiceHandler) MetricStats(context.Context, *connect.Re
 
 func (UnimplementedStatsServiceHandler) CountStats(context.Context, *connect.Request[unyov1.CountStatsRequest]) (*connect.Response[unyov1.CountStatsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.StatsService.CountStats is not implemented"))
+}
+
+// TokenServiceClient is a client for the unyo.v1.TokenService service.
+type TokenServiceClient interface {
+	CreateToken(context.Context, *connect.Request[unyov1.CreateTokenRequest]) (*connect.Response[unyov1.CreateTokenResponse], error)
+	ListTokens(context.Context, *connect.Request[unyov1.ListTokensRequest]) (*connect.Response[unyov1.ListTokensResponse], error)
+	RevokeToken(context.Context, *connect.Request[unyov1.RevokeTokenRequest]) (*connect.Response[unyov1.RevokeTokenResponse], error)
+}
+
+// NewTokenServiceClient constructs a client for the unyo.v1.TokenService service. By default, it
+// uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and sends
+// uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC() or
+// connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) TokenServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	tokenServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("TokenService").Methods()
+	return &tokenServiceClient{
+		createToken: connect.NewClient[unyov1.CreateTokenRequest, unyov1.CreateTokenResponse](
+			httpClient,
+			baseURL+TokenServiceCreateTokenProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("CreateToken")),
+			connect.WithClientOptions(opts...),
+		),
+		listTokens: connect.NewClient[unyov1.ListTokensRequest, unyov1.ListTokensResponse](
+			httpClient,
+			baseURL+TokenServiceListTokensProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("ListTokens")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeToken: connect.NewClient[unyov1.RevokeTokenRequest, unyov1.RevokeTokenResponse](
+			httpClient,
+			baseURL+TokenServiceRevokeTokenProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("RevokeToken")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// tokenServiceClient implements TokenServiceClient.
+type tokenServiceClient struct {
+	createToken *connect.Client[unyov1.CreateTokenRequest, unyov1.CreateTokenResponse]
+	listTokens  *connect.Client[unyov1.ListTokensRequest, unyov1.ListTokensResponse]
+	revokeToken *connect.Client[unyov1.RevokeTokenRequest, unyov1.RevokeTokenResponse]
+}
+
+// CreateToken calls unyo.v1.TokenService.CreateToken.
+func (c *tokenServiceClient) CreateToken(ctx context.Context, req *connect.Request[unyov1.CreateTokenRequest]) (*connect.Response[unyov1.CreateTokenResponse], error) {
+	return c.createToken.CallUnary(ctx, req)
+}
+
+// ListTokens calls unyo.v1.TokenService.ListTokens.
+func (c *tokenServiceClient) ListTokens(ctx context.Context, req *connect.Request[unyov1.ListTokensRequest]) (*connect.Response[unyov1.ListTokensResponse], error) {
+	return c.listTokens.CallUnary(ctx, req)
+}
+
+// RevokeToken calls unyo.v1.TokenService.RevokeToken.
+func (c *tokenServiceClient) RevokeToken(ctx context.Context, req *connect.Request[unyov1.RevokeTokenRequest]) (*connect.Response[unyov1.RevokeTokenResponse], error) {
+	return c.revokeToken.CallUnary(ctx, req)
+}
+
+// TokenServiceHandler is an implementation of the unyo.v1.TokenService service.
+type TokenServiceHandler interface {
+	CreateToken(context.Context, *connect.Request[unyov1.CreateTokenRequest]) (*connect.Response[unyov1.CreateTokenResponse], error)
+	ListTokens(context.Context, *connect.Request[unyov1.ListTokensRequest]) (*connect.Response[unyov1.ListTokensResponse], error)
+	RevokeToken(context.Context, *connect.Request[unyov1.RevokeTokenRequest]) (*connect.Response[unyov1.RevokeTokenResponse], error)
+}
+
+// NewTokenServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	tokenServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("TokenService").Methods()
+	tokenServiceCreateTokenHandler := connect.NewUnaryHandler(
+		TokenServiceCreateTokenProcedure,
+		svc.CreateToken,
+		connect.WithSchema(tokenServiceMethods.ByName("CreateToken")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceListTokensHandler := connect.NewUnaryHandler(
+		TokenServiceListTokensProcedure,
+		svc.ListTokens,
+		connect.WithSchema(tokenServiceMethods.ByName("ListTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceRevokeTokenHandler := connect.NewUnaryHandler(
+		TokenServiceRevokeTokenProcedure,
+		svc.RevokeToken,
+		connect.WithSchema(tokenServiceMethods.ByName("RevokeToken")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.TokenService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case TokenServiceCreateTokenProcedure:
+			tokenServiceCreateTokenHandler.ServeHTTP(w, r)
+		case TokenServiceListTokensProcedure:
+			tokenServiceListTokensHandler.ServeHTTP(w, r)
+		case TokenServiceRevokeTokenProcedure:
+			tokenServiceRevokeTokenHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedTokenServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedTokenServiceHandler struct{}
+
+func (UnimplementedTokenServiceHandler) CreateToken(context.Context, *connect.Request[unyov1.CreateTokenRequest]) (*connect.Response[unyov1.CreateTokenResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.TokenService.CreateToken is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) ListTokens(context.Context, *connect.Request[unyov1.ListTokensRequest]) (*connect.Response[unyov1.ListTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.TokenService.ListTokens is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) RevokeToken(context.Context, *connect.Request[unyov1.RevokeTokenRequest]) (*connect.Response[unyov1.RevokeTokenResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.TokenService.RevokeToken is not implemented"))
+}
+
+// AuditServiceClient is a client for the unyo.v1.AuditService service.
+type AuditServiceClient interface {
+	ListAudit(context.Context, *connect.Request[unyov1.ListAuditRequest]) (*connect.Response[unyov1.ListAuditResponse], error)
+}
+
+// NewAuditServiceClient constructs a client for the unyo.v1.AuditService service. By default, it
+// uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and sends
+// uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC() or
+// connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewAuditServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) AuditServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	auditServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("AuditService").Methods()
+	return &auditServiceClient{
+		listAudit: connect.NewClient[unyov1.ListAuditRequest, unyov1.ListAuditResponse](
+			httpClient,
+			baseURL+AuditServiceListAuditProcedure,
+			connect.WithSchema(auditServiceMethods.ByName("ListAudit")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// auditServiceClient implements AuditServiceClient.
+type auditServiceClient struct {
+	listAudit *connect.Client[unyov1.ListAuditRequest, unyov1.ListAuditResponse]
+}
+
+// ListAudit calls unyo.v1.AuditService.ListAudit.
+func (c *auditServiceClient) ListAudit(ctx context.Context, req *connect.Request[unyov1.ListAuditRequest]) (*connect.Response[unyov1.ListAuditResponse], error) {
+	return c.listAudit.CallUnary(ctx, req)
+}
+
+// AuditServiceHandler is an implementation of the unyo.v1.AuditService service.
+type AuditServiceHandler interface {
+	ListAudit(context.Context, *connect.Request[unyov1.ListAuditRequest]) (*connect.Response[unyov1.ListAuditResponse], error)
+}
+
+// NewAuditServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	auditServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("AuditService").Methods()
+	auditServiceListAuditHandler := connect.NewUnaryHandler(
+		AuditServiceListAuditProcedure,
+		svc.ListAudit,
+		connect.WithSchema(auditServiceMethods.ByName("ListAudit")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.AuditService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case AuditServiceListAuditProcedure:
+			auditServiceListAuditHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedAuditServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedAuditServiceHandler struct{}
+
+func (UnimplementedAuditServiceHandler) ListAudit(context.Context, *connect.Request[unyov1.ListAuditRequest]) (*connect.Response[unyov1.ListAuditResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AuditService.ListAudit is not implemented"))
 }
