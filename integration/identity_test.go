@@ -127,6 +127,20 @@ func TestCapturedJoinTokenChain(t *testing.T) {
 	if got := fake.requests(); len(got) > 0 {
 		t.Errorf("root sent requests to the attacker's URL: %v", got)
 	}
+	// Who added and deleted clusters is in root's audit log.
+	recs, err := f.json("audit", "ls", "--kind", "Cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		seen[fmt.Sprint(r["procedure"], " ", r["name"])] = true
+	}
+	for _, want := range []string{"ClusterService/AddCluster junk", "ClusterService/DeleteCluster junk", "ClusterService/DeleteCluster c2"} {
+		if !seen[want] {
+			t.Errorf("audit ls --kind Cluster has no %q: %v", want, recs)
+		}
+	}
 }
 
 // agentCall is one agent procedure, called as node.
@@ -303,6 +317,10 @@ func TestNodeIdentity(t *testing.T) {
 		}
 		if _, err := f.cli("nodes", "delete", "gone"); err == nil || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("deleting a deleted node: %v", err)
+		}
+		recs, err := f.json("audit", "ls", "--kind", "Node")
+		if err != nil || len(recs) != 1 || recs[0]["procedure"] != "NodeService/DeleteNode" || recs[0]["name"] != "gone" || recs[0]["outcome"] != "ok" {
+			t.Errorf("audit ls --kind Node: want one record of deleting gone, got %v (%v)", recs, err)
 		}
 		// The machine may enrol again with the join token.
 		if _, err := enrolToken(ctx, f.clURL, &unyov1.Node{Name: "gone"}); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -91,7 +92,11 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
 		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not delete nodes of cluster %q", p, s.c.opts.Name))
 	}
+	before, _ := s.c.store.GetNode(ctx, name)
 	err := s.c.store.DeleteNode(ctx, name)
+	if !errors.Is(err, store.ErrNotFound) {
+		s.c.audit.Record(ctx, "NodeService/DeleteNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, before, nil, err)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
 	}

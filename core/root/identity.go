@@ -12,6 +12,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -107,6 +108,7 @@ func (s *clusterService) AddCluster(ctx context.Context, req *connect.Request[un
 			return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("add cluster %q: %w", name, err))
 		}
 	}
+	s.r.audit.Record(ctx, "ClusterService/AddCluster", rbac.Target{Kind: "Cluster", Name: name}, nil, &unyov1.ClusterInfo{Name: name, Url: url}, nil)
 	s.r.log.Info("cluster credential issued", "cluster", name, "url", url, "by", server.PrincipalFrom(ctx).String())
 	return connect.NewResponse(&unyov1.AddClusterResponse{Token: tok}), nil
 }
@@ -114,7 +116,11 @@ func (s *clusterService) AddCluster(ctx context.Context, req *connect.Request[un
 // DeleteCluster forgets a cluster and revokes its credentials.
 func (s *clusterService) DeleteCluster(ctx context.Context, req *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error) {
 	name := req.Msg.GetName()
+	before, _ := s.r.store.GetCluster(ctx, name)
 	err := s.r.store.DeleteCluster(ctx, name)
+	if !errors.Is(err, store.ErrNotFound) {
+		s.r.audit.Record(ctx, "ClusterService/DeleteCluster", rbac.Target{Kind: "Cluster", Name: name}, before, nil, err)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("cluster %q is not known to root", name))
 	}
