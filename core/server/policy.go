@@ -126,9 +126,7 @@ func (a *Auth) authorize(procedure string, p Principal) error {
 		}
 		return deny("a join token or a node's credential")
 	case AccessClusterRegister:
-		// Join tokens still register clusters until clusters have their
-		// own credentials (issue 9's cluster identity).
-		if p.Kind == KindCluster || p.Kind == KindJoin || (p.IsUser() && p.Role >= RoleAdmin) {
+		if p.Kind == KindCluster || (p.IsUser() && p.Role >= RoleAdmin) {
 			return nil
 		}
 		return deny("this cluster's own credential (issued by root's operators)")

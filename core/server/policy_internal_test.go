@@ -45,7 +45,7 @@ func TestAuthorizeMatrix(t *testing.T) {
 		AccessAdmin:           "admin root anonymous",
 		AccessAgent:           "node admin anonymous",
 		AccessEnrol:           "join node admin anonymous",
-		AccessClusterRegister: "cluster admin anonymous join",
+		AccessClusterRegister: "cluster admin anonymous",
 		AccessAnyone:          "viewer operator admin node cluster root join anonymous",
 	}
 	a := &Auth{}
