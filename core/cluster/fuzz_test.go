@@ -5,7 +5,6 @@ import (
 	"flag"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -75,21 +74,7 @@ func FuzzClusterAPI(f *testing.F) {
 // is logged there, not returned.
 func serveWatched(tb testing.TB, st store.Store, o cluster.Options, log *slog.Logger) *client.Clients {
 	tb.Helper()
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log})
-	o.Name, o.Replica, o.Logger = "c1", "r1", log
-	cl := cluster.New(st, o)
-	cl.Register(srv)
-	ln, err := srv.Listen()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); cl.Run(ctx) }()
-	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	c, err := client.New(client.Options{URL: startClusterWith(tb, st, o, server.Options{Logger: log})})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -42,13 +42,16 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 }
 
 // startClusterWith serves a cluster with the given server options (auth,
-// TLS; Listen and Logger are filled in) and returns its URL.
+// TLS, a logger for server and cluster: quiet if nil; Listen is filled in)
+// and returns its URL.
 func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so server.Options) string {
 	tb.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	so.Listen, so.Logger = "127.0.0.1:0", quiet
+	if so.Logger == nil {
+		so.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	so.Listen = "127.0.0.1:0"
 	srv := server.New(so)
-	o.Name, o.Replica, o.Logger = "c1", "r1", quiet
+	o.Name, o.Replica, o.Logger = "c1", "r1", so.Logger
 	cl := cluster.New(st, o)
 	cl.Register(srv)
 	ln, err := srv.Listen()
