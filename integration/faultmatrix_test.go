@@ -32,6 +32,13 @@ import (
 // commands go to it directly.
 func sqliteCluster(t *testing.T) *fleet {
 	t.Helper()
+	return sqliteClusterEnv(t, nil)
+}
+
+// sqliteClusterEnv is sqliteCluster with env added to the cluster's
+// environment.
+func sqliteClusterEnv(t *testing.T, env []string) *fleet {
+	t.Helper()
 	f := &fleet{t: t, dir: t.TempDir(), agents: map[string]*proc{}}
 	addr := freeAddr(t)
 	f.clURL = "http://" + addr
@@ -54,8 +61,10 @@ cluster:
 metrics: {store: none}
 logs: {store: none}
 `, f.dir, addr, adminToken, joinToken))
-	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", cfg)
-	f.waitClusterUp()
+	f.cluster = startUnyo(t, "cluster", env, "server", "--config", cfg)
+	if env == nil {
+		f.waitClusterUp()
+	}
 	return f
 }
 
@@ -513,4 +522,55 @@ func TestFaultZeroedWALHeader(t *testing.T) {
 		t.Fatalf("cluster-store events: %v", ev)
 	}
 	t.Logf("%d acknowledged, %d stored after the fault, reported: %s", load.acked(), stored, m[0])
+}
+
+// TestFaultClusterKilledAtWritePoints: the cluster dies by SIGKILL while it
+// takes a report from an agent, just before storing it and just after
+// storing it (before the agent hears so). The agent keeps its results and
+// sends them again to the restarted cluster: none is lost, none doubled
+// (the second case is what the results' idempotency keys are for), and the
+// restarted cluster finds every acknowledged result in its store.
+func TestFaultClusterKilledAtWritePoints(t *testing.T) {
+	for _, point := range []string{"ingest-before-commit", "ingest-after-commit"} {
+		t.Run(point, func(t *testing.T) {
+			f := sqliteClusterEnv(t, []string{"UNYO_FAILPOINT=" + point + ":3"})
+			state := f.dir + "/counter"
+			f.faultAgent("a1", nil, counterCheck(state))
+			eventually(t, 60*time.Second, "the cluster to die at "+point, func() error {
+				if !f.cluster.exited() {
+					return fmt.Errorf("still running after %d runs", counterRuns(t, state))
+				}
+				return nil
+			})
+			killedAt := counterRuns(t, state)
+			f.cluster.env = nil
+			f.cluster.restart()
+			f.waitClusterUp()
+			var last int
+			eventually(t, 60*time.Second, "every run to be stored", func() error {
+				last = counterRuns(t, state)
+				if last < killedAt+3 {
+					return fmt.Errorf("%d runs", last)
+				}
+				seen := f.storedRuns("a1")
+				for n := 1; n < last; n++ { // the last run may still be in flight
+					if seen[n] == 0 {
+						return fmt.Errorf("run %d of %d not stored yet", n, last)
+					}
+				}
+				return nil
+			})
+			for n, k := range f.storedRuns("a1") {
+				if k != 1 {
+					t.Errorf("run %d stored %d times", n, k)
+				}
+			}
+			// The log holds both runs: the first start's check, and the
+			// restarted one's after the kill.
+			if n := strings.Count(logOf(t, f.cluster), "the store holds every event acknowledged to agents"); n != 2 {
+				t.Errorf("the cluster checked its store against what it acknowledged %d times, want once per start (2)", n)
+			}
+			t.Logf("killed at %s after %d runs; %d runs, each stored once", point, killedAt, last)
+		})
+	}
 }

@@ -185,11 +185,15 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	if good, err = s.c.filter(ctx, good); err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("read event rules: %w", err))
 	}
+	s.c.failBeforeCommit.Pass()
 	inserted, err := s.c.store.AppendEvents(ctx, good)
 	if err != nil {
 		// Nothing is acknowledged: the agent keeps the batch and resends it.
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d results from node %q: %w", len(good), node, err))
 	}
+	// Stored but not acknowledged: the agent resends, the idempotency keys
+	// keep it from doubling.
+	s.c.failAfterCommit.Pass()
 	resp.Filtered = int32(received - len(good))
 	s.c.wakePipeline()
 	resp.Accepted = int32(inserted)

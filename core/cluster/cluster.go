@@ -12,6 +12,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/failpoint"
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
@@ -67,11 +68,15 @@ type Options struct {
 
 // Cluster holds one cluster replica's services and loops.
 type Cluster struct {
-	opts    Options
-	store   store.Store
-	log     *slog.Logger
-	started time.Time
-	lease   *lease.Runner
+	opts Options
+	// failBeforeCommit and failAfterCommit are the ingest's failpoints
+	// (ingest-before-commit, ingest-after-commit): test hooks that crash
+	// the process around storing a report; nil unless UNYO_FAILPOINT says.
+	failBeforeCommit, failAfterCommit *failpoint.Point
+	store                             store.Store
+	log                               *slog.Logger
+	started                           time.Time
+	lease                             *lease.Runner
 
 	beats   *heartbeats
 	kinds   map[string]kind
@@ -140,6 +145,9 @@ func New(st store.Store, opts Options) *Cluster {
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		auth:         identity.NewAuthenticator(st, credentialKinds),
 		pluginsReady: make(chan struct{}),
+
+		failBeforeCommit: failpoint.New("ingest-before-commit"),
+		failAfterCommit:  failpoint.New("ingest-after-commit"),
 	}
 	if opts.Stats != nil {
 		r, err := newStatsRunner(c, *opts.Stats)

@@ -2,8 +2,8 @@ package spool
 
 import (
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/unyo-ops/unyo/core/failpoint"
 )
 
 // FailpointEnv names the environment variable of a test hook: with
@@ -12,23 +12,16 @@ import (
 // its bytes and then kills the process with SIGKILL, as a crash in the
 // middle of a write would. Integration tests use it to check recovery; it
 // is not meant for anything else.
-const FailpointEnv = "UNYO_FAILPOINT"
+const FailpointEnv = failpoint.Env
 
 const failpointAppendMid = "spool-append-mid"
 
 // appendFailpoint returns after how many writes the spool-append-mid
 // failpoint fires, or 0 if it is not set.
-func appendFailpoint() int64 {
-	v, ok := strings.CutPrefix(os.Getenv(FailpointEnv), failpointAppendMid)
-	if !ok {
-		return 0
-	}
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.ParseInt(strings.TrimPrefix(v, ":"), 10, 64)
-	if err != nil || n < 1 || !strings.HasPrefix(v, ":") {
-		return 0
-	}
-	return n
+func appendFailpoint() int64 { return failpoint.After(failpointAppendMid) }
+
+// crashMidWrite writes the first half of buf at off and kills the process.
+func crashMidWrite(f *os.File, buf []byte, off int64) {
+	_, _ = f.WriteAt(buf[:len(buf)/2], off)
+	failpoint.Kill()
 }
