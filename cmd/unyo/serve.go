@@ -98,6 +98,11 @@ func newAgentCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
 	config.BindFlags(cmd.Flags(), "agent")
+	// The agent's own --token hides the operator commands' --token (a
+	// bearer token for the API), which the agent would otherwise accept and
+	// ignore.
+	cmd.Flags().String("token", "", "a join token of the cluster (config agent.token); prefer env UNYO_AGENT_TOKEN, since every user of the machine can read a command line")
+	_ = cmd.Flags().SetAnnotation("token", config.FlagKeyAnnotation, []string{"agent.token"}) // the flag was just defined
 	return cmd
 }
 

@@ -27,10 +27,12 @@ import (
 
 // Options configure an agent.
 type Options struct {
-	NodeName      string
-	Labels        map[string]string
-	ClusterURL    string
-	Token         string
+	NodeName   string
+	Labels     map[string]string
+	ClusterURL string
+	Token      string
+	// TLS verifies the cluster's certificate (agent.tls).
+	TLS           client.TLSOptions
 	DataDir       string
 	CheckDirs     []string
 	MaxOutput     int
@@ -53,6 +55,13 @@ type Options struct {
 	Plugins    []host.PluginConfig
 	Version    string
 	Logger     *slog.Logger
+}
+
+// agentHints name the agent's settings in the errors its client explains.
+var agentHints = client.Hints{
+	Token:  "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
+	CAFile: "agent.tls.ca_file",
+	TLS:    "agent.tls",
 }
 
 // Agent is one node's agent.
@@ -137,7 +146,7 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.local = append(a.local, d)
 	}
-	cl, err := client.New(client.Options{URL: opts.ClusterURL, Token: opts.Token, Timeout: 30 * time.Second})
+	cl, err := client.New(client.Options{URL: opts.ClusterURL, Token: opts.Token, TLS: opts.TLS, Timeout: 30 * time.Second, Hints: agentHints, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}

@@ -26,6 +26,8 @@ type Options struct {
 	Version string
 	// ClusterToken is presented to clusters; it must be an admin token there.
 	ClusterToken string
+	// ClusterTLS verifies the clusters' certificates.
+	ClusterTLS client.TLSOptions
 	// ClusterTimeout bounds each cluster's part of a fanned-out call.
 	ClusterTimeout time.Duration
 	Logger         *slog.Logger
@@ -74,13 +76,17 @@ func (r *Root) client(url string) (*client.Clients, error) {
 	if c, ok := r.clients[url]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken})
+	c, err := client.New(client.Options{URL: url, Token: r.opts.ClusterToken, TLS: r.opts.ClusterTLS, Hints: clusterHints, Logger: r.log})
 	if err != nil {
 		return nil, err
 	}
 	r.clients[url] = c
 	return c, nil
 }
+
+// clusterHints name root's settings for calling clusters in the errors
+// reported for a cluster.
+var clusterHints = client.Hints{Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls"}
 
 // targets returns the clusters a request addresses: one by name, or all.
 func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo, error) {
@@ -141,7 +147,7 @@ func refusedByAll[T any](all []answer[T]) error {
 		}
 	}
 	first := all[0]
-	return connect.NewError(connect.CodeOf(first.err), fmt.Errorf("cluster %s: %w", first.cluster, client.Explain(first.url, first.err)))
+	return connect.NewError(connect.CodeOf(first.err), fmt.Errorf("cluster %s: %w", first.cluster, clusterHints.Explain(first.url, first.err)))
 }
 
 // ask calls fn for every cluster in parallel and returns every answer, failed
@@ -175,7 +181,7 @@ func split[T any](answers []answer[T]) ([]answer[T], []*unyov1.ClusterError) {
 	ok := answers[:0]
 	for _, a := range answers {
 		if a.err != nil {
-			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: client.Explain(a.url, a.err).Error()})
+			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: clusterHints.Explain(a.url, a.err).Error()})
 			continue
 		}
 		ok = append(ok, a)
