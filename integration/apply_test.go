@@ -175,3 +175,77 @@ func TestApplyAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+// An apply through root is atomic per cluster: a bad document is refused at
+// root before any cluster stores anything, and a cluster that does not
+// answer stores nothing while the others keep their part.
+func TestApplyThroughRootPerCluster(t *testing.T) {
+	dir := t.TempDir()
+	rootAddr := freeAddr(t)
+	rootURL := "http://" + rootAddr
+	startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
+role: root
+data_dir: %s/root
+server:
+  listen: %s
+  admin_tokens: [%s]
+  join_tokens: [%s]
+root:
+  cluster_token: %s
+`, dir, rootAddr, adminToken, joinToken, adminToken)))
+	clusters := map[string]*proc{}
+	for _, name := range []string{"c1", "c2"} {
+		addr := freeAddr(t)
+		clusters[name] = startUnyo(t, name, nil, "server", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
+role: cluster
+data_dir: %s/%s
+server:
+  listen: %s
+  admin_tokens: [%s]
+  join_tokens: [%s]
+cluster:
+  name: %s
+  root_url: %s
+  root_token: %s
+%s`, dir, name, addr, adminToken, joinToken, name, rootURL, joinToken, lightCluster)))
+	}
+	op := func(args ...string) (string, error) {
+		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
+	}
+	eventually(t, 30*time.Second, "both clusters to register", func() error {
+		out, err := op("clusters", "ls")
+		if err != nil || strings.Count(out, "yes") != 2 {
+			return fmt.Errorf("clusters ls: %s %v", out, err)
+		}
+		return nil
+	})
+
+	// A check for c1 and an invalid one for c2, sent past the CLI's own
+	// checks: root refuses the whole apply, c1 stores nothing.
+	cl, err := client.New(client.Options{URL: rootURL, Token: adminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := &unyov1.Check{Name: "root-good", Cluster: "c1", Spec: &unyov1.CheckSpec{Command: []string{"true"}, Interval: "1m"}}
+	bad := &unyov1.Check{Name: "root-bad", Cluster: "c2", Spec: &unyov1.CheckSpec{Interval: "1m"}}
+	_, err = cl.Objects.Apply(t.Context(), connect.NewRequest(&unyov1.ApplyRequest{Objects: []*unyov1.Object{
+		{Kind: &unyov1.Object_Check{Check: good}}, {Kind: &unyov1.Object_Check{Check: bad}},
+	}}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "objects[1]") {
+		t.Errorf("apply with a bad object for c2: %v; want invalid_argument naming objects[1]", err)
+	}
+	if n, err := countChecks(t.Context(), cl, "root-"); err != nil || n != 0 {
+		t.Errorf("%d checks stored from an apply root refused (%v); want none", n, err)
+	}
+
+	// c2 is down: c1 keeps its part, the command names c2 and fails.
+	clusters["c2"].kill()
+	file := writeFile(t, dir, "both.yaml", "kind: Check\nname: everywhere\nspec: {command: [\"true\"], interval: 1m}\n")
+	out, err := op("apply", "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "cluster c2 did not answer") || !strings.Contains(err.Error(), "1 cluster(s) did not confirm their part") {
+		t.Errorf("apply with c2 down: %v; want it to fail naming c2", err)
+	}
+	if !strings.Contains(out, "Check/everywhere (c1) created") {
+		t.Errorf("apply with c2 down printed %q; want c1's part created", out)
+	}
+}

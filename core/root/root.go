@@ -153,6 +153,12 @@ func refusedByAll[T any](all []answer[T]) error {
 // ask calls fn for every cluster in parallel and returns every answer, failed
 // or not, in cluster-name order.
 func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
+	return askWithin(ctx, r, clusters, r.opts.ClusterTimeout, fn)
+}
+
+// askWithin is ask with each cluster's part bounded by timeout; 0 leaves
+// only ctx's deadline (the caller's own time-out).
+func askWithin[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, timeout time.Duration, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
 	answers := make([]answer[T], len(clusters))
 	var wg sync.WaitGroup
 	for i, ci := range clusters {
@@ -165,7 +171,10 @@ func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn
 				answers[i].err = err
 				return
 			}
-			cctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
+			cctx, cancel := context.WithCancel(ctx)
+			if timeout > 0 {
+				cctx, cancel = context.WithTimeout(ctx, timeout)
+			}
 			defer cancel()
 			answers[i].value, answers[i].err = fn(cctx, ci.GetName(), cl)
 		}()
