@@ -59,9 +59,10 @@ type Options struct {
 
 // agentHints name the agent's settings in the errors its client explains.
 var agentHints = client.Hints{
-	Token:  "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
-	CAFile: "agent.tls.ca_file",
-	TLS:    "agent.tls",
+	Token:      "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
+	CAFile:     "agent.tls.ca_file",
+	TLS:        "agent.tls",
+	ClientCert: "agent.tls.cert_file and key_file",
 }
 
 // Agent is one node's agent.

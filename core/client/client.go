@@ -43,6 +43,9 @@ type Hints struct {
 	CAFile string
 	// TLS names the client's TLS settings as a whole ("agent.tls").
 	TLS string
+	// ClientCert names the client certificate settings, "" when the client
+	// has none.
+	ClientCert string
 }
 
 // Clients bundles a client for every unyo service on one server.
@@ -195,6 +198,14 @@ func explainTLS(err error, hints Hints) string {
 		return fmt.Sprintf("its TLS certificate is not valid: %v", invalid.Error())
 	case errors.As(err, &verify):
 		return fmt.Sprintf("its TLS certificate was not accepted: %v; %s", verify.Err, ca)
+	case strings.Contains(err.Error(), "remote error: tls: "):
+		// crypto/tls keeps the type of an alert the server sent unexported.
+		_, alert, _ := strings.Cut(err.Error(), "remote error: ")
+		msg := fmt.Sprintf("it ended the TLS handshake (%s)", alert)
+		if hints.ClientCert != "" {
+			msg += "; if it asks for a client certificate, set " + hints.ClientCert + " to one it accepts"
+		}
+		return msg
 	}
 	return ""
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +43,8 @@ func startTLS(t *testing.T, certFile, keyFile, clientCA string) string {
 	mux := http.NewServeMux()
 	mux.Handle(unyov1connect.NewStatusServiceHandler(statusServer{}))
 	srv := httptest.NewUnstartedServer(mux)
+	// Refused handshakes are what some cases test.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +78,7 @@ func TestTLS(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hints := client.Hints{Token: "agent.token", CAFile: "agent.tls.ca_file"}
+	hints := client.Hints{Token: "agent.token", CAFile: "agent.tls.ca_file", ClientCert: "agent.tls.cert_file and key_file"}
 
 	for _, tc := range []struct {
 		name    string
@@ -89,8 +93,8 @@ func TestTLS(t *testing.T) {
 		{name: "host not in the certificate", url: byName, tls: client.TLSOptions{CAFile: ca.CertFile}, callErr: "not valid for the host in the URL"},
 		{name: "server_name names it", url: byName, tls: client.TLSOptions{CAFile: ca.CertFile, ServerName: "cluster.unyo.test"}},
 		{name: "mTLS with a client certificate", url: mutual, tls: client.TLSOptions{CAFile: ca.CertFile, CertFile: clientCert, KeyFile: clientKey}},
-		{name: "mTLS without a client certificate", url: mutual, tls: client.TLSOptions{CAFile: ca.CertFile}, callErr: "cannot reach the unyo server"},
-		{name: "mTLS with a certificate of another CA", url: mutual, tls: client.TLSOptions{CAFile: ca.CertFile, CertFile: strangerCert, KeyFile: strangerKey}, callErr: "cannot reach the unyo server"},
+		{name: "mTLS without a client certificate", url: mutual, tls: client.TLSOptions{CAFile: ca.CertFile}, callErr: "certificate required); if it asks for a client certificate, set agent.tls.cert_file and key_file"},
+		{name: "mTLS with a certificate of another CA", url: mutual, tls: client.TLSOptions{CAFile: ca.CertFile, CertFile: strangerCert, KeyFile: strangerKey}, callErr: "if it asks for a client certificate, set agent.tls.cert_file and key_file"},
 		{name: "missing CA file", url: byIP, tls: client.TLSOptions{CAFile: "/nonexistent/ca.pem"}, newErr: "read the CA file: open /nonexistent/ca.pem"},
 		{name: "CA file not PEM", url: byIP, tls: client.TLSOptions{CAFile: notPEM}, newErr: "holds no PEM certificate"},
 		{name: "certificate without key", url: byIP, tls: client.TLSOptions{CertFile: clientCert}, newErr: "needs both cert_file and key_file"},

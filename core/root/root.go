@@ -86,7 +86,7 @@ func (r *Root) client(url string) (*client.Clients, error) {
 
 // clusterHints name root's settings for calling clusters in the errors
 // reported for a cluster.
-var clusterHints = client.Hints{Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls"}
+var clusterHints = client.Hints{Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls", ClientCert: "root.cluster_tls.cert_file and key_file"}
 
 // targets returns the clusters a request addresses: one by name, or all.
 func (r *Root) targets(ctx context.Context, name string) ([]*unyov1.ClusterInfo, error) {
