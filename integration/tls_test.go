@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unyo-ops/unyo/integration/testca"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // lightCluster is cluster YAML that leaves out the embedded metrics and log
@@ -40,7 +40,7 @@ func logSays(t *testing.T, p *proc, want string) {
 // here takes its join token from `unyo agent --token`.
 func TestTLSPrivateCA(t *testing.T) {
 	dir := t.TempDir()
-	ca := testca.New(t, "unyo-test")
+	ca := testutil.NewCA(t, "unyo-test")
 	rootAddr, clAddr, c2Addr := freeAddr(t), freeAddr(t), freeAddr(t)
 	rootURL, clURL := "https://"+rootAddr, "https://"+clAddr
 	cert, key := ca.Issue(t, "servers", "127.0.0.1", "localhost")

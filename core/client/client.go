@@ -25,6 +25,10 @@ type Options struct {
 	URL   string
 	Token string
 	TLS   TLSOptions
+	// CAFile is TLS.CAFile, for callers written before TLS options.
+	//
+	// Deprecated: set TLS.CAFile.
+	CAFile string
 	// Timeout bounds each call; 0 leaves it to the call's context.
 	Timeout time.Duration
 	// Hints name the settings that fix what Explain reports, in the words
@@ -75,6 +79,9 @@ func New(opts Options) (*Clients, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	transport.MaxIdleConnsPerHost = 16
+	if opts.TLS.CAFile == "" {
+		opts.TLS.CAFile = opts.CAFile
+	}
 	tlsConf, err := opts.TLS.Config()
 	if err != nil && opts.Hints.TLS != "" {
 		return nil, fmt.Errorf("%s: %w", opts.Hints.TLS, err)

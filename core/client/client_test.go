@@ -21,7 +21,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
-	"github.com/unyo-ops/unyo/integration/testca"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // statusServer answers GetStatus when the call carries token "t".
@@ -66,7 +66,7 @@ func startTLS(t *testing.T, certFile, keyFile, clientCA string) string {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	ca, other := testca.New(t, "unyo-test"), testca.New(t, "someone-else")
+	ca, other := testutil.NewCA(t, "unyo-test"), testutil.NewCA(t, "someone-else")
 	ipCert, ipKey := ca.Issue(t, "server-ip", "127.0.0.1")
 	nameCert, nameKey := ca.Issue(t, "server-name", "cluster.unyo.test")
 	clientCert, clientKey := ca.Issue(t, "node-1", "node-1")
@@ -133,7 +133,7 @@ func TestTLS(t *testing.T) {
 
 func TestExplainNamesTheTokenSetting(t *testing.T) {
 	t.Parallel()
-	ca := testca.New(t, "unyo-test")
+	ca := testutil.NewCA(t, "unyo-test")
 	cert, key := ca.Issue(t, "server", "127.0.0.1")
 	url := startTLS(t, cert, key, "")
 	c, err := client.New(client.Options{URL: url, TLS: client.TLSOptions{CAFile: ca.CertFile},

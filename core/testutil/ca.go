@@ -1,7 +1,4 @@
-// Package testca makes a throwaway certificate authority for tests: a CA and
-// server or client certificates it signs, written as PEM files in a test's
-// temporary directory.
-package testca
+package testutil
 
 import (
 	"crypto/ecdsa"
@@ -18,7 +15,9 @@ import (
 	"time"
 )
 
-// CA is a certificate authority living for one test.
+// CA is a throwaway certificate authority living for one test: a CA and the
+// server or client certificates it signs, as PEM files in a temporary
+// directory.
 type CA struct {
 	// CertFile is the CA certificate, PEM: what a client's ca_file names.
 	CertFile string
@@ -28,8 +27,8 @@ type CA struct {
 	serial   int64
 }
 
-// New makes a CA named name and writes its certificate under t.TempDir().
-func New(t testing.TB, name string) *CA {
+// NewCA makes a CA named name and writes its certificate under t.TempDir().
+func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
