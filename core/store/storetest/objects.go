@@ -170,6 +170,43 @@ func objectTests() []contractTest {
 			must(t, err)
 			wantResults(t, got, store.Created, store.Created)
 		}},
+		{"ConcurrentAppliesAllSucceed", func(t *testing.T, s store.Store) {
+			// Overlapping applies of checks and rules at once: on PostgreSQL
+			// they must queue on the revision counters, not deadlock.
+			const writers, n = 4, 50
+			rules := func(gen int) []*unyov1.Object {
+				objs := generation("shared", n, gen)
+				for i := range 5 {
+					objs = append(objs, &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: &unyov1.EventRule{
+						Name: fmt.Sprintf("rule-%d", i), Labels: map[string]string{"gen": fmt.Sprint(gen)},
+					}}})
+				}
+				return objs
+			}
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for round := range 5 {
+						if _, err := s.PutObjects(ctx(t), rules(w*10+round)); err != nil {
+							t.Errorf("writer %d: %v", w, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			cs, err := s.ListChecks(ctx(t))
+			must(t, err)
+			gens := map[string]bool{}
+			for _, c := range cs {
+				gens[c.GetSpec().GetCommand()[1]] = true
+			}
+			if len(cs) != n || len(gens) != 1 {
+				t.Errorf("after concurrent applies: %d checks from applies %v; want %d from one apply", len(cs), gens, n)
+			}
+		}},
 		{"ReadersSeeWholeApplies", func(t *testing.T, s store.Store) {
 			const n, applies = 200, 3
 			var wg sync.WaitGroup
