@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,9 @@ func logSays(t *testing.T, p *proc, want string) {
 // Every client verifies a server on a private CA with its CA setting, and
 // without it fails with an error that names the setting: agent → cluster
 // (agent.tls.ca_file), cluster → root (cluster.root_tls.ca_file), root →
-// cluster (root.cluster_tls.ca_file) and the CLI (--ca-file). The agent
-// here takes its join token from `unyo agent --token`.
+// cluster (root.cluster_tls.ca_file) and the CLI (--ca-file). The agents
+// here take their join token from `unyo agent --token`, and one its CA from
+// `unyo agent --ca-file`.
 func TestTLSPrivateCA(t *testing.T) {
 	dir := t.TempDir()
 	ca := testutil.NewCA(t, "unyo-test")
@@ -110,13 +112,14 @@ agent:
 %s`, dir, name, name, clURL, tls))
 	}
 	startUnyo(t, "good", nil, "agent", "--config", agentCfg("good", "  tls: {ca_file: "+ca.CertFile+"}"), "--token", joinToken)
+	startUnyo(t, "flagged", nil, "agent", "--config", agentCfg("flagged", ""), "--token", joinToken, "--ca-file", ca.CertFile)
 	bad := startUnyo(t, "bad", nil, "agent", "--config", agentCfg("bad", ""), "--token", joinToken)
-	eventually(t, 30*time.Second, "the agent with agent.tls.ca_file to register", func() error {
+	eventually(t, 30*time.Second, "the agents with agent.tls.ca_file and with --ca-file to register", func() error {
 		out, err := op("nodes", "ls")
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(out, "good") {
+		if !strings.Contains(out, "good") || !strings.Contains(out, "flagged") {
 			return fmt.Errorf("nodes ls: %s", out)
 		}
 		return nil
@@ -165,4 +168,22 @@ cluster:
 		}
 		return nil
 	})
+}
+
+// Servers and agents refuse the operator commands' flags instead of
+// accepting and ignoring them (as `unyo agent --token` once was).
+func TestServerCommandsRefuseOperatorFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"agent", "--server", "http://127.0.0.1:1"},
+		{"agent", "--timeout", "5s"},
+		{"server", "--token", "x"},
+		{"server", "--ca-file", "/ca.pem"},
+		{"dev", "--token", "x"},
+	} {
+		out, err := exec.Command(unyoBin, args...).CombinedOutput()
+		want := fmt.Sprintf("%s is a flag of the operator commands", args[1])
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("unyo %s: %v: %s; want it refused with %q", strings.Join(args, " "), err, out, want)
+		}
+	}
 }
