@@ -27,12 +27,10 @@ import (
 
 // Options configure an agent.
 type Options struct {
-	NodeName   string
-	Labels     map[string]string
-	ClusterURL string
-	Token      string
-	// TLS verifies the cluster's certificate (agent.tls).
-	TLS           client.TLSOptions
+	NodeName      string
+	Labels        map[string]string
+	ClusterURL    string
+	Token         string
 	DataDir       string
 	CheckDirs     []string
 	MaxOutput     int
@@ -49,20 +47,14 @@ type Options struct {
 	MetricsInterval time.Duration
 	// Logs are the files to tail; none turns tailing off.
 	Logs []logtail.FileConfig
+	// TLS verifies the cluster's certificate (agent.tls).
+	TLS client.TLSOptions
 	// PluginDirs are searched for plugin binaries (unyo-<kind>-<name>);
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
 	Plugins    []host.PluginConfig
 	Version    string
 	Logger     *slog.Logger
-}
-
-// agentHints name the agent's settings in the errors its client explains.
-var agentHints = client.Hints{
-	Token:      "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
-	CAFile:     "agent.tls.ca_file",
-	TLS:        "agent.tls",
-	ClientCert: "agent.tls.cert_file and key_file",
 }
 
 // Agent is one node's agent.
@@ -271,4 +263,12 @@ func (a *Agent) applyChecks() {
 	a.logChecks.set(logs)
 	a.sched.Update(commands)
 	a.status.setChecks(append(commands, logs...))
+}
+
+// agentHints name the agent's settings in the errors its client explains.
+var agentHints = client.Hints{
+	Token:      "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
+	CAFile:     "agent.tls.ca_file",
+	TLS:        "agent.tls",
+	ClientCert: "agent.tls.cert_file and key_file",
 }
