@@ -53,6 +53,70 @@ func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.
 	return results, nil
 }
 
+// DeleteObjects deletes a whole `unyo delete` in one transaction.
+func (s *Store) DeleteObjects(ctx context.Context, refs []*unyov1.ObjectRef) ([]bool, error) {
+	var checks, rules bool
+	for i, r := range refs {
+		switch r.GetKind() {
+		case "Check":
+			checks = true
+		case kindRule, kindMaintenance:
+			rules = true
+		default:
+			return nil, fmt.Errorf("delete objects[%d]: kind %q is not one the store keeps (Check, EventRule, Maintenance)", i, r.GetKind())
+		}
+	}
+	deleted := make([]bool, len(refs))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		b := &putBatch{tx: tx}
+		// The same lock order as PutObjects.
+		if checks {
+			if _, err := s.counter(ctx, tx, "checks_revision"); err != nil {
+				return err
+			}
+		}
+		if rules {
+			if _, err := s.counter(ctx, tx, "rules_revision"); err != nil {
+				return err
+			}
+		}
+		for i, r := range refs {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("stopped after %d of %d objects, nothing was deleted: %w", i, len(refs), err)
+			}
+			query, args, counter, rev := "DELETE FROM checks WHERE name = $1", []any{r.GetName()}, "checks_revision", &b.checksRev
+			if r.GetKind() != "Check" {
+				query, args, counter, rev = "DELETE FROM objects WHERE kind = $1 AND name = $2", []any{r.GetKind(), r.GetName()}, "rules_revision", &b.rulesRev
+			}
+			st, err := b.stmt(ctx, query)
+			if err != nil {
+				return err
+			}
+			res, err := st.ExecContext(ctx, args...)
+			if err != nil {
+				return fmt.Errorf("objects[%d] (%s %q): %w", i, r.GetKind(), r.GetName(), err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if deleted[i] = n > 0; deleted[i] {
+				if _, err := b.revision(ctx, counter, rev); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete objects: %w", err)
+	}
+	return deleted, nil
+}
+
 // putOne stores one object in its own transaction.
 func (s *Store) putOne(ctx context.Context, o *unyov1.Object) (store.PutResult, error) {
 	if err := checkPutObject(o); err != nil {
