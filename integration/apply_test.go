@@ -264,17 +264,4 @@ cluster:
 	if !strings.Contains(out, "Check/everywhere (c1) created") {
 		t.Errorf("apply with c2 down printed %q; want c1's part created", out)
 	}
-
-	// A delete naming an unknown cluster deletes nothing anywhere; one
-	// reaching c1 deletes its part in one request.
-	if _, err := op("delete", "check", "everywhere", "--cluster", "c9"); err == nil || !strings.Contains(err.Error(), `cluster "c9" is not registered`) {
-		t.Errorf("delete in an unknown cluster: %v", err)
-	}
-	out, err = op("delete", "check", "everywhere", "nope", "--cluster", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "Check/everywhere (c1) deleted") || !strings.Contains(out, "Check/nope (c1) not found") {
-		t.Errorf("delete through root printed %q", out)
-	}
 }

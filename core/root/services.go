@@ -131,40 +131,25 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
-	all, err := s.r.targets(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	// Group per cluster, like Apply: each cluster deletes its part in one
-	// transaction, and a reference to an unknown cluster deletes nothing.
-	per := map[string][]*unyov1.ObjectRef{}
-	for i, ref := range req.Msg.GetRefs() {
+	resp := &unyov1.DeleteResponse{}
+	for _, ref := range req.Msg.GetRefs() {
 		targets, err := s.r.targets(ctx, ref.GetCluster())
-		if err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("refs[%d]: %w", i, err))
-		}
-		for _, c := range targets {
-			r := proto.Clone(ref).(*unyov1.ObjectRef)
-			r.Cluster = c.GetName()
-			per[c.GetName()] = append(per[c.GetName()], r)
-		}
-	}
-	var clusters []*unyov1.ClusterInfo
-	for _, c := range all {
-		if len(per[c.GetName()]) > 0 {
-			clusters = append(clusters, c)
-		}
-	}
-	answers, errs := split(askWithin(ctx, s.r, clusters, 0, func(ctx context.Context, name string, c *client.Clients) (*unyov1.DeleteResponse, error) {
-		out, err := c.Objects.Delete(ctx, connect.NewRequest(&unyov1.DeleteRequest{Refs: per[name]}))
 		if err != nil {
 			return nil, err
 		}
-		return out.Msg, nil
-	}))
-	resp := &unyov1.DeleteResponse{ClusterErrors: errs}
-	for _, a := range answers {
-		resp.Results = append(resp.Results, a.value.GetResults()...)
+		answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.DeleteResponse, error) {
+			r := proto.Clone(ref).(*unyov1.ObjectRef)
+			r.Cluster = name
+			out, err := c.Objects.Delete(ctx, connect.NewRequest(&unyov1.DeleteRequest{Refs: []*unyov1.ObjectRef{r}}))
+			if err != nil {
+				return nil, err
+			}
+			return out.Msg, nil
+		})
+		for _, a := range answers {
+			resp.Results = append(resp.Results, a.value.GetResults()...)
+		}
+		resp.ClusterErrors = append(resp.ClusterErrors, errs...)
 	}
 	return connect.NewResponse(resp), nil
 }
