@@ -174,22 +174,6 @@ func TestApplyAllOrNothing(t *testing.T) {
 			t.Errorf("%d checks stored after the apply (%v), want %d", got, err, n)
 		}
 	})
-
-	t.Run("delete", func(t *testing.T) {
-		// A delete is one transaction too; what was absent is named.
-		out, err := cli(t, url, "--token", adminToken, "delete", "check", "seen-0", "seen-1", "never-applied")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []string{"Check/seen-0 (c1) deleted", "Check/seen-1 (c1) deleted", "Check/never-applied (c1) not found"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("delete printed %q, want a line %q", out, want)
-			}
-		}
-		if got, err := countChecks(ctx, cl, "seen-"); err != nil || got != 2998 {
-			t.Errorf("%d checks left after deleting 2 of 3000 (%v), want 2998", got, err)
-		}
-	})
 }
 
 // An apply through root is atomic per cluster: a bad document is refused at

@@ -22,6 +22,7 @@ type kind struct {
 	validate func(o *unyov1.Object) error
 	// prepare, if set, fills in what the cluster decides before storing.
 	prepare func(o *unyov1.Object)
+	del     func(ctx context.Context, st store.Store, name string) error
 	get     func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error)
 	list    func(ctx context.Context, st store.Store) ([]*unyov1.Object, error)
 }
@@ -32,6 +33,7 @@ func kinds() map[string]kind {
 		"Check": {
 			validate: func(o *unyov1.Object) error { _, err := checks.Compile(o.GetCheck()); return err },
 			prepare:  func(o *unyov1.Object) { o.GetCheck().Source = "central" },
+			del:      func(ctx context.Context, st store.Store, name string) error { return st.DeleteCheck(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
 				c, err := st.GetCheck(ctx, name)
 				return &unyov1.Object{Kind: &unyov1.Object_Check{Check: c}}, err
@@ -47,6 +49,7 @@ func kinds() map[string]kind {
 		},
 		"EventRule": {
 			validate: func(o *unyov1.Object) error { _, err := eventrules.Compile(o.GetEventRule()); return err },
+			del:      func(ctx context.Context, st store.Store, name string) error { return st.DeleteEventRule(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
 				r, err := st.GetEventRule(ctx, name)
 				return &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: r}}, err
@@ -65,6 +68,7 @@ func kinds() map[string]kind {
 				_, err := maintenance.Compile(o.GetMaintenance(), time.Now())
 				return err
 			},
+			del: func(ctx context.Context, st store.Store, name string) error { return st.DeleteMaintenance(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
 				m, err := st.GetMaintenance(ctx, name)
 				return &unyov1.Object{Kind: &unyov1.Object_Maintenance{Maintenance: m}}, err
@@ -158,33 +162,27 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
-	refs := make([]*unyov1.ObjectRef, len(req.Msg.GetRefs()))
-	for i, ref := range req.Msg.GetRefs() {
-		_, kindName, err := s.kind(ref.GetKind())
+	resp := &unyov1.DeleteResponse{}
+	for _, ref := range req.Msg.GetRefs() {
+		k, kindName, err := s.kind(ref.GetKind())
 		if err != nil {
 			return nil, err
 		}
 		if err := s.ownCluster(ref.GetCluster()); err != nil {
 			return nil, err
 		}
-		refs[i] = &unyov1.ObjectRef{Kind: kindName, Name: ref.GetName(), Cluster: s.c.opts.Name}
-	}
-	// One transaction, like Apply: a delete the client gave up on deletes
-	// nothing.
-	deleted, err := s.c.store.DeleteObjects(ctx, refs)
-	if err != nil && ctx.Err() != nil {
-		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("the delete of %d objects did not finish before the client gave up; nothing was deleted: %w", len(refs), err))
-	}
-	if err != nil {
-		return nil, internal(fmt.Errorf("delete %d objects (nothing was deleted): %w", len(refs), err))
-	}
-	resp := &unyov1.DeleteResponse{}
-	for i, ref := range refs {
 		action := "deleted"
-		if !deleted[i] {
+		err = k.del(ctx, s.c.store, ref.GetName())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			action = "not found"
+		case err != nil:
+			return nil, internal(fmt.Errorf("delete %s %q: %w", kindName, ref.GetName(), err))
 		}
-		resp.Results = append(resp.Results, &unyov1.ApplyResult{Ref: ref, Action: action})
+		resp.Results = append(resp.Results, &unyov1.ApplyResult{
+			Ref:    &unyov1.ObjectRef{Kind: kindName, Name: ref.GetName(), Cluster: s.c.opts.Name},
+			Action: action,
+		})
 	}
 	s.c.revisions.invalidate()
 	return connect.NewResponse(resp), nil

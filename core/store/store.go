@@ -98,11 +98,6 @@ type Objects interface {
 	// once per call, and only when an object of theirs changed. The results
 	// are in the order of objs.
 	PutObjects(ctx context.Context, objs []*unyov1.Object) ([]PutResult, error)
-	// DeleteObjects deletes the objects refs name (by kind, "Check",
-	// "EventRule" or "Maintenance", and name) in one transaction, all or
-	// none, and reports which existed. The revisions advance as for
-	// PutObjects.
-	DeleteObjects(ctx context.Context, refs []*unyov1.ObjectRef) (deleted []bool, err error)
 }
 
 // EventFilter selects events; zero fields select everything.

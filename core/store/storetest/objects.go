@@ -170,58 +170,6 @@ func objectTests() []contractTest {
 			must(t, err)
 			wantResults(t, got, store.Created, store.Created)
 		}},
-		{"DeleteObjectsAllOrNothing", func(t *testing.T, s store.Store) {
-			objs := append(generation("disk", 3, 0),
-				&unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: &unyov1.EventRule{Name: "page"}}},
-				&unyov1.Object{Kind: &unyov1.Object_Maintenance{Maintenance: &unyov1.Maintenance{Name: "patch"}}},
-			)
-			_, err := s.PutObjects(ctx(t), objs)
-			must(t, err)
-			checksRev, rulesRev := revision(t, s), rulesRevision(t, s)
-			refs := []*unyov1.ObjectRef{
-				{Kind: "Check", Name: "disk-0"}, {Kind: "Check", Name: "disk-2"}, {Kind: "Check", Name: "absent"},
-				{Kind: "EventRule", Name: "page"}, {Kind: "Maintenance", Name: "patch"},
-			}
-
-			// Cancelled before the first delete: nothing goes.
-			cctx, cancel := context.WithCancel(ctx(t))
-			cancel()
-			if _, err := s.DeleteObjects(cctx, refs); !errors.Is(err, context.Canceled) {
-				t.Fatalf("DeleteObjects with a cancelled context = %v, want context.Canceled", err)
-			}
-			if cs, _ := s.ListChecks(ctx(t)); len(cs) != 3 {
-				t.Errorf("%d checks left after a cancelled delete, want 3", len(cs))
-			}
-			if _, err := s.DeleteObjects(ctx(t), []*unyov1.ObjectRef{{Kind: "Check", Name: "disk-1"}, {Kind: "Node", Name: "x"}}); err == nil || !strings.Contains(err.Error(), "objects[1]") {
-				t.Errorf("DeleteObjects of an unknown kind = %v, want an error naming objects[1]", err)
-			}
-
-			deleted, err := s.DeleteObjects(ctx(t), refs)
-			must(t, err)
-			if got, want := fmt.Sprint(deleted), "[true true false true true]"; got != want {
-				t.Errorf("DeleteObjects = %s, want %s", got, want)
-			}
-			cs, err := s.ListChecks(ctx(t))
-			must(t, err)
-			if len(cs) != 1 || cs[0].GetName() != "disk-1" {
-				t.Errorf("checks left: %v, want disk-1", cs)
-			}
-			if rs, _ := s.ListEventRules(ctx(t)); len(rs) != 0 {
-				t.Errorf("event rules left: %v", rs)
-			}
-			if got := revision(t, s); got != checksRev+1 {
-				t.Errorf("checks revision %d after one delete, want %d", got, checksRev+1)
-			}
-			if got := rulesRevision(t, s); got != rulesRev+1 {
-				t.Errorf("rules revision %d after one delete, want %d", got, rulesRev+1)
-			}
-			// Deleting only what is absent moves nothing.
-			deleted, err = s.DeleteObjects(ctx(t), []*unyov1.ObjectRef{{Kind: "Check", Name: "absent"}})
-			must(t, err)
-			if deleted[0] || revision(t, s) != checksRev+1 {
-				t.Errorf("deleting an absent check: deleted=%v, revision %d", deleted[0], revision(t, s))
-			}
-		}},
 		{"ConcurrentAppliesAllSucceed", func(t *testing.T, s store.Store) {
 			// Overlapping applies of checks and rules at once: on PostgreSQL
 			// they must queue on the revision counters, not deadlock.
