@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"connectrpc.com/connect"
@@ -16,9 +17,16 @@ import (
 // waiting for root to answer, and returns it.
 func (f *fleet) addCluster(name string) string {
 	f.t.Helper()
+	return addClusterAt(f.t, f.rootURL, name)
+}
+
+// addClusterAt is addCluster for the root at rootURL; args go before the
+// command (--ca-file).
+func addClusterAt(t testing.TB, rootURL, name string, args ...string) string {
+	t.Helper()
 	var token string
-	eventually(f.t, 30*time.Second, "root to issue the credential of cluster "+name, func() error {
-		out, err := cli(f.t, f.rootURL, "--token", adminToken, "clusters", "add", name)
+	eventually(t, 30*time.Second, "root to issue the credential of cluster "+name, func() error {
+		out, err := cli(t, rootURL, append(append([]string{"--token", adminToken}, args...), "clusters", "add", name)...)
 		if err != nil {
 			return err
 		}

@@ -23,13 +23,22 @@ type globals struct {
 	caFile  string
 	output  string
 	timeout time.Duration
+	// cl is the client connect made, for explain.
+	cl *client.Clients
 }
+
+// cliHints name the CLI's settings in the errors its client explains.
+var cliHints = client.Hints{Token: "--token or UNYO_TOKEN", CAFile: "--ca-file or UNYO_CA_FILE", TLS: "--ca-file"}
 
 func (g *globals) bind(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.server, "server", envOr("UNYO_SERVER", defaultServer), "unyo server URL (env UNYO_SERVER)")
 	f.StringVar(&g.token, "token", os.Getenv("UNYO_TOKEN"), "bearer token (env UNYO_TOKEN)")
-	f.StringVar(&g.caFile, "ca", os.Getenv("UNYO_CA"), "CA certificate to verify an https server (env UNYO_CA)")
+	// --ca was the first name of --ca-file; it is defined first so that
+	// --ca-file's default (the environment) is the one that stays.
+	f.StringVar(&g.caFile, "ca", "", "")
+	_ = f.MarkDeprecated("ca", "use --ca-file") // the flag was just defined
+	f.StringVar(&g.caFile, "ca-file", envOr("UNYO_CA_FILE", os.Getenv("UNYO_CA")), "PEM file of the CA that signs the https server's certificate, instead of the system's CAs (env UNYO_CA_FILE)")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.DurationVar(&g.timeout, "timeout", 30*time.Second, "how long to wait for the server")
 }
@@ -46,10 +55,11 @@ func (g *globals) connect(cmd *cobra.Command) (*client.Clients, context.Context,
 	if err := printer.CheckFormat(g.output); err != nil {
 		return nil, nil, nil, err
 	}
-	cl, err := client.New(client.Options{URL: g.server, Token: g.token, CAFile: g.caFile})
+	cl, err := client.New(client.Options{URL: g.server, Token: g.token, TLS: client.TLSOptions{CAFile: g.caFile}, Hints: cliHints})
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	g.cl = cl
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 	return cl, ctx, cancel, nil
 }
@@ -63,6 +73,9 @@ func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, c
 func (g *globals) explain(err error) error {
 	if err == nil {
 		return nil
+	}
+	if g.cl != nil {
+		return g.cl.Explain(err)
 	}
 	return client.Explain(g.server, err)
 }

@@ -59,7 +59,10 @@ func newApplyCommand(g *globals) *cobra.Command {
 		Short: "Create or update the objects in multi-document YAML files",
 		Long: `Apply creates or updates every document of the files (kind, name, optional
 cluster, labels, spec). An object with no cluster goes to every cluster. The
-files are checked completely first: one bad document and nothing is applied.`,
+files are checked completely first: one bad document and nothing is applied.
+Each cluster stores its part in one transaction, whole or not at all; when a
+cluster refuses or does not answer in time, the others keep their part and
+the command names it and fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			objs, err := readFiles(cmd, files)
@@ -75,8 +78,16 @@ files are checked completely first: one bad document and nothing is applied.`,
 			if err != nil {
 				return g.explain(err)
 			}
-			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
-			return printed(cmd, nil, resp.Msg.GetClusterErrors())
+			if err := printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults()); err != nil {
+				return err
+			}
+			errs := resp.Msg.GetClusterErrors()
+			printer.ClusterErrors(cmd.ErrOrStderr(), errs)
+			if len(errs) > 0 {
+				// Each cluster applies its part in one transaction.
+				return fmt.Errorf("%d cluster(s) did not confirm their part of this apply; each cluster stores its part whole or not at all, so apply the same files again once they answer (what is already stored comes back unchanged)", len(errs))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file to apply (repeatable; - for standard input)")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/launch"
@@ -15,6 +16,9 @@ import (
 
 // runRole loads the configuration for role and runs fn with it.
 func runRole(cmd *cobra.Command, role, file string, fn func(context.Context, *config.Config, *slog.Logger) error) error {
+	if err := rejectOperatorFlags(cmd); err != nil {
+		return err
+	}
 	cfg, err := config.Load(config.LoadOptions{File: file, Role: role, Flags: cmd.Flags()})
 	if err != nil {
 		return err
@@ -22,6 +26,19 @@ func runRole(cmd *cobra.Command, role, file string, fn func(context.Context, *co
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
 	return fn(cmd.Context(), cfg, log)
+}
+
+// rejectOperatorFlags refuses the operator commands' flags (inherited from
+// the root command) that a server or agent would otherwise accept and
+// silently ignore, unless the command defines a flag of that name itself.
+func rejectOperatorFlags(cmd *cobra.Command) error {
+	var err error
+	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if err == nil && f.Changed && cmd.LocalNonPersistentFlags().Lookup(f.Name) == nil {
+			err = fmt.Errorf("--%s is a flag of the operator commands (unyo nodes, unyo apply, ...); unyo %s does not use it: see unyo %s --help", f.Name, cmd.Name(), cmd.Name())
+		}
+	})
+	return err
 }
 
 func newLogger(c config.Log) *slog.Logger {
@@ -98,6 +115,13 @@ func newAgentCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
 	config.BindFlags(cmd.Flags(), "agent")
+	// The agent's own --token and --ca-file hide the operator commands'
+	// flags of those names, which the agent would otherwise accept and
+	// ignore.
+	cmd.Flags().String("token", "", "a join token of the cluster (config agent.token); prefer env UNYO_AGENT_TOKEN, since every user of the machine can read a command line")
+	_ = cmd.Flags().SetAnnotation("token", config.FlagKeyAnnotation, []string{"agent.token"}) // the flag was just defined
+	cmd.Flags().String("ca-file", "", "PEM file of the CA that signs the cluster's certificate, instead of the system's CAs (config agent.tls.ca_file)")
+	_ = cmd.Flags().SetAnnotation("ca-file", config.FlagKeyAnnotation, []string{"agent.tls.ca_file"})
 	return cmd
 }
 

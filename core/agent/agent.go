@@ -60,6 +60,8 @@ type Options struct {
 	MetricsInterval time.Duration
 	// Logs are the files to tail; none turns tailing off.
 	Logs []logtail.FileConfig
+	// TLS verifies the cluster's certificate (agent.tls).
+	TLS client.TLSOptions
 	// PluginDirs are searched for plugin binaries (unyo-<kind>-<name>);
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
@@ -186,7 +188,7 @@ func New(opts Options) (*Agent, error) {
 	if err := a.cred.load(); err != nil {
 		return nil, err
 	}
-	cl, err := client.New(client.Options{URL: opts.ClusterURL, TokenFunc: a.token, Timeout: 30 * time.Second})
+	cl, err := client.New(client.Options{URL: opts.ClusterURL, TokenFunc: a.token, TLS: opts.TLS, Timeout: 30 * time.Second, Hints: agentHints, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}
@@ -324,4 +326,12 @@ func (a *Agent) applyChecks() {
 	a.logChecks.set(logs)
 	a.sched.Update(commands)
 	a.status.setChecks(append(commands, logs...))
+}
+
+// agentHints name the agent's settings in the errors its client explains.
+var agentHints = client.Hints{
+	Token:      "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
+	CAFile:     "agent.tls.ca_file",
+	TLS:        "agent.tls",
+	ClientCert: "agent.tls.cert_file and key_file",
 }

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/spool"
@@ -74,7 +73,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			}
 			a.status.sendFailed(err)
 			a.log.Warn("sending to the cluster failed; the records stay spooled", "spool", o.name,
-				"pending", o.spool.Stats().PendingRecords, "err", client.Explain(a.opts.ClusterURL, err))
+				"pending", o.spool.Stats().PendingRecords, "err", a.cl.Explain(err))
 			if !ctxwait.Sleep(ctx, bo.next()) {
 				return
 			}

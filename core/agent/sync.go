@@ -15,7 +15,6 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/atomicfile"
-	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
@@ -45,7 +44,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		if !a.isRegistered() {
 			if err := a.register(ctx); err != nil {
 				if ctx.Err() == nil {
-					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", a.cl.Explain(err))
 					a.explainRevoked(err)
 				}
 				ctxwait.Sleep(ctx, bo.next())
@@ -54,7 +53,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 			bo.reset()
 		}
 		if err := a.beat(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("heartbeat failed", "cluster", a.opts.ClusterURL, "err", client.Explain(a.opts.ClusterURL, err))
+			a.log.Warn("heartbeat failed", "cluster", a.opts.ClusterURL, "err", a.cl.Explain(err))
 			a.explainRevoked(err)
 			if connect.CodeOf(err) == connect.CodeNotFound {
 				a.setRegistered(false)

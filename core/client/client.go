@@ -7,10 +7,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	neturl "net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -25,17 +27,37 @@ type Options struct {
 	// TokenFunc, when set, gives the token for each call instead of Token
 	// (an agent swaps its join token for its node's own credential).
 	TokenFunc func() string
-	// CAFile verifies an https server against this CA instead of the system roots.
-	CAFile  string
+	TLS       TLSOptions
+	// Timeout bounds each call; 0 leaves it to the call's context.
 	Timeout time.Duration
 	// Interceptors run on every call after the token is set (root names
 	// the operator it acts for with one).
 	Interceptors []connect.Interceptor
+	// Hints name the settings that fix what Explain reports, in the words
+	// of the program using this client.
+	Hints Hints
+	// Logger gets the warning about a token sent over plain HTTP; default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Hints name, for an operator, where this client's settings come from:
+// "--token or UNYO_TOKEN" for the CLI, "agent.token (UNYO_AGENT_TOKEN)" for
+// an agent.
+type Hints struct {
+	Token  string
+	CAFile string
+	// TLS names the client's TLS settings as a whole ("agent.tls").
+	TLS string
+	// ClientCert names the client certificate settings, "" when the client
+	// has none.
+	ClientCert string
 }
 
 // Clients bundles a client for every unyo service on one server.
 type Clients struct {
 	URL     string
+	hints   Hints
 	Agent   unyov1connect.AgentServiceClient
 	Objects unyov1connect.ObjectServiceClient
 	Nodes   unyov1connect.NodeServiceClient
@@ -61,25 +83,28 @@ func New(opts Options) (*Clients, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	transport.MaxIdleConnsPerHost = 16
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
-		}
-		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tlsConf, err := opts.TLS.Config()
+	if err != nil && opts.Hints.TLS != "" {
+		return nil, fmt.Errorf("%s: %w", opts.Hints.TLS, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tlsConf != nil {
+		transport.TLSClientConfig = tlsConf
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
 	token := opts.TokenFunc
 	if token == nil {
 		token = func() string { return opts.Token }
 	}
-	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{tokenInterceptor(token)}, opts.Interceptors...)...)}
+	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{newTokenInterceptor(url, token, opts.Logger)}, opts.Interceptors...)...)}
 	return &Clients{
 		URL:         url,
+		hints:       opts.Hints,
 		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
 		Objects:     unyov1connect.NewObjectServiceClient(hc, url, o...),
 		Nodes:       unyov1connect.NewNodeServiceClient(hc, url, o...),
@@ -96,10 +121,20 @@ func New(opts Options) (*Clients, error) {
 	}, nil
 }
 
-func tokenInterceptor(tokenFunc func() string) connect.UnaryInterceptorFunc {
+// newTokenInterceptor sets the bearer token on every call. The first time
+// it would send a token in clear text to another machine, it warns: anyone
+// on the path can read it there.
+func newTokenInterceptor(url string, tokenFunc func() string, log *slog.Logger) connect.UnaryInterceptorFunc {
+	var warn sync.Once
+	exposed := cleartextBeyondLoopback(url)
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if token := tokenFunc(); token != "" {
+				if exposed {
+					warn.Do(func() {
+						log.Warn("sending a bearer token over plain http:// to a host that is not loopback; anyone on the network path can read it: use https:// (server.tls on the server)", "url", url)
+					})
+				}
 				req.Header().Set("Authorization", "Bearer "+token)
 			}
 			return next(ctx, req)
@@ -107,20 +142,84 @@ func tokenInterceptor(tokenFunc func() string) connect.UnaryInterceptorFunc {
 	}
 }
 
-// Explain rewords a call's error for the operator reading it on one line.
-func Explain(url string, err error) error {
+// cleartextBeyondLoopback reports whether url is plain http to a host other
+// than this machine. Only literal loopback addresses and "localhost" count
+// as this machine: a name may resolve anywhere.
+func cleartextBeyondLoopback(rawURL string) bool {
+	u, err := neturl.Parse(rawURL)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// Explain rewords a call's error for the operator reading it on one line,
+// naming the setting to change where the client's hints say.
+func (c *Clients) Explain(err error) error { return c.hints.Explain(c.URL, err) }
+
+// Explain rewords an error of a call to the server at url, for callers
+// without a Clients at hand.
+func Explain(url string, err error) error { return Hints{}.Explain(url, err) }
+
+// Explain rewords an error of a call to the server at url, naming the
+// settings h names.
+func (h Hints) Explain(url string, err error) error {
+	hints := h
 	var ce *connect.Error
 	if !errors.As(err, &ce) {
 		return err
 	}
 	switch ce.Code() {
 	case connect.CodeUnavailable:
+		if msg := explainTLS(err, hints); msg != "" {
+			return fmt.Errorf("cannot reach the unyo server at %s: %s", url, msg)
+		}
 		return fmt.Errorf("cannot reach the unyo server at %s (is it running? set --server or UNYO_SERVER): %s", url, ce.Message())
 	case connect.CodeUnauthenticated:
+		if hints.Token != "" {
+			return fmt.Errorf("the unyo server at %s refused the request: %s (this client's token is set by %s)", url, ce.Message(), hints.Token)
+		}
 		return fmt.Errorf("the unyo server at %s refused the request: %s", url, ce.Message())
 	case connect.CodeDeadlineExceeded:
 		return fmt.Errorf("the unyo server at %s did not answer in time: %s", url, ce.Message())
 	default:
 		return errors.New(ce.Message())
 	}
+}
+
+// explainTLS says why the server's certificate was not accepted, or "" when
+// err is not about that.
+func explainTLS(err error, hints Hints) string {
+	ca := "give this client the CA that signed it"
+	if hints.CAFile != "" {
+		ca += " with " + hints.CAFile
+	}
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "its TLS certificate is signed by an authority this client does not trust; " + ca
+	case errors.As(err, &host):
+		return fmt.Sprintf("its TLS certificate is not valid for the host in the URL (%v); use a URL with a host the certificate names, or set the client's server_name", host.Error())
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("its TLS certificate is not valid: %v", invalid.Error())
+	case errors.As(err, &verify):
+		return fmt.Sprintf("its TLS certificate was not accepted: %v; %s", verify.Err, ca)
+	case strings.Contains(err.Error(), "remote error: tls: "):
+		// crypto/tls keeps the type of an alert the server sent unexported.
+		_, alert, _ := strings.Cut(err.Error(), "remote error: ")
+		msg := fmt.Sprintf("it ended the TLS handshake (%s)", alert)
+		if hints.ClientCert != "" {
+			msg += "; if it asks for a client certificate, set " + hints.ClientCert + " to one it accepts"
+		}
+		return msg
+	}
+	return ""
 }

@@ -100,7 +100,7 @@ func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 	const agents, batch = 8, 500
 	clients := make([]*client.Clients, agents)
 	for i := range agents {
-		join, err := client.New(client.Options{URL: url, Token: "bench-join", CAFile: ca})
+		join, err := client.New(client.Options{URL: url, Token: "bench-join", TLS: client.TLSOptions{CAFile: ca}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 		if mode != open && resp.Msg.GetNodeToken() == "" {
 			b.Fatal("enrolment returned no node credential")
 		}
-		if clients[i], err = client.New(client.Options{URL: url, Token: resp.Msg.GetNodeToken(), CAFile: ca}); err != nil {
+		if clients[i], err = client.New(client.Options{URL: url, Token: resp.Msg.GetNodeToken(), TLS: client.TLSOptions{CAFile: ca}}); err != nil {
 			b.Fatal(err)
 		}
 	}

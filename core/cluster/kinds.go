@@ -23,10 +23,11 @@ import (
 // kind is how the cluster validates and stores one kind of object.
 type kind struct {
 	validate func(o *unyov1.Object) error
-	put      func(ctx context.Context, st store.Store, o *unyov1.Object) (store.PutResult, error)
-	del      func(ctx context.Context, st store.Store, name string) error
-	get      func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error)
-	list     func(ctx context.Context, st store.Store) ([]*unyov1.Object, error)
+	// prepare, if set, fills in what the cluster decides before storing.
+	prepare func(o *unyov1.Object)
+	del     func(ctx context.Context, st store.Store, name string) error
+	get     func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error)
+	list    func(ctx context.Context, st store.Store) ([]*unyov1.Object, error)
 }
 
 // kinds are the objects a cluster keeps, by manifest kind name.
@@ -34,11 +35,8 @@ func kinds() map[string]kind {
 	return map[string]kind{
 		"Check": {
 			validate: func(o *unyov1.Object) error { _, err := checks.Compile(o.GetCheck()); return err },
-			put: func(ctx context.Context, st store.Store, o *unyov1.Object) (store.PutResult, error) {
-				o.GetCheck().Source = "central"
-				return st.PutCheck(ctx, o.GetCheck())
-			},
-			del: func(ctx context.Context, st store.Store, name string) error { return st.DeleteCheck(ctx, name) },
+			prepare:  func(o *unyov1.Object) { o.GetCheck().Source = "central" },
+			del:      func(ctx context.Context, st store.Store, name string) error { return st.DeleteCheck(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
 				c, err := st.GetCheck(ctx, name)
 				return &unyov1.Object{Kind: &unyov1.Object_Check{Check: c}}, err
@@ -54,10 +52,7 @@ func kinds() map[string]kind {
 		},
 		"EventRule": {
 			validate: func(o *unyov1.Object) error { _, err := eventrules.Compile(o.GetEventRule()); return err },
-			put: func(ctx context.Context, st store.Store, o *unyov1.Object) (store.PutResult, error) {
-				return st.PutEventRule(ctx, o.GetEventRule())
-			},
-			del: func(ctx context.Context, st store.Store, name string) error { return st.DeleteEventRule(ctx, name) },
+			del:      func(ctx context.Context, st store.Store, name string) error { return st.DeleteEventRule(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
 				r, err := st.GetEventRule(ctx, name)
 				return &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: r}}, err
@@ -75,9 +70,6 @@ func kinds() map[string]kind {
 			validate: func(o *unyov1.Object) error {
 				_, err := maintenance.Compile(o.GetMaintenance(), time.Now())
 				return err
-			},
-			put: func(ctx context.Context, st store.Store, o *unyov1.Object) (store.PutResult, error) {
-				return st.PutMaintenance(ctx, o.GetMaintenance())
 			},
 			del: func(ctx context.Context, st store.Store, name string) error { return st.DeleteMaintenance(ctx, name) },
 			get: func(ctx context.Context, st store.Store, name string) (*unyov1.Object, error) {
@@ -155,22 +147,35 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
-	resp := &unyov1.ApplyResponse{}
 	previous := s.previous(ctx, objs)
-	var audit []rbac.Entry
-	defer func() { s.c.audit.RecordAll(ctx, audit) }()
 	for _, o := range objs {
 		manifest.SetCluster(o, s.c.opts.Name)
-		k, name := s.c.kinds[manifest.Kind(o)], manifest.Kind(o)
-		res, err := k.put(ctx, s.c.store, o)
-		if res != store.Unchanged {
-			audit = append(audit, rbac.Entry{Procedure: "ObjectService/Apply", Target: s.target(name, manifest.Name(o)),
-				Before: previous[name+"/"+manifest.Name(o)], After: o, Err: err})
+		if k := s.c.kinds[manifest.Kind(o)]; k.prepare != nil {
+			k.prepare(o)
 		}
-		if err != nil {
-			return nil, internal(fmt.Errorf("store %s %q: %w", name, manifest.Name(o), err))
+	}
+	// One transaction: a refused or abandoned apply (the client timed out)
+	// stores nothing.
+	results, err := s.c.store.PutObjects(ctx, objs)
+	var audit []rbac.Entry
+	for i, o := range objs {
+		if err == nil && results[i] == store.Unchanged {
+			continue
 		}
-		resp.Results = append(resp.Results, &unyov1.ApplyResult{Ref: manifest.Ref(o), Action: string(res)})
+		name := manifest.Kind(o)
+		audit = append(audit, rbac.Entry{Procedure: "ObjectService/Apply", Target: s.target(name, manifest.Name(o)),
+			Before: previous[name+"/"+manifest.Name(o)], After: o, Err: err})
+	}
+	s.c.audit.RecordAll(ctx, audit)
+	if err != nil && ctx.Err() != nil {
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("the apply of %d objects did not finish before the client gave up; nothing was stored: %w", len(objs), err))
+	}
+	if err != nil {
+		return nil, internal(fmt.Errorf("store the apply of %d objects (nothing was stored): %w", len(objs), err))
+	}
+	resp := &unyov1.ApplyResponse{}
+	for i, o := range objs {
+		resp.Results = append(resp.Results, &unyov1.ApplyResult{Ref: manifest.Ref(o), Action: string(results[i])})
 	}
 	s.c.revisions.invalidate()
 	return connect.NewResponse(resp), nil

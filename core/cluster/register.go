@@ -12,8 +12,10 @@ import (
 
 // RegisterAtRoot tells the root where this cluster answers, at once and then
 // every interval so that a root that lost its database learns it again.
-func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token, advertiseURL string, interval time.Duration) {
-	cl, err := client.New(client.Options{URL: rootURL, Token: token, Timeout: 10 * time.Second})
+// rootTLS verifies root's certificate (cluster.root_tls).
+func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token string, rootTLS client.TLSOptions, advertiseURL string, interval time.Duration) {
+	cl, err := client.New(client.Options{URL: rootURL, Token: token, TLS: rootTLS, Timeout: 10 * time.Second, Logger: c.log,
+		Hints: client.Hints{Token: "cluster.root_token", CAFile: "cluster.root_tls.ca_file", TLS: "cluster.root_tls", ClientCert: "cluster.root_tls.cert_file and key_file"}})
 	if err != nil {
 		c.log.Error("cannot register at root", "root", rootURL, "err", err)
 		return
@@ -27,7 +29,7 @@ func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token, advertiseU
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
-			c.log.Warn("registering at root failed; will retry", "root", rootURL, "err", client.Explain(rootURL, err))
+			c.log.Warn("registering at root failed; will retry", "root", rootURL, "err", cl.Explain(err))
 			registered = false
 		case err == nil && !registered:
 			c.log.Info("registered at root", "root", rootURL, "advertise_url", advertiseURL)

@@ -84,6 +84,18 @@ type TLS struct {
 // Enabled reports whether TLS is configured.
 func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
 
+// ClientTLS is how a client verifies the https server it calls and, for
+// servers that ask (mTLS), the certificate it presents. Without ca_file the
+// system's CAs (and SSL_CERT_FILE) are used; with it, only that file's CAs.
+type ClientTLS struct {
+	CAFile string `yaml:"ca_file" mapstructure:"ca_file" want:"path"`
+	// ServerName is the name the server's certificate must carry when it
+	// is not the URL's host.
+	ServerName string `yaml:"server_name" mapstructure:"server_name" want:"host name"`
+	CertFile   string `yaml:"cert_file" mapstructure:"cert_file" want:"path"`
+	KeyFile    string `yaml:"key_file" mapstructure:"key_file" want:"path"`
+}
+
 // Store is the state store of root and cluster.
 type Store struct {
 	Driver string `yaml:"driver" mapstructure:"driver" want:"driver name"` // sqlite or postgres
@@ -104,6 +116,8 @@ type Cluster struct {
 	// RootToken (the credential `unyo clusters add NAME` printed at root).
 	RootURL   string `yaml:"root_url" mapstructure:"root_url" want:"URL"`
 	RootToken string `yaml:"root_token" mapstructure:"root_token"`
+	// RootTLS verifies root's certificate when root_url is https.
+	RootTLS ClientTLS `yaml:"root_tls" mapstructure:"root_tls"`
 	// Replica identifies this replica among those sharing the cluster's
 	// store; default <hostname>-<pid>.
 	Replica  string        `yaml:"replica" mapstructure:"replica"`
@@ -136,6 +150,8 @@ type APIHook struct {
 type Root struct {
 	// ClusterToken is presented by root to clusters (an admin token there).
 	ClusterToken string `yaml:"cluster_token" mapstructure:"cluster_token"`
+	// ClusterTLS verifies the clusters' certificates (https advertise URLs).
+	ClusterTLS ClientTLS `yaml:"cluster_tls" mapstructure:"cluster_tls"`
 }
 
 // Agent is used by role agent (and dev).
@@ -144,6 +160,8 @@ type Agent struct {
 	Labels     map[string]string `yaml:"labels" mapstructure:"labels"`
 	ClusterURL string            `yaml:"cluster_url" mapstructure:"cluster_url" want:"URL"`
 	Token      string            `yaml:"token" mapstructure:"token"` // a join token of the cluster
+	// TLS verifies the cluster's certificate when cluster_url is https.
+	TLS ClientTLS `yaml:"tls" mapstructure:"tls"`
 	// CheckDirs are searched for a check's command (then PATH).
 	CheckDirs []string `yaml:"check_dirs" mapstructure:"check_dirs"`
 	// MaxOutput caps the plugin output kept per run.

@@ -204,7 +204,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, labels, cluster_url, token, tls, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
 			},
 		},
 		{
@@ -330,6 +330,19 @@ func TestLoadProblems(t *testing.T) {
 			name: "tls half set from the environment",
 			opts: LoadOptions{Role: RoleCluster, Env: []string{"UNYO_CLUSTER_NAME=c1", "UNYO_SERVER_TLS_KEY_FILE=/k.pem"}},
 			want: []string{`server.tls.cert_file: required when server.tls.key_file is set (set both or neither)`},
+		},
+		{
+			name: "client tls half set, for each client",
+			opts: LoadOptions{Role: RoleDev, Env: []string{
+				"UNYO_AGENT_TLS_CERT_FILE=/c.pem",
+				"UNYO_ROOT_CLUSTER_TLS_KEY_FILE=/k.pem",
+				"UNYO_CLUSTER_ROOT_TLS_CERT_FILE=/c.pem",
+			}},
+			want: []string{
+				`root.cluster_tls.cert_file: required when root.cluster_tls.key_file is set (set both or neither)`,
+				`cluster.root_tls.key_file: required when cluster.root_tls.cert_file is set (set both or neither)`,
+				`agent.tls.key_file: required when agent.tls.cert_file is set (set both or neither)`,
+			},
 		},
 		{
 			name: "postgres without dsn",

@@ -89,6 +89,10 @@ func (c *Config) problems() []Problem {
 		atLeastOne("store.history_per_check", int64(c.Store.HistoryPerCheck))
 	}
 
+	if c.Role == RoleDev || c.Role == RoleRoot {
+		ps = append(ps, clientTLSProblems("root.cluster_tls", c.Root.ClusterTLS)...)
+	}
+
 	if isCluster {
 		required("cluster.name", c.Cluster.Name, "for role "+c.Role)
 		if c.Cluster.AdvertiseURL != "" { // empty only when server.listen is bad
@@ -102,6 +106,7 @@ func (c *Config) problems() []Problem {
 			}
 			required("cluster.root_token", c.Cluster.RootToken, "when cluster.root_url is set (the credential `unyo clusters add NAME` printed at root)")
 		}
+		ps = append(ps, clientTLSProblems("cluster.root_tls", c.Cluster.RootTLS)...)
 		required("cluster.replica", c.Cluster.Replica, "(an id for this replica)")
 		positive("cluster.lease_ttl", c.Cluster.LeaseTTL)
 		positive("cluster.heartbeat_interval", c.Cluster.HeartbeatInterval)
@@ -162,6 +167,7 @@ func (c *Config) problems() []Problem {
 		if msg := checkURL(c.Agent.ClusterURL); msg != "" {
 			bad("agent.cluster_url", "%s", msg)
 		}
+		ps = append(ps, clientTLSProblems("agent.tls", c.Agent.TLS)...)
 		atLeastOne("agent.max_output", int64(c.Agent.MaxOutput))
 		atLeastOne("agent.max_concurrent_checks", int64(c.Agent.MaxConcurrentChecks))
 		atLeastOne("agent.batch_size", int64(c.Agent.BatchSize))
@@ -198,6 +204,20 @@ func (c *Config) problems() []Problem {
 			}
 		}
 		ps = append(ps, pluginProblems("agent.plugins", c.Agent.Plugins, "check")...)
+	}
+	return ps
+}
+
+// clientTLSProblems checks a client's TLS settings: a client certificate
+// needs its key and the other way round. Whether the files exist and hold
+// PEM is checked when the client is made, with the file's own error.
+func clientTLSProblems(key string, t ClientTLS) []Problem {
+	var ps []Problem
+	if t.CertFile != "" && t.KeyFile == "" {
+		ps = append(ps, Problem{Key: key + ".key_file", Msg: "required when " + key + ".cert_file is set (set both or neither)"})
+	}
+	if t.KeyFile != "" && t.CertFile == "" {
+		ps = append(ps, Problem{Key: key + ".cert_file", Msg: "required when " + key + ".key_file is set (set both or neither)"})
 	}
 	return ps
 }

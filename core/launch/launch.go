@@ -18,6 +18,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/agent"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/logstore"
@@ -106,7 +107,7 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, AuditRetention: c.Audit.Retention, Logger: log})
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, Logger: log})
 	r.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -236,7 +237,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl.RegisterAtRoot(ctx, c.Cluster.RootURL, c.Cluster.RootToken, adv, c.Cluster.HeartbeatInterval*3)
+			cl.RegisterAtRoot(ctx, c.Cluster.RootURL, c.Cluster.RootToken, clientTLS(c.Cluster.RootTLS), adv, c.Cluster.HeartbeatInterval*3)
 		}()
 	}
 	err = srv.Serve(ctx, ln)
@@ -298,7 +299,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 	}
 	plugins := pluginConfigs(c.Agent.Plugins)
 	return agent.New(agent.Options{
-		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token,
+		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token, TLS: clientTLS(c.Agent.TLS),
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
@@ -308,6 +309,11 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
 	})
+}
+
+// clientTLS turns a client's TLS settings into the client's options.
+func clientTLS(t config.ClientTLS) client.TLSOptions {
+	return client.TLSOptions{CAFile: t.CAFile, ServerName: t.ServerName, CertFile: t.CertFile, KeyFile: t.KeyFile}
 }
 
 // pluginConfigs turns a plugins section into the plugin host's configuration.

@@ -36,6 +36,8 @@ type Options struct {
 	// registered with its credential gets a credential of root's own,
 	// presented to it alone.
 	ClusterToken string
+	// ClusterTLS verifies the clusters' certificates.
+	ClusterTLS client.TLSOptions
 	// ClusterTimeout bounds each cluster's part of a fanned-out call.
 	ClusterTimeout time.Duration
 	// AuditRetention is how long root's own audit records are kept; 0
@@ -142,7 +144,7 @@ func (r *Root) client(ctx context.Context, ci *unyov1.ClusterInfo) (*client.Clie
 	if c, ok := r.clients[key]; ok {
 		return c, nil
 	}
-	c, err := client.New(client.Options{URL: ci.GetUrl(), Token: token, Interceptors: []connect.Interceptor{onBehalfOf}})
+	c, err := client.New(client.Options{URL: ci.GetUrl(), Token: token, TLS: r.opts.ClusterTLS, Hints: clusterHints, Logger: r.log, Interceptors: []connect.Interceptor{onBehalfOf}})
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +171,10 @@ var onBehalfOf = connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) conne
 		return next(ctx, req)
 	}
 })
+
+// clusterHints name root's settings for calling clusters in the errors
+// reported for a cluster.
+var clusterHints = client.Hints{Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls", ClientCert: "root.cluster_tls.cert_file and key_file"}
 
 // targets returns the clusters a request addresses: one by name, or all;
 // only those in the caller's cluster scope.
@@ -235,12 +241,18 @@ func refusedByAll[T any](all []answer[T]) error {
 		}
 	}
 	first := all[0]
-	return connect.NewError(connect.CodeOf(first.err), fmt.Errorf("cluster %s: %w", first.cluster, client.Explain(first.url, first.err)))
+	return connect.NewError(connect.CodeOf(first.err), fmt.Errorf("cluster %s: %w", first.cluster, clusterHints.Explain(first.url, first.err)))
 }
 
 // ask calls fn for every cluster in parallel and returns every answer, failed
 // or not, in cluster-name order.
 func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
+	return askWithin(ctx, r, clusters, r.opts.ClusterTimeout, fn)
+}
+
+// askWithin is ask with each cluster's part bounded by timeout; 0 leaves
+// only ctx's deadline (the caller's own time-out).
+func askWithin[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, timeout time.Duration, fn func(ctx context.Context, cluster string, c *client.Clients) (T, error)) []answer[T] {
 	answers := make([]answer[T], len(clusters))
 	procedure := "a call"
 	if info, ok := connect.CallInfoForHandlerContext(ctx); ok {
@@ -267,7 +279,10 @@ func ask[T any](ctx context.Context, r *Root, clusters []*unyov1.ClusterInfo, fn
 				answers[i].err = err
 				return
 			}
-			cctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
+			cctx, cancel := context.WithCancel(ctx)
+			if timeout > 0 {
+				cctx, cancel = context.WithTimeout(ctx, timeout)
+			}
 			defer cancel()
 			answers[i].value, answers[i].err = fn(cctx, ci.GetName(), cl)
 		}()
@@ -283,7 +298,7 @@ func split[T any](answers []answer[T]) ([]answer[T], []*unyov1.ClusterError) {
 	ok := answers[:0]
 	for _, a := range answers {
 		if a.err != nil {
-			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: client.Explain(a.url, a.err).Error()})
+			errs = append(errs, &unyov1.ClusterError{Cluster: a.cluster, Error: clusterHints.Explain(a.url, a.err).Error()})
 			continue
 		}
 		ok = append(ok, a)

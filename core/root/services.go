@@ -89,13 +89,17 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 			clusters = append(clusters, c)
 		}
 	}
-	answers, errs := fanout(ctx, s.r, clusters, func(ctx context.Context, name string, c *client.Clients) (*unyov1.ApplyResponse, error) {
+	// Each cluster stores its part in one transaction, all or nothing. A
+	// large apply may take longer than a read: it gets the caller's whole
+	// time-out rather than the per-cluster one, and a cluster still busy
+	// when the caller gives up rolls its part back.
+	answers, errs := split(askWithin(ctx, s.r, clusters, 0, func(ctx context.Context, name string, c *client.Clients) (*unyov1.ApplyResponse, error) {
 		resp, err := c.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: withCluster(per[name], name)}))
 		if err != nil {
 			return nil, err
 		}
 		return resp.Msg, nil
-	})
+	}))
 	resp := &unyov1.ApplyResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Results = append(resp.Results, a.value.GetResults()...)

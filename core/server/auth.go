@@ -74,7 +74,7 @@ func TokenID(token string) string {
 // authenticate returns who presents cred.
 func (a *Auth) authenticate(ctx context.Context, cred Credential) (Principal, error) {
 	if cred.Token == "" && len(cred.Chains) == 0 {
-		return Principal{}, connect.NewError(connect.CodeUnauthenticated, errors.New("no credential: send a bearer token (--token or UNYO_TOKEN) or a client certificate"))
+		return Principal{}, connect.NewError(connect.CodeUnauthenticated, errors.New("no credential: this server needs a bearer token or a client certificate"))
 	}
 	if cred.Token != "" {
 		if matchAny(a.AdminTokens, cred.Token) {

@@ -135,7 +135,7 @@ func TestTLS(t *testing.T) {
 	cert, key := selfSigned(t, t.TempDir())
 	addr := serve(t, server.Options{CertFile: cert, KeyFile: key})
 
-	c, err := client.New(client.Options{URL: "https://" + addr, CAFile: cert})
+	c, err := client.New(client.Options{URL: "https://" + addr, TLS: client.TLSOptions{CAFile: cert}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ var ErrNotFound = errors.New("not found")
 type Store interface {
 	Nodes
 	Checks
+	Objects
 	Events
 	Clusters
 	Leases
@@ -137,6 +138,18 @@ type Checks interface {
 	ListChecks(ctx context.Context) ([]*unyov1.Check, error)
 	// ChecksRevision changes whenever the set of checks does.
 	ChecksRevision(ctx context.Context) (int64, error)
+}
+
+// Objects store what `unyo apply` sends: checks, event rules and
+// maintenance records, many at once.
+type Objects interface {
+	// PutObjects creates or replaces every object in one transaction: all
+	// of them are stored or none is. An error, or ctx ending (a client that
+	// gave up), rolls the whole batch back, and readers never see part of
+	// it. The checks revision and the rules revision each advance at most
+	// once per call, and only when an object of theirs changed. The results
+	// are in the order of objs.
+	PutObjects(ctx context.Context, objs []*unyov1.Object) ([]PutResult, error)
 }
 
 // EventFilter selects events; zero fields select everything.

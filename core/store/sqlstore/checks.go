@@ -12,63 +12,9 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 )
 
-// PutCheck creates or replaces a check. The incoming check is compared with
-// the stored one ignoring what the store maintains (revision, created_at,
-// updated_at): equal is Unchanged and writes nothing; otherwise the checks
-// revision advances and the check records it.
+// PutCheck creates or replaces a check (see putBatch.putCheck).
 func (s *Store) PutCheck(ctx context.Context, c *unyov1.Check) (store.PutResult, error) {
-	if c == nil || c.GetName() == "" {
-		return "", errors.New("put check: the check has no name")
-	}
-	var result store.PutResult
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// Locking the counter serializes check writers on PostgreSQL, so
-		// two puts of one new name cannot both see it absent.
-		if _, err := s.checksRevisionTx(ctx, tx); err != nil {
-			return err
-		}
-		old, err := scanCheck(tx.QueryRowContext(ctx,
-			"SELECT "+checkColumns+" FROM checks WHERE name = $1", c.GetName()))
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if old != nil && proto.Equal(userPart(old), userPart(c)) {
-			result = store.Unchanged
-			return nil
-		}
-		rev, err := s.bumpChecksRevision(ctx, tx)
-		if err != nil {
-			return err
-		}
-		t := now()
-		created := t
-		result = store.Created
-		if old != nil {
-			created = toNanos(old.GetCreatedAt())
-			result = store.Configured
-		}
-		stored := proto.Clone(c).(*unyov1.Check)
-		stored.Revision = rev
-		stored.CreatedAt = fromNanos(created)
-		stored.UpdatedAt = fromNanos(t)
-		body, err := proto.Marshal(stored)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO checks (name, revision, created_at, updated_at, body)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (name) DO UPDATE SET
-				revision = excluded.revision,
-				updated_at = excluded.updated_at,
-				body = excluded.body`,
-			c.GetName(), rev, created, t, body)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("put check %q: %w", c.GetName(), err)
-	}
-	return result, nil
+	return s.putOne(ctx, &unyov1.Object{Kind: &unyov1.Object_Check{Check: c}})
 }
 
 // userPart strips what the store maintains, leaving what the user wrote.
@@ -83,7 +29,7 @@ func userPart(c *unyov1.Check) *unyov1.Check {
 // DeleteCheck removes a check and advances the checks revision.
 func (s *Store) DeleteCheck(ctx context.Context, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.checksRevisionTx(ctx, tx); err != nil {
+		if _, err := s.counter(ctx, tx, "checks_revision"); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM checks WHERE name = $1", name)
@@ -95,7 +41,7 @@ func (s *Store) DeleteCheck(ctx context.Context, name string) error {
 		} else if n == 0 {
 			return store.ErrNotFound
 		}
-		_, err = s.bumpChecksRevision(ctx, tx)
+		_, err = bump(ctx, tx, "checks_revision", 1)
 		return err
 	})
 	if err != nil {
@@ -137,25 +83,6 @@ func (s *Store) ChecksRevision(ctx context.Context) (int64, error) {
 	err := s.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'checks_revision'").Scan(&rev)
 	if err != nil {
 		return 0, fmt.Errorf("read checks revision: %w", err)
-	}
-	return rev, nil
-}
-
-func (s *Store) checksRevisionTx(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var rev int64
-	err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'checks_revision'"+s.d.forUpdate).Scan(&rev)
-	if err != nil {
-		return 0, fmt.Errorf("read checks revision: %w", err)
-	}
-	return rev, nil
-}
-
-func (s *Store) bumpChecksRevision(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var rev int64
-	err := tx.QueryRowContext(ctx,
-		"UPDATE counters SET value = value + 1 WHERE name = 'checks_revision' RETURNING value").Scan(&rev)
-	if err != nil {
-		return 0, fmt.Errorf("advance checks revision: %w", err)
 	}
 	return rev, nil
 }

@@ -42,57 +42,6 @@ func bump(ctx context.Context, tx *sql.Tx, name string, by int64) (int64, error)
 	return v, nil
 }
 
-// putObject stores msg (whose created/updated stamps the store keeps) and
-// advances the rules revision unless nothing the user wrote changed.
-func (s *Store) putObject(ctx context.Context, kind, name string, msg proto.Message, userPart func(proto.Message) proto.Message, stamp func(m proto.Message, created, updated int64)) (store.PutResult, error) {
-	if name == "" {
-		return "", fmt.Errorf("put %s: no name", kind)
-	}
-	var result store.PutResult
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.counter(ctx, tx, "rules_revision"); err != nil {
-			return err
-		}
-		var created int64
-		var body []byte
-		err := tx.QueryRowContext(ctx, "SELECT created_at, body FROM objects WHERE kind = $1 AND name = $2", kind, name).Scan(&created, &body)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			result, created = store.Created, now()
-		case err != nil:
-			return err
-		default:
-			old := msg.ProtoReflect().New().Interface()
-			if err := proto.Unmarshal(body, old); err != nil {
-				return fmt.Errorf("decode stored %s: %w", kind, err)
-			}
-			if proto.Equal(userPart(old), userPart(msg)) {
-				result = store.Unchanged
-				return nil
-			}
-			result = store.Configured
-		}
-		t := now()
-		stored := proto.Clone(msg)
-		stamp(stored, created, t)
-		b, err := proto.Marshal(stored)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO objects (kind, name, created_at, updated_at, body) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (kind, name) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`,
-			kind, name, created, t, b); err != nil {
-			return err
-		}
-		_, err = bump(ctx, tx, "rules_revision", 1)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("put %s %q: %w", kind, name, err)
-	}
-	return result, nil
-}
-
 func (s *Store) deleteObject(ctx context.Context, kind, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
@@ -155,10 +104,12 @@ func ruleUserPart(m proto.Message) proto.Message {
 
 // PutEventRule creates or replaces an event rule.
 func (s *Store) PutEventRule(ctx context.Context, r *unyov1.EventRule) (store.PutResult, error) {
-	return s.putObject(ctx, kindRule, r.GetName(), r, ruleUserPart, func(m proto.Message, created, updated int64) {
-		r := m.(*unyov1.EventRule)
-		r.CreatedAt, r.UpdatedAt, r.Matched = fromNanos(created), fromNanos(updated), 0
-	})
+	return s.putOne(ctx, &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: r}})
+}
+
+func stampRule(m proto.Message, created, updated int64) {
+	r := m.(*unyov1.EventRule)
+	r.CreatedAt, r.UpdatedAt, r.Matched = fromNanos(created), fromNanos(updated), 0
 }
 
 // DeleteEventRule removes an event rule.
@@ -207,10 +158,12 @@ func maintenanceUserPart(m proto.Message) proto.Message {
 // PutMaintenance creates or replaces a maintenance record. ended_at and
 // ended_by stay as stored unless the new record sets them.
 func (s *Store) PutMaintenance(ctx context.Context, m *unyov1.Maintenance) (store.PutResult, error) {
-	return s.putObject(ctx, kindMaintenance, m.GetName(), m, maintenanceUserPart, func(msg proto.Message, created, _ int64) {
-		r := msg.(*unyov1.Maintenance)
-		r.CreatedAt, r.Silenced = fromNanos(created), 0
-	})
+	return s.putOne(ctx, &unyov1.Object{Kind: &unyov1.Object_Maintenance{Maintenance: m}})
+}
+
+func stampMaintenance(msg proto.Message, created, _ int64) {
+	r := msg.(*unyov1.Maintenance)
+	r.CreatedAt, r.Silenced = fromNanos(created), 0
 }
 
 // DeleteMaintenance removes a maintenance record.

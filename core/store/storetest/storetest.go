@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"Nodes", nodeTests()},
 		{"Checks", checkTests()},
+		{"Objects", objectTests()},
 		{"Events", eventTests()},
 		{"Clusters", clusterTests()},
 		{"Leases", leaseTests()},
