@@ -413,8 +413,13 @@ func TestFaultSpoolDiskFullClusterDown(t *testing.T) {
 // and returns it.
 func (f *fleet) loadUntil(n int) *loadgen {
 	f.t.Helper()
+	return f.loadMore(&loadgen{node: "loadgen", url: f.clURL, ids: map[string]bool{}}, n)
+}
+
+// loadMore runs load until n of its results in all are acknowledged.
+func (f *fleet) loadMore(load *loadgen, n int) *loadgen {
+	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	load := &loadgen{node: "loadgen", url: f.clURL, ids: map[string]bool{}}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); load.run(ctx, f.t) }()
@@ -483,9 +488,7 @@ func TestFaultZeroedWALHeader(t *testing.T) {
 	f.cluster.stop(syscall.SIGTERM, 10*time.Second)
 	f.cluster.restart()
 	f.waitClusterUp()
-	for id := range f.loadUntil(500).ids {
-		load.ids[id] = true
-	}
+	f.loadMore(load, 1000)
 	f.cluster.kill()
 	wal := f.dbPath() + "-wal"
 	fl, err := os.OpenFile(wal, os.O_RDWR, 0)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 )
 
 // outage is how long the cluster stays away; the issue asks for a minute.
@@ -155,9 +156,11 @@ func (f *fleet) history(node, check string) []map[string]any {
 // batch until it is acknowledged, as an agent does.
 type loadgen struct {
 	node, url string
-	mu        sync.Mutex
-	ids       map[string]bool
-	retries   int
+	// cl holds the node's credential once enrolled, for later runs.
+	cl      *client.Clients
+	mu      sync.Mutex
+	ids     map[string]bool
+	retries int
 }
 
 func (l *loadgen) acked() int {
@@ -167,11 +170,15 @@ func (l *loadgen) acked() int {
 }
 
 func (l *loadgen) run(ctx context.Context, t *testing.T) {
-	cl, err := enrol(ctx, l.url, &unyov1.Node{Name: l.node})
-	if err != nil {
-		t.Errorf("register the load generator: %v", err)
-		return
+	if l.cl == nil {
+		cl, err := enrol(ctx, l.url, &unyov1.Node{Name: l.node})
+		if err != nil {
+			t.Errorf("register the load generator: %v", err)
+			return
+		}
+		l.cl = cl
 	}
+	cl := l.cl
 	for ctx.Err() == nil && l.acked() < 9000 {
 		batch := make([]*unyov1.Event, 100)
 		for i := range batch {
