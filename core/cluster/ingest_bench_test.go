@@ -92,8 +92,9 @@ func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 		so.Auth = server.Auth{AdminTokens: []string{"bench-admin"}, JoinTokens: []string{"bench-join"}}
 	}
 	if mode == tlsAndNodes {
-		so.CertFile, so.KeyFile = testutil.SelfSignedCert(b, b.TempDir())
-		ca = so.CertFile
+		authority := testutil.NewCA(b, "bench")
+		so.CertFile, so.KeyFile = authority.Issue(b, "cluster", "127.0.0.1")
+		ca = authority.CertFile
 	}
 	url := startClusterWith(b, st, cluster.Options{}, so)
 	ctx := context.Background()

@@ -243,8 +243,8 @@ func TestPrincipalsFromCredentials(t *testing.T) {
 }
 
 func TestCertificateReloadsWhenItsFilesChange(t *testing.T) {
-	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	ca := testutil.NewCA(t, "test")
+	cert, key := ca.Issue(t, "server", "127.0.0.1")
 	addr := serveWhoami(t, server.Options{CertFile: cert, KeyFile: key})
 	served := func() []byte {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -255,14 +255,13 @@ func TestCertificateReloadsWhenItsFilesChange(t *testing.T) {
 		return conn.ConnectionState().PeerCertificates[0].Raw
 	}
 	first := served()
-	next := t.TempDir()
-	cert2, key2 := selfSigned(t, next)
+	cert2, key2 := ca.Issue(t, "renewed", "127.0.0.1")
 	for _, f := range [][2]string{{key2, key}, {cert2, cert}} {
 		data, err := os.ReadFile(f[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmp := filepath.Join(dir, "tmp")
+		tmp := filepath.Join(filepath.Dir(f[1]), "tmp")
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -126,16 +126,12 @@ func getStatus(c *client.Clients) error {
 	return err
 }
 
-// selfSigned writes a certificate for 127.0.0.1 and its key.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	return testutil.SelfSignedCert(t, dir)
-}
-
 func TestTLS(t *testing.T) {
-	cert, key := selfSigned(t, t.TempDir())
+	ca := testutil.NewCA(t, "test")
+	cert, key := ca.Issue(t, "server", "127.0.0.1")
 	addr := serve(t, server.Options{CertFile: cert, KeyFile: key})
 
-	c, err := client.New(client.Options{URL: "https://" + addr, TLS: client.TLSOptions{CAFile: cert}})
+	c, err := client.New(client.Options{URL: "https://" + addr, TLS: client.TLSOptions{CAFile: ca.CertFile}})
 	if err != nil {
 		t.Fatal(err)
 	}
