@@ -49,8 +49,14 @@ type Authenticator struct {
 	// kinds maps a stored credential kind to the principal kind it stands for.
 	kinds map[string]server.Kind
 
+	cache principalCache // by hash
+}
+
+// principalCache remembers recognised credentials for cacheTTL, so that
+// not every call reads the store.
+type principalCache struct {
 	mu     sync.Mutex
-	cached map[string]cachedPrincipal // by hash
+	cached map[string]cachedPrincipal
 }
 
 type cachedPrincipal struct {
@@ -58,10 +64,39 @@ type cachedPrincipal struct {
 	at time.Time
 }
 
+func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.cached[key]
+	if !ok || now.Sub(e.at) >= cacheTTL {
+		return server.Principal{}, false
+	}
+	return e.p, true
+}
+
+func (c *principalCache) put(key string, p server.Principal, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cached == nil || len(c.cached) >= maxCached {
+		c.cached = map[string]cachedPrincipal{}
+	}
+	c.cached[key] = cachedPrincipal{p: p, at: now}
+}
+
+func (c *principalCache) forget(kind server.Kind, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.cached {
+		if e.p.Kind == kind && e.p.Name == name {
+			delete(c.cached, k)
+		}
+	}
+}
+
 // NewAuthenticator returns an authenticator of the stored credentials of the
 // given kinds (store.CredNode: server.KindNode, ...).
 func NewAuthenticator(st store.Credentials, kinds map[string]server.Kind) *Authenticator {
-	return &Authenticator{st: st, kinds: kinds, cached: map[string]cachedPrincipal{}}
+	return &Authenticator{st: st, kinds: kinds}
 }
 
 // Authenticate implements server.Authenticator.
@@ -71,11 +106,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 	}
 	h := Hash(cred.Token)
 	now := time.Now()
-	a.mu.Lock()
-	c, ok := a.cached[h]
-	a.mu.Unlock()
-	if ok && now.Sub(c.at) < cacheTTL {
-		return c.p, nil
+	if p, ok := a.cache.get(h, now); ok {
+		return p, nil
 	}
 	creds, err := a.st.LookupCredential(ctx, h)
 	if err != nil {
@@ -87,24 +119,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 			continue
 		}
 		p := server.Principal{Kind: kind, Name: sc.Name}
-		a.mu.Lock()
-		if len(a.cached) >= maxCached {
-			clear(a.cached)
-		}
-		a.cached[h] = cachedPrincipal{p: p, at: now}
-		a.mu.Unlock()
+		a.cache.put(h, p, now)
 		return p, nil
 	}
 	return server.Principal{}, server.ErrNotMine
 }
 
 // Forget makes a revoked credential of kind and name stop working at once.
-func (a *Authenticator) Forget(kind server.Kind, name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for h, c := range a.cached {
-		if c.p.Kind == kind && c.p.Name == name {
-			delete(a.cached, h)
-		}
-	}
-}
+func (a *Authenticator) Forget(kind server.Kind, name string) { a.cache.forget(kind, name) }

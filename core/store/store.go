@@ -37,6 +37,10 @@ type Store interface {
 const (
 	// CredNode is a node's own credential, kept by its cluster.
 	CredNode = "node"
+	// CredNodeCert is the serial (hex) of a node's current client
+	// certificate, signed by its cluster's node CA: replacing it renews,
+	// deleting it revokes.
+	CredNodeCert = "node-cert"
 	// CredCluster is a cluster's credential, kept by root.
 	CredCluster = "cluster"
 	// CredRoot is root's credential, kept by a cluster.

@@ -2910,8 +2910,12 @@ func (x *ClusterError) GetError() string {
 }
 
 type RegisterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *Node                  `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  *Node                  `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// A certificate signing request (DER) for the node's own key, sent over
+	// TLS by an agent that has no valid client certificate yet. A cluster
+	// with a node CA (cluster.node_ca) answers with node_certificate.
+	Csr           []byte `protobuf:"bytes,2,opt,name=csr,proto3" json:"csr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2953,6 +2957,13 @@ func (x *RegisterRequest) GetNode() *Node {
 	return nil
 }
 
+func (x *RegisterRequest) GetCsr() []byte {
+	if x != nil {
+		return x.Csr
+	}
+	return nil
+}
+
 type RegisterResponse struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Cluster           string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -2960,9 +2971,13 @@ type RegisterResponse struct {
 	// The node's own credential, returned once when the node is enrolled (with
 	// a join token, or by an admin). The agent keeps it and presents it for
 	// every call from then on; the cluster keeps only its hash.
-	NodeToken     string `protobuf:"bytes,3,opt,name=node_token,json=nodeToken,proto3" json:"node_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NodeToken string `protobuf:"bytes,3,opt,name=node_token,json=nodeToken,proto3" json:"node_token,omitempty"`
+	// The node's client certificate (PEM), signed by the cluster's node CA
+	// for the key of the request's csr: CN and URI SAN unyo://node/NAME. The
+	// agent presents it instead of a token from then on.
+	NodeCertificate []byte `protobuf:"bytes,4,opt,name=node_certificate,json=nodeCertificate,proto3" json:"node_certificate,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
@@ -3016,6 +3031,111 @@ func (x *RegisterResponse) GetNodeToken() string {
 	return ""
 }
 
+func (x *RegisterResponse) GetNodeCertificate() []byte {
+	if x != nil {
+		return x.NodeCertificate
+	}
+	return nil
+}
+
+type RenewCertificateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// A certificate signing request (DER) for the node's new key.
+	Csr           []byte `protobuf:"bytes,2,opt,name=csr,proto3" json:"csr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCertificateRequest) Reset() {
+	*x = RenewCertificateRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCertificateRequest) ProtoMessage() {}
+
+func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
+func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RenewCertificateRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RenewCertificateRequest) GetCsr() []byte {
+	if x != nil {
+		return x.Csr
+	}
+	return nil
+}
+
+type RenewCertificateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new client certificate (PEM); the one the call presented is revoked.
+	Certificate   []byte `protobuf:"bytes,1,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCertificateResponse) Reset() {
+	*x = RenewCertificateResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCertificateResponse) ProtoMessage() {}
+
+func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
+func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RenewCertificateResponse) GetCertificate() []byte {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Node     string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -3028,7 +3148,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3160,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3173,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -3087,7 +3207,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3219,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3232,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -3132,7 +3252,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3264,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3277,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -3189,7 +3309,7 @@ type ReportResultsResponse struct {
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3321,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3334,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -3254,7 +3374,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3386,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3399,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -3299,7 +3419,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3431,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3444,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -3350,7 +3470,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3482,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3495,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -3396,7 +3516,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3408,7 +3528,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3421,7 +3541,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -3448,7 +3568,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3460,7 +3580,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3473,7 +3593,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -3499,7 +3619,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3631,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3644,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -3545,7 +3665,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3677,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3690,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -3596,7 +3716,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3608,7 +3728,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3621,7 +3741,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -3641,7 +3761,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3773,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3786,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -3693,7 +3813,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3705,7 +3825,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +3838,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -3745,7 +3865,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +3877,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +3890,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -3796,7 +3916,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3808,7 +3928,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3821,7 +3941,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -3841,7 +3961,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3853,7 +3973,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3866,7 +3986,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -3893,7 +4013,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +4025,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4038,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -3945,7 +4065,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3957,7 +4077,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3970,7 +4090,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -4002,7 +4122,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4134,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4147,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -4082,7 +4202,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4094,7 +4214,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4107,7 +4227,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -4134,7 +4254,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4146,7 +4266,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4159,7 +4279,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -4186,7 +4306,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4198,7 +4318,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4211,7 +4331,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -4243,7 +4363,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4255,7 +4375,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4268,7 +4388,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -4323,7 +4443,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4455,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4468,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -4375,7 +4495,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +4507,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +4520,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -4427,7 +4547,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4439,7 +4559,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4452,7 +4572,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -4481,7 +4601,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4493,7 +4613,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4506,7 +4626,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -4546,7 +4666,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4558,7 +4678,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4571,7 +4691,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -4592,7 +4712,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4604,7 +4724,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4617,7 +4737,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -4651,7 +4771,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4663,7 +4783,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4676,7 +4796,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -4710,7 +4830,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4722,7 +4842,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4735,7 +4855,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -4797,7 +4917,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4809,7 +4929,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4822,7 +4942,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -4851,7 +4971,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4863,7 +4983,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4876,7 +4996,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RegisterClusterResponse) GetRootToken() string {
@@ -4894,7 +5014,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4906,7 +5026,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4919,7 +5039,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 type ListClustersResponse struct {
@@ -4931,7 +5051,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4943,7 +5063,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4956,7 +5076,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -4974,7 +5094,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4986,7 +5106,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4999,7 +5119,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 type GetStatusResponse struct {
@@ -5019,7 +5139,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5031,7 +5151,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5044,7 +5164,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -5111,7 +5231,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5123,7 +5243,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5136,7 +5256,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Sample) GetName() string {
@@ -5177,7 +5297,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5189,7 +5309,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5202,7 +5322,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -5229,7 +5349,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5361,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5254,7 +5374,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -5280,7 +5400,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5292,7 +5412,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5305,7 +5425,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -5342,7 +5462,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5354,7 +5474,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5367,7 +5487,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -5421,7 +5541,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5433,7 +5553,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5446,7 +5566,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -5479,7 +5599,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5491,7 +5611,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5504,7 +5624,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -5528,7 +5648,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5540,7 +5660,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5553,7 +5673,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -5603,7 +5723,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5615,7 +5735,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5628,7 +5748,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5662,7 +5782,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5674,7 +5794,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5687,7 +5807,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -5718,7 +5838,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5730,7 +5850,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5743,7 +5863,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -5784,7 +5904,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5796,7 +5916,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5809,7 +5929,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -5854,7 +5974,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5866,7 +5986,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5879,7 +5999,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -5976,7 +6096,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5988,7 +6108,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6001,7 +6121,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -6031,7 +6151,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6043,7 +6163,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6056,7 +6176,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -6100,7 +6220,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6112,7 +6232,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6125,7 +6245,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -6194,7 +6314,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6206,7 +6326,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6219,7 +6339,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -6247,7 +6367,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6259,7 +6379,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6272,7 +6392,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6302,7 +6422,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6314,7 +6434,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6327,7 +6447,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6378,7 +6498,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6390,7 +6510,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6403,7 +6523,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6447,7 +6567,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6459,7 +6579,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6472,7 +6592,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -6515,7 +6635,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6647,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6660,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -6582,7 +6702,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6594,7 +6714,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6607,7 +6727,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6642,7 +6762,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6654,7 +6774,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6667,7 +6787,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -6734,7 +6854,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6746,7 +6866,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6759,7 +6879,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -6845,7 +6965,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6857,7 +6977,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6870,7 +6990,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -6910,7 +7030,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6922,7 +7042,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6935,7 +7055,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -6988,7 +7108,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7000,7 +7120,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7013,7 +7133,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -7071,7 +7191,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7083,7 +7203,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7096,7 +7216,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -7138,7 +7258,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7150,7 +7270,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7163,7 +7283,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -7191,7 +7311,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7203,7 +7323,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7216,7 +7336,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -7245,7 +7365,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7257,7 +7377,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7270,7 +7390,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -7298,7 +7418,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7310,7 +7430,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7323,7 +7443,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -7342,7 +7462,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7354,7 +7474,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7367,7 +7487,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -7385,7 +7505,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7397,7 +7517,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7410,7 +7530,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -7440,7 +7560,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7452,7 +7572,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7465,7 +7585,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Token) GetId() string {
@@ -7560,7 +7680,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7572,7 +7692,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7585,7 +7705,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -7641,7 +7761,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7653,7 +7773,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7666,7 +7786,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -7691,7 +7811,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7703,7 +7823,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7716,7 +7836,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 type ListTokensResponse struct {
@@ -7728,7 +7848,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7740,7 +7860,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7753,7 +7873,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -7772,7 +7892,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7784,7 +7904,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7797,7 +7917,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -7816,7 +7936,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7828,7 +7948,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7841,7 +7961,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -7878,7 +7998,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7890,7 +8010,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7903,7 +8023,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -7999,7 +8119,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8011,7 +8131,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8024,7 +8144,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -8072,7 +8192,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8084,7 +8204,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8097,7 +8217,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -8374,14 +8494,21 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x03 \x01(\tR\acluster\">\n" +
 	"\fClusterError\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"4\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"F\n" +
 	"\x0fRegisterRequest\x12!\n" +
-	"\x04node\x18\x01 \x01(\v2\r.unyo.v1.NodeR\x04node\"\x95\x01\n" +
+	"\x04node\x18\x01 \x01(\v2\r.unyo.v1.NodeR\x04node\x12\x10\n" +
+	"\x03csr\x18\x02 \x01(\fR\x03csr\"\xc0\x01\n" +
 	"\x10RegisterResponse\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12H\n" +
 	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1d\n" +
 	"\n" +
-	"node_token\x18\x03 \x01(\tR\tnodeToken\"\x86\x01\n" +
+	"node_token\x18\x03 \x01(\tR\tnodeToken\x12)\n" +
+	"\x10node_certificate\x18\x04 \x01(\fR\x0fnodeCertificate\"?\n" +
+	"\x17RenewCertificateRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
+	"\x03csr\x18\x02 \x01(\fR\x03csr\"<\n" +
+	"\x18RenewCertificateResponse\x12 \n" +
+	"\vcertificate\x18\x01 \x01(\fR\vcertificate\"\x86\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
 	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12/\n" +
@@ -8780,12 +8907,13 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x10ALERT_STATE_OPEN\x10\x01\x12\x1c\n" +
 	"\x18ALERT_STATE_ACKNOWLEDGED\x10\x02\x12\x18\n" +
 	"\x14ALERT_STATE_RESOLVED\x10\x03\x12\x16\n" +
-	"\x12ALERT_STATE_CLOSED\x10\x042\xa7\x02\n" +
+	"\x12ALERT_STATE_CLOSED\x10\x042\x80\x03\n" +
 	"\fAgentService\x12?\n" +
 	"\bRegister\x12\x18.unyo.v1.RegisterRequest\x1a\x19.unyo.v1.RegisterResponse\x12B\n" +
 	"\tHeartbeat\x12\x19.unyo.v1.HeartbeatRequest\x1a\x1a.unyo.v1.HeartbeatResponse\x12N\n" +
 	"\rReportResults\x12\x1d.unyo.v1.ReportResultsRequest\x1a\x1e.unyo.v1.ReportResultsResponse\x12B\n" +
-	"\tGetChecks\x12\x19.unyo.v1.GetChecksRequest\x1a\x1a.unyo.v1.GetChecksResponse2\xe9\x01\n" +
+	"\tGetChecks\x12\x19.unyo.v1.GetChecksRequest\x1a\x1a.unyo.v1.GetChecksResponse\x12W\n" +
+	"\x10RenewCertificate\x12 .unyo.v1.RenewCertificateRequest\x1a!.unyo.v1.RenewCertificateResponse2\xe9\x01\n" +
 	"\rObjectService\x126\n" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
@@ -8853,217 +8981,219 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
 var file_unyo_v1_unyo_proto_goTypes = []any{
-	(CheckStatus)(0),                // 0: unyo.v1.CheckStatus
-	(Level)(0),                      // 1: unyo.v1.Level
-	(NodeState)(0),                  // 2: unyo.v1.NodeState
-	(AlertLevel)(0),                 // 3: unyo.v1.AlertLevel
-	(AlertState)(0),                 // 4: unyo.v1.AlertState
-	(*Capacity)(nil),                // 5: unyo.v1.Capacity
-	(*Node)(nil),                    // 6: unyo.v1.Node
-	(*PluginStatus)(nil),            // 7: unyo.v1.PluginStatus
-	(*CheckSpec)(nil),               // 8: unyo.v1.CheckSpec
-	(*PluginCheck)(nil),             // 9: unyo.v1.PluginCheck
-	(*MetricCheck)(nil),             // 10: unyo.v1.MetricCheck
-	(*LogCheck)(nil),                // 11: unyo.v1.LogCheck
-	(*Check)(nil),                   // 12: unyo.v1.Check
-	(*PerfData)(nil),                // 13: unyo.v1.PerfData
-	(*Event)(nil),                   // 14: unyo.v1.Event
-	(*Explanation)(nil),             // 15: unyo.v1.Explanation
-	(*ExplanationStep)(nil),         // 16: unyo.v1.ExplanationStep
-	(*EventMatch)(nil),              // 17: unyo.v1.EventMatch
-	(*CreateAlertAction)(nil),       // 18: unyo.v1.CreateAlertAction
-	(*DeleteAlertAction)(nil),       // 19: unyo.v1.DeleteAlertAction
-	(*ApiHookAction)(nil),           // 20: unyo.v1.ApiHookAction
-	(*Action)(nil),                  // 21: unyo.v1.Action
-	(*PluginAction)(nil),            // 22: unyo.v1.PluginAction
-	(*EventRuleSpec)(nil),           // 23: unyo.v1.EventRuleSpec
-	(*EventRule)(nil),               // 24: unyo.v1.EventRule
-	(*AggregateGroup)(nil),          // 25: unyo.v1.AggregateGroup
-	(*MaintenanceSpec)(nil),         // 26: unyo.v1.MaintenanceSpec
-	(*Maintenance)(nil),             // 27: unyo.v1.Maintenance
-	(*AlertTransition)(nil),         // 28: unyo.v1.AlertTransition
-	(*Alert)(nil),                   // 29: unyo.v1.Alert
-	(*Object)(nil),                  // 30: unyo.v1.Object
-	(*ObjectRef)(nil),               // 31: unyo.v1.ObjectRef
-	(*ClusterError)(nil),            // 32: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),         // 33: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),        // 34: unyo.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),        // 35: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),       // 36: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),    // 37: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),   // 38: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),        // 39: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),       // 40: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),            // 41: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 42: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),           // 43: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),           // 44: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),          // 45: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),              // 46: unyo.v1.GetRequest
-	(*GetResponse)(nil),             // 47: unyo.v1.GetResponse
-	(*ListRequest)(nil),             // 48: unyo.v1.ListRequest
-	(*ListResponse)(nil),            // 49: unyo.v1.ListResponse
-	(*ListNodesRequest)(nil),        // 50: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),       // 51: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),          // 52: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),         // 53: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),       // 54: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),      // 55: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),         // 56: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),        // 57: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),       // 58: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),      // 59: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),         // 60: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),        // 61: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),      // 62: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),     // 63: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),   // 64: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),  // 65: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),             // 66: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),  // 67: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil), // 68: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),     // 69: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 70: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),        // 71: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),       // 72: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                  // 73: unyo.v1.Sample
-	(*Point)(nil),                   // 74: unyo.v1.Point
-	(*Series)(nil),                  // 75: unyo.v1.Series
-	(*SeriesLabels)(nil),            // 76: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),             // 77: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),     // 78: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),    // 79: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),       // 80: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),     // 81: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),    // 82: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),           // 83: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),          // 84: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                // 85: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),        // 86: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),       // 87: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),               // 88: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),        // 89: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),       // 90: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),               // 91: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),         // 92: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),        // 93: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),        // 94: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),       // 95: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),      // 96: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                  // 97: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),     // 98: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),       // 99: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),              // 100: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),      // 101: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),       // 102: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),      // 103: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),       // 104: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),      // 105: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),    // 106: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),   // 107: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                   // 108: unyo.v1.Token
-	(*CreateTokenRequest)(nil),      // 109: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),     // 110: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),       // 111: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),      // 112: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),      // 113: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),     // 114: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),             // 115: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),        // 116: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),       // 117: unyo.v1.ListAuditResponse
-	nil,                             // 118: unyo.v1.Node.LabelsEntry
-	nil,                             // 119: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                             // 120: unyo.v1.CheckSpec.EnvEntry
-	nil,                             // 121: unyo.v1.Check.LabelsEntry
-	nil,                             // 122: unyo.v1.Event.LabelsEntry
-	nil,                             // 123: unyo.v1.EventMatch.LabelsEntry
-	nil,                             // 124: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                             // 125: unyo.v1.EventRule.LabelsEntry
-	nil,                             // 126: unyo.v1.Maintenance.LabelsEntry
-	nil,                             // 127: unyo.v1.Sample.LabelsEntry
-	nil,                             // 128: unyo.v1.Series.LabelsEntry
-	nil,                             // 129: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                             // 130: unyo.v1.LogEntry.FieldsEntry
-	nil,                             // 131: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 132: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),         // 133: google.protobuf.Struct
-	(*durationpb.Duration)(nil),     // 134: google.protobuf.Duration
+	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
+	(Level)(0),                       // 1: unyo.v1.Level
+	(NodeState)(0),                   // 2: unyo.v1.NodeState
+	(AlertLevel)(0),                  // 3: unyo.v1.AlertLevel
+	(AlertState)(0),                  // 4: unyo.v1.AlertState
+	(*Capacity)(nil),                 // 5: unyo.v1.Capacity
+	(*Node)(nil),                     // 6: unyo.v1.Node
+	(*PluginStatus)(nil),             // 7: unyo.v1.PluginStatus
+	(*CheckSpec)(nil),                // 8: unyo.v1.CheckSpec
+	(*PluginCheck)(nil),              // 9: unyo.v1.PluginCheck
+	(*MetricCheck)(nil),              // 10: unyo.v1.MetricCheck
+	(*LogCheck)(nil),                 // 11: unyo.v1.LogCheck
+	(*Check)(nil),                    // 12: unyo.v1.Check
+	(*PerfData)(nil),                 // 13: unyo.v1.PerfData
+	(*Event)(nil),                    // 14: unyo.v1.Event
+	(*Explanation)(nil),              // 15: unyo.v1.Explanation
+	(*ExplanationStep)(nil),          // 16: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),               // 17: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),        // 18: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),        // 19: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),            // 20: unyo.v1.ApiHookAction
+	(*Action)(nil),                   // 21: unyo.v1.Action
+	(*PluginAction)(nil),             // 22: unyo.v1.PluginAction
+	(*EventRuleSpec)(nil),            // 23: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),                // 24: unyo.v1.EventRule
+	(*AggregateGroup)(nil),           // 25: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),          // 26: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),              // 27: unyo.v1.Maintenance
+	(*AlertTransition)(nil),          // 28: unyo.v1.AlertTransition
+	(*Alert)(nil),                    // 29: unyo.v1.Alert
+	(*Object)(nil),                   // 30: unyo.v1.Object
+	(*ObjectRef)(nil),                // 31: unyo.v1.ObjectRef
+	(*ClusterError)(nil),             // 32: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),          // 33: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),         // 34: unyo.v1.RegisterResponse
+	(*RenewCertificateRequest)(nil),  // 35: unyo.v1.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil), // 36: unyo.v1.RenewCertificateResponse
+	(*HeartbeatRequest)(nil),         // 37: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 38: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),     // 39: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),    // 40: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),         // 41: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),        // 42: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),             // 43: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),              // 44: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),            // 45: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),            // 46: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 47: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),               // 48: unyo.v1.GetRequest
+	(*GetResponse)(nil),              // 49: unyo.v1.GetResponse
+	(*ListRequest)(nil),              // 50: unyo.v1.ListRequest
+	(*ListResponse)(nil),             // 51: unyo.v1.ListResponse
+	(*ListNodesRequest)(nil),         // 52: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 53: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),           // 54: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 55: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),        // 56: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),       // 57: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),          // 58: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),         // 59: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),        // 60: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),       // 61: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),          // 62: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),         // 63: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),       // 64: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),      // 65: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),    // 66: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),   // 67: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),              // 68: unyo.v1.ClusterInfo
+	(*RegisterClusterRequest)(nil),   // 69: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),  // 70: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),      // 71: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),     // 72: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),         // 73: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 74: unyo.v1.GetStatusResponse
+	(*Sample)(nil),                   // 75: unyo.v1.Sample
+	(*Point)(nil),                    // 76: unyo.v1.Point
+	(*Series)(nil),                   // 77: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 78: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 79: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 80: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 81: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 82: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 83: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 84: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 85: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 86: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 87: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 88: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 89: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 90: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 91: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 92: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 93: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 94: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 95: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 96: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 97: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 98: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 99: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 100: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 101: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 102: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 103: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 104: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 105: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),        // 106: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 107: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 108: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 109: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 110: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 111: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 112: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 113: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 114: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 115: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 116: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 117: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 118: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 119: unyo.v1.ListAuditResponse
+	nil,                              // 120: unyo.v1.Node.LabelsEntry
+	nil,                              // 121: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 122: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 123: unyo.v1.Check.LabelsEntry
+	nil,                              // 124: unyo.v1.Event.LabelsEntry
+	nil,                              // 125: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 126: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 127: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 128: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 129: unyo.v1.Sample.LabelsEntry
+	nil,                              // 130: unyo.v1.Series.LabelsEntry
+	nil,                              // 131: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 132: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 133: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 134: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 135: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 136: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	118, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	132, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	132, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	134, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	134, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	132, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	119, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	120, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	134, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	121, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	122, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	133, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	121, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	135, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	123, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	132, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	132, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	134, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	134, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	132, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	134, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	132, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	134, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	134, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	136, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	134, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	136, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	122, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	124, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	132, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	132, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	123, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	124, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	134, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	134, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	125, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	126, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	133, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	135, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	125, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	127, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	132, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	132, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	132, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	132, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	134, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	134, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	134, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	134, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	126, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	128, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	132, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	132, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	132, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	134, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	134, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	134, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	132, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	132, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	134, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	134, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	134, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	136, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
 	12,  // 65: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
 	30,  // 66: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
 	31,  // 67: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	42,  // 68: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	44,  // 68: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
 	32,  // 69: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	31,  // 70: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	42,  // 71: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	44,  // 71: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
 	32,  // 72: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	31,  // 73: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
 	30,  // 74: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
@@ -9088,146 +9218,148 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	132, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	134, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	134, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	66,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	132, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	68,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	134, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	127, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	128, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	74,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	129, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	73,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	77,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	132, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	132, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	134, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	132, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	75,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	129, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	130, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	76,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	131, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	75,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	79,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	134, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	134, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	136, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	134, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	77,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	132, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	76,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	134, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	134, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	78,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	130, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	85,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	132, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	132, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	88,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	85,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	134, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	132, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	87,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	134, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	134, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	90,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	87,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 125: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	88,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	134, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	134, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	91,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	134, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	90,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	136, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	136, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	93,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 131: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	132, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	85,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	134, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	134, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	87,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 135: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	132, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	131, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	132, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	97,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	134, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	134, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	133, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	134, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	99,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
 	32,  // 141: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	132, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	132, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	100, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	134, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	134, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	134, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	102, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
 	32,  // 146: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	32,  // 147: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	132, // 148: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	132, // 149: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	132, // 150: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	132, // 151: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	134, // 152: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	108, // 153: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	108, // 154: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	108, // 155: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	132, // 156: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	132, // 157: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	115, // 158: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	134, // 148: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	134, // 149: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	134, // 150: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	134, // 151: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	136, // 152: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	110, // 153: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	110, // 154: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	110, // 155: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	134, // 156: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	134, // 157: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	117, // 158: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
 	32,  // 159: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	33,  // 160: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	35,  // 161: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	37,  // 162: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	39,  // 163: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	41,  // 164: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	44,  // 165: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	46,  // 166: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	48,  // 167: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	50,  // 168: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	52,  // 169: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	102, // 170: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	54,  // 171: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	56,  // 172: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	58,  // 173: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	60,  // 174: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	62,  // 175: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	62,  // 176: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 177: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	67,  // 178: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	69,  // 179: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	104, // 180: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	106, // 181: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	71,  // 182: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	78,  // 183: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	80,  // 184: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	81,  // 185: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	83,  // 186: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	86,  // 187: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	89,  // 188: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	92,  // 189: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	94,  // 190: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	96,  // 191: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	99,  // 192: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	109, // 193: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	111, // 194: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	113, // 195: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	116, // 196: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 197: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	36,  // 198: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	38,  // 199: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	40,  // 200: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	43,  // 201: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	45,  // 202: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	47,  // 203: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	49,  // 204: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	51,  // 205: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	53,  // 206: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	103, // 207: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	55,  // 208: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	57,  // 209: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	59,  // 210: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	61,  // 211: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	63,  // 212: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	63,  // 213: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 214: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	68,  // 215: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	70,  // 216: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	105, // 217: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	107, // 218: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	72,  // 219: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	79,  // 220: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	82,  // 221: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	82,  // 222: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 223: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	87,  // 224: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	90,  // 225: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	93,  // 226: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	95,  // 227: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	98,  // 228: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	101, // 229: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	110, // 230: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	112, // 231: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	114, // 232: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	117, // 233: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	197, // [197:234] is the sub-list for method output_type
-	160, // [160:197] is the sub-list for method input_type
+	37,  // 161: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 162: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 163: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 164: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 165: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 166: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 167: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 168: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	52,  // 169: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	54,  // 170: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	104, // 171: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 172: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	58,  // 173: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	60,  // 174: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	62,  // 175: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	64,  // 176: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 177: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	66,  // 178: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	69,  // 179: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	71,  // 180: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	106, // 181: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	108, // 182: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	73,  // 183: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	80,  // 184: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	82,  // 185: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	83,  // 186: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	85,  // 187: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	88,  // 188: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	91,  // 189: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	94,  // 190: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	96,  // 191: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	98,  // 192: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	101, // 193: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	111, // 194: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	113, // 195: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	115, // 196: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	118, // 197: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 198: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 199: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 200: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 201: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 202: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 203: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 204: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 205: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 206: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	53,  // 207: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	55,  // 208: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	105, // 209: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 210: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	59,  // 211: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	61,  // 212: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	63,  // 213: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	65,  // 214: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 215: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	67,  // 216: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	70,  // 217: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	72,  // 218: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	107, // 219: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	109, // 220: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	74,  // 221: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	81,  // 222: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	84,  // 223: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 224: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	86,  // 225: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	89,  // 226: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	92,  // 227: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	95,  // 228: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	97,  // 229: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	100, // 230: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	103, // 231: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	112, // 232: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	114, // 233: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	116, // 234: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	119, // 235: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	198, // [198:236] is the sub-list for method output_type
+	160, // [160:198] is the sub-list for method input_type
 	160, // [160:160] is the sub-list for extension type_name
 	160, // [160:160] is the sub-list for extension extendee
 	0,   // [0:160] is the sub-list for field type_name
@@ -9256,7 +9388,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   127,
+			NumMessages:   129,
 			NumExtensions: 0,
 			NumServices:   13,
 		},

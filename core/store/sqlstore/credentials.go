@@ -122,7 +122,7 @@ func (s *Store) DeleteNode(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("delete node %q: %w", name, err)
 		}
-		res, err = tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind = $1 AND name = $2", store.CredNode, name)
+		res, err = tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind IN ($1, $2) AND name = $3", store.CredNode, store.CredNodeCert, name)
 		if err != nil {
 			return fmt.Errorf("revoke the credential of node %q: %w", name, err)
 		}

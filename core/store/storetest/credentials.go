@@ -49,12 +49,16 @@ func credentialTests() []contractTest {
 		{"DeleteNodeRevokes", func(t *testing.T, s store.Store) {
 			must(t, s.UpsertNode(ctx(t), &unyov1.Node{Name: "web1"}))
 			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web1", Hash: "h"}))
+			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNodeCert, Name: "web1", Hash: "serial1"}))
 			must(t, s.DeleteNode(ctx(t), "web1"))
 			if _, err := s.GetNode(ctx(t), "web1"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("deleted node: %v", err)
 			}
 			if got, _ := s.LookupCredential(ctx(t), "h"); len(got) != 0 {
 				t.Errorf("the deleted node's credential still finds %v", got)
+			}
+			if _, err := s.GetCredential(ctx(t), store.CredNodeCert, "web1"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the deleted node's certificate serial: %v, want ErrNotFound", err)
 			}
 			if err := s.DeleteNode(ctx(t), "web1"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("second delete: %v, want ErrNotFound", err)

@@ -69,6 +69,9 @@ const (
 	AgentServiceReportResultsProcedure = "/unyo.v1.AgentService/ReportResults"
 	// AgentServiceGetChecksProcedure is the fully-qualified name of the AgentService's GetChecks RPC.
 	AgentServiceGetChecksProcedure = "/unyo.v1.AgentService/GetChecks"
+	// AgentServiceRenewCertificateProcedure is the fully-qualified name of the AgentService's
+	// RenewCertificate RPC.
+	AgentServiceRenewCertificateProcedure = "/unyo.v1.AgentService/RenewCertificate"
 	// ObjectServiceApplyProcedure is the fully-qualified name of the ObjectService's Apply RPC.
 	ObjectServiceApplyProcedure = "/unyo.v1.ObjectService/Apply"
 	// ObjectServiceDeleteProcedure is the fully-qualified name of the ObjectService's Delete RPC.
@@ -153,6 +156,9 @@ type AgentServiceClient interface {
 	Heartbeat(context.Context, *connect.Request[unyov1.HeartbeatRequest]) (*connect.Response[unyov1.HeartbeatResponse], error)
 	ReportResults(context.Context, *connect.Request[unyov1.ReportResultsRequest]) (*connect.Response[unyov1.ReportResultsResponse], error)
 	GetChecks(context.Context, *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error)
+	// RenewCertificate signs a new client certificate for the calling node,
+	// which presents its current one; the old one stops working.
+	RenewCertificate(context.Context, *connect.Request[unyov1.RenewCertificateRequest]) (*connect.Response[unyov1.RenewCertificateResponse], error)
 }
 
 // NewAgentServiceClient constructs a client for the unyo.v1.AgentService service. By default, it
@@ -190,15 +196,22 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("GetChecks")),
 			connect.WithClientOptions(opts...),
 		),
+		renewCertificate: connect.NewClient[unyov1.RenewCertificateRequest, unyov1.RenewCertificateResponse](
+			httpClient,
+			baseURL+AgentServiceRenewCertificateProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("RenewCertificate")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // agentServiceClient implements AgentServiceClient.
 type agentServiceClient struct {
-	register      *connect.Client[unyov1.RegisterRequest, unyov1.RegisterResponse]
-	heartbeat     *connect.Client[unyov1.HeartbeatRequest, unyov1.HeartbeatResponse]
-	reportResults *connect.Client[unyov1.ReportResultsRequest, unyov1.ReportResultsResponse]
-	getChecks     *connect.Client[unyov1.GetChecksRequest, unyov1.GetChecksResponse]
+	register         *connect.Client[unyov1.RegisterRequest, unyov1.RegisterResponse]
+	heartbeat        *connect.Client[unyov1.HeartbeatRequest, unyov1.HeartbeatResponse]
+	reportResults    *connect.Client[unyov1.ReportResultsRequest, unyov1.ReportResultsResponse]
+	getChecks        *connect.Client[unyov1.GetChecksRequest, unyov1.GetChecksResponse]
+	renewCertificate *connect.Client[unyov1.RenewCertificateRequest, unyov1.RenewCertificateResponse]
 }
 
 // Register calls unyo.v1.AgentService.Register.
@@ -221,12 +234,20 @@ func (c *agentServiceClient) GetChecks(ctx context.Context, req *connect.Request
 	return c.getChecks.CallUnary(ctx, req)
 }
 
+// RenewCertificate calls unyo.v1.AgentService.RenewCertificate.
+func (c *agentServiceClient) RenewCertificate(ctx context.Context, req *connect.Request[unyov1.RenewCertificateRequest]) (*connect.Response[unyov1.RenewCertificateResponse], error) {
+	return c.renewCertificate.CallUnary(ctx, req)
+}
+
 // AgentServiceHandler is an implementation of the unyo.v1.AgentService service.
 type AgentServiceHandler interface {
 	Register(context.Context, *connect.Request[unyov1.RegisterRequest]) (*connect.Response[unyov1.RegisterResponse], error)
 	Heartbeat(context.Context, *connect.Request[unyov1.HeartbeatRequest]) (*connect.Response[unyov1.HeartbeatResponse], error)
 	ReportResults(context.Context, *connect.Request[unyov1.ReportResultsRequest]) (*connect.Response[unyov1.ReportResultsResponse], error)
 	GetChecks(context.Context, *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error)
+	// RenewCertificate signs a new client certificate for the calling node,
+	// which presents its current one; the old one stops working.
+	RenewCertificate(context.Context, *connect.Request[unyov1.RenewCertificateRequest]) (*connect.Response[unyov1.RenewCertificateResponse], error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -260,6 +281,12 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("GetChecks")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceRenewCertificateHandler := connect.NewUnaryHandler(
+		AgentServiceRenewCertificateProcedure,
+		svc.RenewCertificate,
+		connect.WithSchema(agentServiceMethods.ByName("RenewCertificate")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceRegisterProcedure:
@@ -270,6 +297,8 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceReportResultsHandler.ServeHTTP(w, r)
 		case AgentServiceGetChecksProcedure:
 			agentServiceGetChecksHandler.ServeHTTP(w, r)
+		case AgentServiceRenewCertificateProcedure:
+			agentServiceRenewCertificateHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -293,6 +322,10 @@ func (UnimplementedAgentServiceHandler) ReportResults(context.Context, *connect.
 
 func (UnimplementedAgentServiceHandler) GetChecks(context.Context, *connect.Request[unyov1.GetChecksRequest]) (*connect.Response[unyov1.GetChecksResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AgentService.GetChecks is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) RenewCertificate(context.Context, *connect.Request[unyov1.RenewCertificateRequest]) (*connect.Response[unyov1.RenewCertificateResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.AgentService.RenewCertificate is not implemented"))
 }
 
 // ObjectServiceClient is a client for the unyo.v1.ObjectService service.
