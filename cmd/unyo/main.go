@@ -37,7 +37,7 @@ func newRootCommand() *cobra.Command {
 		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
 		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
-		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g),
+		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
 		newStatusCommand(g), newVersionCommand(),
 	)
 	return cmd

@@ -83,6 +83,7 @@ func Methods(c *client.Clients) []Method {
 		method("AgentService/Heartbeat", &unyov1.HeartbeatRequest{Node: Node, Plugins: []*unyov1.PluginStatus{{Kind: "check", Name: "tcp", State: "running", Since: now}}}, c.Agent.Heartbeat),
 		method("AgentService/ReportResults", &unyov1.ReportResultsRequest{Node: Node, Results: []*unyov1.Event{result}}, c.Agent.ReportResults),
 		method("AgentService/GetChecks", &unyov1.GetChecksRequest{Node: Node}, c.Agent.GetChecks),
+		method("AgentService/RenewCertificate", &unyov1.RenewCertificateRequest{Node: Node, Csr: []byte("not a csr")}, c.Agent.RenewCertificate),
 		method("ObjectService/Apply", &unyov1.ApplyRequest{Objects: []*unyov1.Object{check, plugin, rule, window}}, c.Objects.Apply),
 		method("ObjectService/Delete", &unyov1.DeleteRequest{Refs: []*unyov1.ObjectRef{ref}}, c.Objects.Delete),
 		method("ObjectService/Get", &unyov1.GetRequest{Ref: ref}, c.Objects.Get),

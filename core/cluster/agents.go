@@ -44,7 +44,7 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.address: %w", err))
 	}
 	n.Address = addr
-	token, err := s.c.enrol(ctx, p, n.GetName())
+	token, cert, err := s.c.enrol(ctx, p, n.GetName(), req.Msg.GetCsr())
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +57,12 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		n.State = old.GetState()
 	}
 	if err := s.c.store.UpsertNode(ctx, n); err != nil {
-		if token != "" { // let the agent enrol again with its join token
-			if derr := s.c.store.DeleteCredential(context.WithoutCancel(ctx), store.CredNode, n.GetName()); derr != nil {
+		if token != "" || (cert != nil && p.Kind == server.KindJoin) { // let the agent enrol again with its join token
+			kind := store.CredNode
+			if cert != nil {
+				kind = store.CredNodeCert
+			}
+			if derr := s.c.store.DeleteCredential(context.WithoutCancel(ctx), kind, n.GetName()); derr != nil {
 				s.c.log.Warn("withdrawing the credential of a node whose registration failed failed too; an admin may need to run unyo nodes delete", "node", n.GetName(), "err", derr)
 			}
 		}
@@ -69,12 +73,37 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	s.c.nodePlugins[n.GetName()] = n.GetPlugins()
 	s.c.knownMu.Unlock()
 	s.c.beats.add(n.GetName(), time.Now())
-	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels(), "by", p.String(), "enrolled", token != "")
+	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels(), "by", p.String(), "enrolled", token != "", "certificate_issued", cert != nil)
 	return connect.NewResponse(&unyov1.RegisterResponse{
 		Cluster:           s.c.opts.Name,
 		HeartbeatInterval: durationpb.New(s.c.opts.HeartbeatInterval),
 		NodeToken:         token,
+		NodeCertificate:   cert,
 	}), nil
+}
+
+// RenewCertificate signs a new certificate for the calling node, which
+// presents its current one (or its token); the new serial replaces the old,
+// so the old certificate stops working.
+func (s *agentService) RenewCertificate(ctx context.Context, req *connect.Request[unyov1.RenewCertificateRequest]) (*connect.Response[unyov1.RenewCertificateResponse], error) {
+	node := req.Msg.GetNode()
+	if err := server.RequireNode(ctx, node); err != nil {
+		return nil, err
+	}
+	if s.c.opts.NodeCA == nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("cluster %q has no node CA (cluster.node_ca), so its nodes authenticate with their tokens, not certificates", s.c.opts.Name))
+	}
+	if _, err := s.c.store.GetNode(ctx, node); errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q is not registered in cluster %q", node, s.c.opts.Name))
+	} else if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("look up node %q: %w", node, err))
+	}
+	cert, err := s.c.signNode(ctx, server.PrincipalFrom(ctx), node, req.Msg.GetCsr())
+	if err != nil {
+		return nil, err
+	}
+	s.c.log.Info("renewed the certificate of a node; its previous certificate no longer works", "node", node, "by", server.PrincipalFrom(ctx).String())
+	return connect.NewResponse(&unyov1.RenewCertificateResponse{Certificate: cert}), nil
 }
 
 // notePlugins keeps the plugin statuses a node's heartbeat carried: they are

@@ -57,6 +57,12 @@ type Options struct {
 	PluginEnv []string
 	// Stats configures the statistics tier; nil turns it off.
 	Stats *StatsOptions
+	// NodeCA, if set, signs the client certificates nodes enrol and renew
+	// with (cluster.node_ca), valid for NodeCertTTL (default
+	// identity.DefaultNodeCertTTL); the server's client CA must be its
+	// certificate.
+	NodeCA      *identity.CA
+	NodeCertTTL time.Duration
 	// AuditRetention is how long audit records are kept; 0 means
 	// rbac.DefaultAuditRetention.
 	AuditRetention time.Duration
@@ -93,6 +99,8 @@ type Cluster struct {
 
 	// auth recognises the credentials of this cluster's nodes and of root.
 	auth *identity.Authenticator
+	// certAuth recognises the nodes' certificates (nil without a node CA).
+	certAuth *identity.CertAuthenticator
 
 	// stats computes the statistics tier; nil when it is off.
 	stats *statsRunner
@@ -131,6 +139,9 @@ func New(st store.Store, opts Options) *Cluster {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.NodeCertTTL <= 0 {
+		opts.NodeCertTTL = identity.DefaultNodeCertTTL
+	}
 	log := opts.Logger.With("cluster", opts.Name)
 	c := &Cluster{
 		opts:     opts,
@@ -159,6 +170,9 @@ func New(st store.Store, opts Options) *Cluster {
 		c.stats = r
 	}
 	c.audit = &rbac.Recorder{Store: st, Logger: log}
+	if opts.NodeCA != nil {
+		c.certAuth = identity.NewCertAuthenticator(opts.NodeCA.Cert, st)
+	}
 	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
 	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
@@ -168,6 +182,9 @@ func New(st store.Store, opts Options) *Cluster {
 // Register mounts the cluster's services on srv.
 func (c *Cluster) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.auth)
+	if c.certAuth != nil {
+		srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.certAuth)
+	}
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{c}, o...))

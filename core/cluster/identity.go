@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -24,25 +25,75 @@ var credentialKinds = map[string]server.Kind{store.CredNode: server.KindNode, st
 // enrol issues a node's own credential when a join token or an admin
 // registers a node that has none, and returns it ("" when none is issued:
 // the node re-registers with its credential, or the server has no
-// authentication). A join token may not enrol a node that has one.
-func (c *Cluster) enrol(ctx context.Context, p server.Principal, node string) (string, error) {
-	if p.Kind != server.KindJoin && !(p.Kind == server.KindUser && p.Role >= server.RoleAdmin) {
-		return "", nil
+// authentication). A join token may not enrol a node that has one. With a
+// node CA and a CSR the credential is a client certificate (PEM) instead
+// of a token; a node re-registering with its token gets one too, so that
+// turning on the node CA moves enrolled nodes to certificates.
+func (c *Cluster) enrol(ctx context.Context, p server.Principal, node string, csr []byte) (token string, cert []byte, err error) {
+	admin := p.Kind == server.KindUser && p.Role >= server.RoleAdmin
+	if len(csr) > 0 && c.opts.NodeCA != nil && (p.Kind == server.KindJoin || p.Kind == server.KindNode || admin) {
+		cert, err := c.signNode(ctx, p, node, csr)
+		return "", cert, err
 	}
-	token, err := identity.NewToken("unyo-node-")
+	if p.Kind != server.KindJoin && !admin {
+		return "", nil, nil
+	}
+	token, err = identity.NewToken("unyo-node-")
 	if err != nil {
-		return "", internal(err)
+		return "", nil, internal(err)
 	}
 	err = c.store.AddCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: identity.Hash(token)})
 	switch {
 	case errors.Is(err, store.ErrExists) && p.Kind == server.KindJoin:
-		return "", connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q is enrolled already, and a join token cannot take it over; to enrol this machine again, an admin runs `unyo nodes delete %s` first", node, node))
+		return "", nil, enrolledAlready(node)
 	case errors.Is(err, store.ErrExists):
-		return "", nil // an admin re-registering keeps the node's credential
+		return "", nil, nil // an admin re-registering keeps the node's credential
 	case err != nil:
-		return "", connect.NewError(connect.CodeUnavailable, fmt.Errorf("enrol node %q: %w", node, err))
+		return "", nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("enrol node %q: %w", node, err))
 	}
-	return token, nil
+	return token, nil, nil
+}
+
+func enrolledAlready(node string) error {
+	return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q is enrolled already, and a join token cannot take it over; to enrol this machine again, an admin runs `unyo nodes delete %s` first", node, node))
+}
+
+// signNode signs a certificate for node's CSR with the node CA and makes
+// its serial the node's current one, which revokes the one before. A join
+// token may not replace a certificate or token the node has.
+func (c *Cluster) signNode(ctx context.Context, p server.Principal, node string, csr []byte) ([]byte, error) {
+	if p.Kind == server.KindJoin {
+		if _, err := c.store.GetCredential(ctx, store.CredNode, node); err == nil {
+			return nil, enrolledAlready(node)
+		}
+	}
+	cert, serial, err := c.opts.NodeCA.SignNode(csr, node, c.opts.NodeCertTTL, time.Now())
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	cred := store.Credential{Kind: store.CredNodeCert, Name: node, Hash: serial}
+	if p.Kind == server.KindJoin {
+		err = c.store.AddCredential(ctx, cred)
+	} else {
+		err = c.store.PutCredential(ctx, cred)
+	}
+	switch {
+	case errors.Is(err, store.ErrExists):
+		return nil, enrolledAlready(node)
+	case err != nil:
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("keep the certificate serial of node %q: %w", node, err))
+	}
+	c.certAuth.Forget(node)
+	return cert, nil
+}
+
+// forgetNode makes the revoked or replaced credentials of node stop
+// working on this replica at once (others notice within the cache's TTL).
+func (c *Cluster) forgetNode(node string) {
+	c.auth.Forget(server.KindNode, node)
+	if c.certAuth != nil {
+		c.certAuth.Forget(node)
+	}
 }
 
 // probeAddress checks the address a node gives for its status endpoint,
@@ -103,7 +154,7 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("delete node %q: %w", name, err))
 	}
-	s.c.auth.Forget(server.KindNode, name)
+	s.c.forgetNode(name)
 	s.c.knownMu.Lock()
 	delete(s.c.known, name)
 	delete(s.c.nodePlugins, name)

@@ -133,7 +133,25 @@ type Cluster struct {
 	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
 	// APIHook says where EventRule api_hook actions may be sent.
 	APIHook APIHook `yaml:"api_hook" mapstructure:"api_hook"`
+	// NodeCA, when set, makes the cluster sign a client certificate for
+	// every node that enrols over TLS; the node then authenticates with it
+	// (mTLS) instead of a token. All replicas share it; make one with
+	// `unyo ca create`.
+	NodeCA NodeCA `yaml:"node_ca" mapstructure:"node_ca"`
+	// NodeCertTTL is how long a node certificate is valid; agents renew
+	// theirs when 2/3 of it has passed.
+	NodeCertTTL time.Duration `yaml:"node_cert_ttl" mapstructure:"node_cert_ttl"`
 }
+
+// NodeCA is cluster.node_ca: the CA certificate and key that sign node
+// certificates.
+type NodeCA struct {
+	CertFile string `yaml:"cert_file" mapstructure:"cert_file" want:"path"`
+	KeyFile  string `yaml:"key_file" mapstructure:"key_file" want:"path"`
+}
+
+// Enabled reports whether the node CA is configured.
+func (n NodeCA) Enabled() bool { return n.CertFile != "" || n.KeyFile != "" }
 
 // APIHook is cluster.api_hook.
 type APIHook struct {
@@ -345,6 +363,7 @@ func staticDefaults(role string) *Config {
 			DownAfter:         90 * time.Second,
 			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
 			APIHook:           APIHook{Allow: []string{}},
+			NodeCertTTL:       30 * 24 * time.Hour,
 		},
 		Agent: Agent{
 			Labels:              map[string]string{},

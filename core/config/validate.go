@@ -108,6 +108,19 @@ func (c *Config) problems() []Problem {
 		}
 		ps = append(ps, clientTLSProblems("cluster.root_tls", c.Cluster.RootTLS)...)
 		required("cluster.replica", c.Cluster.Replica, "(an id for this replica)")
+		if ca := c.Cluster.NodeCA; ca.Enabled() {
+			switch {
+			case ca.CertFile == "":
+				bad("cluster.node_ca.cert_file", "required when cluster.node_ca.key_file is set (the CA certificate, e.g. ca.crt from `unyo ca create`)")
+			case ca.KeyFile == "":
+				bad("cluster.node_ca.key_file", "required when cluster.node_ca.cert_file is set (the CA's key, e.g. ca.key from `unyo ca create`)")
+			case !c.Server.TLS.Enabled():
+				bad("cluster.node_ca", "needs server.tls.cert_file and key_file: nodes present their certificates only over TLS (and server.tls.client_ca_file, which defaults to cluster.node_ca.cert_file, verifies them)")
+			}
+		}
+		if c.Cluster.NodeCertTTL < 10*time.Second {
+			bad("cluster.node_cert_ttl", "must be at least 10s, got %s (agents renew their certificates at 2/3 of it)", c.Cluster.NodeCertTTL)
+		}
 		positive("cluster.lease_ttl", c.Cluster.LeaseTTL)
 		positive("cluster.heartbeat_interval", c.Cluster.HeartbeatInterval)
 		if c.Cluster.HeartbeatInterval > 0 && c.Cluster.StaleAfter <= c.Cluster.HeartbeatInterval {

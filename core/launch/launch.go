@@ -21,6 +21,7 @@ import (
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
+	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/logstore/clickhouse"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
@@ -200,6 +201,17 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		return err // Validate reported it already
 	}
 	opts := serverOptions(c, listen, log.With("role", "cluster"))
+	var nodeCA *identity.CA
+	if c.Cluster.NodeCA.Enabled() {
+		if nodeCA, err = identity.LoadCA(c.Cluster.NodeCA.CertFile, c.Cluster.NodeCA.KeyFile); err != nil {
+			return fmt.Errorf("cluster.node_ca: %w", err)
+		}
+		// Node certificates are verified against the node CA unless the
+		// operator named another client CA (a bundle with it, say).
+		if opts.ClientCAFile == "" {
+			opts.ClientCAFile = c.Cluster.NodeCA.CertFile
+		}
+	}
 	if h, ok := st.(interface{ Health(context.Context) error }); ok {
 		opts.Health = h.Health
 	}
@@ -214,6 +226,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Stats:             statsOptions(c),
 		AuditRetention:    c.Audit.Retention,
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
+		NodeCA:            nodeCA, NodeCertTTL: c.Cluster.NodeCertTTL,
 	})
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {
 		return err

@@ -40,12 +40,13 @@ const (
 
 // procedures classifies every procedure of the API.
 var procedures = map[string]Access{
-	unyov1connect.AgentServiceRegisterProcedure:       AccessEnrol,
-	unyov1connect.AgentServiceHeartbeatProcedure:      AccessAgent,
-	unyov1connect.AgentServiceReportResultsProcedure:  AccessAgent,
-	unyov1connect.AgentServiceGetChecksProcedure:      AccessAgent,
-	unyov1connect.MetricsServiceWriteMetricsProcedure: AccessAgent,
-	unyov1connect.LogsServiceWriteLogsProcedure:       AccessAgent,
+	unyov1connect.AgentServiceRegisterProcedure:         AccessEnrol,
+	unyov1connect.AgentServiceHeartbeatProcedure:        AccessAgent,
+	unyov1connect.AgentServiceReportResultsProcedure:    AccessAgent,
+	unyov1connect.AgentServiceGetChecksProcedure:        AccessAgent,
+	unyov1connect.AgentServiceRenewCertificateProcedure: AccessAgent,
+	unyov1connect.MetricsServiceWriteMetricsProcedure:   AccessAgent,
+	unyov1connect.LogsServiceWriteLogsProcedure:         AccessAgent,
 
 	unyov1connect.ClusterServiceRegisterClusterProcedure: AccessClusterRegister,
 	unyov1connect.ClusterServiceAddClusterProcedure:      AccessAdmin,
