@@ -12,9 +12,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/checks/schedule"
@@ -103,6 +106,13 @@ type Agent struct {
 	pluginsErr   error
 	pluginsReady chan struct{}
 
+	// nodeCert is the node's client certificate when its cluster signs
+	// one (tlsCluster: the cluster URL is https); certChanged wakes the
+	// renewal loop when the agent enrols.
+	nodeCert    nodeCert
+	tlsCluster  bool
+	certChanged chan struct{}
+
 	mu          sync.Mutex
 	cred        credential
 	registered  bool
@@ -188,7 +198,14 @@ func New(opts Options) (*Agent, error) {
 	if err := a.cred.load(); err != nil {
 		return nil, err
 	}
-	cl, err := client.New(client.Options{URL: opts.ClusterURL, TokenFunc: a.token, TLS: opts.TLS, Timeout: 30 * time.Second, Hints: agentHints, Logger: log})
+	a.tlsCluster = strings.HasPrefix(opts.ClusterURL, "https://")
+	a.certChanged = make(chan struct{}, 1)
+	a.nodeCert.path = nodeCertPath(opts.DataDir)
+	if err := a.nodeCert.load(); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(client.Options{URL: opts.ClusterURL, TokenFunc: a.token, TLS: opts.TLS, Timeout: 30 * time.Second, Hints: agentHints, Logger: log,
+		ClientCertificate: a.nodeCert.clientCertificate, Interceptors: []connect.Interceptor{a.retryRenewed()}})
 	if err != nil {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}
@@ -219,8 +236,12 @@ func New(opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// token is what the agent presents: its node's credential once it has one.
+// token is what the agent presents: its node's credential once it has one,
+// and none while it presents a valid certificate.
 func (a *Agent) token() string {
+	if a.nodeCert.valid(time.Now()) != nil {
+		return ""
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cred.node != "" {
@@ -254,6 +275,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
+	run(a.renewLoop)
 	run(a.overflowLoop)
 	for _, o := range []*outbox{{name: "results", dir: a.opts.SpoolDir, spool: a.spool, send: a.sendResults}, a.metrics, a.logs} {
 		run(func(ctx context.Context) { a.sendLoop(ctx, o) })

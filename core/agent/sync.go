@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/atomicfile"
 	"github.com/unyo-ops/unyo/core/ctxwait"
+	"github.com/unyo-ops/unyo/core/identity"
 )
 
 // backoff grows a retry delay with jitter, so that a fleet of agents does
@@ -95,9 +97,28 @@ func (a *Agent) register(ctx context.Context) error {
 		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,
 		RegisteredAt: timestamppb.Now(), Plugins: a.pluginStatusProto(),
 	}
-	resp, err := a.cl.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
+	req := &unyov1.RegisterRequest{Node: node}
+	var key *ecdsa.PrivateKey
+	if a.wantsCertificate() {
+		// The key stays here; the cluster signs its public half.
+		var err error
+		if key, req.Csr, err = identity.NewNodeKey(a.opts.NodeName); err != nil {
+			return err
+		}
+	}
+	resp, err := a.cl.Agent.Register(ctx, connect.NewRequest(req))
 	if err != nil {
 		return err
+	}
+	if cert := resp.Msg.GetNodeCertificate(); cert != nil && key != nil {
+		if err := a.nodeCert.keep(cert, key); err != nil {
+			a.log.Error("the node's certificate could not be kept; after a restart an admin must run `unyo nodes delete` before the agent can enrol again", "err", err)
+		}
+		a.log.Info("enrolled: this node's certificate is kept in the data directory and presented instead of a token from now on", "file", a.nodeCert.path)
+		select {
+		case a.certChanged <- struct{}{}:
+		default:
+		}
 	}
 	a.mu.Lock()
 	if d := resp.Msg.GetHeartbeatInterval().AsDuration(); d > 0 {
@@ -215,6 +236,9 @@ func (a *Agent) explainRevoked(err error) {
 	a.mu.Lock()
 	has, path := a.cred.node != "", a.cred.path
 	a.mu.Unlock()
+	if a.nodeCert.leaf() != nil {
+		has, path = true, a.nodeCert.path
+	}
 	if has && connect.CodeOf(err) == connect.CodeUnauthenticated {
 		a.log.Error("the cluster does not accept this node's credential any more (the node was deleted with `unyo nodes delete`, or the cluster's database was replaced); to enrol the node again, remove the credential file and restart the agent with a join token", "file", path)
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	// Logger gets the warning about a token sent over plain HTTP; default
 	// slog.Default().
 	Logger *slog.Logger
+	// ClientCertificate, when set, gives the client certificate for each
+	// new TLS connection (mTLS), so a renewed one is used without new
+	// clients; when it gives none, TLS.CertFile's is presented, if any.
+	ClientCertificate func() (*tls.Certificate, error)
 }
 
 // Hints name, for an operator, where this client's settings come from:
@@ -72,6 +76,9 @@ type Clients struct {
 	Stats       unyov1connect.StatsServiceClient
 	Tokens      unyov1connect.TokenServiceClient
 	Audit       unyov1connect.AuditServiceClient
+	// CloseIdleConnections drops the idle connections, so the next calls
+	// connect anew (with a renewed client certificate).
+	CloseIdleConnections func()
 }
 
 // New returns clients for the server at opts.URL.
@@ -96,6 +103,19 @@ func New(opts Options) (*Clients, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.ClientCertificate != nil {
+		if transport.TLSClientConfig == nil {
+			transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		static := transport.TLSClientConfig.Certificates
+		transport.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, err := opts.ClientCertificate()
+			if err == nil && (c == nil || len(c.Certificate) == 0) && len(static) > 0 {
+				return &static[0], nil
+			}
+			return c, err
+		}
+	}
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
 	token := opts.TokenFunc
 	if token == nil {
@@ -118,6 +138,8 @@ func New(opts Options) (*Clients, error) {
 		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
 		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
 		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
+
+		CloseIdleConnections: transport.CloseIdleConnections,
 	}, nil
 }
 

@@ -110,7 +110,8 @@ func TestLoadValidFiles(t *testing.T) {
 					SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}},
 					Env: []string{"HTTPS_PROXY"}},
-				APIHook: APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
+				APIHook:     APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
+				NodeCertTTL: 30 * 24 * time.Hour,
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
@@ -324,6 +325,21 @@ func TestLoadProblems(t *testing.T) {
 				`testdata/exposure.yaml: server.listen: unyo dev serves only on loopback (127.0.0.1 or [::1]), got "0.0.0.0:7400": run root, cluster and agent with ` + "`unyo server` and `unyo agent`" + ` to serve beyond this machine`,
 				`testdata/exposure.yaml: server.tls.client_ca_file: needs server.tls.cert_file and key_file: client certificates are verified only over TLS`,
 				`testdata/exposure.yaml: server.max_request_bytes: must be at least 1MiB, got 1000 bytes`,
+			},
+		},
+		{
+			name: "node CA without server TLS, half a node CA, a too short certificate lifetime",
+			opts: LoadOptions{File: "testdata/node_ca.yaml"},
+			want: []string{
+				`testdata/node_ca.yaml: cluster.node_ca: needs server.tls.cert_file and key_file: nodes present their certificates only over TLS (and server.tls.client_ca_file, which defaults to cluster.node_ca.cert_file, verifies them)`,
+				`testdata/node_ca.yaml: cluster.node_cert_ttl: must be at least 10s, got 1s (agents renew their certificates at 2/3 of it)`,
+			},
+		},
+		{
+			name: "half a node CA",
+			opts: LoadOptions{File: "testdata/node_ca_half.yaml"},
+			want: []string{
+				`testdata/node_ca_half.yaml: cluster.node_ca.key_file: required when cluster.node_ca.cert_file is set (the CA's key, e.g. ca.key from ` + "`unyo ca create`" + `)`,
 			},
 		},
 		{
@@ -754,6 +770,7 @@ func TestDefaults(t *testing.T) {
 		DownAfter:         90 * time.Second,
 		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
 		APIHook:           APIHook{Allow: []string{}},
+		NodeCertTTL:       30 * 24 * time.Hour,
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,

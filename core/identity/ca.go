@@ -159,6 +159,9 @@ func (ca *CA) SignNode(csrDER []byte, node string, ttl time.Duration, now time.T
 	if err != nil {
 		return nil, "", err
 	}
+	// A short-lived certificate is backdated less, so that most of its
+	// validity lies ahead (agents renew at 2/3 of it).
+	skew := min(clockSkew, ttl/4)
 	notAfter := now.Add(ttl)
 	if notAfter.After(ca.Cert.NotAfter) {
 		notAfter = ca.Cert.NotAfter
@@ -167,7 +170,7 @@ func (ca *CA) SignNode(csrDER []byte, node string, ttl time.Duration, now time.T
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: node},
 		URIs:         []*url.URL{{Scheme: "unyo", Host: "node", Path: "/" + node}},
-		NotBefore:    now.Add(-clockSkew),
+		NotBefore:    now.Add(-skew),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
