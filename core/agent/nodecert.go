@@ -192,8 +192,6 @@ func (a *Agent) renewCertificate(ctx context.Context) error {
 	if leaf := a.nodeCert.leaf(); leaf != nil {
 		a.log.Info("renewed this node's certificate", "serial", identity.Serial(leaf), "expires", leaf.NotAfter)
 	}
-	// Connections made with the old certificate are refused from now on.
-	a.cl.CloseIdleConnections()
 	if kept != nil {
 		a.log.Error("the renewed certificate works for this run but could not be kept; after a restart an admin must run `unyo nodes delete` before the agent can enrol again", "err", kept)
 	}
@@ -219,8 +217,7 @@ func (a *Agent) retryRenewed() connect.UnaryInterceptorFunc {
 			if a.nodeCert.gen.Load() == gen {
 				return resp, err
 			}
-			a.cl.CloseIdleConnections()
-			return next(ctx, req)
+			return next(ctx, req) // on a new connection, with the new certificate
 		}
 	}
 }

@@ -76,9 +76,6 @@ type Clients struct {
 	Stats       unyov1connect.StatsServiceClient
 	Tokens      unyov1connect.TokenServiceClient
 	Audit       unyov1connect.AuditServiceClient
-	// CloseIdleConnections drops the idle connections, so the next calls
-	// connect anew (with a renewed client certificate).
-	CloseIdleConnections func()
 }
 
 // New returns clients for the server at opts.URL.
@@ -117,6 +114,9 @@ func New(opts Options) (*Clients, error) {
 		}
 	}
 	hc := &http.Client{Transport: transport, Timeout: opts.Timeout}
+	if opts.ClientCertificate != nil {
+		hc.Transport = &certTransport{base: transport, cur: transport.Clone(), cert: opts.ClientCertificate}
+	}
 	token := opts.TokenFunc
 	if token == nil {
 		token = func() string { return opts.Token }
@@ -138,9 +138,34 @@ func New(opts Options) (*Clients, error) {
 		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
 		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
 		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
-
-		CloseIdleConnections: transport.CloseIdleConnections,
 	}, nil
+}
+
+// certTransport makes new connections once the client certificate changes:
+// a TLS connection keeps the certificate of its handshake, and the server
+// refuses a replaced one. Calls in flight finish on the old connections.
+type certTransport struct {
+	base *http.Transport
+	cert func() (*tls.Certificate, error)
+
+	mu   sync.Mutex
+	cur  *http.Transport
+	last string // the DER of the certificate cur's connections present
+}
+
+func (t *certTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var der string
+	if c, err := t.cert(); err == nil && c != nil && len(c.Certificate) > 0 {
+		der = string(c.Certificate[0])
+	}
+	t.mu.Lock()
+	if der != t.last {
+		t.cur.CloseIdleConnections()
+		t.cur, t.last = t.base.Clone(), der
+	}
+	cur := t.cur
+	t.mu.Unlock()
+	return cur.RoundTrip(r)
 }
 
 // newTokenInterceptor sets the bearer token on every call. The first time
