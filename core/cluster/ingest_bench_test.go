@@ -2,6 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
@@ -77,6 +82,7 @@ const (
 	open        ingestAuth = iota // no authentication
 	nodeTokens                    // enrolled with a join token, then each node's own credential
 	tlsAndNodes                   // the same over TLS
+	tlsAndCerts                   // over TLS, each node's certificate from the node CA (mTLS)
 )
 
 // benchIngest measures check results accepted and stored per second
@@ -87,16 +93,27 @@ func benchIngest(b *testing.B, st store.Store) { benchIngestAuth(b, st, open) }
 // says, as real agents are.
 func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 	var so server.Options
+	var co cluster.Options
 	var ca string
 	if mode != open {
 		so.Auth = server.Auth{AdminTokens: []string{"bench-admin"}, JoinTokens: []string{"bench-join"}}
 	}
-	if mode == tlsAndNodes {
+	if mode == tlsAndNodes || mode == tlsAndCerts {
 		authority := testutil.NewCA(b, "bench")
 		so.CertFile, so.KeyFile = authority.Issue(b, "cluster", "127.0.0.1")
 		ca = authority.CertFile
 	}
-	url := startClusterWith(b, st, cluster.Options{}, so)
+	if mode == tlsAndCerts {
+		caCert, caKey, err := identity.CreateCA(b.TempDir(), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if co.NodeCA, err = identity.LoadCA(caCert, caKey); err != nil {
+			b.Fatal(err)
+		}
+		so.ClientCAFile = caCert
+	}
+	url := startClusterWith(b, st, co, so)
 	ctx := context.Background()
 	const agents, batch = 8, 500
 	clients := make([]*client.Clients, agents)
@@ -106,14 +123,29 @@ func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 			b.Fatal(err)
 		}
 		node := &unyov1.Node{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{"bench": "yes"}}
-		resp, err := join.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: node}))
+		req := &unyov1.RegisterRequest{Node: node}
+		var key *ecdsa.PrivateKey
+		if mode == tlsAndCerts {
+			if key, req.Csr, err = identity.NewNodeKey(node.GetName()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		resp, err := join.Agent.Register(ctx, connect.NewRequest(req))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if mode != open && resp.Msg.GetNodeToken() == "" {
+		opts := client.Options{URL: url, Token: resp.Msg.GetNodeToken(), TLS: client.TLSOptions{CAFile: ca}}
+		switch {
+		case mode == tlsAndCerts:
+			cert, err := nodeKeyPair(resp.Msg.GetNodeCertificate(), key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts.ClientCertificate = func() (*tls.Certificate, error) { return cert, nil }
+		case mode != open && resp.Msg.GetNodeToken() == "":
 			b.Fatal("enrolment returned no node credential")
 		}
-		if clients[i], err = client.New(client.Options{URL: url, Token: resp.Msg.GetNodeToken(), TLS: client.TLSOptions{CAFile: ca}}); err != nil {
+		if clients[i], err = client.New(opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -151,14 +183,24 @@ func benchIngestAuth(b *testing.B, st store.Store, mode ingestAuth) {
 	b.ReportMetric(float64(sent.Load())/time.Since(start).Seconds(), "results/s")
 }
 
+// nodeKeyPair joins the certificate the cluster signed with the node's key.
+func nodeKeyPair(certPEM []byte, key *ecdsa.PrivateKey) (*tls.Certificate, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	return &c, err
+}
+
 // BenchmarkIngestSQLite runs the same ingest without authentication, with
-// node credentials, and with node credentials over TLS, side by side in one
-// run: what identity and TLS cost. Request limits apply to all three.
+// node credentials, with node credentials over TLS and with node
+// certificates (mTLS), side by side in one run: what identity and TLS cost. Request limits apply to all three.
 func BenchmarkIngestSQLite(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		auth ingestAuth
-	}{{"open", open}, {"node-tokens", nodeTokens}, {"tls+node-tokens", tlsAndNodes}} {
+	}{{"open", open}, {"node-tokens", nodeTokens}, {"tls+node-tokens", tlsAndNodes}, {"tls+node-certs", tlsAndCerts}} {
 		b.Run(mode.name, func(b *testing.B) {
 			st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
 			if err != nil {
