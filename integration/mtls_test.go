@@ -49,16 +49,14 @@ func certClient(t *testing.T, url, caFile string, cert *tls.Certificate) *client
 // without losing a call, and `unyo nodes delete` revokes it.
 func TestNodeCertificateEnrolRotateRevoke(t *testing.T) {
 	dir := t.TempDir()
-	caDir, tlsDir, agDir := filepath.Join(dir, "ca"), filepath.Join(dir, "tls"), filepath.Join(dir, "agent")
-	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	caDir, agDir := filepath.Join(dir, "ca"), filepath.Join(dir, "agent")
 	if out, err := exec.Command(unyoBin, "ca", "create", "--dir", caDir, "--name", "c1 nodes").CombinedOutput(); err != nil {
 		t.Fatalf("unyo ca create: %v: %s", err, out)
 	}
-	serverCert, serverKey := testutil.SelfSignedCert(t, tlsDir)
-	// The CLI and the agent trust the cluster's certificate.
-	t.Setenv("SSL_CERT_FILE", serverCert)
+	servers := testutil.NewCA(t, "servers")
+	serverCert, serverKey := servers.Issue(t, "cluster", "127.0.0.1")
+	// The CLI and the agent trust the CA of the cluster's certificate.
+	t.Setenv("SSL_CERT_FILE", servers.CertFile)
 
 	clAddr := freeAddr(t)
 	clURL := "https://" + clAddr
@@ -126,7 +124,7 @@ agent:
 		if err != nil {
 			return err
 		}
-		cl := certClient(t, clURL, serverCert, cur)
+		cl := certClient(t, clURL, servers.CertFile, cur)
 		if _, err := cl.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"})); err != nil {
 			return err
 		}
@@ -138,7 +136,7 @@ agent:
 	})
 
 	// Rotation: results keep arriving past the first certificate's expiry.
-	adminCl, err := client.New(client.Options{URL: clURL, Token: adminToken, TLS: client.TLSOptions{CAFile: serverCert}, Timeout: 10 * time.Second})
+	adminCl, err := client.New(client.Options{URL: clURL, Token: adminToken, TLS: client.TLSOptions{CAFile: servers.CertFile}, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +161,7 @@ agent:
 		t.Errorf("the agent still keeps certificate %s (expires %s); want a renewed one", identity.Serial(now.Leaf), now.Leaf.NotAfter)
 	}
 	// The replaced certificate no longer works.
-	_, err = certClient(t, clURL, serverCert, first).Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"}))
+	_, err = certClient(t, clURL, servers.CertFile, first).Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"}))
 	if err == nil {
 		t.Error("the first, replaced certificate still authenticates")
 	}
@@ -184,7 +182,7 @@ agent:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = certClient(t, clURL, serverCert, cur).Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"}))
+	_, err = certClient(t, clURL, servers.CertFile, cur).Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"}))
 	if connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "revoked") {
 		t.Errorf("the deleted node's certificate: %v, want Unauthenticated saying it was revoked", err)
 	}
