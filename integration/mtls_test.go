@@ -173,6 +173,11 @@ agent:
 	if !strings.Contains(string(log), "renewed this node's certificate") {
 		t.Error("the agent's log does not say it renewed its certificate")
 	}
+	// The renewal is in the cluster's audit log, made by the node itself.
+	renewals, err := cliJSON(t, clURL, "--token", adminToken, "audit", "ls", "--kind", "NodeCertificate")
+	if err != nil || len(renewals) == 0 || renewals[0]["who"] != "node:n1" || renewals[0]["outcome"] != "ok" {
+		t.Errorf("audit ls --kind NodeCertificate: want renewals by node:n1, got %v (%v)", renewals, err)
+	}
 
 	// Revocation: unyo nodes delete makes the current certificate fail.
 	if out, err := cli(t, clURL, "--token", adminToken, "nodes", "delete", "n1"); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -99,6 +100,7 @@ func (s *agentService) RenewCertificate(ctx context.Context, req *connect.Reques
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("look up node %q: %w", node, err))
 	}
 	cert, err := s.c.signNode(ctx, server.PrincipalFrom(ctx), node, req.Msg.GetCsr())
+	s.c.audit.Record(ctx, "AgentService/RenewCertificate", rbac.Target{Kind: "NodeCertificate", Name: node, Cluster: s.c.opts.Name}, nil, nil, err)
 	if err != nil {
 		return nil, err
 	}
