@@ -54,7 +54,8 @@ func TestMisbehavingAtStart(t *testing.T) {
 			h, logs, rec := newHost(t, func(c *Config) { c.StartTimeout, c.CrashLoopLimit = 300*time.Millisecond, 2 }, pc)
 			_ = h.Start(context.Background())
 			p, _ := h.Plugin("check", tc.name)
-			waitFor(t, "failed state", 20*time.Second, func() bool { return p.Status().State == StateFailed })
+			// The state changes before its report reaches OnStateChange: wait for both.
+			waitFor(t, "failed state, reported", 20*time.Second, func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
 			st := p.Status()
 			for _, w := range []string{"plugin check/" + tc.name, "crash-looped", tc.want} {
 				if !strings.Contains(st.LastError, w) || strings.Contains(st.LastError, "\n") {

@@ -236,7 +236,8 @@ func TestCrashLoopBreaker(t *testing.T) {
 	h, _, rec := newHost(t, func(c *Config) { c.CrashLoopLimit = 2 }, crashy(t, "CRASHY_EXIT_AT_START=1"))
 	_ = h.Start(context.Background())
 	p, _ := h.Plugin("check", "crashy")
-	waitFor(t, "failed state", 10*time.Second, func() bool { return p.Status().State == StateFailed })
+	// The state changes before its report reaches OnStateChange: wait for both.
+	waitFor(t, "failed state, reported", 10*time.Second, func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
 	if st := p.Status(); !strings.Contains(st.LastError, "crash-looped") || st.Restarts != 3 {
 		t.Errorf("status %+v", st)
 	}
