@@ -48,7 +48,8 @@ type Perf struct {
 	// Warn and Crit are the parsed thresholds, nil when the field is empty
 	// or could not be parsed (see Output.Errors).
 	Warn, Crit *Range
-	// WarnText and CritText are the threshold fields exactly as printed.
+	// WarnText and CritText are the threshold fields exactly as printed,
+	// empty when the field was empty or rejected (see Output.Errors).
 	WarnText, CritText string
 	// Min and Max are nil when the plugin left them out.
 	Min, Max *float64
@@ -62,6 +63,9 @@ const maxErrors = 20
 // maxPrealloc bounds the Perfdata capacity Parse reserves up front.
 const maxPrealloc = 64
 
+// errCut names an item dropped because the output's size cap ended inside it.
+const errCut = "cut off by the output size limit; dropped"
+
 // maxItemQuote bounds how much of a bad item an error message quotes.
 const maxItemQuote = 120
 
@@ -71,7 +75,15 @@ const maxItemQuote = 120
 // because status text is prose ("can't connect") where a quote is just an
 // apostrophe; within perfdata, quotes do protect '|' in labels and a
 // stray unquoted '|' separates items like white space.
-func Parse(output string) Output {
+func Parse(output string) Output { return parse(output, false) }
+
+// ParseCut parses output that a size cap cut short. The last perfdata item
+// may have lost characters (`cut=123456789` cut to `cut=1234`), so an item
+// that runs to the very end of the output is dropped and named in Errors
+// rather than exported as a wrong number.
+func ParseCut(output string) Output { return parse(output, true) }
+
+func parse(output string, cut bool) Output {
 	var out Output
 	p := perfParser{out: &out}
 
@@ -89,8 +101,9 @@ func Parse(output string) Output {
 	if n := strings.Count(perf1, "=") + strings.Count(perf2, "="); n > 0 {
 		out.Perfdata = make([]Perf, 0, min(n, maxPrealloc))
 	}
-	p.parse(perf1)
-	p.parse(perf2)
+	// Only the section that holds the output's end can have been cut.
+	p.parse(perf1, cut && !multiline)
+	p.parse(perf2, cut && multiline)
 	if len(out.Perfdata) == 0 {
 		out.Perfdata = nil // nil whenever there is none, as documented
 	}
@@ -154,8 +167,10 @@ func quoteItem(s string) string {
 	return s[:n] + "..."
 }
 
-// parse reads the space-separated items of one perfdata section.
-func (p *perfParser) parse(s string) {
+// parse reads the space-separated items of one perfdata section. When cut,
+// the section ends where a size cap cut the output, and an item reaching
+// that end is incomplete.
+func (p *perfParser) parse(s string, cut bool) {
 	i := 0
 	for i < len(s) {
 		if isSep(s[i]) {
@@ -163,7 +178,7 @@ func (p *perfParser) parse(s string) {
 			continue
 		}
 		if s[i] == '\'' {
-			i = p.quoted(s, i)
+			i = p.quoted(s, i, cut)
 			continue
 		}
 		end := i
@@ -171,6 +186,10 @@ func (p *perfParser) parse(s string) {
 			end++
 		}
 		item := s[i:end]
+		if cut && end == len(s) {
+			p.errorf(item, errCut)
+			return
+		}
 		label, data, ok := strings.Cut(item, "=")
 		switch {
 		case !ok:
@@ -187,7 +206,7 @@ func (p *perfParser) parse(s string) {
 // quoted reads an item whose label starts with a quote at s[i] and returns
 // where the next item may start. Inside the quotes a doubled quote stands
 // for one quote, and spaces, '=' and '|' are part of the label.
-func (p *perfParser) quoted(s string, i int) int {
+func (p *perfParser) quoted(s string, i int, cut bool) int {
 	j := i + 1
 	escaped := false
 	for {
@@ -199,7 +218,11 @@ func (p *perfParser) quoted(s string, i int) int {
 			for end < len(s) && s[end] != '\n' {
 				end++
 			}
-			p.errorf(s[i:end], "the quoted label has no closing quote")
+			if cut && end == len(s) {
+				p.errorf(s[i:end], errCut)
+			} else {
+				p.errorf(s[i:end], "the quoted label has no closing quote")
+			}
 			return end
 		}
 		if s[j] == '\'' {
@@ -222,6 +245,10 @@ func (p *perfParser) quoted(s string, i int) int {
 		end++
 	}
 	item := s[i:end]
+	if cut && end == len(s) {
+		p.errorf(item, errCut)
+		return end
+	}
 	switch {
 	case j >= len(s) || s[j] != '=':
 		p.errorf(item, "the quoted label must be followed directly by '='")
@@ -291,11 +318,13 @@ func (p *perfParser) item(item, label, data string) {
 		}
 		return opt
 	}
-	perf.WarnText, perf.CritText = fields[1], fields[2]
+	// A rejected threshold keeps no text either: an event must not carry a
+	// threshold that nothing evaluated.
 	if t := fields[1]; t != "" {
 		if r, err := parseRange(t); err != nil {
 			p.errorf(item, "warning threshold %q ignored: %v", t, err)
 		} else {
+			perf.WarnText = t
 			o := get()
 			o.warn = r
 			perf.Warn = &o.warn
@@ -305,6 +334,7 @@ func (p *perfParser) item(item, label, data string) {
 		if r, err := parseRange(t); err != nil {
 			p.errorf(item, "critical threshold %q ignored: %v", t, err)
 		} else {
+			perf.CritText = t
 			o := get()
 			o.crit = r
 			perf.Crit = &o.crit

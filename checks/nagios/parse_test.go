@@ -294,14 +294,16 @@ func TestParse(t *testing.T) {
 			errs: []string{`perfdata "a=1;2;3;4;5;6": too many ';'-separated fields: at most 5 are allowed (value;warn;crit;min;max)`},
 		},
 		{
-			name: "bad thresholds and bounds keep the value",
+			// A rejected threshold keeps neither its range nor its text:
+			// an event must not show a threshold nothing evaluated.
+			name: "bad thresholds and bounds keep the value, not the bad field",
 			in:   "OK | a=5;abc;10 b=5;20:10 c=5;;1,5 d=5;;;zero;U e=5s;10s",
 			want: Output{Text: "OK", Perfdata: []Perf{
-				{Label: "a", Value: 5, WarnText: "abc", Crit: rp(t, "10"), CritText: "10"},
-				{Label: "b", Value: 5, WarnText: "20:10"},
-				{Label: "c", Value: 5, CritText: "1,5"},
+				{Label: "a", Value: 5, Crit: rp(t, "10"), CritText: "10"},
+				{Label: "b", Value: 5},
+				{Label: "c", Value: 5},
 				{Label: "d", Value: 5},
-				{Label: "e", Value: 5, UOM: "s", WarnText: "10s"},
+				{Label: "e", Value: 5, UOM: "s"},
 			}},
 			errs: []string{
 				`perfdata "a=5;abc;10": warning threshold "abc" ignored: "abc" is not a number`,
@@ -351,6 +353,62 @@ func TestParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkOutput(t, tt.in, Parse(tt.in), tt.want, tt.errs)
+		})
+	}
+}
+
+// TestParseCut: output a size cap cut short loses the item at its end, and
+// says so, instead of exporting `cut=123456789` as 1234.
+func TestParseCut(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Output
+		errs []string
+	}{
+		{
+			name: "last item on the first line cut",
+			in:   "OK | good=1 cut=1234",
+			want: Output{Text: "OK", Perfdata: []Perf{{Label: "good", Value: 1}}},
+			errs: []string{`perfdata "cut=1234": cut off by the output size limit; dropped`},
+		},
+		{
+			name: "cut right after a separator keeps every item",
+			in:   "OK | good=1 also=2 ",
+			want: Output{Text: "OK", Perfdata: []Perf{{Label: "good", Value: 1}, {Label: "also", Value: 2}}},
+		},
+		{
+			name: "quoted label cut",
+			in:   "OK | good=1 'disk us",
+			want: Output{Text: "OK", Perfdata: []Perf{{Label: "good", Value: 1}}},
+			errs: []string{`perfdata "'disk us": cut off by the output size limit; dropped`},
+		},
+		{
+			name: "quoted item cut in its value",
+			in:   "OK | 'disk use'=12",
+			want: Output{Text: "OK"},
+			errs: []string{`perfdata "'disk use'=12": cut off by the output size limit; dropped`},
+		},
+		{
+			name: "first-line perfdata is whole when the cut is in the long text",
+			in:   "OK | a=1\nline two\nline thr",
+			want: Output{Text: "OK", LongText: "line two\nline thr", Perfdata: []Perf{{Label: "a", Value: 1}}},
+		},
+		{
+			name: "long-text perfdata cut",
+			in:   "OK | a=1\nmore | b=2 c=99",
+			want: Output{Text: "OK", LongText: "more", Perfdata: []Perf{{Label: "a", Value: 1}, {Label: "b", Value: 2}}},
+			errs: []string{`perfdata "c=99": cut off by the output size limit; dropped`},
+		},
+		{
+			name: "text only",
+			in:   "CRITICAL: something long that was cu",
+			want: Output{Text: "CRITICAL: something long that was cu"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkOutput(t, tt.in, ParseCut(tt.in), tt.want, tt.errs)
 		})
 	}
 }

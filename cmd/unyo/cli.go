@@ -28,7 +28,7 @@ type globals struct {
 }
 
 // cliHints name the CLI's settings in the errors its client explains.
-var cliHints = client.Hints{Token: "--token or UNYO_TOKEN", CAFile: "--ca-file or UNYO_CA_FILE", TLS: "--ca-file"}
+var cliHints = client.Hints{Server: "--server or UNYO_SERVER", Token: "--token or UNYO_TOKEN", CAFile: "--ca-file or UNYO_CA_FILE", TLS: "--ca-file"}
 
 func (g *globals) bind(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()

@@ -352,6 +352,7 @@ func (a *Agent) applyChecks() {
 
 // agentHints name the agent's settings in the errors its client explains.
 var agentHints = client.Hints{
+	Server:     "agent.cluster_url",
 	Token:      "agent.token (env UNYO_AGENT_TOKEN, flag unyo agent --token)",
 	CAFile:     "agent.tls.ca_file",
 	TLS:        "agent.tls",

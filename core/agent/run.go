@@ -92,7 +92,11 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) (*unyov1.Event
 	e.Status = unyov1.CheckStatus(nagios.StatusFromExit(res.ExitCode))
 	var samples []metricformat.Sample
 	if d.MetricsFormat == metricformat.Nagios {
-		out := nagios.Parse(res.Output)
+		parse := nagios.Parse
+		if res.Truncated {
+			parse = nagios.ParseCut
+		}
+		out := parse(res.Output)
 		e.Output = out.Text
 		e.LongOutput = out.LongText
 		for _, p := range out.Perfdata {

@@ -49,6 +49,9 @@ type Options struct {
 // "--token or UNYO_TOKEN" for the CLI, "agent.token (UNYO_AGENT_TOKEN)" for
 // an agent.
 type Hints struct {
+	// Server names the setting holding the server's URL ("--server or
+	// UNYO_SERVER"), "" when there is none to name.
+	Server string
 	Token  string
 	CAFile string
 	// TLS names the client's TLS settings as a whole ("agent.tls").
@@ -221,18 +224,34 @@ func (h Hints) Explain(url string, err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	switch ce.Code() {
-	case connect.CodeUnavailable:
+	// A wire error is the server's own answer: it was reached, and what it
+	// said is the news, not how to reach it.
+	wire := connect.IsWireError(err)
+	switch {
+	case ce.Code() == connect.CodeUnavailable && wire:
+		return fmt.Errorf("the unyo server at %s is unavailable: %s", url, ce.Message())
+	case ce.Code() == connect.CodeUnavailable:
 		if msg := explainTLS(err, hints); msg != "" {
 			return fmt.Errorf("cannot reach the unyo server at %s: %s", url, msg)
 		}
-		return fmt.Errorf("cannot reach the unyo server at %s (is it running? set --server or UNYO_SERVER): %s", url, ce.Message())
-	case connect.CodeUnauthenticated:
+		if hints.Server != "" {
+			return fmt.Errorf("cannot reach the unyo server at %s (is it running? set %s): %s", url, hints.Server, ce.Message())
+		}
+		return fmt.Errorf("cannot reach the unyo server at %s (is it running?): %s", url, ce.Message())
+	case !wire && ce.Code() == connect.CodeUnimplemented:
+		// Something answered HTTP, but not unyo's API: an agent's status
+		// port, a proxy's error page.
+		where := "a unyo root or cluster API address (not an agent's status port)"
+		if hints.Server != "" {
+			where += " in " + hints.Server
+		}
+		return fmt.Errorf("%s does not serve the unyo API (it answered HTTP %s): give %s", url, strings.TrimPrefix(ce.Message(), "HTTP status "), where)
+	case ce.Code() == connect.CodeUnauthenticated:
 		if hints.Token != "" {
 			return fmt.Errorf("the unyo server at %s refused the request: %s (this client's token is set by %s)", url, ce.Message(), hints.Token)
 		}
 		return fmt.Errorf("the unyo server at %s refused the request: %s", url, ce.Message())
-	case connect.CodeDeadlineExceeded:
+	case ce.Code() == connect.CodeDeadlineExceeded:
 		return fmt.Errorf("the unyo server at %s did not answer in time: %s", url, ce.Message())
 	default:
 		return errors.New(ce.Message())

@@ -190,3 +190,71 @@ func TestCleartextTokenWarning(t *testing.T) {
 		})
 	}
 }
+
+// unavailableStatus answers every GetStatus with the server's own
+// Unavailable (its store is down), which is not a failure to reach it.
+type unavailableStatus struct {
+	unyov1connect.UnimplementedStatusServiceHandler
+}
+
+func (unavailableStatus) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errors.New("state store: database is locked"))
+}
+
+// Explain tells apart a server it could not reach, a server that answered
+// with an error, and an address that does not serve the unyo API at all,
+// and names the URL setting only where its hints give one.
+func TestExplainSaysWhatAnswered(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.Handle(unyov1connect.NewStatusServiceHandler(unavailableStatus{}))
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	// What an agent's status port answers to an API path.
+	notAPI := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notAPI.Close)
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+
+	tests := []struct {
+		name, url string
+		hints     client.Hints
+		want      []string
+		not       []string
+	}{
+		{name: "server's own unavailable", url: api.URL, hints: client.Hints{Server: "--server or UNYO_SERVER"},
+			want: []string{"is unavailable: state store: database is locked"}, not: []string{"cannot reach", "UNYO_SERVER"}},
+		{name: "nothing listening, CLI", url: downURL, hints: client.Hints{Server: "--server or UNYO_SERVER"},
+			want: []string{"cannot reach the unyo server at " + downURL, "set --server or UNYO_SERVER"}},
+		{name: "nothing listening, agent", url: downURL, hints: client.Hints{Server: "agent.cluster_url"},
+			want: []string{"cannot reach", "set agent.cluster_url"}, not: []string{"UNYO_SERVER"}},
+		{name: "nothing listening, no hint", url: downURL,
+			want: []string{"cannot reach", "is it running?"}, not: []string{"UNYO_SERVER", "set "}},
+		{name: "not the unyo API", url: notAPI.URL, hints: client.Hints{Server: "--server or UNYO_SERVER"},
+			want: []string{notAPI.URL + " does not serve the unyo API (it answered HTTP 404 Not Found)", "not an agent's status port", "--server or UNYO_SERVER"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(client.Options{URL: tc.url, Hints: tc.hints})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Status.GetStatus(t.Context(), connect.NewRequest(&unyov1.GetStatusRequest{}))
+			if err == nil {
+				t.Fatal("GetStatus succeeded")
+			}
+			got := c.Explain(err).Error()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Explain = %q, want it to contain %q", got, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("Explain = %q, must not contain %q", got, n)
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 // rootTLS verifies root's certificate (cluster.root_tls).
 func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token string, rootTLS client.TLSOptions, advertiseURL string, interval time.Duration) {
 	cl, err := client.New(client.Options{URL: rootURL, Token: token, TLS: rootTLS, Timeout: 10 * time.Second, Logger: c.log,
-		Hints: client.Hints{Token: "cluster.root_token", CAFile: "cluster.root_tls.ca_file", TLS: "cluster.root_tls", ClientCert: "cluster.root_tls.cert_file and key_file"}})
+		Hints: client.Hints{Server: "cluster.root_url", Token: "cluster.root_token", CAFile: "cluster.root_tls.ca_file", TLS: "cluster.root_tls", ClientCert: "cluster.root_tls.cert_file and key_file"}})
 	if err != nil {
 		c.log.Error("cannot register at root", "root", rootURL, "err", err)
 		return

@@ -174,7 +174,7 @@ var onBehalfOf = connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) conne
 
 // clusterHints name root's settings for calling clusters in the errors
 // reported for a cluster.
-var clusterHints = client.Hints{Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls", ClientCert: "root.cluster_tls.cert_file and key_file"}
+var clusterHints = client.Hints{Server: "the cluster's URL (unyo clusters add, or the cluster's cluster.advertise_url)", Token: "root.cluster_token", CAFile: "root.cluster_tls.ca_file", TLS: "root.cluster_tls", ClientCert: "root.cluster_tls.cert_file and key_file"}
 
 // targets returns the clusters a request addresses: one by name, or all;
 // only those in the caller's cluster scope.
