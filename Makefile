@@ -7,7 +7,7 @@ BIN := bin/unyo
 .PHONY: dev build test deps lint bench proto fuzz
 
 dev: build
-	./$(BIN) dev
+	./$(BIN) dev --config configs/dev.yaml
 
 build:
 	$(GO) build -o $(BIN) ./cmd/unyo

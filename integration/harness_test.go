@@ -26,7 +26,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	unyoBin = filepath.Join(dir, "unyo")
-	build := exec.Command("go", "build", "-o", unyoBin, "../cmd/unyo")
+	// -trimpath keeps the build cache independent of the checkout's path,
+	// so that TestReadmeSeparateProcesses's `make build` in a copy of the
+	// checkout finds this build's packages cached.
+	build := exec.Command("go", "build", "-trimpath", "-o", unyoBin, "../cmd/unyo")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building unyo:", err)

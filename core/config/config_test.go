@@ -382,7 +382,6 @@ func TestLoadProblems(t *testing.T) {
 				`testdata/semantic.yaml: log.level: invalid value "verbose" (expected debug, info, warn or error)`,
 				`testdata/semantic.yaml: server.listen: invalid address "localhost" (expected host:port, e.g. 127.0.0.1:7400 or :7400)`,
 				`testdata/semantic.yaml: cluster.root_url: invalid URL "root.example.internal:7400" (expected http://host:port or https://host:port)`,
-				`testdata/semantic.yaml: cluster.root_token: required when cluster.root_url is set (the credential ` + "`unyo clusters add NAME`" + ` printed at root)`,
 				`testdata/semantic.yaml: cluster.stale_after: must be longer than cluster.heartbeat_interval (30s), or nodes turn stale between heartbeats`,
 				`testdata/semantic.yaml: metrics.store: invalid value "prometheus" (expected embedded, remote or none)`,
 				`testdata/semantic.yaml: logs.clickhouse.addr: required when logs.store is clickhouse (ClickHouse's native protocol address, e.g. ch.example.com:9000)`,

@@ -104,7 +104,9 @@ func (c *Config) problems() []Problem {
 			if msg := checkURL(c.Cluster.RootURL); msg != "" {
 				bad("cluster.root_url", "%s", msg)
 			}
-			required("cluster.root_token", c.Cluster.RootToken, "when cluster.root_url is set (the credential `unyo clusters add NAME` printed at root)")
+			// No root_token: a root without authentication (on loopback)
+			// takes the registration as it is; one with authentication
+			// refuses it with a message naming this key.
 		}
 		ps = append(ps, clientTLSProblems("cluster.root_tls", c.Cluster.RootTLS)...)
 		required("cluster.replica", c.Cluster.Replica, "(an id for this replica)")

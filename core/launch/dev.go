@@ -48,7 +48,7 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		c.Agent.Token = c.Server.JoinTokens[0]
 	}
 
-	if err := privateState(c, log); err != nil {
+	if err := preflight(c, log); err != nil {
 		return err
 	}
 	// Root and cluster share one database: root keeps only the cluster list.

@@ -93,9 +93,18 @@ func privateState(c *config.Config, log *slog.Logger) error {
 	return nil
 }
 
+// preflight checks what can fail at start before anything is created: the
+// server's TLS files, then the data directory's privacy.
+func preflight(c *config.Config, log *slog.Logger) error {
+	if err := server.New(serverOptions(c, c.Server.Listen, log)).CheckTLS(); err != nil {
+		return err
+	}
+	return privateState(c, log)
+}
+
 // Root runs a root server.
 func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
-	if err := privateState(c, log); err != nil {
+	if err := preflight(c, log); err != nil {
 		return err
 	}
 	st, err := OpenStore(ctx, c.Store)
@@ -127,7 +136,7 @@ func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.
 
 // Cluster runs a cluster server, registering it at root when configured.
 func Cluster(ctx context.Context, c *config.Config, log *slog.Logger) error {
-	if err := privateState(c, log); err != nil {
+	if err := preflight(c, log); err != nil {
 		return err
 	}
 	st, err := OpenStore(ctx, c.Store)

@@ -108,3 +108,17 @@ func (r *certReloader) current() (*tls.Certificate, *x509.CertPool) {
 	defer r.mu.Unlock()
 	return r.cert, r.pool
 }
+
+// CheckTLS loads the server's certificate, key and client CA the way Serve
+// will, so that a process can refuse to start on a missing or bad file
+// before it creates anything (a database, a data directory).
+func (s *Server) CheckTLS() error {
+	if s.opts.CertFile == "" {
+		return nil
+	}
+	r := &certReloader{certFile: s.opts.CertFile, keyFile: s.opts.KeyFile, caFile: s.opts.ClientCAFile, log: s.log}
+	if err := r.load(); err != nil {
+		return fmt.Errorf("server.tls: %w (set server.tls.cert_file and key_file to readable PEM files, or leave them empty to serve plain HTTP on loopback)", err)
+	}
+	return nil
+}
