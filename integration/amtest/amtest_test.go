@@ -2,13 +2,11 @@ package amtest_test
 
 import (
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/integration/amtest"
 )
 
@@ -40,22 +38,6 @@ func TestStart(t *testing.T) {
 // TestMissingAlertmanager runs TestStart in a child process that cannot find
 // Alertmanager: it must skip, except under CI, where it must fail.
 func TestMissingAlertmanager(t *testing.T) {
-	if os.Getenv("AMTEST_CHILD") != "" {
-		t.Skip("only in the parent")
-	}
-	for _, tc := range []struct {
-		ci   string
-		want string
-	}{
-		{"", "--- SKIP: TestStart"},
-		{"true", "--- FAIL: TestStart"},
-	} {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStart$", "-test.v")
-		missing := filepath.Join(t.TempDir(), "prometheus-alertmanager")
-		cmd.Env = append(os.Environ(), "AMTEST_CHILD=1", amtest.BinEnv+"="+missing, "CI="+tc.ci)
-		out, _ := cmd.CombinedOutput()
-		if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "not found") {
-			t.Errorf("CI=%q: want %q and an explanation, got:\n%s", tc.ci, tc.want, out)
-		}
-	}
+	missing := filepath.Join(t.TempDir(), "prometheus-alertmanager")
+	testutil.SkipsOrFailsWithoutTool(t, "TestStart", "Alertmanager "+missing+" not found", amtest.BinEnv+"="+missing)
 }
