@@ -138,6 +138,7 @@ func (s *Server) Post(ctx context.Context, client *http.Client, alerts []Alert) 
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	_, _ = io.Copy(io.Discard, resp.Body) // so that the connection is reused
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("post %d alerts to Alertmanager: %s: %s", len(alerts), resp.Status, msg)
 	}
