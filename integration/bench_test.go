@@ -21,15 +21,66 @@ import (
 // cpuSeconds reads a process's user+system CPU time from /proc.
 func cpuSeconds(tb testing.TB, pid int) float64 {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procStat(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return statSeconds(f[11]) + statSeconds(f[12]) // utime, stime
+}
+
+// treeCPUSeconds is the CPU time of a process and all its descendants,
+// those that ended included (the kernel adds a reaped child's time to its
+// parent's cutime and cstime): a server that works in child processes, as
+// PostgreSQL does, is measured whole.
+func treeCPUSeconds(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	children := map[int][]int{}
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if f, err := procStat(child); err == nil {
+			parent, _ := strconv.Atoi(f[1])
+			children[parent] = append(children[parent], child)
+		}
+	}
+	var sum float64
+	for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
+		f, err := procStat(todo[0])
+		if err != nil {
+			if todo[0] == pid {
+				tb.Fatal(err)
+			}
+			continue // ended since: its time is in its parent's now
+		}
+		for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
+			sum += statSeconds(f[i])
+		}
+		todo = append(todo, children[todo[0]]...)
+	}
+	return sum
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name,
+// which is in parentheses and may hold spaces: f[0] is field 3 (state).
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
 	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, _ := strconv.ParseFloat(f[11], 64) // fields 14 and 15 of stat
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100 // USER_HZ is 100 on Linux
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:]), nil
+}
+
+// statSeconds converts clock ticks of /proc/PID/stat to seconds.
+func statSeconds(ticks string) float64 {
+	v, _ := strconv.ParseFloat(ticks, 64)
+	return v / 100 // USER_HZ is 100 on Linux
 }
 
 // rssBytes reads a process's resident set size.
@@ -51,8 +102,10 @@ func rssBytes(tb testing.TB, pid int) int64 {
 	return 0
 }
 
-// startCluster starts a cluster process on the embedded store.
-func startClusterProcess(tb testing.TB) (*proc, string) {
+// startClusterProcess starts a cluster process on the embedded store; env
+// (UNYO_* variables) may change its configuration, tokens and store
+// included.
+func startClusterProcess(tb testing.TB, env ...string) (*proc, string) {
 	dir := tb.TempDir()
 	addr := freeAddr(tb)
 	cfg := writeFile(tb, dir, "cluster.yaml", fmt.Sprintf(`
@@ -66,10 +119,11 @@ cluster:
   heartbeat_interval: 10s
   stale_after: 30s
 `, dir, addr))
-	p := startUnyo(tb, "cluster", nil, "server", "--config", cfg)
+	p := startUnyo(tb, "cluster", env, "server", "--config", cfg)
 	url := "http://" + addr
 	eventually(tb, 20*time.Second, "the cluster to answer", func() error {
-		_, err := cli(tb, url, "status")
+		// A server without tokens ignores the admin token.
+		_, err := cli(tb, url, "--token", adminToken, "status")
 		return err
 	})
 	return p, url

@@ -19,23 +19,9 @@ import (
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/integration/testpg"
 )
-
-// hundredRules is a rule set of 100: mostly action rules on particular
-// checks, and a few silence, filter and aggregate rules.
-func hundredRules() string {
-	var b strings.Builder
-	for i := range 94 {
-		fmt.Fprintf(&b, "---\nkind: EventRule\nname: act-%02d\nspec: {type: action, priority: %d, match: {check: \"check-%d\", levels: [critical, warning]}, actions: [{create_alert: {}}], owner: bench, reason: bench}\n", i, i%7, i%40)
-	}
-	for i := range 3 {
-		fmt.Fprintf(&b, "---\nkind: EventRule\nname: quiet-%d\nspec: {type: silence, match: {node: \"maint-%d.*\"}, owner: bench, reason: bench}\n", i, i)
-		fmt.Fprintf(&b, "---\nkind: EventRule\nname: drop-%d\nspec: {type: filter, match: {message: \".*ignore me %d.*\"}, owner: bench, reason: bench}\n", i, i)
-	}
-	b.WriteString("---\nkind: EventRule\nname: resolve\nspec: {type: action, priority: 100, match: {levels: [success]}, actions: [{delete_alert: {}}], continue: true, owner: bench, reason: bench}\n")
-	return b.String()
-}
 
 // pipelineBench sends results through the agent API at a given rate (0: as
 // fast as possible) and reports processed results/s and the latency from
@@ -43,7 +29,7 @@ func hundredRules() string {
 func pipelineBench(b *testing.B, st store.Store, rate int) {
 	c := startCluster(b, st)
 	ctx := context.Background()
-	objs, err := manifest.Decode(strings.NewReader(hundredRules()), "bench.yaml")
+	objs, err := manifest.Decode(strings.NewReader(testutil.HundredRules()), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}

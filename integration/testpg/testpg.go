@@ -413,6 +413,10 @@ func (s *Server) stopLocked(ctx context.Context) error {
 	return nil
 }
 
+// PID is the postmaster's process id while the server runs: benchmarks read
+// the CPU time of it and its children from /proc.
+func (s *Server) PID() (int, bool) { return s.postmasterPID() }
+
 // postmasterPID reads the server's pid from postmaster.pid.
 func (s *Server) postmasterPID() (int, bool) {
 	b, err := os.ReadFile(filepath.Join(s.data, "postmaster.pid"))

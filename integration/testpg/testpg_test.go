@@ -2,14 +2,12 @@ package testpg_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/integration/testpg"
 )
 
@@ -114,21 +112,5 @@ func TestRestartKeepsDataAndPort(t *testing.T) {
 // TestMissingPostgres runs TestStart in a child process that cannot find
 // PostgreSQL: it must skip, except under CI, where it must fail.
 func TestMissingPostgres(t *testing.T) {
-	if os.Getenv("TESTPG_CHILD") != "" {
-		t.Skip("only in the parent")
-	}
-	for _, tc := range []struct {
-		ci   string
-		want string
-	}{
-		{"", "--- SKIP: TestStart"},
-		{"true", "--- FAIL: TestStart"},
-	} {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStart$", "-test.v")
-		cmd.Env = append(os.Environ(), "TESTPG_CHILD=1", testpg.BinEnv+"="+t.TempDir(), "CI="+tc.ci)
-		out, _ := cmd.CombinedOutput()
-		if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "PostgreSQL is not installed") {
-			t.Errorf("CI=%q: want %q and an explanation, got:\n%s", tc.ci, tc.want, out)
-		}
-	}
+	testutil.SkipsOrFailsWithoutTool(t, "TestStart", "PostgreSQL is not installed", testpg.BinEnv+"="+t.TempDir())
 }
