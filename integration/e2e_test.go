@@ -29,8 +29,15 @@ type fleet struct {
 	api     string
 	cluster *proc
 	clURL   string
-	agents  map[string]*proc
+	// clusterToken is cluster c1's credential at root.
+	clusterToken string
+	agents       map[string]*proc
 }
+
+// sharedStores is the fleet's cluster YAML for replicas that may share the
+// database: no metrics or logs in process (a second replica with embedded
+// stores refuses to start).
+const sharedStores = "metrics: {store: none}\nlogs: {store: none}\n"
 
 func newFleet(t *testing.T, clusterExtra string) *fleet {
 	t.Helper()
@@ -49,6 +56,7 @@ server:
 	startUnyo(t, "root", nil, "server", "--config", rootCfg)
 	// The cluster registers with the credential an admin issued for it.
 	clusterToken := f.addCluster("c1")
+	f.clusterToken = clusterToken
 	clCfg := writeFile(t, f.dir, "cluster.yaml", fmt.Sprintf(`
 role: cluster
 data_dir: %s/cluster

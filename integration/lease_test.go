@@ -31,7 +31,7 @@ func leaseHolders(t *testing.T, urls map[string]string) ([]string, error) {
 }
 
 func TestControllerLeaseFailover(t *testing.T) {
-	f := newFleet(t, "")
+	f := newFleet(t, sharedStores)
 	// A second replica of cluster c1 on the same database.
 	addr := freeAddr(t)
 	cfg := writeFile(t, f.dir, "cluster2.yaml", fmt.Sprintf(`
@@ -49,7 +49,7 @@ cluster:
   replica: replica-2
   heartbeat_interval: 1s
   lease_ttl: 3s
-`, f.dir, addr, adminToken, joinToken, f.pg.DSN()))
+%s`, f.dir, addr, adminToken, joinToken, f.pg.DSN(), sharedStores))
 	second := startUnyo(t, "cluster2", nil, "server", "--config", cfg)
 	urls := map[string]string{"first": f.clURL, "second": "http://" + addr}
 

@@ -97,7 +97,7 @@ func (f *fleet) explainedAll(node, check string, want int) []map[string]any {
 }
 
 func TestPipelineFailoverAndRestarts(t *testing.T) {
-	f := newFleet(t, "")
+	f := newFleet(t, sharedStores)
 	hooks := newHookReceiver(t)
 	rules := fmt.Sprintf(`
 kind: EventRule
@@ -242,6 +242,6 @@ cluster:
   stale_after: 5s
   lease_ttl: 3s
   api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
-`, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name))
+%s`, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name, sharedStores))
 	return startUnyo(t, name, nil, "server", "--config", cfg), "http://" + addr
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,14 +84,16 @@ type Clients struct {
 
 // New returns clients for the server at opts.URL.
 func New(opts Options) (*Clients, error) {
-	url := strings.TrimRight(opts.URL, "/")
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return nil, fmt.Errorf("server address %q must start with http:// or https://", opts.URL)
+	urls, err := SplitURLs(opts.URL)
+	if err != nil {
+		return nil, err
 	}
+	url := urls[0]
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	transport.MaxIdleConnsPerHost = 16
-	tlsConf, err := opts.TLS.Config()
+	var tlsConf *tls.Config
+	tlsConf, err = opts.TLS.Config()
 	if err != nil && opts.Hints.TLS != "" {
 		return nil, fmt.Errorf("%s: %w", opts.Hints.TLS, err)
 	}
@@ -120,13 +123,18 @@ func New(opts Options) (*Clients, error) {
 	if opts.ClientCertificate != nil {
 		hc.Transport = &certTransport{base: transport, cur: transport.Clone(), cert: opts.ClientCertificate}
 	}
+	if len(urls) > 1 {
+		if hc.Transport, err = newFailover(hc.Transport, urls); err != nil {
+			return nil, err
+		}
+	}
 	token := opts.TokenFunc
 	if token == nil {
 		token = func() string { return opts.Token }
 	}
-	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{newTokenInterceptor(url, token, opts.Logger)}, opts.Interceptors...)...)}
+	o := []connect.ClientOption{connect.WithInterceptors(append([]connect.Interceptor{newTokenInterceptor(urls, token, opts.Logger)}, opts.Interceptors...)...)}
 	return &Clients{
-		URL:         url,
+		URL:         strings.Join(urls, ","),
 		hints:       opts.Hints,
 		Agent:       unyov1connect.NewAgentServiceClient(hc, url, o...),
 		Objects:     unyov1connect.NewObjectServiceClient(hc, url, o...),
@@ -174,9 +182,10 @@ func (t *certTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // newTokenInterceptor sets the bearer token on every call. The first time
 // it would send a token in clear text to another machine, it warns: anyone
 // on the path can read it there.
-func newTokenInterceptor(url string, tokenFunc func() string, log *slog.Logger) connect.UnaryInterceptorFunc {
+func newTokenInterceptor(urls []string, tokenFunc func() string, log *slog.Logger) connect.UnaryInterceptorFunc {
 	var warn sync.Once
-	exposed := cleartextBeyondLoopback(url)
+	exposed := slices.ContainsFunc(urls, cleartextBeyondLoopback)
+	url := strings.Join(urls, ",")
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if token := tokenFunc(); token != "" {

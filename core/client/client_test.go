@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -256,5 +257,81 @@ func TestExplainSaysWhatAnswered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingStatus answers GetStatus with its name and counts the calls.
+type countingStatus struct {
+	unyov1connect.UnimplementedStatusServiceHandler
+	name  string
+	calls *atomic.Int32
+}
+
+func (s countingStatus) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
+	s.calls.Add(1)
+	return connect.NewResponse(&unyov1.GetStatusResponse{Version: s.name}), nil
+}
+
+// A client given several replicas' URLs moves to the next when one cannot
+// be reached or a proxy says its backend is gone, and stays with the one
+// that answered; a replica's own error answer is not a reason to move.
+func TestFailoverBetweenReplicas(t *testing.T) {
+	t.Parallel()
+	serve := func(name string) (string, *atomic.Int32) {
+		var n atomic.Int32
+		mux := http.NewServeMux()
+		mux.Handle(unyov1connect.NewStatusServiceHandler(countingStatus{name: name, calls: &n}))
+		s := httptest.NewServer(mux)
+		t.Cleanup(s.Close)
+		return s.URL, &n
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no healthy upstream", http.StatusBadGateway)
+	}))
+	t.Cleanup(gateway.Close)
+	b, bCalls := serve("b")
+	c, cCalls := serve("c")
+
+	cl, err := client.New(client.Options{URL: downURL + ", " + gateway.URL + "/," + b + "," + c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		resp, err := cl.Status.GetStatus(t.Context(), connect.NewRequest(&unyov1.GetStatusRequest{}))
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got := resp.Msg.GetVersion(); got != "b" {
+			t.Fatalf("call %d answered by %q, want b (the first replica that is up)", i, got)
+		}
+	}
+	if bCalls.Load() != 3 || cCalls.Load() != 0 {
+		t.Errorf("calls: b %d, c %d; want 3 and 0", bCalls.Load(), cCalls.Load())
+	}
+
+	// A replica answering with its own error is reached: no failover.
+	mux := http.NewServeMux()
+	mux.Handle(unyov1connect.NewStatusServiceHandler(unavailableStatus{}))
+	own := httptest.NewServer(mux)
+	t.Cleanup(own.Close)
+	cl2, err := client.New(client.Options{URL: own.URL + "," + c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cCalls.Load()
+	if _, err := cl2.Status.GetStatus(t.Context(), connect.NewRequest(&unyov1.GetStatusRequest{})); connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Errorf("GetStatus = %v, want the first replica's own Unavailable", err)
+	}
+	if cCalls.Load() != before {
+		t.Errorf("the client moved on after a replica's own answer")
+	}
+
+	for _, bad := range []string{"", " , ", "http://a:1,ftp://b", "a:7401"} {
+		if _, err := client.New(client.Options{URL: bad}); err == nil {
+			t.Errorf("New(%q) accepted it", bad)
+		}
 	}
 }

@@ -621,7 +621,7 @@ func TestFlags(t *testing.T) {
 	equal(t, "problems", lines, []string{
 		`flag --agent-batch-size: invalid integer "many"`,
 		`flag --x: sets "agent.no_such_key", which is not a configuration key`,
-		`flag --cluster-url: invalid URL "cluster:7401" (expected http://host:port or https://host:port)`,
+		`flag --cluster-url: invalid URL "cluster:7401" (expected http://host:port or https://host:port, or several replicas' URLs separated by commas)`,
 	})
 }
 

@@ -179,7 +179,7 @@ func (c *Config) problems() []Problem {
 				bad("agent.labels", "label names must not be empty")
 			}
 		}
-		if msg := checkURL(c.Agent.ClusterURL); msg != "" {
+		if msg := checkURLList(c.Agent.ClusterURL); msg != "" {
 			bad("agent.cluster_url", "%s", msg)
 		}
 		ps = append(ps, clientTLSProblems("agent.tls", c.Agent.TLS)...)
@@ -359,6 +359,17 @@ func checkURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("invalid URL %q (expected http://host:port or https://host:port)", s)
+	}
+	return ""
+}
+
+// checkURLList is checkURL for a server address that may list the URLs of
+// several replicas, separated by commas.
+func checkURLList(s string) string {
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); checkURL(u) != "" {
+			return fmt.Sprintf("invalid URL %q (expected http://host:port or https://host:port, or several replicas' URLs separated by commas)", u)
+		}
 	}
 	return ""
 }

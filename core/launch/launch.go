@@ -191,6 +191,11 @@ func OpenLogs(ctx context.Context, c *config.Config) (logstore.Store, error) {
 }
 
 func runCluster(ctx context.Context, c *config.Config, listen string, st store.Store, log *slog.Logger) error {
+	release, err := guardReplicas(ctx, c, st, log)
+	if err != nil {
+		return err
+	}
+	defer release()
 	metrics, err := OpenMetrics(c)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -48,10 +49,35 @@ func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Reque
 		}
 		resp.RootToken = tok
 	}
-	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: m.GetUrl(), LastSeen: timestamppb.Now()}); err != nil {
+	url := m.GetUrl()
+	if cur, err := s.r.store.GetCluster(ctx, m.GetName()); err == nil {
+		url = withReplica(cur.GetUrl(), url)
+	}
+	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: url, LastSeen: timestamppb.Now()}); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// maxReplicaURLs bounds the replicas root remembers for one cluster.
+const maxReplicaURLs = 8
+
+// withReplica adds a registering replica's URL to the cluster's list (URLs
+// separated by commas, which root's client tries in turn), keeping the
+// order, so that root reaches the cluster through whichever replica is up.
+// The newest registrations are kept when the list is full.
+func withReplica(list, url string) string {
+	urls, err := client.SplitURLs(list)
+	if err != nil {
+		return url
+	}
+	for _, u := range urls {
+		if u == strings.TrimRight(url, "/") {
+			return strings.Join(urls, ",")
+		}
+	}
+	urls = append(urls, url)
+	return strings.Join(urls[max(0, len(urls)-maxReplicaURLs):], ",")
 }
 
 // rootToken returns the credential root presents to the named cluster,
