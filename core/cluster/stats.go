@@ -233,7 +233,7 @@ func (r *statsRunner) counts(ctx context.Context, now time.Time) error {
 // by: the node is the entry's host, the check (counted as "app") a field.
 func eventGrouping(by string) string {
 	if by == logstore.ByApp {
-		return logstore.ByField("check")
+		return logstore.ByField(logstore.FieldCheck)
 	}
 	return by
 }
