@@ -15,6 +15,9 @@
 //  4. store, through the store's group commit: an id already stored is a
 //     duplicate, not a second event;
 //  5. wake the event pipeline.
+//
+// A new source of events (inter-cluster checks, say) is a new Source and a
+// call to Ingest, nothing more.
 package ingest
 
 import (
