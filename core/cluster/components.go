@@ -43,7 +43,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"pipeline", loop(c.runPipeline)},
 		{"actions-outbox", loop(c.runHooks)},
 		{"history-retention", &historyPruner{store: c.store, keep: c.opts.HistoryPerCheck, log: c.log}},
-		{"log-retention", &logPruner{store: c.store, logs: c.opts.Logs, retention: c.opts.LogRetention, auditRetention: c.opts.AuditRetention, now: c.opts.Now, log: c.log}},
+		{"log-retention", c.newLogPruner()},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

@@ -45,6 +45,10 @@ type logPruner struct {
 	log            *slog.Logger
 }
 
+func (c *Cluster) newLogPruner() *logPruner {
+	return &logPruner{store: c.store, logs: c.opts.Logs, retention: c.opts.LogRetention, auditRetention: c.opts.AuditRetention, now: c.opts.Now, log: c.log}
+}
+
 func (p *logPruner) Run(ctx context.Context) { every(ctx, time.Hour, p.prune) }
 
 func (p *logPruner) prune(ctx context.Context) {
