@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore"
 )
 
@@ -19,15 +18,7 @@ func newEventsHistoryCommand(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := logFilter{since: since, until: until, host: node, app: logstore.EventsApp, levels: levels, limit: limit}
-			if check != "" || outcome != "" {
-				// The history line starts with check=NAME outcome=OUTCOME:.
-				f.grep = cluster.HistoryMessage(check, outcome, "")
-				if check == "" {
-					f.grep = "outcome=" + outcome + ":"
-				} else if outcome == "" {
-					f.grep = "check=" + check + " "
-				}
-			}
+			f.fields = historyFields(check, outcome)
 			return g.queryLogs(cmd, clusterName, f)
 		},
 	}
@@ -41,4 +32,20 @@ func newEventsHistoryCommand(g *globals) *cobra.Command {
 	fl.StringVar(&until, "until", "", "before this time or age")
 	fl.IntVar(&limit, "limit", 0, "at most this many events (default 1000)")
 	return cmd
+}
+
+// historyFields selects history entries by their structured fields, so that
+// the wording of the history's message does not matter.
+func historyFields(check, outcome string) map[string]string {
+	f := map[string]string{}
+	if check != "" {
+		f[logstore.FieldCheck] = check
+	}
+	if outcome != "" {
+		f[logstore.FieldOutcome] = outcome
+	}
+	if len(f) == 0 {
+		return nil
+	}
+	return f
 }

@@ -135,6 +135,9 @@ type logFilter struct {
 	since, until, host, app, trace, grep string
 	levels                               []string
 	limit                                int
+	// fields select by structured fields (the event history's check and
+	// outcome), matched exactly.
+	fields map[string]string
 }
 
 func (f *logFilter) bind(c *cobra.Command, withLimit bool) {
@@ -156,7 +159,7 @@ func (f *logFilter) proto(now time.Time) (*unyov1.LogFilter, error) {
 		return nil, err
 	}
 	return &unyov1.LogFilter{Since: since, Until: until, Host: f.host, App: f.app, TraceId: f.trace,
-		Levels: f.levels, Grep: f.grep, Limit: int32(f.limit)}, nil
+		Levels: f.levels, Grep: f.grep, Limit: int32(f.limit), Fields: f.fields}, nil
 }
 
 // queryLogs prints the log lines filter selects, newest first.

@@ -8,12 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/pluginstatus"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -95,20 +93,11 @@ func (c *Cluster) pluginStateChanged(ctx context.Context, sc host.StateChange) {
 	if sc.Err != nil {
 		out += ": " + sc.Err.Error()
 	}
-	out, long, _ := strings.Cut(out, "\n")
-	level := checks.LevelFor(st, unyov1.Level_LEVEL_CRITICAL)
-	now := timestamppb.Now()
-	e := &unyov1.Event{
-		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: c.opts.Name, Check: "plugin-" + kind + "-" + name,
-		Level: level, Status: st, Output: out, LongOutput: long, StartedAt: now, ReceivedAt: now, Duration: durationpb.New(0),
-	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := c.store.AppendEvents(actx, []*unyov1.Event{e}); err != nil {
+	if err := c.raise(actx, ingest.PluginState, ingest.Synthetic{Node: c.opts.Name, Check: "plugin-" + kind + "-" + name, Status: st, Output: out}); err != nil {
 		c.log.Warn("recording a plugin state change as an event failed", "plugin", sc.Plugin, "err", err)
-		return
 	}
-	c.wakePipeline()
 }
 
 // actionOutcome is one plugin action's final result.

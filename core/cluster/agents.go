@@ -14,7 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -197,38 +197,14 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	if n := len(req.Msg.GetResults()); n > maxResultsPerReport {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("results: %d in one report, at most %d", n, maxResultsPerReport))
 	}
-	resp := &unyov1.ReportResultsResponse{}
-	now := timestamppb.Now()
-	good := make([]*unyov1.Event, 0, len(req.Msg.GetResults()))
-	for i, e := range req.Msg.GetResults() {
-		if err := validResult(e, node, now.AsTime()); err != nil {
-			resp.Rejected = append(resp.Rejected, fmt.Sprintf("results[%d] (id %q): %v", i, limits.Abbrev(e.GetId()), err))
-			continue
-		}
-		capResult(e)
-		e.Cluster = s.c.opts.Name
-		e.ReceivedAt = now
-		e.Labels = n.GetLabels()
-		e.Explanation, e.SilencedBy = nil, ""
-		good = append(good, e)
-	}
-	received := len(good)
-	if good, err = s.c.filter(ctx, good); err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("read event rules: %w", err))
-	}
-	s.c.failBeforeCommit.Pass()
-	inserted, err := s.c.store.AppendEvents(ctx, good)
+	res, err := s.c.ingest.Ingest(ctx, ingest.Batch{Source: ingest.Agent, Node: node, Labels: n.GetLabels(), Events: req.Msg.GetResults()})
 	if err != nil {
 		// Nothing is acknowledged: the agent keeps the batch and resends it.
-		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("store %d results from node %q: %w", len(good), node, err))
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("results from node %q: %w", node, err))
 	}
-	// Stored but not acknowledged: the agent resends, the idempotency keys
-	// keep it from doubling.
-	s.c.failAfterCommit.Pass()
-	resp.Filtered = int32(received - len(good))
-	s.c.wakePipeline()
-	resp.Accepted = int32(inserted)
-	resp.Duplicates = int32(len(good) - inserted)
+	resp := &unyov1.ReportResultsResponse{
+		Accepted: int32(res.Stored), Duplicates: int32(res.Duplicates), Filtered: int32(res.Filtered), Rejected: res.Rejected,
+	}
 	if len(resp.Rejected) > 0 {
 		s.c.log.Warn("rejected malformed results", "node", node, "count", len(resp.Rejected), "first", resp.Rejected[0])
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
-	"github.com/unyo-ops/unyo/core/failpoint"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
@@ -74,20 +74,17 @@ type Options struct {
 
 // Cluster holds one cluster replica's services and loops.
 type Cluster struct {
-	opts Options
-	// failBeforeCommit and failAfterCommit are the ingest's failpoints
-	// (ingest-before-commit, ingest-after-commit): test hooks that crash
-	// the process around storing a report; nil unless UNYO_FAILPOINT says.
-	failBeforeCommit, failAfterCommit *failpoint.Point
-	store                             store.Store
-	log                               *slog.Logger
-	started                           time.Time
-	lease                             *lease.Runner
+	opts    Options
+	store   store.Store
+	log     *slog.Logger
+	started time.Time
+	lease   *lease.Runner
 
-	beats   *heartbeats
-	kinds   map[string]kind
-	filters filterCache
-	// ingested wakes the pipeline when results were stored on this replica.
+	beats *heartbeats
+	kinds map[string]kind
+	// ingest is the one way events enter the store, from every source.
+	ingest *ingest.Ingester
+	// ingested wakes the pipeline when ingest stored events on this replica.
 	ingested  chan struct{}
 	knownMu   sync.Mutex
 	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
@@ -148,7 +145,7 @@ func New(st store.Store, opts Options) *Cluster {
 		store:    st,
 		log:      log,
 		started:  time.Now(),
-		beats:    &heartbeats{seen: map[string]time.Time{}},
+		beats:    &heartbeats{store: st, log: log, seen: map[string]time.Time{}},
 		known:    map[string]*unyov1.Node{},
 		kinds:    kinds(),
 		ingested: make(chan struct{}, 1),
@@ -156,12 +153,12 @@ func New(st store.Store, opts Options) *Cluster {
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		auth:         identity.NewAuthenticator(st, credentialKinds),
 		pluginsReady: make(chan struct{}),
-
-		failBeforeCommit: failpoint.New("ingest-before-commit"),
-		failAfterCommit:  failpoint.New("ingest-after-commit"),
 	}
+	// The clock of receipt is the wall clock: opts.Now may be a test's
+	// clock for retention and statistics, days away from agents' results.
+	c.ingest = ingest.New(ingest.Options{Cluster: opts.Name, Store: st, Wake: c.ingested, Logger: log})
 	if opts.Stats != nil {
-		r, err := newStatsRunner(c, *opts.Stats)
+		r, err := newStatsRunner(*opts.Stats, st, opts.Metrics, opts.Logs, opts.Now, log)
 		if err != nil {
 			// The configuration is validated before; keep serving without
 			// statistics rather than refuse to start.
@@ -173,7 +170,6 @@ func New(st store.Store, opts Options) *Cluster {
 	if opts.NodeCA != nil {
 		c.certAuth = identity.NewCertAuthenticator(opts.NodeCA.Cert, st)
 	}
-	c.filters.st = st
 	c.revisions.load = st.ChecksRevision
 	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
 	return c
@@ -201,140 +197,6 @@ func (c *Cluster) Register(srv *server.Server) {
 	// Tokens this cluster issued are credentials here.
 	srv.Auth().Denied = c.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})
-}
-
-// Run flushes heartbeats on every replica and runs the controller loops on
-// the lease holder, until ctx ends.
-func (c *Cluster) Run(ctx context.Context) {
-	defer c.closePlugins()
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); c.startPlugins(ctx); close(c.pluginsReady) }()
-	go func() { defer wg.Done(); c.flushHeartbeats(ctx) }()
-	go func() { defer wg.Done(); c.lease.Run(ctx, c.controller) }()
-	wg.Wait()
-}
-
-// controller runs the loops only one replica may run at a time.
-func (c *Cluster) controller(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Add(7)
-	go func() { defer wg.Done(); c.watchLiveness(ctx) }()
-	go func() { defer wg.Done(); c.runStats(ctx) }()
-	go func() { defer wg.Done(); c.runMetricChecks(ctx) }()
-	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
-	go func() { defer wg.Done(); every(ctx, time.Hour, c.pruneLogs) }()
-	go func() { defer wg.Done(); c.runPipeline(ctx) }()
-	go func() { defer wg.Done(); c.runHooks(ctx) }()
-	wg.Wait()
-}
-
-// wakePipeline tells the pipeline that new events were stored on this
-// replica, without blocking when it already knows.
-func (c *Cluster) wakePipeline() {
-	select {
-	case c.ingested <- struct{}{}:
-	default:
-	}
-}
-
-func every(ctx context.Context, d time.Duration, fn func(context.Context)) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		fn(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (c *Cluster) pruneHistory(ctx context.Context) {
-	n, err := c.store.PruneEvents(ctx, c.opts.HistoryPerCheck)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("pruning event history failed", "err", err)
-		}
-		return
-	}
-	if n > 0 {
-		c.log.Debug("pruned event history", "removed", n, "keep_per_check", c.opts.HistoryPerCheck)
-	}
-}
-
-// pruneLogs drops log days past the retention (the stores do not expire
-// them themselves), the positions of files not written for as long, and
-// audit records past audit.retention.
-func (c *Cluster) pruneLogs(ctx context.Context) {
-	cutoff := c.now().Add(-c.opts.LogRetention)
-	if c.opts.Logs != nil {
-		if err := c.opts.Logs.DropBefore(ctx, cutoff); err != nil && ctx.Err() == nil {
-			c.log.Warn("dropping old log days failed", "before", cutoff, "err", err)
-		}
-	}
-	if _, err := c.store.PruneLogPositions(ctx, cutoff); err != nil && ctx.Err() == nil {
-		c.log.Warn("pruning log positions failed", "err", err)
-	}
-	rbac.Prune(ctx, c.store, c.opts.AuditRetention, c.now(), c.log)
-}
-
-func (c *Cluster) now() time.Time { return c.opts.Now() }
-
-// heartbeats collects heartbeat times so that thousands of agents cost one
-// write a second instead of one each.
-type heartbeats struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-}
-
-func (h *heartbeats) add(node string, at time.Time) {
-	h.mu.Lock()
-	h.seen[node] = at
-	h.mu.Unlock()
-}
-
-func (h *heartbeats) take() map[string]time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.seen) == 0 {
-		return nil
-	}
-	s := h.seen
-	h.seen = make(map[string]time.Time, len(s))
-	return s
-}
-
-func (c *Cluster) flushHeartbeats(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			c.writeHeartbeats(context.WithoutCancel(ctx))
-			return
-		case <-t.C:
-			c.writeHeartbeats(ctx)
-		}
-	}
-}
-
-func (c *Cluster) writeHeartbeats(ctx context.Context) {
-	seen := c.beats.take()
-	if seen == nil {
-		return
-	}
-	if err := c.store.TouchNodes(ctx, seen); err != nil {
-		c.log.Warn("recording heartbeats failed; will retry", "nodes", len(seen), "err", err)
-		for n, at := range seen { // keep them for the next flush unless newer ones came in
-			c.beats.mu.Lock()
-			if cur, ok := c.beats.seen[n]; !ok || cur.Before(at) {
-				c.beats.seen[n] = at
-			}
-			c.beats.mu.Unlock()
-		}
-	}
 }
 
 // revisionCache answers "has any check changed" for every heartbeat from
@@ -366,3 +228,5 @@ func (r *revisionCache) invalidate() {
 	r.at = time.Time{}
 	r.mu.Unlock()
 }
+
+func (c *Cluster) now() time.Time { return c.opts.Now() }

@@ -19,7 +19,7 @@ func NewMetricTicker(c *Cluster) func(ctx context.Context, at time.Time) []*unyo
 func RunStats(c *Cluster) func(ctx context.Context, now time.Time) error { return c.stats.run }
 
 // PruneLogs runs the controller's log retention once, at the cluster's clock.
-func PruneLogs(c *Cluster, ctx context.Context) { c.pruneLogs(ctx) }
+func PruneLogs(c *Cluster, ctx context.Context) { c.newLogPruner().prune(ctx) }
 
 // RecordHistory writes processed events to the event history as the
 // pipeline does.

@@ -44,9 +44,10 @@ func eventLevelName(level string) string {
 	return level
 }
 
-// HistoryMessage is how an event's history line starts: `unyo events
-// history --check` greps for it.
-func HistoryMessage(check, outcome, output string) string {
+// historyMessage is the text of an event's history entry, for people:
+// queries select by its fields (logstore.FieldCheck, FieldOutcome), so its
+// wording is free to change.
+func historyMessage(check, outcome, output string) string {
 	return fmt.Sprintf("check=%s outcome=%s: %s", check, outcome, output)
 }
 
@@ -73,8 +74,8 @@ func (c *Cluster) recordHistory(ctx context.Context, events []store.SeqEvent, ex
 		}
 		entry := logstore.EventRecord{
 			Time: eventTime(e), Host: e.GetNode(), Cluster: c.opts.Name, EventID: e.GetId(), Kind: "check",
-			Outcome: ex.GetOutcome(), Message: HistoryMessage(e.GetCheck(), ex.GetOutcome(), e.GetOutput()),
-			Fields: map[string]string{"check": e.GetCheck(), "silenced_by": e.GetSilencedBy(), "rules": strings.Join(rules, ",")},
+			Outcome: ex.GetOutcome(), Message: historyMessage(e.GetCheck(), ex.GetOutcome(), e.GetOutput()),
+			Fields: map[string]string{logstore.FieldCheck: e.GetCheck(), logstore.FieldSilencedBy: e.GetSilencedBy(), logstore.FieldRules: strings.Join(rules, ",")},
 		}.Entry()
 		entry.Level = historyLevel(e.GetLevel())
 		entries = append(entries, entry)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 )
@@ -91,14 +89,8 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingH
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
 		node = e.GetNode()
 	}
-	now := timestamppb.Now()
-	failure := &unyov1.Event{
-		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: node, Check: "api-hook",
-		Level: unyov1.Level_LEVEL_WARNING, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
-		Output:    fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, target, out.String()),
-		StartedAt: now, ReceivedAt: now, Duration: durationpb.New(out.Duration),
-	}
-	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{failure}); err != nil {
+	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: "api-hook", Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+		Output: fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, target, out.String()), Duration: out.Duration}); err != nil {
 		c.log.Warn("recording the hook failure as an event failed", "err", err)
 	}
 }
@@ -136,18 +128,8 @@ func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingHook) {
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
 		node = e.GetNode()
 	}
-	now := timestamppb.Now()
-	first, long, _ := strings.Cut(out.text, "\n")
-	failure := &unyov1.Event{
-		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: node, Check: ActionPluginCheck,
-		Level: unyov1.Level_LEVEL_WARNING, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
-		Output:     fmt.Sprintf("plugin action of rule %s (plugin %s) failed: %s", j.Rule, id, first),
-		LongOutput: long,
-		StartedAt:  now, ReceivedAt: now, Duration: durationpb.New(out.duration),
-	}
-	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{failure}); err != nil {
+	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: ActionPluginCheck, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+		Output: fmt.Sprintf("plugin action of rule %s (plugin %s) failed: %s", j.Rule, id, out.text), Duration: out.duration}); err != nil {
 		c.log.Warn("recording the plugin action failure as an event failed", "err", err)
-		return
 	}
-	c.wakePipeline()
 }

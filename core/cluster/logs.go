@@ -167,7 +167,7 @@ func QueryFromProto(f *unyov1.LogFilter) logstore.Query {
 	return logstore.Query{
 		Since: timeOf(f.GetSince()), Until: timeOf(f.GetUntil()),
 		Host: f.GetHost(), App: f.GetApp(), TraceID: f.GetTraceId(),
-		Levels: f.GetLevels(), Grep: f.GetGrep(), Limit: int(f.GetLimit()),
+		Levels: f.GetLevels(), Grep: f.GetGrep(), Fields: f.GetFields(), Limit: int(f.GetLimit()),
 	}
 }
 

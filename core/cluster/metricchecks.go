@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
 // metricRunner evaluates the cluster's metric checks on the lease holder.
@@ -22,7 +24,13 @@ import (
 // starts every `for` timer again, which can delay an alert by up to `for`
 // but never raises one early.
 type metricRunner struct {
-	c      *Cluster
+	cluster   string // the synthetic node of results about no data
+	store     store.Store
+	metrics   tsdb.Store // nil: the cluster keeps no metrics
+	revisions *revisionCache
+	ingest    *ingest.Ingester
+	log       *slog.Logger
+
 	rev    int64
 	loaded bool
 	defs   []checks.Definition
@@ -34,11 +42,14 @@ type metricRunner struct {
 }
 
 func newMetricRunner(c *Cluster) *metricRunner {
-	return &metricRunner{c: c, next: map[string]time.Time{}, hash: map[string]string{}, state: map[string]map[string]*checks.Pending{}}
+	return &metricRunner{
+		cluster: c.opts.Name, store: c.store, metrics: c.opts.Metrics, revisions: &c.revisions, ingest: c.ingest, log: c.log,
+		next: map[string]time.Time{}, hash: map[string]string{}, state: map[string]map[string]*checks.Pending{},
+	}
 }
 
-func (c *Cluster) runMetricChecks(ctx context.Context) {
-	r := newMetricRunner(c)
+// Run evaluates the due checks every second until ctx ends.
+func (r *metricRunner) Run(ctx context.Context) {
 	every(ctx, time.Second, func(ctx context.Context) { _ = r.tick(ctx, time.Now()) })
 }
 
@@ -47,7 +58,7 @@ func (c *Cluster) runMetricChecks(ctx context.Context) {
 func (r *metricRunner) tick(ctx context.Context, now time.Time) []*unyov1.Event {
 	if err := r.load(ctx); err != nil {
 		if ctx.Err() == nil {
-			r.c.log.Warn("loading metric checks failed", "err", err)
+			r.log.Warn("loading metric checks failed", "err", err)
 		}
 		return nil
 	}
@@ -62,7 +73,7 @@ func (r *metricRunner) tick(ctx context.Context, now time.Time) []*unyov1.Event 
 		return nil
 	}
 	nodes := map[string]*unyov1.Node{}
-	if list, err := r.c.store.ListNodes(ctx); err == nil {
+	if list, err := r.store.ListNodes(ctx); err == nil {
 		for _, n := range list {
 			nodes[n.GetName()] = n
 		}
@@ -71,31 +82,27 @@ func (r *metricRunner) tick(ctx context.Context, now time.Time) []*unyov1.Event 
 	for _, d := range due {
 		events = append(events, r.evaluate(ctx, d, now, nodes)...)
 	}
-	events, err := r.c.filter(ctx, events)
-	if err == nil {
-		_, err = r.c.store.AppendEvents(ctx, events)
-	}
+	res, err := r.ingest.Ingest(ctx, ingest.Batch{Source: ingest.MetricCheck, Events: events})
 	if err != nil {
 		if ctx.Err() == nil {
-			r.c.log.Warn("recording metric check results failed", "events", len(events), "err", err)
+			r.log.Warn("recording metric check results failed", "events", len(events), "err", err)
 		}
 		return nil
 	}
-	r.c.wakePipeline()
-	return events
+	return res.Kept
 }
 
 // load re-reads the checks when their revision moved, and forgets the state
 // of checks that were deleted or changed.
 func (r *metricRunner) load(ctx context.Context) error {
-	rev, err := r.c.revisions.get(ctx)
+	rev, err := r.revisions.get(ctx)
 	if err != nil {
 		return err
 	}
 	if r.loaded && rev == r.rev {
 		return nil
 	}
-	all, err := r.c.store.ListChecks(ctx)
+	all, err := r.store.ListChecks(ctx)
 	if err != nil {
 		return err
 	}
@@ -148,7 +155,7 @@ func (r *metricRunner) evaluate(ctx context.Context, d checks.Definition, now ti
 	for _, res := range results {
 		seen[res.node] = true
 	}
-	synthetic := r.c.opts.Name
+	synthetic := r.cluster
 	if _, ok := st[synthetic]; ok && !seen[synthetic] {
 		// Data came back: clear what the no-data result raised.
 		results = append(results, metricResult{node: synthetic, raw: unyov1.CheckStatus_CHECK_STATUS_OK, text: fmt.Sprintf("data again: %d series", len(results))})
@@ -180,12 +187,10 @@ func (r *metricRunner) evaluate(ctx context.Context, d checks.Definition, now ti
 			}
 			maps.Copy(labels, n.GetLabels())
 		}
-		e := &unyov1.Event{
-			Id: uuid.Must(uuid.NewV7()).String(), Cluster: r.c.opts.Name, Node: res.node, Check: d.Name,
-			Level: checks.LevelFor(status, d.UnknownLevel), Status: status, Output: out,
-			StartedAt: timestamppb.New(now), ReceivedAt: timestamppb.Now(), Duration: durationpb.New(0),
-			Occurrences: int32(d.Occurrences), Reissue: durationpb.New(d.Reissue), Labels: labels,
-		}
+		e := ingest.Synthetic{
+			Node: res.node, Check: d.Name, Status: status, UnknownLevel: d.UnknownLevel, Output: out, At: now, Labels: labels,
+		}.Event()
+		e.Occurrences, e.Reissue = int32(d.Occurrences), durationpb.New(d.Reissue)
 		if res.perf != nil {
 			e.Perfdata = []*unyov1.PerfData{res.perf}
 		}
@@ -196,8 +201,8 @@ func (r *metricRunner) evaluate(ctx context.Context, d checks.Definition, now ti
 
 func (r *metricRunner) query(ctx context.Context, d checks.Definition, now time.Time) []metricResult {
 	m := d.Metric
-	synthetic := r.c.opts.Name
-	db := r.c.opts.Metrics
+	synthetic := r.cluster
+	db := r.metrics
 	if db == nil {
 		return []metricResult{{node: synthetic, raw: unyov1.CheckStatus_CHECK_STATUS_UNKNOWN,
 			text: fmt.Sprintf("cluster %q keeps no metrics (metrics.store is none), so %s cannot be evaluated", synthetic, m.Expr)}}

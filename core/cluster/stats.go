@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -36,13 +37,17 @@ const (
 
 // statsRunner computes the statistics tier on the lease holder.
 type statsRunner struct {
-	c    *Cluster
-	o    StatsOptions
-	sels []*stats.Selector
+	o       StatsOptions
+	sels    []*stats.Selector
+	store   store.Store
+	metrics tsdb.Store     // nil: no metric rollups
+	logs    logstore.Store // nil: no log and event counts
+	now     func() time.Time
+	log     *slog.Logger
 }
 
-func newStatsRunner(c *Cluster, o StatsOptions) (*statsRunner, error) {
-	r := &statsRunner{c: c, o: o}
+func newStatsRunner(o StatsOptions, st store.Store, metrics tsdb.Store, logs logstore.Store, now func() time.Time, log *slog.Logger) (*statsRunner, error) {
+	r := &statsRunner{o: o, store: st, metrics: metrics, logs: logs, now: now, log: log}
 	for _, m := range o.Metrics {
 		sel, err := stats.ParseSelector(m)
 		if err != nil {
@@ -56,13 +61,11 @@ func newStatsRunner(c *Cluster, o StatsOptions) (*statsRunner, error) {
 	return r, nil
 }
 
-func (c *Cluster) runStats(ctx context.Context) {
-	if c.stats == nil {
-		return
-	}
-	every(ctx, c.stats.o.Interval, func(ctx context.Context) {
-		if err := c.stats.run(ctx, c.now()); err != nil && ctx.Err() == nil {
-			c.log.Warn("computing statistics failed; the next run resumes where this one stopped", "err", err)
+// Run computes what is due every interval.
+func (r *statsRunner) Run(ctx context.Context) {
+	every(ctx, r.o.Interval, func(ctx context.Context) {
+		if err := r.run(ctx, r.now()); err != nil && ctx.Err() == nil {
+			r.log.Warn("computing statistics failed; the next run resumes where this one stopped", "err", err)
 		}
 	})
 }
@@ -71,10 +74,10 @@ func (c *Cluster) runStats(ctx context.Context) {
 // expiry. A failed part does not keep the others from running.
 func (r *statsRunner) run(ctx context.Context, now time.Time) error {
 	var errs []error
-	if r.c.opts.Metrics != nil && len(r.sels) > 0 {
+	if r.metrics != nil && len(r.sels) > 0 {
 		errs = append(errs, r.rollups(ctx, now))
 	}
-	if r.c.opts.Logs != nil {
+	if r.logs != nil {
 		errs = append(errs, r.counts(ctx, now))
 	}
 	errs = append(errs, r.expire(ctx, now))
@@ -84,7 +87,7 @@ func (r *statsRunner) run(ctx context.Context, now time.Time) error {
 // rollups computes the hourly rollups of the due hours and, once a day's
 // hours are done, that day's daily rollups from them.
 func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
-	cursor, err := r.c.store.StatsCursor(ctx, cursorHourly)
+	cursor, err := r.store.StatsCursor(ctx, cursorHourly)
 	if err != nil {
 		return err
 	}
@@ -97,7 +100,7 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 	// by the fleet.
 	batches := map[string][]*stats.Selector{} // name -> selectors naming it
 	for _, sel := range r.sels {
-		names, err := r.c.opts.Metrics.LabelValues(ctx, "__name__", sel.String(), w.From, w.Until)
+		names, err := r.metrics.LabelValues(ctx, "__name__", sel.String(), w.From, w.Until)
 		if err != nil {
 			return fmt.Errorf("statistics: metric names of %s: %w", sel, err)
 		}
@@ -115,7 +118,7 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 			}
 		}
 		if hour.Add(time.Hour).Compare(w.Final) <= 0 {
-			if err := r.c.store.SetStatsCursor(ctx, cursorHourly, hour.Add(time.Hour)); err != nil {
+			if err := r.store.SetStatsCursor(ctx, cursorHourly, hour.Add(time.Hour)); err != nil {
 				return err
 			}
 		}
@@ -126,7 +129,7 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
-	r.c.log.Debug("statistics: hourly rollups computed", "from", w.From, "until", w.Until, "final_before", w.Final, "metrics", len(names))
+	r.log.Debug("statistics: hourly rollups computed", "from", w.From, "until", w.Until, "final_before", w.Final, "metrics", len(names))
 	return nil
 }
 
@@ -135,7 +138,7 @@ func (r *statsRunner) rollups(ctx context.Context, now time.Time) error {
 func (r *statsRunner) hour(ctx context.Context, hour time.Time, sel string, split bool) error {
 	values := map[string]*stats.Values{}
 	for i, q := range stats.HourQueries(sel) {
-		res, err := r.c.opts.Metrics.Query(ctx, q, stats.QueryTime(hour))
+		res, err := r.metrics.Query(ctx, q, stats.QueryTime(hour))
 		if errors.Is(err, tsdb.ErrTooLarge) && i == 0 && split {
 			return r.hourByNode(ctx, hour, sel)
 		}
@@ -152,15 +155,15 @@ func (r *statsRunner) hour(ctx context.Context, hour time.Time, sel string, spli
 			v.V[i], v.Has[i] = s.Points[len(s.Points)-1].V, true
 		}
 	}
-	return r.c.store.PutRollups(ctx, stats.Assemble(hour, values))
+	return r.store.PutRollups(ctx, stats.Assemble(hour, values))
 }
 
 func (r *statsRunner) hourByNode(ctx context.Context, hour time.Time, sel string) error {
-	nodes, err := r.c.opts.Metrics.LabelValues(ctx, "node", sel, hour, hour.Add(time.Hour))
+	nodes, err := r.metrics.LabelValues(ctx, "node", sel, hour, hour.Add(time.Hour))
 	if err != nil {
 		return fmt.Errorf("statistics: hour %s: nodes of %s: %w", hour.Format(time.RFC3339), sel, err)
 	}
-	r.c.log.Debug("statistics: splitting a metric by node", "selector", sel, "nodes", len(nodes))
+	r.log.Debug("statistics: splitting a metric by node", "selector", sel, "nodes", len(nodes))
 	narrowed, err := stats.ParseSelector(sel)
 	if err != nil {
 		return err
@@ -178,11 +181,11 @@ func (r *statsRunner) hourByNode(ctx context.Context, hour time.Time, sel string
 // daily derives the daily rollups of day from its hourly rollups.
 func (r *statsRunner) daily(ctx context.Context, day time.Time, names []string) error {
 	for _, name := range names {
-		hourly, err := r.c.store.ListRollups(ctx, store.RollupFilter{Resolution: store.Hourly, Name: name, Since: day, Until: day.Add(24 * time.Hour)})
+		hourly, err := r.store.ListRollups(ctx, store.RollupFilter{Resolution: store.Hourly, Name: name, Since: day, Until: day.Add(24 * time.Hour)})
 		if err != nil {
 			return err
 		}
-		if err := r.c.store.PutRollups(ctx, stats.Daily(hourly)); err != nil {
+		if err := r.store.PutRollups(ctx, stats.Daily(hourly)); err != nil {
 			return err
 		}
 	}
@@ -192,7 +195,7 @@ func (r *statsRunner) daily(ctx context.Context, day time.Time, names []string) 
 // counts stores the daily counts of log lines and of events (from the event
 // history in the log store) of the due days, today so far included.
 func (r *statsRunner) counts(ctx context.Context, now time.Time) error {
-	cursor, err := r.c.store.StatsCursor(ctx, cursorCounts)
+	cursor, err := r.store.StatsCursor(ctx, cursorCounts)
 	if err != nil {
 		return err
 	}
@@ -204,24 +207,24 @@ func (r *statsRunner) counts(ctx context.Context, now time.Time) error {
 			// Log lines, without the event history written among them.
 			lines := dayQuery
 			lines.ExceptApp = logstore.EventsApp
-			b, err := r.c.opts.Logs.Stats(ctx, lines, by, 24*time.Hour)
+			b, err := r.logs.Stats(ctx, lines, by, 24*time.Hour)
 			if err != nil {
 				return fmt.Errorf("statistics: log counts of %s by %s: %w", day.Format(time.DateOnly), by, err)
 			}
 			counts = append(counts, dailyCounts(store.CountLogs, by, day, b)...)
 			events := dayQuery
 			events.App = logstore.EventsApp
-			b, err = r.c.opts.Logs.Stats(ctx, events, eventGrouping(by), 24*time.Hour)
+			b, err = r.logs.Stats(ctx, events, eventGrouping(by), 24*time.Hour)
 			if err != nil {
 				return fmt.Errorf("statistics: event counts of %s by %s: %w", day.Format(time.DateOnly), by, err)
 			}
 			counts = append(counts, dailyCounts(store.CountEvents, by, day, b)...)
 		}
-		if err := r.c.store.PutCounts(ctx, counts); err != nil {
+		if err := r.store.PutCounts(ctx, counts); err != nil {
 			return err
 		}
 		if end := day.Add(24 * time.Hour); end.Compare(w.Final) <= 0 {
-			if err := r.c.store.SetStatsCursor(ctx, cursorCounts, end); err != nil {
+			if err := r.store.SetStatsCursor(ctx, cursorCounts, end); err != nil {
 				return err
 			}
 		}
@@ -233,7 +236,7 @@ func (r *statsRunner) counts(ctx context.Context, now time.Time) error {
 // by: the node is the entry's host, the check (counted as "app") a field.
 func eventGrouping(by string) string {
 	if by == logstore.ByApp {
-		return logstore.ByField("check")
+		return logstore.ByField(logstore.FieldCheck)
 	}
 	return by
 }
@@ -254,20 +257,20 @@ func dailyCounts(kind, by string, day time.Time, buckets []logstore.Bucket) []st
 func (r *statsRunner) expire(ctx context.Context, now time.Time) error {
 	hourly := stats.Align(now.Add(-r.o.HourlyRetention), store.Hourly)
 	daily := stats.Align(now.Add(-r.o.DailyRetention), store.Daily)
-	nh, err := r.c.store.DeleteRollupsBefore(ctx, store.Hourly, hourly)
+	nh, err := r.store.DeleteRollupsBefore(ctx, store.Hourly, hourly)
 	if err != nil {
 		return err
 	}
-	nd, err := r.c.store.DeleteRollupsBefore(ctx, store.Daily, daily)
+	nd, err := r.store.DeleteRollupsBefore(ctx, store.Daily, daily)
 	if err != nil {
 		return err
 	}
-	nc, err := r.c.store.DeleteCountsBefore(ctx, daily)
+	nc, err := r.store.DeleteCountsBefore(ctx, daily)
 	if err != nil {
 		return err
 	}
 	if nh+nd+nc > 0 {
-		r.c.log.Info("statistics: expired", "hourly_rollups", nh, "daily_rollups", nd, "daily_counts", nc,
+		r.log.Info("statistics: expired", "hourly_rollups", nh, "daily_rollups", nd, "daily_counts", nc,
 			"hourly_before", hourly, "daily_before", daily)
 	}
 	return nil

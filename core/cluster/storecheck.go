@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/uuid"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 )
 
 // storeCheck is the check name of events about the cluster's own store.
@@ -24,15 +21,8 @@ func (c *Cluster) ReportLostEvents(ctx context.Context, missing, acked, stored i
 	c.log.Error("the store lost events it had acknowledged to agents", "missing", missing,
 		"acked_seq", acked, "stored_seq", stored, "mark", markPath,
 		"what_to_do", "find out what damaged or replaced the store; events between those sequence numbers are gone unless a backup holds them")
-	now := timestamppb.Now()
-	e := &unyov1.Event{
-		Id: uuid.Must(uuid.NewV7()).String(), Cluster: c.opts.Name, Node: c.opts.Name, Check: storeCheck,
-		Level: unyov1.Level_LEVEL_CRITICAL, Status: unyov1.CheckStatus_CHECK_STATUS_CRITICAL, ExitCode: 2,
-		Output: out, StartedAt: now, ReceivedAt: now, Duration: durationpb.New(0),
-	}
-	if _, err := c.store.AppendEvents(ctx, []*unyov1.Event{e}); err != nil {
+	if err := c.raise(ctx, ingest.StoreLoss, ingest.Synthetic{Node: c.opts.Name, Check: storeCheck, Status: unyov1.CheckStatus_CHECK_STATUS_CRITICAL, Output: out}); err != nil {
 		return fmt.Errorf("record the loss of acknowledged events as an event: %w", err)
 	}
-	c.wakePipeline()
 	return nil
 }

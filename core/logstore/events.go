@@ -10,11 +10,15 @@ import (
 // monitored application's lines.
 const EventsApp = "unyo-events"
 
-// Field names used by event history entries.
+// Field names used by event history entries. They, not the message text,
+// are what history is queried and counted by (Query.Fields, ByField).
 const (
-	FieldEventID = "event_id"
-	FieldKind    = "event_kind"
-	FieldOutcome = "outcome"
+	FieldEventID    = "event_id"
+	FieldKind       = "event_kind"
+	FieldOutcome    = "outcome"
+	FieldCheck      = "check"
+	FieldSilencedBy = "silenced_by"
+	FieldRules      = "rules"
 )
 
 // EventRecord is one processed event and what became of it. Writing event

@@ -16,6 +16,12 @@
 //     must not change the meaning.
 //   - Host, App and TraceID match exactly; Levels match any of the given
 //     levels, compared in lower case.
+//   - Fields match exactly, every one given: an entry matches when its
+//     Entry.Fields holds each key with that value; an empty value matches
+//     entries without the key (Write drops empty values). Keys are plain
+//     names, as for ByField. Callers that look for records by what they are
+//     (the event history by check and outcome) use Fields, never Grep, so
+//     that rewording a message cannot change what they find.
 //   - DropBefore removes whole UTC days that end at or before t; the day that
 //     contains t is kept.
 //   - Errors from an unreachable backend are returned as such: callers spool
@@ -132,7 +138,9 @@ type Query struct {
 	TraceID      string    // exact match
 	Levels       []string  // any of; compared in lower case
 	Grep         string    // case-sensitive substring of Message
-	Limit        int       // 0 = DefaultLimit; > MaxLimit = ErrTooLarge
+	// Fields match Entry.Fields exactly, each one; "" matches a missing key.
+	Fields map[string]string
+	Limit  int // 0 = DefaultLimit; > MaxLimit = ErrTooLarge
 }
 
 // Bucket is the count of entries with one Key in one time interval.
@@ -254,6 +262,16 @@ func (q Query) Normalize() (Query, error) {
 	q.ExceptApp = strings.ToValidUTF8(q.ExceptApp, "\uFFFD")
 	q.TraceID = strings.ToValidUTF8(q.TraceID, "\uFFFD")
 	q.Grep = strings.ToValidUTF8(q.Grep, "\uFFFD")
+	if len(q.Fields) > 0 {
+		fields := make(map[string]string, len(q.Fields))
+		for k, v := range q.Fields {
+			if err := checkFieldName(k); err != nil {
+				return q, err
+			}
+			fields[k] = strings.ToValidUTF8(v, "\uFFFD")
+		}
+		q.Fields = fields
+	}
 	levels := make([]string, 0, len(q.Levels))
 	for _, l := range q.Levels {
 		l = normLevel(l)
@@ -269,12 +287,21 @@ func (q Query) Normalize() (Query, error) {
 func CheckStats(by string, interval time.Duration) error {
 	switch name, isField := GroupField(by); {
 	case by == ByLevel, by == ByApp, by == ByHost:
-	case isField && len(name) <= MaxFieldKeyBytes && fieldNameRE.MatchString(name):
+	case isField && checkFieldName(name) == nil:
 	default:
 		return fmt.Errorf("%w: cannot group by %q: use level, app, host or field:NAME (NAME of letters, digits, '_', '.', '-')", ErrInvalidQuery, by)
 	}
 	if interval < time.Second || interval%time.Second != 0 {
 		return fmt.Errorf("%w: interval %s must be a whole number of seconds, at least 1s", ErrInvalidQuery, interval)
+	}
+	return nil
+}
+
+// checkFieldName refuses a field name that is not a plain name: backends put
+// it into their query languages.
+func checkFieldName(name string) error {
+	if len(name) > MaxFieldKeyBytes || !fieldNameRE.MatchString(name) {
+		return fmt.Errorf("%w: field name %q: use letters, digits, '_', '.' and '-', at most %d bytes", ErrInvalidQuery, name, MaxFieldKeyBytes)
 	}
 	return nil
 }

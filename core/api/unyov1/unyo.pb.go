@@ -6213,7 +6213,10 @@ type LogFilter struct {
 	// Case-sensitive substring of the message.
 	Grep string `protobuf:"bytes,7,opt,name=grep,proto3" json:"grep,omitempty"`
 	// 0 = the store's default (1000).
-	Limit         int32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,8,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Structured fields of the entry, matched exactly (all of them); an empty
+	// value matches entries without the field. Keys are plain names.
+	Fields        map[string]string `protobuf:"bytes,9,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6302,6 +6305,13 @@ func (x *LogFilter) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *LogFilter) GetFields() map[string]string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
 }
 
 type QueryLogsRequest struct {
@@ -8719,7 +8729,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
 	"duplicates\x12\x1a\n" +
-	"\brejected\x18\x03 \x01(\x05R\brejected\"\xf2\x01\n" +
+	"\brejected\x18\x03 \x01(\x05R\brejected\"\xe5\x02\n" +
 	"\tLogFilter\x120\n" +
 	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
 	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x12\n" +
@@ -8728,7 +8738,11 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\btrace_id\x18\x05 \x01(\tR\atraceId\x12\x16\n" +
 	"\x06levels\x18\x06 \x03(\tR\x06levels\x12\x12\n" +
 	"\x04grep\x18\a \x01(\tR\x04grep\x12\x14\n" +
-	"\x05limit\x18\b \x01(\x05R\x05limit\"X\n" +
+	"\x05limit\x18\b \x01(\x05R\x05limit\x126\n" +
+	"\x06fields\x18\t \x03(\v2\x1e.unyo.v1.LogFilter.FieldsEntryR\x06fields\x1a9\n" +
+	"\vFieldsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"X\n" +
 	"\x10QueryLogsRequest\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12*\n" +
 	"\x06filter\x18\x02 \x01(\v2\x12.unyo.v1.LogFilterR\x06filter\"~\n" +
@@ -8981,7 +8995,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 130)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -9116,74 +9130,75 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	nil,                              // 130: unyo.v1.Series.LabelsEntry
 	nil,                              // 131: unyo.v1.SeriesLabels.LabelsEntry
 	nil,                              // 132: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 133: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 134: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 135: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 136: google.protobuf.Duration
+	nil,                              // 133: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 134: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 135: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 136: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 137: google.protobuf.Duration
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	134, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	134, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	135, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	135, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	134, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	135, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
 	121, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
 	122, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	135, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	136, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
 	123, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	134, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	134, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	135, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	135, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	134, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	136, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	134, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	136, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	135, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	137, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	135, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	137, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
 	124, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	134, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	134, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	135, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	135, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
 	125, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
 	126, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	135, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	136, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
 	127, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	134, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	134, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	134, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	134, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	135, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	135, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	135, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	135, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
 	128, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	134, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	134, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	134, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	135, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	135, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	135, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	134, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	134, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	135, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	135, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
 	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	136, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	137, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -9218,11 +9233,11 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	134, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	135, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	135, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	68,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	134, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	135, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
 	129, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
 	130, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
@@ -9230,139 +9245,140 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	131, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	75,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
 	79,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	134, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	134, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	136, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	134, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	135, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	137, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	135, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	77,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	134, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	135, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	78,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	135, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
 	132, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	87,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	134, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	134, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	90,  // 123: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	87,  // 124: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 125: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 126: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	90,  // 127: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	136, // 128: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	136, // 129: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	93,  // 130: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 131: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 132: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	134, // 133: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 134: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 135: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 136: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	134, // 137: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	133, // 138: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	134, // 139: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	99,  // 140: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 141: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 142: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	134, // 143: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	134, // 144: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	102, // 145: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 146: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 147: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	134, // 148: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	134, // 149: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	134, // 150: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	134, // 151: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	136, // 152: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	110, // 153: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	110, // 154: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	110, // 155: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	134, // 156: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	134, // 157: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	117, // 158: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 159: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 160: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 161: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 162: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 163: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 164: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 165: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 166: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 167: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 168: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	52,  // 169: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	54,  // 170: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	104, // 171: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	56,  // 172: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	58,  // 173: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	60,  // 174: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	62,  // 175: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	64,  // 176: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 177: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	66,  // 178: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	69,  // 179: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	71,  // 180: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	106, // 181: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	108, // 182: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	73,  // 183: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	80,  // 184: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	82,  // 185: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	83,  // 186: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	85,  // 187: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	88,  // 188: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	91,  // 189: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	94,  // 190: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	96,  // 191: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	98,  // 192: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	101, // 193: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	111, // 194: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	113, // 195: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	115, // 196: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	118, // 197: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 198: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 199: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 200: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 201: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 202: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 203: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 204: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 205: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 206: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	53,  // 207: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	55,  // 208: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	105, // 209: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	57,  // 210: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	59,  // 211: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	61,  // 212: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	63,  // 213: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	65,  // 214: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 215: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	67,  // 216: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	70,  // 217: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	72,  // 218: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	107, // 219: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	109, // 220: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	74,  // 221: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	81,  // 222: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	84,  // 223: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 224: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	86,  // 225: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	89,  // 226: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	92,  // 227: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	95,  // 228: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	97,  // 229: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	100, // 230: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	103, // 231: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	112, // 232: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	114, // 233: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	116, // 234: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	119, // 235: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	198, // [198:236] is the sub-list for method output_type
-	160, // [160:198] is the sub-list for method input_type
-	160, // [160:160] is the sub-list for extension type_name
-	160, // [160:160] is the sub-list for extension extendee
-	0,   // [0:160] is the sub-list for field type_name
+	135, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	135, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	133, // 123: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	90,  // 124: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	87,  // 125: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 126: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 127: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	90,  // 128: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	137, // 129: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	137, // 130: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	93,  // 131: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 132: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 133: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 134: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	87,  // 135: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 136: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 137: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 138: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	134, // 139: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	135, // 140: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	99,  // 141: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 142: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 143: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 144: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	135, // 145: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	102, // 146: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 147: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 148: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 149: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	135, // 150: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	135, // 151: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	135, // 152: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	137, // 153: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	110, // 154: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	110, // 155: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	110, // 156: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	135, // 157: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	135, // 158: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	117, // 159: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 160: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 161: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 162: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 163: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 164: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 165: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 166: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 167: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 168: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 169: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	52,  // 170: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	54,  // 171: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	104, // 172: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 173: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	58,  // 174: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	60,  // 175: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	62,  // 176: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	64,  // 177: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 178: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	66,  // 179: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	69,  // 180: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	71,  // 181: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	106, // 182: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	108, // 183: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	73,  // 184: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	80,  // 185: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	82,  // 186: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	83,  // 187: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	85,  // 188: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	88,  // 189: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	91,  // 190: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	94,  // 191: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	96,  // 192: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	98,  // 193: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	101, // 194: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	111, // 195: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	113, // 196: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	115, // 197: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	118, // 198: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 199: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 200: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 201: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 202: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 203: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 204: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 205: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 206: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 207: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	53,  // 208: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	55,  // 209: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	105, // 210: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 211: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	59,  // 212: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	61,  // 213: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	63,  // 214: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	65,  // 215: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 216: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	67,  // 217: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	70,  // 218: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	72,  // 219: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	107, // 220: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	109, // 221: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	74,  // 222: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	81,  // 223: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	84,  // 224: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 225: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	86,  // 226: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	89,  // 227: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	92,  // 228: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	95,  // 229: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	97,  // 230: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	100, // 231: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	103, // 232: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	112, // 233: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	114, // 234: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	116, // 235: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	119, // 236: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	199, // [199:237] is the sub-list for method output_type
+	161, // [161:199] is the sub-list for method input_type
+	161, // [161:161] is the sub-list for extension type_name
+	161, // [161:161] is the sub-list for extension extendee
+	0,   // [0:161] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9388,7 +9404,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   129,
+			NumMessages:   130,
 			NumExtensions: 0,
 			NumServices:   13,
 		},

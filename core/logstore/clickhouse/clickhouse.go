@@ -18,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -263,6 +265,12 @@ func where(q logstore.Query) (string, []any) {
 		// position is a case-sensitive byte substring search.
 		conds = append(conds, "position(message, ?) > 0")
 		args = append(args, q.Grep)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q.Fields)) {
+		// Fields are two parallel arrays (no Map in 18.16); indexOf is 0 for a
+		// missing key, and element 0 is '', so "" matches a missing field.
+		conds = append(conds, "field_values[indexOf(field_keys, ?)] = ?")
+		args = append(args, k, q.Fields[k])
 	}
 	return strings.Join(conds, " AND "), args
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"HostileContent", testHostileContent},
 		{"Timestamps", testTimestamps},
 		{"Fields", testFields},
+		{"FieldFilters", testFieldFilters},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Invalid", testInvalid},
 	} {
@@ -663,6 +664,48 @@ func testFields(t *testing.T, s logstore.Store) {
 	}
 	if len(fields) != 11 || fields["empty"] != "" {
 		t.Errorf("Write modified the caller's Fields map")
+	}
+}
+
+// testFieldFilters: Query.Fields selects by structured fields, exactly,
+// whatever the message says.
+func testFieldFilters(t *testing.T, s logstore.Store) {
+	t0 := base()
+	write(t, s,
+		logstore.Entry{Time: t0, Host: "h1", App: "a", Message: "m1", Fields: map[string]string{"check": "disk", "outcome": "processed"}},
+		logstore.Entry{Time: t0.Add(time.Second), Host: "h1", App: "a", Message: "m2", Fields: map[string]string{"check": "disk", "outcome": "silenced"}},
+		logstore.Entry{Time: t0.Add(2 * time.Second), Host: "h2", App: "a", Message: "m3 check=disk outcome=processed", Fields: map[string]string{"check": "disk-io", "outcome": "processed"}},
+		logstore.Entry{Time: t0.Add(3 * time.Second), Host: "h2", App: "a", Message: "m4", Fields: map[string]string{"check": `q"uo'te\`}},
+		logstore.Entry{Time: t0.Add(4 * time.Second), Host: "h2", App: "a", Message: "m5"},
+	)
+	for _, tc := range []struct {
+		name   string
+		fields map[string]string
+		want   []string
+	}{
+		{"one field", map[string]string{"check": "disk"}, []string{"m2", "m1"}},
+		{"exact, not a prefix or the message", map[string]string{"check": "dis"}, nil},
+		{"all given", map[string]string{"check": "disk", "outcome": "processed"}, []string{"m1"}},
+		{"another field", map[string]string{"outcome": "processed"}, []string{"m3 check=disk outcome=processed", "m1"}},
+		{"quotes are values", map[string]string{"check": `q"uo'te\`}, []string{"m4"}},
+		{"empty matches a missing field", map[string]string{"outcome": ""}, []string{"m5", "m4"}},
+		{"unknown field", map[string]string{"nosuch": "x"}, nil},
+	} {
+		got := messages(query(t, s, logstore.Query{Fields: tc.fields}))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Fields %q: got %q, want %q", tc.name, tc.fields, got, tc.want)
+		}
+	}
+	// Stats count what Query finds.
+	b, err := s.Stats(ctx(t), logstore.Query{Fields: map[string]string{"check": "disk"}}, logstore.ByHost, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 1 || b[0].Key != "h1" || b[0].Count != 2 {
+		t.Errorf("Stats with Fields check=disk: got %+v, want h1: 2", b)
+	}
+	if _, err := s.Query(ctx(t), logstore.Query{Fields: map[string]string{"bad name": "x"}}); !errors.Is(err, logstore.ErrInvalidQuery) {
+		t.Errorf("Fields with a key that is not a plain name: got %v, want ErrInvalidQuery", err)
 	}
 }
 

@@ -17,10 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,6 +196,12 @@ func filterExpr(q logstore.Query) string {
 	if q.Grep != "" {
 		// A regexp of the quoted literal: a case-sensitive substring match.
 		parts = append(parts, "_msg:~"+strconv.Quote(regexp.QuoteMeta(q.Grep)))
+	}
+	// Sorted, so that one query always reads the same.
+	for _, k := range slices.Sorted(maps.Keys(q.Fields)) {
+		// An exact match; :="" matches entries without the field, as the
+		// contract says.
+		parts = append(parts, strconv.Quote(fieldPrefix+k)+":="+strconv.Quote(q.Fields[k]))
 	}
 	if len(parts) == 0 {
 		return "*"

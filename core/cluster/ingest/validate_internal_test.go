@@ -1,4 +1,4 @@
-package cluster
+package ingest
 
 import (
 	"testing"
@@ -10,9 +10,10 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
-// BenchmarkValidResult is what the cluster's checks of one reported result
-// cost, to compare with a result's whole ingest (BenchmarkIngestSQLite).
-func BenchmarkValidResult(b *testing.B) {
+// BenchmarkValidate is what the cluster's checks of one reported result
+// cost, to compare with a result's whole ingest (BenchmarkIngestSQLite in
+// core/cluster).
+func BenchmarkValidate(b *testing.B) {
 	now := time.Now()
 	e := &unyov1.Event{
 		Id: "0190c5d6-0000-7000-8000-000000000001", Node: "node-1", Check: "check-7",
@@ -20,11 +21,12 @@ func BenchmarkValidResult(b *testing.B) {
 		Perfdata:  []*unyov1.PerfData{{Label: "load1", Value: 0.12, Warn: "5", Crit: "10"}},
 		StartedAt: timestamppb.New(now), Duration: durationpb.New(3 * time.Millisecond),
 	}
+	batch := Batch{Source: Agent, Node: "node-1"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := validResult(e, "node-1", now); err != nil {
+		if err := validate(e, batch, now); err != nil {
 			b.Fatal(err)
 		}
-		capResult(e)
+		capSizes(e)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package ingest
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules"
 )
 
@@ -14,7 +13,8 @@ import (
 // events before they are stored. Every replica ingests, so every replica
 // keeps its own copy, re-read at most once a second when the rules change.
 type filterCache struct {
-	st store.Store
+	st  Store
+	now func() time.Time
 
 	mu  sync.Mutex
 	at  time.Time
@@ -25,14 +25,14 @@ type filterCache struct {
 func (f *filterCache) rules(ctx context.Context) (*eventrules.Set, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.set != nil && time.Since(f.at) < time.Second {
+	if f.set != nil && f.now().Sub(f.at) < time.Second {
 		return f.set, nil
 	}
 	rev, err := f.st.RulesRevision(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f.at = time.Now()
+	f.at = f.now()
 	if f.set != nil && rev == f.rev {
 		return f.set, nil
 	}
@@ -42,6 +42,7 @@ func (f *filterCache) rules(ctx context.Context) (*eventrules.Set, error) {
 	}
 	var compiled []eventrules.Rule
 	for _, r := range rs {
+		// The pipeline logs rules that no longer compile; here they are skipped.
 		if cr, err := eventrules.Compile(r); err == nil {
 			compiled = append(compiled, cr)
 		}
@@ -51,23 +52,28 @@ func (f *filterCache) rules(ctx context.Context) (*eventrules.Set, error) {
 }
 
 // filter drops the events a Filter rule matches and counts the drops per rule.
-func (c *Cluster) filter(ctx context.Context, events []*unyov1.Event) ([]*unyov1.Event, error) {
-	set, err := c.filters.rules(ctx)
+func (in *Ingester) filter(ctx context.Context, events []*unyov1.Event) ([]*unyov1.Event, error) {
+	if len(events) == 0 {
+		return events, nil
+	}
+	set, err := in.filters.rules(ctx)
 	if err != nil {
 		return nil, err
 	}
 	kept := events[:0]
 	drops := map[string]int64{}
 	for _, e := range events {
-		if r, ok := set.Filter(e, eventTime(e)); ok {
+		// Rules are judged in event time, when the check ran: started_at,
+		// which every stored event has.
+		if r, ok := set.Filter(e, e.GetStartedAt().AsTime()); ok {
 			drops[r.Name]++
 			continue
 		}
 		kept = append(kept, e)
 	}
 	if len(drops) > 0 {
-		if err := c.store.CountMatches(ctx, drops, nil); err != nil {
-			c.log.Warn("counting filtered events failed", "err", err)
+		if err := in.store.CountMatches(ctx, drops, nil); err != nil {
+			in.log.Warn("counting filtered events failed", "err", err)
 		}
 	}
 	return kept, nil
