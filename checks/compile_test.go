@@ -233,19 +233,6 @@ func TestCompileUnnamed(t *testing.T) {
 	}
 }
 
-func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "0", "disk", "node-1.example.com", "a_b", strings.Repeat("a", 253)} {
-		if err := checks.ValidateName(ok); err != nil {
-			t.Errorf("ValidateName(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "Node1", "-a", "a-", ".a", "a.", "a b", "ä", strings.Repeat("a", 254)} {
-		if err := checks.ValidateName(bad); err == nil {
-			t.Errorf("ValidateName(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestCompileCopiesInput(t *testing.T) {
 	spec := &unyov1.CheckSpec{Command: []string{"check_x"}, Interval: "1m", Env: map[string]string{"A": "1"}}
 	d, err := checks.Compile(check("x", spec))

@@ -30,8 +30,6 @@ const (
 	// MinInterval bounds spec.interval (and @every): sub-second checks would
 	// spend more on fork/exec than on checking.
 	MinInterval = time.Second
-	// MaxNameLength is the longest check name (a DNS subdomain's limit).
-	MaxNameLength = 253
 )
 
 // Definition is a compiled check: every field validated, every default

@@ -9,8 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/limits"
 )
 
@@ -19,7 +19,7 @@ const maxPlugins = 256
 
 // validNode checks what an agent says about its node before it is stored.
 func validNode(n *unyov1.Node) error {
-	if err := checks.ValidateName(n.GetName()); err != nil {
+	if err := validate.Name(n.GetName()); err != nil {
 		return fmt.Errorf("node.name: %w", err)
 	}
 	if err := limits.Labels("node.labels", n.GetLabels()); err != nil {
@@ -65,7 +65,7 @@ func validResult(e *unyov1.Event, node string, now time.Time) error {
 	case e.GetLevel() == unyov1.Level_LEVEL_UNSPECIFIED:
 		return errors.New("level: must be set")
 	}
-	if err := checks.ValidateName(e.GetCheck()); err != nil {
+	if err := validate.Name(e.GetCheck()); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	if _, ok := unyov1.Level_name[int32(e.GetLevel())]; !ok {

@@ -1,0 +1,43 @@
+package validate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/api/validate"
+)
+
+func TestName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a", true}, {"0", true}, {"disk", true}, {"node-1.example.com", true}, {"a_b", true},
+		{strings.Repeat("a", validate.MaxNameLength), true},
+		{"", false}, {"Node1", false}, {"-a", false}, {"a-", false}, {".a", false}, {"a.", false},
+		{"a b", false}, {"ä", false}, {strings.Repeat("a", validate.MaxNameLength+1), false},
+	} {
+		if err := validate.Name(tc.name); (err == nil) != tc.ok {
+			t.Errorf("Name(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+func TestFields(t *testing.T) {
+	var f validate.Fields
+	f.Name("name", "Bad")
+	f.Addf("spec.x", "must be %d", 1)
+	if d, ok := f.Duration("spec.wait", "5m"); !ok || d != 5*time.Minute {
+		t.Errorf("Duration(5m) = %v, %v", d, ok)
+	}
+	if _, ok := f.Duration("spec.interval", "soon"); ok {
+		t.Error("Duration(soon) succeeded")
+	}
+	want := `rule "Bad": name: "Bad" is not a valid name: use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit
+rule "Bad": spec.x: must be 1
+rule "Bad": spec.interval: invalid duration "soon" (expected a Go duration such as 30s or 5m)`
+	if got := validate.Join(`rule "Bad": `, f); got != want {
+		t.Errorf("Join:\n%s\nwant:\n%s", got, want)
+	}
+}
