@@ -151,11 +151,12 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		}
 	}
 
-	switch raw := spec.GetTimeoutStatus(); raw {
-	case "", "unknown":
-		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
-	case "critical":
-		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
+	d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+	raw := spec.GetTimeoutStatus()
+	switch st, _ := unyov1.ParseCheckStatus(raw); {
+	case raw == "":
+	case st == unyov1.CheckStatus_CHECK_STATUS_UNKNOWN, st == unyov1.CheckStatus_CHECK_STATUS_CRITICAL:
+		d.TimeoutStatus = st
 	default:
 		v.Addf("spec.timeout_status", `must be "unknown" or "critical", got %q`, raw)
 	}
@@ -228,11 +229,12 @@ func (v *validator) err(name string) error {
 // alertLevel reads an event level an operator may choose: "critical" (the
 // default) or "warning".
 func (v *validator) alertLevel(field, raw string) unyov1.Level {
-	switch raw {
-	case "", "critical":
+	if raw == "" {
 		return unyov1.Level_LEVEL_CRITICAL
-	case "warning":
-		return unyov1.Level_LEVEL_WARNING
+	}
+	switch l, _ := unyov1.ParseLevel(raw); l {
+	case unyov1.Level_LEVEL_CRITICAL, unyov1.Level_LEVEL_WARNING:
+		return l
 	}
 	v.Addf(field, `must be "critical" or "warning", got %q`, raw)
 	return unyov1.Level_LEVEL_UNSPECIFIED

@@ -41,13 +41,12 @@ func (m *Metric) Judge(name string, v float64) (unyov1.CheckStatus, string) {
 	for _, t := range []struct {
 		r      *nagios.Range
 		status unyov1.CheckStatus
-		word   string
 	}{
-		{m.Critical, unyov1.CheckStatus_CHECK_STATUS_CRITICAL, "critical"},
-		{m.Warning, unyov1.CheckStatus_CHECK_STATUS_WARNING, "warning"},
+		{m.Critical, unyov1.CheckStatus_CHECK_STATUS_CRITICAL},
+		{m.Warning, unyov1.CheckStatus_CHECK_STATUS_WARNING},
 	} {
 		if t.r != nil && t.r.Alerts(v) {
-			return t.status, fmt.Sprintf("%s (%s %s)", text, t.word, describeBreach(*t.r, v))
+			return t.status, fmt.Sprintf("%s (%s %s)", text, t.status.Name(), describeBreach(*t.r, v))
 		}
 	}
 	return unyov1.CheckStatus_CHECK_STATUS_OK, text
@@ -187,17 +186,13 @@ func (v *validator) metric(m *unyov1.MetricCheck) *Metric {
 			d.For = f
 		}
 	}
-	switch raw := m.GetNoData(); raw {
-	case "", "unknown":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
-	case "ok":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_OK
-	case "warning":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_WARNING
-	case "critical":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
-	default:
-		v.Addf("spec.metric.no_data", `must be "unknown", "ok", "warning" or "critical", got %q`, raw)
+	d.NoData = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+	if raw := m.GetNoData(); raw != "" {
+		s, err := unyov1.ParseCheckStatus(raw)
+		if err != nil {
+			v.Addf("spec.metric.no_data", `must be "unknown", "ok", "warning" or "critical", got %q`, raw)
+		}
+		d.NoData = s
 	}
 	return d
 }

@@ -186,8 +186,8 @@ func render(t *template.Template, e *unyov1.Event) (out string, err error) {
 		Node:    e.GetNode(),
 		Check:   e.GetCheck(),
 		Cluster: e.GetCluster(),
-		Level:   levelName(e.GetLevel()),
-		Status:  statusName(e.GetStatus()),
+		Level:   e.GetLevel().Name(),
+		Status:  e.GetStatus().Name(),
 		Output:  e.GetOutput(),
 		Labels:  e.GetLabels(),
 	}
@@ -378,18 +378,14 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 	case *unyov1.Action_CreateAlert:
 		f := field + ".create_alert"
 		c := &CreateAlert{}
-		switch raw := strings.ToLower(k.CreateAlert.GetLevel()); raw {
-		case "":
-			// From the event's level, in Level.
-		case "fatal":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_FATAL
-		case "critical":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_CRITICAL
-		case "warning":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_WARNING
-		default:
-			v.Addf(f+".level", `must be "fatal", "critical" or "warning" (or unset to follow the event's level), got %q`, k.CreateAlert.GetLevel())
-			ok = false
+		// Unset follows the event's level, in Level.
+		if raw := k.CreateAlert.GetLevel(); raw != "" {
+			l, err := unyov1.ParseAlertLevel(raw)
+			if err != nil {
+				v.Addf(f+".level", `must be "fatal", "critical" or "warning" (or unset to follow the event's level), got %q`, raw)
+				ok = false
+			}
+			c.level = l
 		}
 		c.key = tmpl(f+".key", k.CreateAlert.GetKey(), DefaultKeyTemplate)
 		c.summary = tmpl(f+".summary", k.CreateAlert.GetSummary(), DefaultSummaryTemplate)

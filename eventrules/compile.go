@@ -188,14 +188,11 @@ func compileMatch(v *validator, m *unyov1.EventMatch) matcher {
 
 	for i, raw := range m.GetLevels() {
 		field := fmt.Sprintf("spec.match.levels[%d]", i)
-		switch strings.ToLower(raw) {
-		case "success":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_SUCCESS)
-		case "warning":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_WARNING)
-		case "critical":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_CRITICAL)
-		case "fatal":
+		l, err := unyov1.ParseLevel(raw)
+		switch {
+		case err == nil:
+			mt.levels |= 1 << uint(l)
+		case strings.EqualFold(raw, unyov1.AlertLevel_ALERT_LEVEL_FATAL.Name()):
 			v.Add(field, `"fatal" is an alert level, not an event level; match "critical" and set create_alert.level: fatal`)
 		default:
 			v.Addf(field, `must be "success", "warning" or "critical", got %q`, raw)

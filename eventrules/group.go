@@ -94,7 +94,7 @@ func GroupKey(r Rule, e *unyov1.Event) string {
 		case groupCheck:
 			value = e.GetCheck()
 		case groupLevel:
-			value = levelName(e.GetLevel())
+			value = e.GetLevel().Name()
 		case groupCluster:
 			value = e.GetCluster()
 		case groupLabel:

@@ -135,15 +135,13 @@ func stamp(p *printer, t time.Time) string {
 	return t.UTC().Format(time.RFC3339) + " (" + age(p.now(), timestamppb.New(t)) + " ago)"
 }
 
-func alertLevel(l unyov1.AlertLevel) string {
-	return strings.ToLower(strings.TrimPrefix(l.String(), "ALERT_LEVEL_"))
-}
+func alertLevel(l unyov1.AlertLevel) string { return l.Name() }
 
 func alertState(s unyov1.AlertState) string {
 	if s == unyov1.AlertState_ALERT_STATE_UNSPECIFIED {
 		return "-"
 	}
-	return strings.ToLower(strings.TrimPrefix(s.String(), "ALERT_STATE_"))
+	return s.Name()
 }
 
 func ruleTable(objs []*unyov1.Object) table {
