@@ -14,7 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/pluginstatus"
+	"github.com/unyo-ops/unyo/core/internal/pluginstatus"
 	"github.com/unyo-ops/unyo/plugins/host"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )

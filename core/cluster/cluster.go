@@ -12,8 +12,8 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
-	"github.com/unyo-ops/unyo/core/failpoint"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/internal/failpoint"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/rbac"
