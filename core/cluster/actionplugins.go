@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/internal/pluginstatus"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -226,5 +226,5 @@ func (c *Cluster) pluginStatus() []*unyov1.PluginStatus {
 	if h == nil {
 		return nil
 	}
-	return pluginstatus.ToProto(h.Status())
+	return convert.PluginStatuses(h.Status())
 }
