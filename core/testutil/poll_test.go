@@ -7,15 +7,20 @@ import (
 	"time"
 )
 
-// fatalTB records Fatalf instead of stopping the test, to test the failure.
+// fatalTB records Fatalf and Skip instead of ending the test, to test how
+// helpers end one.
 type fatalTB struct {
 	testing.TB
-	msg string
+	msg     string
+	skipped bool
 }
 
 func (f *fatalTB) Helper() {}
 func (f *fatalTB) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
+}
+func (f *fatalTB) Skip(args ...any) {
+	f.msg, f.skipped = fmt.Sprint(args...), true
 }
 
 func TestEventually(t *testing.T) {
