@@ -25,11 +25,7 @@ type ValidationError struct {
 // Error lists one field per line, each line prefixed with the check name so
 // that it still reads well when log lines are split.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("check %q: ", e.Check)
-	if e.Check == "" {
-		prefix = "unnamed check: "
-	}
-	return validate.Join(prefix, e.Fields)
+	return validate.Message("check", e.Check, e.Fields)
 }
 
 const (

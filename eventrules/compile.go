@@ -27,11 +27,7 @@ type ValidationError struct {
 // Error lists one field per line, each prefixed with the rule name so that
 // it still reads well when log lines are split.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("event rule %q: ", e.Rule)
-	if e.Rule == "" {
-		prefix = "unnamed event rule: "
-	}
-	return validate.Join(prefix, e.Fields)
+	return validate.Message("event rule", e.Rule, e.Fields)
 }
 
 type validator struct{ validate.Fields }

@@ -46,11 +46,7 @@ type ValidationError struct {
 
 // Error lists one field per line, each prefixed with the maintenance name.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("maintenance %q: ", e.Maintenance)
-	if e.Maintenance == "" {
-		prefix = "unnamed maintenance: "
-	}
-	return validate.Join(prefix, e.Fields)
+	return validate.Message("maintenance", e.Maintenance, e.Fields)
 }
 
 // Window is a compiled maintenance. It is immutable and safe for

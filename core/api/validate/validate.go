@@ -31,9 +31,14 @@ type FieldError struct {
 
 func (e FieldError) Error() string { return e.Field + ": " + e.Description }
 
-// Join lists fields one per line, each line starting with prefix (which
-// names the object), so that it still reads well when log lines are split.
-func Join(prefix string, fields []FieldError) string {
+// Message lists fields one per line, each starting with the object's kind
+// and name (`check "disk": `, or `unnamed check: `), so that it still reads
+// well when log lines are split.
+func Message(kind, name string, fields []FieldError) string {
+	prefix := fmt.Sprintf("%s %q: ", kind, name)
+	if name == "" {
+		prefix = "unnamed " + kind + ": "
+	}
 	var b strings.Builder
 	for i, f := range fields {
 		if i > 0 {

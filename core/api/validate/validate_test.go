@@ -34,10 +34,13 @@ func TestFields(t *testing.T) {
 	if _, ok := f.Duration("spec.interval", "soon"); ok {
 		t.Error("Duration(soon) succeeded")
 	}
-	want := `rule "Bad": name: "Bad" is not a valid name: use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit
-rule "Bad": spec.x: must be 1
-rule "Bad": spec.interval: invalid duration "soon" (expected a Go duration such as 30s or 5m)`
-	if got := validate.Join(`rule "Bad": `, f); got != want {
-		t.Errorf("Join:\n%s\nwant:\n%s", got, want)
+	want := `event rule "Bad": name: "Bad" is not a valid name: use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit
+event rule "Bad": spec.x: must be 1
+event rule "Bad": spec.interval: invalid duration "soon" (expected a Go duration such as 30s or 5m)`
+	if got := validate.Message("event rule", "Bad", f); got != want {
+		t.Errorf("Message:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := validate.Message("check", "", f[:1]), "unnamed check: name: "+f[0].Description; got != want {
+		t.Errorf("Message = %q, want %q", got, want)
 	}
 }
