@@ -9,7 +9,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/validate"
 )
@@ -197,10 +196,10 @@ func Compile(c *unyov1.Check) (Definition, error) {
 
 	d.UnknownLevel = v.alertLevel("spec.unknown_level", spec.GetUnknownLevel())
 
-	switch f, err := metricformat.ParseFormat(spec.GetMetricsFormat()); {
+	switch f, err := ParseMetricsFormat(spec.GetMetricsFormat()); {
 	case err != nil:
 		v.Add("spec.metrics_format", err.Error())
-	case f != metricformat.Nagios && len(kinds) == 1 && kinds[0] != "spec.command":
+	case f != MetricsNagios && len(kinds) == 1 && kinds[0] != "spec.command":
 		v.Addf("spec.metrics_format", "only a command check prints metrics; %s reports its own", kinds[0])
 	default:
 		d.MetricsFormat = f

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -75,7 +74,7 @@ func TestCompileValid(t *testing.T) {
 			check: func(t *testing.T, d checks.Definition) {
 				if d.Timeout != 5*time.Minute || d.TimeoutStatus != unyov1.CheckStatus_CHECK_STATUS_CRITICAL ||
 					d.Occurrences != 3 || d.Reissue != time.Hour || d.UnknownLevel != unyov1.Level_LEVEL_WARNING ||
-					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != metricformat.Prometheus {
+					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != checks.MetricsPrometheus {
 					t.Errorf("fields not applied: %+v", d)
 				}
 			},

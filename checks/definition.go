@@ -15,7 +15,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -58,7 +57,7 @@ type Definition struct {
 	Env map[string]string
 	// MetricsFormat is how a command check prints its metrics: Nagios
 	// perfdata (the default) or one of the line protocols of metricformat.
-	MetricsFormat metricformat.Format
+	MetricsFormat MetricsFormat
 	// UnknownLevel is the event level of an UNKNOWN result: CRITICAL or WARNING.
 	UnknownLevel unyov1.Level
 	Revision     int64
