@@ -184,11 +184,11 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	d.Env = maps.Clone(spec.GetEnv())
 	for _, k := range slices.Sorted(maps.Keys(d.Env)) {
 		field := fmt.Sprintf("spec.env[%q]", k)
-		switch {
-		case k == "":
-			v.Add("spec.env", "a variable name is empty")
-		case strings.ContainsAny(k, "=\x00"):
-			v.Add(field, "a variable name must not contain '=' or a NUL byte")
+		switch err := validate.EnvName(k); {
+		case k == "" && err != nil:
+			v.Add("spec.env", err.Error())
+		case err != nil:
+			v.Add(field, err.Error())
 		case strings.ContainsRune(d.Env[k], 0):
 			v.Add(field, "the value contains a NUL byte, which an environment cannot hold")
 		}

@@ -99,3 +99,16 @@ func Name(name string) error {
 	}
 	return nil
 }
+
+// EnvName checks the name of an environment variable a check or plugin is
+// given: not empty, and without '=' or a NUL byte, which an environment
+// entry ("NAME=value") cannot hold. The error does not name the variable.
+func EnvName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("a variable name is empty")
+	case strings.ContainsAny(name, "=\x00"):
+		return errors.New("a variable name must not contain '=' or a NUL byte")
+	}
+	return nil
+}

@@ -44,3 +44,19 @@ event rule "Bad": spec.interval: invalid duration "soon" (expected a Go duration
 		t.Errorf("Message = %q, want %q", got, want)
 	}
 }
+
+func TestEnvName(t *testing.T) {
+	for _, tc := range []struct {
+		name, wantErr string
+	}{
+		{"HTTPS_PROXY", ""}, {"lower_case", ""},
+		{"", "a variable name is empty"},
+		{"A=B", "must not contain '='"},
+		{"A\x00", "or a NUL byte"},
+	} {
+		err := validate.EnvName(tc.name)
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("EnvName(%q) = %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
