@@ -1,69 +1,34 @@
 package checks
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 )
-
-// FieldError is one invalid field. Its two fields match
-// google.rpc.BadRequest.FieldViolation so the API layer can copy them into
-// an InvalidArgument status.
-type FieldError struct {
-	// Field is the path as the operator wrote it, using the schema's field
-	// names: "name", "spec.interval", "spec.command[0]", `spec.env["A=B"]`.
-	Field       string
-	Description string
-}
-
-func (e FieldError) Error() string { return e.Field + ": " + e.Description }
 
 // ValidationError is every invalid field of one check, so an operator fixes
 // them all in one round trip. Compile returns it as a *ValidationError.
 type ValidationError struct {
 	// Check is the name as written, which may itself be invalid or empty.
 	Check  string
-	Fields []FieldError
+	Fields []validate.FieldError
 }
 
 // Error lists one field per line, each line prefixed with the check name so
 // that it still reads well when log lines are split.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("check %q: ", e.Check)
-	if e.Check == "" {
-		prefix = "unnamed check: "
-	}
-	return JoinFieldErrors(prefix, e.Fields)
+	return validate.Message("check", e.Check, e.Fields)
 }
-
-// JoinFieldErrors lists fields one per line, each line starting with prefix
-// (which names the object).
-func JoinFieldErrors(prefix string, fields []FieldError) string {
-	var b strings.Builder
-	for i, f := range fields {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(prefix)
-		b.WriteString(f.Error())
-	}
-	return b.String()
-}
-
-var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`)
 
 const (
-	durationHint = "(expected a Go duration such as 30s or 5m)"
-	cronHint     = "(expected 5 fields: minute hour day-of-month month day-of-week, or a descriptor such as @hourly or @every 5m)"
+	cronHint = "(expected 5 fields: minute hour day-of-month month day-of-week, or a descriptor such as @hourly or @every 5m)"
 )
 
 // Compile validates a check and applies defaults. On failure it returns a
@@ -87,11 +52,11 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		Revision: c.GetRevision(),
 		Source:   c.GetSource(),
 	}
-	v.checkName(d.Name)
+	v.Name("name", d.Name)
 
 	spec := c.GetSpec()
 	if spec == nil {
-		v.add("spec", "required: a check needs at least spec.command and spec.interval or spec.cron")
+		v.Add("spec", "required: a check needs at least spec.command and spec.interval or spec.cron")
 		return Definition{}, v.err(d.Name)
 	}
 
@@ -114,7 +79,7 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	switch {
 	case len(kinds) > 1:
 		// The later field is the one that does not belong.
-		v.addf(kinds[len(kinds)-1], "cannot be combined with %s; %s", strings.Join(kinds[:len(kinds)-1], " and "), oneKind)
+		v.Addf(kinds[len(kinds)-1], "cannot be combined with %s; %s", strings.Join(kinds[:len(kinds)-1], " and "), oneKind)
 	case spec.GetMetric() != nil:
 		d.Metric = v.metric(spec.GetMetric())
 	case spec.GetLog() != nil:
@@ -126,7 +91,7 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	}
 	commandless := d.Metric != nil || d.Log != nil
 	if (commandless || spec.GetPlugin() != nil) && len(spec.GetEnv()) > 0 {
-		v.add("spec.env", "only a command check has an environment")
+		v.Add("spec.env", "only a command check has an environment")
 	}
 
 	// Schedule: exactly one of interval and cron. Metric and log checks run
@@ -139,24 +104,24 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	intervalOK := false
 	switch {
 	case commandless && spec.GetCron() != "":
-		v.add("spec.cron", "a metric or log check runs on spec.interval, not on a cron schedule")
+		v.Add("spec.cron", "a metric or log check runs on spec.interval, not on a cron schedule")
 	case interval != "" && spec.GetCron() != "":
-		v.add("spec.cron", "cannot be combined with spec.interval; set exactly one of them")
+		v.Add("spec.cron", "cannot be combined with spec.interval; set exactly one of them")
 	case interval == "" && spec.GetCron() == "" && d.Metric != nil:
-		v.add("spec.interval", "required: how often the cluster evaluates spec.metric, such as 60s")
+		v.Add("spec.interval", "required: how often the cluster evaluates spec.metric, such as 60s")
 	case interval == "" && spec.GetCron() == "":
-		v.add("spec.interval", "required: set spec.interval (such as 60s) or spec.cron")
+		v.Add("spec.interval", "required: set spec.interval (such as 60s) or spec.cron")
 	case interval != "":
-		if iv, ok := v.duration("spec.interval", interval); ok {
+		if iv, ok := v.Duration("spec.interval", interval); ok {
 			if iv < MinInterval {
-				v.addf("spec.interval", "must be at least %s, got %q", MinInterval, interval)
+				v.Addf("spec.interval", "must be at least %s, got %q", MinInterval, interval)
 			} else {
 				d.Interval, intervalOK = iv, true
 			}
 		}
 	default:
 		if s, err := parseCron(spec.GetCron()); err != nil {
-			v.add("spec.cron", err.Error())
+			v.Add("spec.cron", err.Error())
 		} else {
 			d.Cron, d.Schedule = spec.GetCron(), s
 		}
@@ -167,27 +132,28 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		d.Timeout = d.Interval
 	}
 	if raw := spec.GetTimeout(); raw != "" {
-		if t, ok := v.duration("spec.timeout", raw); ok {
+		if t, ok := v.Duration("spec.timeout", raw); ok {
 			switch {
 			case t <= 0:
-				v.addf("spec.timeout", "must be positive, got %q", raw)
+				v.Addf("spec.timeout", "must be positive, got %q", raw)
 			case t > MaxTimeout:
-				v.addf("spec.timeout", "must be at most %s, got %q", MaxTimeout, raw)
+				v.Addf("spec.timeout", "must be at most %s, got %q", MaxTimeout, raw)
 			case intervalOK && t > d.Interval:
-				v.addf("spec.timeout", "%q is longer than spec.interval %q; a run that outlasts its interval only makes the next run be skipped, so shorten the timeout or lengthen the interval", raw, spec.GetInterval())
+				v.Addf("spec.timeout", "%q is longer than spec.interval %q; a run that outlasts its interval only makes the next run be skipped, so shorten the timeout or lengthen the interval", raw, spec.GetInterval())
 			default:
 				d.Timeout = t
 			}
 		}
 	}
 
-	switch raw := spec.GetTimeoutStatus(); raw {
-	case "", "unknown":
-		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
-	case "critical":
-		d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
+	d.TimeoutStatus = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+	raw := spec.GetTimeoutStatus()
+	switch st, _ := unyov1.ParseCheckStatus(raw); {
+	case raw == "":
+	case st == unyov1.CheckStatus_CHECK_STATUS_UNKNOWN, st == unyov1.CheckStatus_CHECK_STATUS_CRITICAL:
+		d.TimeoutStatus = st
 	default:
-		v.addf("spec.timeout_status", `must be "unknown" or "critical", got %q`, raw)
+		v.Addf("spec.timeout_status", `must be "unknown" or "critical", got %q`, raw)
 	}
 
 	// proto3 cannot tell 0 from unset, so 0 means the default.
@@ -195,15 +161,15 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	case n == 0:
 		d.Occurrences = 1
 	case n < 0:
-		v.addf("spec.occurrences", "must be at least 1, got %d", n)
+		v.Addf("spec.occurrences", "must be at least 1, got %d", n)
 	default:
 		d.Occurrences = int(n)
 	}
 
 	if raw := spec.GetReissue(); raw != "" {
-		if r, ok := v.duration("spec.reissue", raw); ok {
+		if r, ok := v.Duration("spec.reissue", raw); ok {
 			if r < 0 {
-				v.addf("spec.reissue", "must not be negative, got %q", raw)
+				v.Addf("spec.reissue", "must not be negative, got %q", raw)
 			} else {
 				d.Reissue = r
 			}
@@ -212,29 +178,29 @@ func Compile(c *unyov1.Check) (Definition, error) {
 
 	d.NodeSelector = maps.Clone(spec.GetNodeSelector())
 	if _, ok := d.NodeSelector[""]; ok {
-		v.add("spec.node_selector", "a label name is empty")
+		v.Add("spec.node_selector", "a label name is empty")
 	}
 
 	d.Env = maps.Clone(spec.GetEnv())
 	for _, k := range slices.Sorted(maps.Keys(d.Env)) {
 		field := fmt.Sprintf("spec.env[%q]", k)
-		switch {
-		case k == "":
-			v.add("spec.env", "a variable name is empty")
-		case strings.ContainsAny(k, "=\x00"):
-			v.add(field, "a variable name must not contain '=' or a NUL byte")
+		switch err := validate.EnvName(k); {
+		case k == "" && err != nil:
+			v.Add("spec.env", err.Error())
+		case err != nil:
+			v.Add(field, err.Error())
 		case strings.ContainsRune(d.Env[k], 0):
-			v.add(field, "the value contains a NUL byte, which an environment cannot hold")
+			v.Add(field, "the value contains a NUL byte, which an environment cannot hold")
 		}
 	}
 
 	d.UnknownLevel = v.alertLevel("spec.unknown_level", spec.GetUnknownLevel())
 
-	switch f, err := metricformat.ParseFormat(spec.GetMetricsFormat()); {
+	switch f, err := ParseMetricsFormat(spec.GetMetricsFormat()); {
 	case err != nil:
-		v.add("spec.metrics_format", err.Error())
-	case f != metricformat.Nagios && len(kinds) == 1 && kinds[0] != "spec.command":
-		v.addf("spec.metrics_format", "only a command check prints metrics; %s reports its own", kinds[0])
+		v.Add("spec.metrics_format", err.Error())
+	case f != MetricsNagios && len(kinds) == 1 && kinds[0] != "spec.command":
+		v.Addf("spec.metrics_format", "only a command check prints metrics; %s reports its own", kinds[0])
 	default:
 		d.MetricsFormat = f
 	}
@@ -245,83 +211,45 @@ func Compile(c *unyov1.Check) (Definition, error) {
 	return d, nil
 }
 
-type validator struct{ fields []FieldError }
-
-func (v *validator) add(field, desc string) {
-	v.fields = append(v.fields, FieldError{Field: field, Description: desc})
-}
-
-func (v *validator) addf(field, format string, args ...any) {
-	v.add(field, fmt.Sprintf(format, args...))
-}
+type validator struct{ validate.Fields }
 
 // err returns nil (not a typed nil pointer) when every field is valid.
 func (v *validator) err(name string) error {
-	if len(v.fields) == 0 {
+	if len(v.Fields) == 0 {
 		return nil
 	}
-	return &ValidationError{Check: name, Fields: v.fields}
+	return &ValidationError{Check: name, Fields: v.Fields}
 }
 
 // alertLevel reads an event level an operator may choose: "critical" (the
 // default) or "warning".
 func (v *validator) alertLevel(field, raw string) unyov1.Level {
-	switch raw {
-	case "", "critical":
+	if raw == "" {
 		return unyov1.Level_LEVEL_CRITICAL
-	case "warning":
-		return unyov1.Level_LEVEL_WARNING
 	}
-	v.addf(field, `must be "critical" or "warning", got %q`, raw)
+	switch l, _ := unyov1.ParseLevel(raw); l {
+	case unyov1.Level_LEVEL_CRITICAL, unyov1.Level_LEVEL_WARNING:
+		return l
+	}
+	v.Addf(field, `must be "critical" or "warning", got %q`, raw)
 	return unyov1.Level_LEVEL_UNSPECIFIED
-}
-
-func (v *validator) duration(field, raw string) (time.Duration, bool) {
-	d, err := time.ParseDuration(raw)
-	if err != nil {
-		v.addf(field, "invalid duration %q %s", raw, durationHint)
-		return 0, false
-	}
-	return d, true
-}
-
-// ValidateName checks the name of a check, and of a node or cluster, which
-// follow the same rule: 1 to 253 lowercase letters, digits, '-', '_' and
-// '.', starting and ending with a letter or digit. The error does not name
-// the field, so callers prefix it ("node.name: ...").
-func ValidateName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("required")
-	case len(name) > MaxNameLength:
-		return fmt.Errorf("must be at most %d characters, got %d", MaxNameLength, len(name))
-	case !nameRE.MatchString(name):
-		return fmt.Errorf("%q is not a valid name: use lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit", name)
-	}
-	return nil
-}
-
-func (v *validator) checkName(name string) {
-	if err := ValidateName(name); err != nil {
-		v.add("name", err.Error())
-	}
 }
 
 func (v *validator) checkCommand(argv []string) {
 	if len(argv) == 0 {
-		v.add("spec.command", "required: the plugin's argv, such as [check_disk, -w, 20%]")
+		v.Add("spec.command", "required: the plugin's argv, such as [check_disk, -w, 20%]")
 		return
 	}
 	switch first := argv[0]; {
 	case strings.TrimSpace(first) == "":
-		v.add("spec.command[0]", "must name the plugin to run (a path, or a name in the agent's check directories or PATH)")
+		v.Add("spec.command[0]", "must name the plugin to run (a path, or a name in the agent's check directories or PATH)")
 	case len(argv) == 1 && strings.ContainsAny(first, " \t\n"):
 		// The classic mistake: a whole command line in one string.
-		v.addf("spec.command[0]", "%q contains spaces; spec.command is an argv list, so write each argument as its own item, such as [check_disk, -w, 20%%]", first)
+		v.Addf("spec.command[0]", "%q contains spaces; spec.command is an argv list, so write each argument as its own item, such as [check_disk, -w, 20%%]", first)
 	}
 	for i, w := range argv {
 		if strings.ContainsRune(w, 0) {
-			v.addf(fmt.Sprintf("spec.command[%d]", i), "contains a NUL byte, which an argument cannot hold")
+			v.Addf(fmt.Sprintf("spec.command[%d]", i), "contains a NUL byte, which an argument cannot hold")
 		}
 	}
 }

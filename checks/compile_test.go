@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -75,7 +74,7 @@ func TestCompileValid(t *testing.T) {
 			check: func(t *testing.T, d checks.Definition) {
 				if d.Timeout != 5*time.Minute || d.TimeoutStatus != unyov1.CheckStatus_CHECK_STATUS_CRITICAL ||
 					d.Occurrences != 3 || d.Reissue != time.Hour || d.UnknownLevel != unyov1.Level_LEVEL_WARNING ||
-					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != metricformat.Prometheus {
+					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != checks.MetricsPrometheus {
 					t.Errorf("fields not applied: %+v", d)
 				}
 			},
@@ -230,19 +229,6 @@ func TestCompileUnnamed(t *testing.T) {
 	want := "unnamed check: name: required\nunnamed check: spec: required: a check needs at least spec.command and spec.interval or spec.cron"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
-	}
-}
-
-func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "0", "disk", "node-1.example.com", "a_b", strings.Repeat("a", 253)} {
-		if err := checks.ValidateName(ok); err != nil {
-			t.Errorf("ValidateName(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "Node1", "-a", "a-", ".a", "a.", "a b", "ä", strings.Repeat("a", 254)} {
-		if err := checks.ValidateName(bad); err == nil {
-			t.Errorf("ValidateName(%q) succeeded", bad)
-		}
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -30,8 +29,6 @@ const (
 	// MinInterval bounds spec.interval (and @every): sub-second checks would
 	// spend more on fork/exec than on checking.
 	MinInterval = time.Second
-	// MaxNameLength is the longest check name (a DNS subdomain's limit).
-	MaxNameLength = 253
 )
 
 // Definition is a compiled check: every field validated, every default
@@ -60,7 +57,7 @@ type Definition struct {
 	Env map[string]string
 	// MetricsFormat is how a command check prints its metrics: Nagios
 	// perfdata (the default) or one of the line protocols of metricformat.
-	MetricsFormat metricformat.Format
+	MetricsFormat MetricsFormat
 	// UnknownLevel is the event level of an UNKNOWN result: CRITICAL or WARNING.
 	UnknownLevel unyov1.Level
 	Revision     int64

@@ -41,13 +41,12 @@ func (m *Metric) Judge(name string, v float64) (unyov1.CheckStatus, string) {
 	for _, t := range []struct {
 		r      *nagios.Range
 		status unyov1.CheckStatus
-		word   string
 	}{
-		{m.Critical, unyov1.CheckStatus_CHECK_STATUS_CRITICAL, "critical"},
-		{m.Warning, unyov1.CheckStatus_CHECK_STATUS_WARNING, "warning"},
+		{m.Critical, unyov1.CheckStatus_CHECK_STATUS_CRITICAL},
+		{m.Warning, unyov1.CheckStatus_CHECK_STATUS_WARNING},
 	} {
 		if t.r != nil && t.r.Alerts(v) {
-			return t.status, fmt.Sprintf("%s (%s %s)", text, t.word, describeBreach(*t.r, v))
+			return t.status, fmt.Sprintf("%s (%s %s)", text, t.status.Name(), describeBreach(*t.r, v))
 		}
 	}
 	return unyov1.CheckStatus_CHECK_STATUS_OK, text
@@ -159,9 +158,9 @@ func (l *Log) Matches(app, file, level, message string, fields map[string]string
 func (v *validator) metric(m *unyov1.MetricCheck) *Metric {
 	d := &Metric{Expr: m.GetExpr()}
 	if d.Expr == "" {
-		v.add("spec.metric.expr", "required: a MetricsQL expression such as node_load1 or avg by (node) (node_load5)")
+		v.Add("spec.metric.expr", "required: a MetricsQL expression such as node_load1 or avg by (node) (node_load5)")
 	} else if _, err := metricsql.Parse(d.Expr); err != nil {
-		v.addf("spec.metric.expr", "invalid MetricsQL %q: %v", d.Expr, err)
+		v.Addf("spec.metric.expr", "invalid MetricsQL %q: %v", d.Expr, err)
 	}
 	threshold := func(field, raw string) *nagios.Range {
 		if raw == "" {
@@ -169,7 +168,7 @@ func (v *validator) metric(m *unyov1.MetricCheck) *Metric {
 		}
 		r, err := nagios.ParseRange(raw)
 		if err != nil {
-			v.addf(field, "%v (expected a Nagios range such as 5, ~:5, 10: or @1:3)", err)
+			v.Addf(field, "%v (expected a Nagios range such as 5, ~:5, 10: or @1:3)", err)
 			return nil
 		}
 		return &r
@@ -177,27 +176,23 @@ func (v *validator) metric(m *unyov1.MetricCheck) *Metric {
 	d.Warning = threshold("spec.metric.warning", m.GetWarning())
 	d.Critical = threshold("spec.metric.critical", m.GetCritical())
 	if m.GetWarning() == "" && m.GetCritical() == "" {
-		v.add("spec.metric.critical", "required: set spec.metric.warning or spec.metric.critical (a Nagios range such as 5: alert above 5)")
+		v.Add("spec.metric.critical", "required: set spec.metric.warning or spec.metric.critical (a Nagios range such as 5: alert above 5)")
 	}
 	if raw := m.GetFor(); raw != "" {
-		if f, ok := v.duration("spec.metric.for", raw); ok {
+		if f, ok := v.Duration("spec.metric.for", raw); ok {
 			if f < 0 {
-				v.addf("spec.metric.for", "must not be negative, got %q", raw)
+				v.Addf("spec.metric.for", "must not be negative, got %q", raw)
 			}
 			d.For = f
 		}
 	}
-	switch raw := m.GetNoData(); raw {
-	case "", "unknown":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
-	case "ok":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_OK
-	case "warning":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_WARNING
-	case "critical":
-		d.NoData = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
-	default:
-		v.addf("spec.metric.no_data", `must be "unknown", "ok", "warning" or "critical", got %q`, raw)
+	d.NoData = unyov1.CheckStatus_CHECK_STATUS_UNKNOWN
+	if raw := m.GetNoData(); raw != "" {
+		s, err := unyov1.ParseCheckStatus(raw)
+		if err != nil {
+			v.Addf("spec.metric.no_data", `must be "unknown", "ok", "warning" or "critical", got %q`, raw)
+		}
+		d.NoData = s
 	}
 	return d
 }
@@ -210,7 +205,7 @@ func (v *validator) log(l *unyov1.LogCheck) *Log {
 		}
 		r, err := regexp.Compile(raw)
 		if err != nil {
-			v.addf(field, "invalid regular expression %q: %v", raw, err)
+			v.Addf(field, "invalid regular expression %q: %v", raw, err)
 		}
 		return r
 	}
@@ -218,17 +213,17 @@ func (v *validator) log(l *unyov1.LogCheck) *Log {
 	d.FieldPattern = re("spec.log.field_pattern", l.GetFieldPattern())
 	switch {
 	case l.GetField() != "" && l.GetFieldPattern() == "":
-		v.add("spec.log.field_pattern", "required with spec.log.field: the regular expression its value must match")
+		v.Add("spec.log.field_pattern", "required with spec.log.field: the regular expression its value must match")
 	case l.GetField() == "" && l.GetFieldPattern() != "":
-		v.add("spec.log.field", "required with spec.log.field_pattern: the name of the field to match")
+		v.Add("spec.log.field", "required with spec.log.field_pattern: the name of the field to match")
 	}
 	for i, lv := range d.Levels {
 		if !slices.Contains(logLevels, lv) {
-			v.addf(fmt.Sprintf("spec.log.levels[%d]", i), "unknown level %q; use one of %v", lv, logLevels)
+			v.Addf(fmt.Sprintf("spec.log.levels[%d]", i), "unknown level %q; use one of %v", lv, logLevels)
 		}
 	}
 	if l.GetPattern() == "" && l.GetField() == "" && l.GetFieldPattern() == "" && len(d.Levels) == 0 {
-		v.add("spec.log.pattern", "required: set spec.log.pattern, spec.log.field with spec.log.field_pattern, or spec.log.levels (a check on every line would alert on every line)")
+		v.Add("spec.log.pattern", "required: set spec.log.pattern, spec.log.field with spec.log.field_pattern, or spec.log.levels (a check on every line would alert on every line)")
 	}
 	d.Level = v.alertLevel("spec.log.level", l.GetLevel())
 	return d
@@ -259,9 +254,9 @@ func (v *validator) plugin(pc *unyov1.PluginCheck) *Plugin {
 	p := &Plugin{Name: pc.GetName(), Target: pc.GetTarget().AsMap()}
 	switch {
 	case p.Name == "":
-		v.add("spec.plugin.name", "required: the check plugin to run (unyo-check-<name>, enabled in agent.plugins)")
+		v.Add("spec.plugin.name", "required: the check plugin to run (unyo-check-<name>, enabled in agent.plugins)")
 	case strings.ContainsAny(p.Name, "/ \t\n"):
-		v.addf("spec.plugin.name", "%q must be a plugin name (the <name> in unyo-check-<name>), without slashes or spaces", p.Name)
+		v.Addf("spec.plugin.name", "%q must be a plugin name (the <name> in unyo-check-<name>), without slashes or spaces", p.Name)
 	}
 	return p
 }

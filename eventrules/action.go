@@ -186,8 +186,8 @@ func render(t *template.Template, e *unyov1.Event) (out string, err error) {
 		Node:    e.GetNode(),
 		Check:   e.GetCheck(),
 		Cluster: e.GetCluster(),
-		Level:   levelName(e.GetLevel()),
-		Status:  statusName(e.GetStatus()),
+		Level:   e.GetLevel().Name(),
+		Status:  e.GetStatus().Name(),
 		Output:  e.GetOutput(),
 		Labels:  e.GetLabels(),
 	}
@@ -369,7 +369,7 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 		}
 		t, err := compileTemplate(f, src)
 		if err != nil {
-			v.add(f, err.Error())
+			v.Add(f, err.Error())
 			ok = false
 		}
 		return t
@@ -378,18 +378,14 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 	case *unyov1.Action_CreateAlert:
 		f := field + ".create_alert"
 		c := &CreateAlert{}
-		switch raw := strings.ToLower(k.CreateAlert.GetLevel()); raw {
-		case "":
-			// From the event's level, in Level.
-		case "fatal":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_FATAL
-		case "critical":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_CRITICAL
-		case "warning":
-			c.level = unyov1.AlertLevel_ALERT_LEVEL_WARNING
-		default:
-			v.addf(f+".level", `must be "fatal", "critical" or "warning" (or unset to follow the event's level), got %q`, k.CreateAlert.GetLevel())
-			ok = false
+		// Unset follows the event's level, in Level.
+		if raw := k.CreateAlert.GetLevel(); raw != "" {
+			l, err := unyov1.ParseAlertLevel(raw)
+			if err != nil {
+				v.Addf(f+".level", `must be "fatal", "critical" or "warning" (or unset to follow the event's level), got %q`, raw)
+				ok = false
+			}
+			c.level = l
 		}
 		c.key = tmpl(f+".key", k.CreateAlert.GetKey(), DefaultKeyTemplate)
 		c.summary = tmpl(f+".summary", k.CreateAlert.GetSummary(), DefaultSummaryTemplate)
@@ -407,20 +403,20 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 		name := k.Plugin.GetName()
 		switch {
 		case name == "":
-			v.add(f+".name", "required: the action plugin to run (unyo-action-<name>, enabled in cluster.plugins)")
+			v.Add(f+".name", "required: the action plugin to run (unyo-action-<name>, enabled in cluster.plugins)")
 			ok = false
 		case strings.ContainsAny(name, "/ \t\n"):
-			v.addf(f+".name", "%q must be a plugin name (the <name> in unyo-action-<name>), without slashes or spaces", name)
+			v.Addf(f+".name", "%q must be a plugin name (the <name> in unyo-action-<name>), without slashes or spaces", name)
 			ok = false
 		}
 		return Action{Kind: ActionPlugin, Plugin: &PluginAction{Name: name, Config: proto.Clone(k.Plugin).(*unyov1.PluginAction)}}, ok
 	}
-	v.add(field, "give exactly one of create_alert, delete_alert, api_hook or plugin")
+	v.Add(field, "give exactly one of create_alert, delete_alert, api_hook or plugin")
 	return Action{}, false
 }
 
 func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHook, bool) {
-	n := len(v.fields)
+	n := len(v.Fields)
 	h := &APIHook{
 		URL:     spec.GetUrl(),
 		Format:  FormatUnyo,
@@ -429,22 +425,22 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 		Headers: maps.Clone(spec.GetHeaders()),
 	}
 	if err := checkHookURL(h.URL); err != nil {
-		v.add(field+".url", err.Error())
+		v.Add(field+".url", err.Error())
 	}
 	switch raw := spec.GetFormat(); raw {
 	case "", FormatUnyo:
 	case FormatAlertmanager:
 		h.Format = raw
 	default:
-		v.addf(field+".format", `must be "unyo" or "alertmanager", got %q`, raw)
+		v.Addf(field+".format", `must be "unyo" or "alertmanager", got %q`, raw)
 	}
 	if raw := spec.GetTimeout(); raw != "" {
-		if d, ok := v.duration(field+".timeout", raw); ok {
+		if d, ok := v.Duration(field+".timeout", raw); ok {
 			switch {
 			case d <= 0:
-				v.addf(field+".timeout", "must be positive, got %q", raw)
+				v.Addf(field+".timeout", "must be positive, got %q", raw)
 			case d > MaxHookTimeout:
-				v.addf(field+".timeout", "must be at most %s, got %q", MaxHookTimeout, raw)
+				v.Addf(field+".timeout", "must be at most %s, got %q", MaxHookTimeout, raw)
 			default:
 				h.Timeout = d
 			}
@@ -454,21 +450,21 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 	switch r := spec.GetRetries(); {
 	case r == 0:
 	case r < 0 || r > MaxHookRetries:
-		v.addf(field+".retries", "must be between 1 and %d (unset means %d), got %d", MaxHookRetries, DefaultHookRetries, r)
+		v.Addf(field+".retries", "must be between 1 and %d (unset means %d), got %d", MaxHookRetries, DefaultHookRetries, r)
 	default:
 		h.Retries = int(r)
 	}
 	for _, name := range sortedKeys(h.Headers) {
 		switch value := h.Headers[name]; {
 		case name == "":
-			v.add(field+".headers", "a header name is empty")
+			v.Add(field+".headers", "a header name is empty")
 		case !isToken(name):
-			v.addf(fmt.Sprintf("%s.headers[%q]", field, name), "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+			v.Addf(fmt.Sprintf("%s.headers[%q]", field, name), "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case strings.ContainsAny(value, "\r\n\x00"):
-			v.add(fmt.Sprintf("%s.headers[%q]", field, name), "the value must not contain a line break or a NUL byte")
+			v.Add(fmt.Sprintf("%s.headers[%q]", field, name), "the value must not contain a line break or a NUL byte")
 		}
 	}
-	return h, len(v.fields) == n
+	return h, len(v.Fields) == n
 }
 
 func checkHookURL(raw string) error {

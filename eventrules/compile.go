@@ -7,17 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 )
 
 // MaxWait bounds spec.wait: an aggregate that waits longer than a day is a
 // report, not an alert.
 const MaxWait = 24 * time.Hour
-
-// FieldError is one invalid field, the same type the checks package uses,
-// so the API layer turns both into a google.rpc.BadRequest alike.
-type FieldError = checks.FieldError
 
 // ValidationError is every invalid field of one event rule, so an operator
 // fixes them all in one round trip. Compile returns it as a
@@ -25,44 +21,23 @@ type FieldError = checks.FieldError
 type ValidationError struct {
 	// Rule is the name as written, which may itself be invalid or empty.
 	Rule   string
-	Fields []FieldError
+	Fields []validate.FieldError
 }
 
 // Error lists one field per line, each prefixed with the rule name so that
 // it still reads well when log lines are split.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("event rule %q: ", e.Rule)
-	if e.Rule == "" {
-		prefix = "unnamed event rule: "
-	}
-	return checks.JoinFieldErrors(prefix, e.Fields)
+	return validate.Message("event rule", e.Rule, e.Fields)
 }
 
-type validator struct{ fields []FieldError }
-
-func (v *validator) add(field, desc string) {
-	v.fields = append(v.fields, FieldError{Field: field, Description: desc})
-}
-
-func (v *validator) addf(field, format string, args ...any) {
-	v.add(field, fmt.Sprintf(format, args...))
-}
+type validator struct{ validate.Fields }
 
 // err returns nil (not a typed nil pointer) when every field is valid.
 func (v *validator) err(name string) error {
-	if len(v.fields) == 0 {
+	if len(v.Fields) == 0 {
 		return nil
 	}
-	return &ValidationError{Rule: name, Fields: v.fields}
-}
-
-func (v *validator) duration(field, raw string) (time.Duration, bool) {
-	d, err := time.ParseDuration(raw)
-	if err != nil {
-		v.addf(field, "invalid duration %q (expected a Go duration such as 30s or 5m)", raw)
-		return 0, false
-	}
-	return d, true
+	return &ValidationError{Rule: name, Fields: v.Fields}
 }
 
 // Compile validates an event rule and compiles its patterns and templates.
@@ -81,13 +56,11 @@ func (v *validator) duration(field, raw string) (time.Duration, bool) {
 func Compile(r *unyov1.EventRule) (Rule, error) {
 	v := &validator{}
 	rule := Rule{Name: r.GetName(), Revision: r.GetRevision()}
-	if err := checks.ValidateName(rule.Name); err != nil {
-		v.add("name", err.Error())
-	}
+	v.Name("name", rule.Name)
 
 	spec := r.GetSpec()
 	if spec == nil {
-		v.add("spec", "required: an event rule needs at least spec.type, spec.match, spec.owner and spec.reason")
+		v.Add("spec", "required: an event rule needs at least spec.type, spec.match, spec.owner and spec.reason")
 		return Rule{}, v.err(rule.Name)
 	}
 
@@ -101,9 +74,9 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 	case "action":
 		rule.Type = TypeAction
 	case "":
-		v.add("spec.type", `required: "filter", "silence", "aggregate" or "action"`)
+		v.Add("spec.type", `required: "filter", "silence", "aggregate" or "action"`)
 	default:
-		v.addf("spec.type", `must be "filter", "silence", "aggregate" or "action", got %q`, raw)
+		v.Addf("spec.type", `must be "filter", "silence", "aggregate" or "action", got %q`, raw)
 	}
 	typeName := rule.Type.String()
 
@@ -113,7 +86,7 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 	if raw := spec.GetUntil(); raw != "" {
 		t, err := time.Parse(time.RFC3339, raw)
 		if err != nil {
-			v.addf("spec.until", "invalid time %q (expected RFC 3339, such as 2026-07-01T09:00:00Z)", raw)
+			v.Addf("spec.until", "invalid time %q (expected RFC 3339, such as 2026-07-01T09:00:00Z)", raw)
 		} else {
 			rule.Until = t
 		}
@@ -121,10 +94,10 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 
 	rule.Owner, rule.Reason = strings.TrimSpace(spec.GetOwner()), strings.TrimSpace(spec.GetReason())
 	if rule.Owner == "" {
-		v.add("spec.owner", "required: say who is responsible for this rule (a person or team), so that it can be asked about later")
+		v.Add("spec.owner", "required: say who is responsible for this rule (a person or team), so that it can be asked about later")
 	}
 	if rule.Reason == "" {
-		v.add("spec.reason", "required: say why this rule exists, such as the incident or ticket it is for")
+		v.Add("spec.reason", "required: say why this rule exists, such as the incident or ticket it is for")
 	}
 
 	aggregate := rule.Type == TypeAggregate
@@ -132,7 +105,7 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 
 	if gb := spec.GetGroupBy(); len(gb) > 0 {
 		if known && !aggregate {
-			v.addf("spec.group_by", "only aggregate rules group events; remove it from this %s rule", typeName)
+			v.Addf("spec.group_by", "only aggregate rules group events; remove it from this %s rule", typeName)
 		} else {
 			rule.GroupBy, rule.group = compileGroupBy(v, gb)
 		}
@@ -140,17 +113,17 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 
 	switch raw := spec.GetWait(); {
 	case raw == "" && aggregate:
-		v.add("spec.wait", "required: how long a group gathers events before its actions run, such as 5m")
+		v.Add("spec.wait", "required: how long a group gathers events before its actions run, such as 5m")
 	case raw == "":
 	case known && !aggregate:
-		v.addf("spec.wait", "only aggregate rules wait; remove it from this %s rule", typeName)
+		v.Addf("spec.wait", "only aggregate rules wait; remove it from this %s rule", typeName)
 	default:
-		if d, ok := v.duration("spec.wait", raw); ok {
+		if d, ok := v.Duration("spec.wait", raw); ok {
 			switch {
 			case d <= 0:
-				v.addf("spec.wait", "must be positive, got %q", raw)
+				v.Addf("spec.wait", "must be positive, got %q", raw)
 			case d > MaxWait:
-				v.addf("spec.wait", "must be at most %s, got %q", MaxWait, raw)
+				v.Addf("spec.wait", "must be at most %s, got %q", MaxWait, raw)
 			default:
 				rule.Wait = d
 			}
@@ -160,9 +133,9 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 	actions := spec.GetActions()
 	switch {
 	case len(actions) == 0 && (aggregate || rule.Type == TypeAction):
-		v.addf("spec.actions", "required: a%s %s rule needs at least one action (create_alert, delete_alert or api_hook)", article(typeName), typeName)
+		v.Addf("spec.actions", "required: a%s %s rule needs at least one action (create_alert, delete_alert or api_hook)", article(typeName), typeName)
 	case len(actions) > 0 && (rule.Type == TypeFilter || rule.Type == TypeSilence):
-		v.addf("spec.actions", "a %s rule runs no actions; remove them, or add an action rule with the same match", typeName)
+		v.Addf("spec.actions", "a %s rule runs no actions; remove them, or add an action rule with the same match", typeName)
 	default:
 		for i, a := range actions {
 			if ca, ok := compileAction(v, fmt.Sprintf("spec.actions[%d]", i), a); ok {
@@ -173,7 +146,7 @@ func Compile(r *unyov1.EventRule) (Rule, error) {
 
 	rule.Continue = spec.GetContinue()
 	if rule.Continue && known && rule.Type != TypeAction {
-		v.addf("spec.continue", "only action rules continue to lower-priority rules; remove it from this %s rule", typeName)
+		v.Addf("spec.continue", "only action rules continue to lower-priority rules; remove it from this %s rule", typeName)
 	}
 
 	if err := v.err(rule.Name); err != nil {
@@ -191,7 +164,7 @@ func article(word string) string {
 
 func compileMatch(v *validator, m *unyov1.EventMatch) matcher {
 	if m.GetNode() == "" && m.GetCheck() == "" && m.GetMessage() == "" && len(m.GetLevels()) == 0 && len(m.GetLabels()) == 0 {
-		v.add("spec.match", `give at least one condition; an empty match would match nothing (to match every event, write node: ".*")`)
+		v.Add("spec.match", `give at least one condition; an empty match would match nothing (to match every event, write node: ".*")`)
 		return matcher{}
 	}
 	mt := matcher{set: true}
@@ -201,7 +174,7 @@ func compileMatch(v *validator, m *unyov1.EventMatch) matcher {
 		}
 		sm, err := compilePattern(expr)
 		if err != nil {
-			v.add(field, err.Error())
+			v.Add(field, err.Error())
 		}
 		return sm
 	}
@@ -211,24 +184,21 @@ func compileMatch(v *validator, m *unyov1.EventMatch) matcher {
 
 	for i, raw := range m.GetLevels() {
 		field := fmt.Sprintf("spec.match.levels[%d]", i)
-		switch strings.ToLower(raw) {
-		case "success":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_SUCCESS)
-		case "warning":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_WARNING)
-		case "critical":
-			mt.levels |= 1 << uint(unyov1.Level_LEVEL_CRITICAL)
-		case "fatal":
-			v.add(field, `"fatal" is an alert level, not an event level; match "critical" and set create_alert.level: fatal`)
+		l, err := unyov1.ParseLevel(raw)
+		switch {
+		case err == nil:
+			mt.levels |= 1 << uint(l)
+		case strings.EqualFold(raw, unyov1.AlertLevel_ALERT_LEVEL_FATAL.Name()):
+			v.Add(field, `"fatal" is an alert level, not an event level; match "critical" and set create_alert.level: fatal`)
 		default:
-			v.addf(field, `must be "success", "warning" or "critical", got %q`, raw)
+			v.Addf(field, `must be "success", "warning" or "critical", got %q`, raw)
 		}
 	}
 
 	labels := m.GetLabels()
 	for _, name := range sortedKeys(labels) {
 		if name == "" {
-			v.add("spec.match.labels", "a label name is empty")
+			v.Add("spec.match.labels", "a label name is empty")
 			continue
 		}
 		mt.labels = append(mt.labels, labelCond{name: name, value: labels[name]})

@@ -47,15 +47,15 @@ func compileGroupBy(v *validator, entries []string) ([]string, []groupField) {
 		case strings.HasPrefix(raw, "label:"):
 			g.kind, g.label = groupLabel, strings.TrimPrefix(raw, "label:")
 			if g.label == "" {
-				v.add(field, `"label:" needs a label name, such as label:team`)
+				v.Add(field, `"label:" needs a label name, such as label:team`)
 				continue
 			}
 		default:
-			v.addf(field, `must be "node", "check", "level", "cluster" or "label:NAME", got %q`, raw)
+			v.Addf(field, `must be "node", "check", "level", "cluster" or "label:NAME", got %q`, raw)
 			continue
 		}
 		if seen[raw] {
-			v.addf(field, "%q is listed twice", raw)
+			v.Addf(field, "%q is listed twice", raw)
 			continue
 		}
 		seen[raw] = true
@@ -94,7 +94,7 @@ func GroupKey(r Rule, e *unyov1.Event) string {
 		case groupCheck:
 			value = e.GetCheck()
 		case groupLevel:
-			value = levelName(e.GetLevel())
+			value = e.GetLevel().Name()
 		case groupCluster:
 			value = e.GetCluster()
 		case groupLabel:

@@ -12,8 +12,6 @@ package eventrules
 
 import (
 	"time"
-
-	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
 // Type is what a rule does with the events it matches.
@@ -80,33 +78,4 @@ type Rule struct {
 // first closes and its actions run.
 func (r Rule) WindowEnd(first time.Time) time.Time {
 	return first.Add(r.Wait)
-}
-
-// levelName is the lowercase name of an event level, as rules and templates
-// spell it.
-func levelName(l unyov1.Level) string {
-	switch l {
-	case unyov1.Level_LEVEL_SUCCESS:
-		return "success"
-	case unyov1.Level_LEVEL_WARNING:
-		return "warning"
-	case unyov1.Level_LEVEL_CRITICAL:
-		return "critical"
-	case unyov1.Level_LEVEL_UNSPECIFIED:
-		return "unspecified"
-	}
-	return "unknown"
-}
-
-// statusName is the lowercase name of a plugin status, for templates.
-func statusName(s unyov1.CheckStatus) string {
-	switch s {
-	case unyov1.CheckStatus_CHECK_STATUS_OK:
-		return "ok"
-	case unyov1.CheckStatus_CHECK_STATUS_WARNING:
-		return "warning"
-	case unyov1.CheckStatus_CHECK_STATUS_CRITICAL:
-		return "critical"
-	}
-	return "unknown"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestActionPlugin: an EventRule action naming the exec action plugin runs
@@ -46,7 +47,7 @@ printf '%s\n' "$UNYO_IDEMPOTENCY_KEY" >> "$1.keys"; cat >> "$1"`
       spec: {command: [check_dummy, "2", "flaky"], interval: 1s, reissue: 1h}
 `)
 	// `unyo plugin ls` through root shows the cluster's action plugin.
-	eventually(t, 30*time.Second, "plugin ls to show the cluster's exec plugin running", func() error {
+	testutil.Eventually(t, 30*time.Second, "plugin ls to show the cluster's exec plugin running", func() error {
 		p, err := pluginLs(f, "cluster:c1", "action", "exec")
 		if err != nil {
 			return err
@@ -91,7 +92,7 @@ spec:
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
 
-	eventually(t, 60*time.Second, "the plugin ran with the event JSON and its key", func() error {
+	testutil.Eventually(t, 60*time.Second, "the plugin ran with the event JSON and its key", func() error {
 		data, err := os.ReadFile(out)
 		if err != nil {
 			return err
@@ -105,7 +106,7 @@ spec:
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, "the outcome in the explanation, the failure as an event, the plugin's state as an event", func() error {
+	testutil.Eventually(t, 60*time.Second, "the outcome in the explanation, the failure as an event, the plugin's state as an event", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -215,7 +216,7 @@ spec:
 	if o, err := f.cli("apply", "-f", rules); err != nil {
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
-	eventually(t, 60*time.Second, "the hang plugin hung by its action", func() error {
+	testutil.Eventually(t, 60*time.Second, "the hang plugin hung by its action", func() error {
 		pids := procstat.PIDsOf(filepath.Join(dir, "unyo-action-hang"))
 		if len(pids) != 1 {
 			return fmt.Errorf("hang plugin processes %v, not one stopped", pids)
@@ -237,13 +238,13 @@ spec:
 	if o, err := f.cli("apply", "-f", late); err != nil {
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
-	eventually(t, 60*time.Second, "an alert for the late check while an action plugin hangs", func() error {
+	testutil.Eventually(t, 60*time.Second, "an alert for the late check while an action plugin hangs", func() error {
 		if as := f.alertsWhere("badact1", "late"); len(as) != 1 {
 			return fmt.Errorf("alerts of late: %v", as)
 		}
 		return nil
 	})
-	eventually(t, 90*time.Second, "the panicking action raised with the plugin's name and panic", func() error {
+	testutil.Eventually(t, 90*time.Second, "the panicking action raised with the plugin's name and panic", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -256,7 +257,7 @@ spec:
 		}
 		return nil
 	})
-	eventually(t, 90*time.Second, "the hung action plugin replaced after failed health probes", func() error {
+	testutil.Eventually(t, 90*time.Second, "the hung action plugin replaced after failed health probes", func() error {
 		p, err := pluginLs(f, "cluster:c1", "action", "hang")
 		if err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // hookReceiver is a webhook endpoint that records every delivery.
@@ -91,7 +93,7 @@ spec:
 	f.agent("db1", "{role: db}", "  checks:\n"+failing("disk", "disk full")+failing("raid", "raid degraded"))
 
 	// Failing real plugins become alerts, merged at root from the cluster.
-	eventually(t, 30*time.Second, "alerts for the failing checks", func() error {
+	testutil.Eventually(t, 30*time.Second, "alerts for the failing checks", func() error {
 		for _, nc := range [][2]string{{"web1", "broken"}, {"web1", "disk"}, {"db1", "disk"}, {"db1", "raid"}} {
 			as := f.alertsWhere(nc[0], nc[1])
 			if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || str(as[0], "level") != "ALERT_LEVEL_CRITICAL" {
@@ -101,7 +103,7 @@ spec:
 		return nil
 	})
 	// The webhook receivers got them, in both payload forms.
-	eventually(t, 30*time.Second, "webhook deliveries", func() error {
+	testutil.Eventually(t, 30*time.Second, "webhook deliveries", func() error {
 		if plain.count() == 0 || am.count() == 0 {
 			return fmt.Errorf("unyo form %d, alertmanager form %d", plain.count(), am.count())
 		}
@@ -143,7 +145,7 @@ spec:
 	if _, err := f.cli("maintenance", "start", "--name", "raid-swap", "--nodes", "db1", "--checks", "raid", "--reason", "replacing a disk", "--owner", "bob"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "db1/raid events silenced by the maintenance", func() error {
+	testutil.Eventually(t, 30*time.Second, "db1/raid events silenced by the maintenance", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -193,7 +195,7 @@ spec:
 
 	// An agent killed: its node turns Stale, then Down, and that is an alert.
 	web.kill()
-	eventually(t, 60*time.Second, "web1 Down and alerted", func() error {
+	testutil.Eventually(t, 60*time.Second, "web1 Down and alerted", func() error {
 		nodes, err := f.json("nodes", "get", "web1")
 		if err != nil {
 			return err
@@ -220,7 +222,7 @@ spec:
 	}
 	// It comes back: two heartbeats make it Ready and resolve the alert.
 	web.restart()
-	eventually(t, 60*time.Second, "web1 Ready and its alert resolved", func() error {
+	testutil.Eventually(t, 60*time.Second, "web1 Ready and its alert resolved", func() error {
 		nodes, err := f.json("nodes", "get", "web1")
 		if err != nil {
 			return err

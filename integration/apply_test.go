@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // startLoneCluster starts a cluster server on SQLite with no root and returns
@@ -33,7 +34,7 @@ cluster:
 %s`, dir, addr, adminToken, joinToken, extra))
 	startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	url := "http://" + addr
-	eventually(t, 30*time.Second, "the cluster to answer", func() error {
+	testutil.Eventually(t, 30*time.Second, "the cluster to answer", func() error {
 		_, err := cli(t, url, "--token", adminToken, "status")
 		return err
 	})
@@ -213,7 +214,7 @@ cluster:
 	op := func(args ...string) (string, error) {
 		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
 	}
-	eventually(t, 30*time.Second, "both clusters to register", func() error {
+	testutil.Eventually(t, 30*time.Second, "both clusters to register", func() error {
 		out, err := op("clusters", "ls")
 		if err != nil || strings.Count(out, "yes") != 2 {
 			return fmt.Errorf("clusters ls: %s %v", out, err)

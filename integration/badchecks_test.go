@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 func TestMisbehavingChecks(t *testing.T) {
@@ -35,7 +36,7 @@ func TestMisbehavingChecks(t *testing.T) {
 `, pidFile))
 	want := []string{"hangs", "hangs-critical", "ten-megabytes", "bad-utf8", "forks-child", "no-such-plugin", "bad-perfdata", "healthy"}
 	var ev map[string]map[string]any
-	eventually(t, 60*time.Second, "a result of every check", func() error {
+	testutil.Eventually(t, 60*time.Second, "a result of every check", func() error {
 		var err error
 		if ev, err = f.latest(); err != nil {
 			return err
@@ -71,7 +72,7 @@ func TestMisbehavingChecks(t *testing.T) {
 	}
 
 	// The child a check forked is gone once its run is over.
-	eventually(t, 20*time.Second, "the forked child to be gone", func() error {
+	testutil.Eventually(t, 20*time.Second, "the forked child to be gone", func() error {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return err
@@ -88,7 +89,7 @@ func TestMisbehavingChecks(t *testing.T) {
 
 	// None of it stopped the healthy check from reporting.
 	first := str(get("healthy"), "started_at")
-	eventually(t, 20*time.Second, "the healthy check to go on reporting", func() error {
+	testutil.Eventually(t, 20*time.Second, "the healthy check to go on reporting", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err

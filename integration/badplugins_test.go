@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestBadCheckPlugins: an agent runs check plugins that misbehave in every
@@ -86,7 +87,7 @@ func TestBadCheckPlugins(t *testing.T) {
 
 	// The leaking plugin: its child dies when the plugin is killed.
 	var child int
-	eventually(t, 60*time.Second, "the leak plugin's answer naming its child", func() error {
+	testutil.Eventually(t, 60*time.Second, "the leak plugin's answer naming its child", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -106,7 +107,7 @@ func TestBadCheckPlugins(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the leaked child gone with its plugin", func() error {
+	testutil.Eventually(t, 10*time.Second, "the leaked child gone with its plugin", func() error {
 		if procstat.Alive(child) {
 			return fmt.Errorf("child %d alive", child)
 		}
@@ -140,7 +141,7 @@ func TestBadCheckPlugins(t *testing.T) {
 	before := healthyRuns()
 	hung := procstat.PIDsOf(bin("hang"))
 	for _, c := range checksFor {
-		eventually(t, 120*time.Second, "check plugin "+c.name+" reported with its name and problem", func() error {
+		testutil.Eventually(t, 120*time.Second, "check plugin "+c.name+" reported with its name and problem", func() error {
 			if err := anyEvent("bad-"+c.name, c.check...); err != nil {
 				return err
 			}
@@ -158,7 +159,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		})
 	}
 	// The crash loops ended in failed, raised as critical events.
-	eventually(t, 60*time.Second, "crash-looping plugins failed, as critical events and in plugin ls", func() error {
+	testutil.Eventually(t, 60*time.Second, "crash-looping plugins failed, as critical events and in plugin ls", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -184,7 +185,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		return nil
 	})
 	// The hung plugin was replaced, the old process killed.
-	eventually(t, 60*time.Second, "the hung plugin restarted", func() error {
+	testutil.Eventually(t, 60*time.Second, "the hung plugin restarted", func() error {
 		p, err := pluginLs(f, "bad1", "check", "hang")
 		if err != nil {
 			return err
@@ -203,7 +204,7 @@ func TestBadCheckPlugins(t *testing.T) {
 		t.Errorf("the healthy check stopped reporting: %d results before, %d after", before, after)
 	}
 	n := healthyRuns()
-	eventually(t, 10*time.Second, "a fresh result of the healthy check", func() error {
+	testutil.Eventually(t, 10*time.Second, "a fresh result of the healthy check", func() error {
 		if m := healthyRuns(); m <= n {
 			return fmt.Errorf("healthy check: %d results, then %d", n, m)
 		}

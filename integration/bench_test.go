@@ -16,6 +16,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // cpuSeconds reads a process's user+system CPU time from /proc.
@@ -121,7 +122,7 @@ cluster:
 `, dir, addr))
 	p := startUnyo(tb, "cluster", env, "server", "--config", cfg)
 	url := "http://" + addr
-	eventually(tb, 20*time.Second, "the cluster to answer", func() error {
+	testutil.Eventually(tb, 20*time.Second, "the cluster to answer", func() error {
 		// A server without tokens ignores the admin token.
 		_, err := cli(tb, url, "--token", adminToken, "status")
 		return err

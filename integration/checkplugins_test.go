@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // sha256File is the hex sha256 of a file, as sha256sum prints it.
@@ -90,7 +91,7 @@ spec:
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 
-	eventually(t, 60*time.Second, "an OK result of the plugin check and the plugin's running event", func() error {
+	testutil.Eventually(t, 60*time.Second, "an OK result of the plugin check and the plugin's running event", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -107,7 +108,7 @@ spec:
 		return nil
 	})
 	// `unyo plugin ls` shows the agent's plugins as its heartbeats carry them.
-	eventually(t, 30*time.Second, "plugin ls to show the tcp plugin running and the http plugin failed", func() error {
+	testutil.Eventually(t, 30*time.Second, "plugin ls to show the tcp plugin running and the http plugin failed", func() error {
 		tcp, err := pluginLs(f, "plug1", "check", "tcp")
 		if err != nil {
 			return err
@@ -138,7 +139,7 @@ spec:
 	// event's details.
 	ln.Close()
 	var critID string
-	eventually(t, 30*time.Second, "a CRITICAL result once the listener is closed", func() error {
+	testutil.Eventually(t, 30*time.Second, "a CRITICAL result once the listener is closed", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -168,7 +169,7 @@ spec:
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the crash raised as an event, the plugin back, the other check still running", func() error {
+	testutil.Eventually(t, 60*time.Second, "the crash raised as an event, the plugin back, the other check still running", func() error {
 		hist, err := f.json("events", "ls", "--history", "--node", "plug1", "--check", "plugin-check-tcp")
 		if err != nil {
 			return err
@@ -202,7 +203,7 @@ spec:
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "plugin ls to count the restart", func() error {
+	testutil.Eventually(t, 30*time.Second, "plugin ls to count the restart", func() error {
 		tcp, err := pluginLs(f, "plug1", "check", "tcp")
 		if err != nil {
 			return err

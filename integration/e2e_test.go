@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/integration/testpg"
 )
 
@@ -80,7 +81,7 @@ cluster:
   api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
 %s`, f.dir, clAddr, adminToken, joinToken, f.pg.DSN(), f.rootURL, clusterToken, clusterExtra))
 	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", clCfg)
-	eventually(t, 30*time.Second, "the cluster to register at root", func() error {
+	testutil.Eventually(t, 30*time.Second, "the cluster to register at root", func() error {
 		out, err := f.cli("clusters", "ls")
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func TestEndToEnd(t *testing.T) {
         command: [check_dummy, "0", "db1 local check"]
         interval: 1s
 `)
-	eventually(t, 30*time.Second, "both nodes Ready", func() error {
+	testutil.Eventually(t, 30*time.Second, "both nodes Ready", func() error {
 		nodes, err := f.json("nodes", "ls")
 		if err != nil {
 			return err
@@ -224,7 +225,7 @@ spec:
 		t.Fatalf("apply output: %s", out)
 	}
 
-	eventually(t, 30*time.Second, "results of every check from the nodes they select", func() error {
+	testutil.Eventually(t, 30*time.Second, "results of every check from the nodes they select", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -286,7 +287,7 @@ spec:
 	if !strings.Contains(out, "Check/web-only (c1) configured") || !strings.Contains(out, "Check/load (c1) unchanged") {
 		t.Fatalf("re-apply output: %s", out)
 	}
-	eventually(t, 30*time.Second, "the changed check's results", func() error {
+	testutil.Eventually(t, 30*time.Second, "the changed check's results", func() error {
 		ev, err := f.latest()
 		if err != nil {
 			return err
@@ -301,7 +302,7 @@ spec:
 	if _, err := f.cli("delete", "check", "web-only"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "web1 to drop the deleted check", func() error {
+	testutil.Eventually(t, 30*time.Second, "web1 to drop the deleted check", func() error {
 		st, err := f.agentStatus("web1")
 		if err != nil {
 			return err
@@ -357,7 +358,7 @@ spec:
 // waitSpoolEmpty waits until the agent has delivered everything it spooled.
 func waitSpoolEmpty(t *testing.T, f *fleet, node string) {
 	t.Helper()
-	eventually(t, 60*time.Second, node+"'s spool to drain", func() error {
+	testutil.Eventually(t, 60*time.Second, node+"'s spool to drain", func() error {
 		st, err := f.agentStatus(node)
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite" // to find a table's pages in the cluster's database
 
 	"github.com/unyo-ops/unyo/core/spool"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // The fault matrix: each test injects one fault into real processes and
@@ -70,7 +71,7 @@ logs: {store: none}
 
 func (f *fleet) waitClusterUp() {
 	f.t.Helper()
-	eventually(f.t, 30*time.Second, "the cluster to answer", func() error {
+	testutil.Eventually(f.t, 30*time.Second, "the cluster to answer", func() error {
 		_, err := f.cli("nodes", "ls")
 		return err
 	})
@@ -168,7 +169,7 @@ func TestFaultAgentKilledMidWrite(t *testing.T) {
 	f := sqliteCluster(t)
 	state := f.dir + "/counter"
 	p, _ := f.faultAgent("a1", []string{spool.FailpointEnv + "=spool-append-mid:4"}, counterCheck(state))
-	eventually(t, 30*time.Second, "the agent to kill itself mid-write", func() error {
+	testutil.Eventually(t, 30*time.Second, "the agent to kill itself mid-write", func() error {
 		if !p.exited() {
 			return fmt.Errorf("still running after %d runs", counterRuns(t, state))
 		}
@@ -176,7 +177,7 @@ func TestFaultAgentKilledMidWrite(t *testing.T) {
 	})
 	p.env = nil
 	p.restart()
-	eventually(t, 30*time.Second, "the agent to name the interrupted write", func() error {
+	testutil.Eventually(t, 30*time.Second, "the agent to name the interrupted write", func() error {
 		l := logOf(t, p)
 		for _, want := range []string{"the previous run ended in the middle of writing to the spool", "torn_tail_bytes="} {
 			if !strings.Contains(l, want) {
@@ -186,7 +187,7 @@ func TestFaultAgentKilledMidWrite(t *testing.T) {
 		return nil
 	})
 	var last int
-	eventually(t, 60*time.Second, "the runs after the restart to be stored", func() error {
+	testutil.Eventually(t, 60*time.Second, "the runs after the restart to be stored", func() error {
 		last = counterRuns(t, state)
 		seen := f.storedRuns("a1")
 		if last < 8 {
@@ -220,7 +221,7 @@ func TestFaultDamagedSpoolRecord(t *testing.T) {
 	f.cluster.stop(syscall.SIGTERM, 10*time.Second) // results pile up in the spool
 	state := f.dir + "/counter"
 	p, _ := f.faultAgent("a1", nil, counterCheck(state))
-	eventually(t, 30*time.Second, "six spooled runs", func() error {
+	testutil.Eventually(t, 30*time.Second, "six spooled runs", func() error {
 		if n := counterRuns(t, state); n < 6 {
 			return fmt.Errorf("%d runs", n)
 		}
@@ -256,7 +257,7 @@ func TestFaultDamagedSpoolRecord(t *testing.T) {
 	f.cluster.restart()
 	f.waitClusterUp()
 	p.restart()
-	eventually(t, 60*time.Second, "the intact spooled runs to be stored", func() error {
+	testutil.Eventually(t, 60*time.Second, "the intact spooled runs to be stored", func() error {
 		seen := f.storedRuns("a1")
 		for n := 1; n <= runs; n++ {
 			if n != 3 && seen[n] == 0 {
@@ -284,15 +285,11 @@ func TestFaultDamagedSpoolRecord(t *testing.T) {
 func smallDisk(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
 	if os.Geteuid() != 0 {
-		fail("mounting a small disk needs root")
+		testutil.Unavailable(t, "mounting a small disk needs root")
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		fail("mount a tmpfs: %v: %s", err, out)
+		testutil.Unavailable(t, fmt.Sprintf("mount a tmpfs: %v: %s", err, out))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
@@ -332,7 +329,7 @@ func TestFaultSpoolDiskFullClusterDown(t *testing.T) {
 	f := sqliteCluster(t)
 	state := f.dir + "/counter"
 	p, status := f.faultAgent("a1", nil, paddedCounterCheck(state)+fmt.Sprintf("  spool_dir: %s/spool\n  result_buffer_records: 5\n", disk))
-	eventually(t, 30*time.Second, "the first results", func() error {
+	testutil.Eventually(t, 30*time.Second, "the first results", func() error {
 		if n := len(f.storedRuns("a1")); n < 2 {
 			return fmt.Errorf("%d stored", n)
 		}
@@ -341,7 +338,7 @@ func TestFaultSpoolDiskFullClusterDown(t *testing.T) {
 
 	f.cluster.stop(syscall.SIGTERM, 10*time.Second)
 	filler := fillDisk(t, disk)
-	eventually(t, 90*time.Second, "results to be dropped from the full memory buffer", func() error {
+	testutil.Eventually(t, 90*time.Second, "results to be dropped from the full memory buffer", func() error {
 		st, err := readStatus(status)
 		if err != nil {
 			return err
@@ -358,7 +355,7 @@ func TestFaultSpoolDiskFullClusterDown(t *testing.T) {
 	f.waitClusterUp()
 
 	var dropped float64
-	eventually(t, 60*time.Second, "the buffer and the spool to drain and the drops to be reported", func() error {
+	testutil.Eventually(t, 60*time.Second, "the buffer and the spool to drain and the drops to be reported", func() error {
 		st, err := readStatus(status)
 		if err != nil {
 			return err
@@ -423,7 +420,7 @@ func (f *fleet) loadMore(load *loadgen, n int) *loadgen {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); load.run(ctx, f.t) }()
-	eventually(f.t, 60*time.Second, "acknowledged load", func() error {
+	testutil.Eventually(f.t, 60*time.Second, "acknowledged load", func() error {
 		if a := load.acked(); a < n {
 			return fmt.Errorf("%d acknowledged", a)
 		}
@@ -461,7 +458,7 @@ func TestFaultDamagedSQLitePage(t *testing.T) {
 	fl.Close()
 
 	f.cluster.restart()
-	eventually(t, 30*time.Second, "the cluster to refuse the damaged store", func() error {
+	testutil.Eventually(t, 30*time.Second, "the cluster to refuse the damaged store", func() error {
 		if !f.cluster.exited() {
 			return errors.New("still running")
 		}
@@ -539,7 +536,7 @@ func TestFaultClusterKilledAtWritePoints(t *testing.T) {
 			f := sqliteClusterEnv(t, []string{"UNYO_FAILPOINT=" + point + ":3"})
 			state := f.dir + "/counter"
 			f.faultAgent("a1", nil, counterCheck(state))
-			eventually(t, 60*time.Second, "the cluster to die at "+point, func() error {
+			testutil.Eventually(t, 60*time.Second, "the cluster to die at "+point, func() error {
 				if !f.cluster.exited() {
 					return fmt.Errorf("still running after %d runs", counterRuns(t, state))
 				}
@@ -550,7 +547,7 @@ func TestFaultClusterKilledAtWritePoints(t *testing.T) {
 			f.cluster.restart()
 			f.waitClusterUp()
 			var last int
-			eventually(t, 60*time.Second, "every run to be stored", func() error {
+			testutil.Eventually(t, 60*time.Second, "every run to be stored", func() error {
 				last = counterRuns(t, state)
 				if last < killedAt+3 {
 					return fmt.Errorf("%d runs", last)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // outage is how long the cluster stays away; the issue asks for a minute.
@@ -55,7 +56,7 @@ func TestNoResultLostOrDoubled(t *testing.T) {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		return n
 	}
-	eventually(t, 30*time.Second, "the first results", func() error {
+	testutil.Eventually(t, 30*time.Second, "the first results", func() error {
 		if h := f.history("a1", "counter"); len(h) < 3 {
 			return fmt.Errorf("%d results stored", len(h))
 		}
@@ -79,7 +80,7 @@ func TestNoResultLostOrDoubled(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); load.run(ctx, t) }()
-	eventually(t, 30*time.Second, "load before the restart", func() error {
+	testutil.Eventually(t, 30*time.Second, "load before the restart", func() error {
 		if load.acked() < 500 {
 			return fmt.Errorf("%d acknowledged", load.acked())
 		}
@@ -89,7 +90,7 @@ func TestNoResultLostOrDoubled(t *testing.T) {
 		t.Fatalf("restart PostgreSQL: %v", err)
 	}
 	before := load.acked()
-	eventually(t, 60*time.Second, "load acknowledged after the restart", func() error {
+	testutil.Eventually(t, 60*time.Second, "load acknowledged after the restart", func() error {
 		if load.acked() < before+500 {
 			return fmt.Errorf("%d acknowledged since the restart", load.acked()-before)
 		}

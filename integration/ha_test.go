@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // haReplica starts another replica of cluster c1 on the fleet's database
@@ -42,7 +44,7 @@ cluster:
 func TestReplicasWithoutLoadBalancer(t *testing.T) {
 	f := newFleet(t, sharedStores)
 	_, secondURL := haReplica(t, f, "replica-2", sharedStores)
-	eventually(t, 30*time.Second, "root to know both replicas' URLs", func() error {
+	testutil.Eventually(t, 30*time.Second, "root to know both replicas' URLs", func() error {
 		cs, err := f.json("clusters", "ls")
 		if err != nil {
 			return err
@@ -56,7 +58,7 @@ func TestReplicasWithoutLoadBalancer(t *testing.T) {
 	// A third replica with embedded metrics would split the data: it
 	// refuses to start and says why.
 	third, _ := haReplica(t, f, "replica-3", "logs: {store: none}\n")
-	eventually(t, 30*time.Second, "the replica with embedded metrics to refuse to start", func() error {
+	testutil.Eventually(t, 30*time.Second, "the replica with embedded metrics to refuse to start", func() error {
 		if !third.exited() {
 			return fmt.Errorf("still running")
 		}
@@ -81,7 +83,7 @@ spec: {command: [sh, -c, "echo OK"], interval: 1s, timeout: 1s}
 		return len(h), err
 	}
 	var before int
-	eventually(t, 60*time.Second, "results from the agent through the first replica", func() error {
+	testutil.Eventually(t, 60*time.Second, "results from the agent through the first replica", func() error {
 		n, err := count()
 		if err != nil || n < 3 {
 			return fmt.Errorf("%d results (%v)", n, err)
@@ -91,7 +93,7 @@ spec: {command: [sh, -c, "echo OK"], interval: 1s, timeout: 1s}
 	})
 
 	f.cluster.kill()
-	eventually(t, 60*time.Second, "results to keep arriving through the second replica, read through root", func() error {
+	testutil.Eventually(t, 60*time.Second, "results to keep arriving through the second replica, read through root", func() error {
 		n, err := count()
 		if err != nil {
 			return err

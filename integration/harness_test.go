@@ -181,20 +181,6 @@ func cliJSON(t testing.TB, server string, args ...string) ([]map[string]any, err
 	return v.Items, nil
 }
 
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if last = cond(); last == nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
-}
-
 // writeFile writes a file under dir and returns its path.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()

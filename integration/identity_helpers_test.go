@@ -11,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // addCluster issues a cluster's credential at root (`unyo clusters add`),
@@ -25,7 +26,7 @@ func (f *fleet) addCluster(name string) string {
 func addClusterAt(t testing.TB, rootURL, name string, args ...string) string {
 	t.Helper()
 	var token string
-	eventually(t, 30*time.Second, "root to issue the credential of cluster "+name, func() error {
+	testutil.Eventually(t, 30*time.Second, "root to issue the credential of cluster "+name, func() error {
 		out, err := cli(t, rootURL, append(append([]string{"--token", adminToken}, args...), "clusters", "add", name)...)
 		if err != nil {
 			return err

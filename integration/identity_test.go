@@ -18,6 +18,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // recorder is a fake cluster that records every request's Authorization
@@ -333,7 +334,7 @@ func TestNodeIdentity(t *testing.T) {
 		// (0600) and uses it after a restart.
 		p := f.agent("web1", "{role: web}", "")
 		file := filepath.Join(f.dir, "web1", "agent", "node-token")
-		eventually(t, 30*time.Second, "web1 to keep its credential", func() error {
+		testutil.Eventually(t, 30*time.Second, "web1 to keep its credential", func() error {
 			_, err := os.Stat(file)
 			return err
 		})
@@ -342,7 +343,7 @@ func TestNodeIdentity(t *testing.T) {
 		}
 		p.stop(syscall.SIGTERM, 10*time.Second)
 		p.restart()
-		eventually(t, 30*time.Second, "web1 registered again after its restart", func() error {
+		testutil.Eventually(t, 30*time.Second, "web1 registered again after its restart", func() error {
 			st, err := f.agentStatus("web1")
 			if err != nil {
 				return err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestBadRequestsDoNotKillDev sends malformed JSON requests to a real
@@ -21,7 +23,7 @@ func TestBadRequestsDoNotKillDev(t *testing.T) {
 	p, _ := strconv.Atoi(port)
 	rootURL, clusterURL := "http://"+addr, fmt.Sprintf("http://%s:%d", host, p+1)
 	dev := startUnyo(t, "dev", nil, "dev", "--data-dir", t.TempDir(), "--listen", addr)
-	eventually(t, 60*time.Second, "unyo dev's cluster to register at its root", func() error {
+	testutil.Eventually(t, 60*time.Second, "unyo dev's cluster to register at its root", func() error {
 		out, err := cli(t, rootURL, "clusters", "ls")
 		if err == nil && !strings.Contains(out, "yes") {
 			err = fmt.Errorf("clusters ls: %s", out)

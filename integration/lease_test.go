@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // leaseHolders returns which of the replicas say they hold the controller lease.
@@ -56,7 +58,7 @@ cluster:
 	// Exactly one holds the lease, over many observations.
 	var holder string
 	for i := 0; i < 10; i++ {
-		eventually(t, 10*time.Second, "exactly one lease holder", func() error {
+		testutil.Eventually(t, 10*time.Second, "exactly one lease holder", func() error {
 			h, err := leaseHolders(t, urls)
 			if err != nil {
 				return err
@@ -80,7 +82,7 @@ cluster:
 	}
 	victim.kill()
 	killed := time.Now()
-	eventually(t, 3*3*time.Second, "the surviving replica to take the lease", func() error {
+	testutil.Eventually(t, 3*3*time.Second, "the surviving replica to take the lease", func() error {
 		h, err := leaseHolders(t, urls)
 		if err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestMetricAndLogChecks: a metric check on a system metric, evaluated by
@@ -46,7 +48,7 @@ spec:
 `, logFile))
 
 	// The metric check runs in the cluster, never on the agent.
-	eventually(t, 30*time.Second, "the agent to take the log check only", func() error {
+	testutil.Eventually(t, 30*time.Second, "the agent to take the log check only", func() error {
 		st, err := f.agentStatus("m1")
 		if err != nil {
 			return err
@@ -56,7 +58,7 @@ spec:
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, "an alert from the metric check", func() error {
+	testutil.Eventually(t, 60*time.Second, "an alert from the metric check", func() error {
 		as := f.alertsWhere("m1", "mem-total")
 		if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || !strings.Contains(str(as[0], "summary"), "(critical above 1)") {
 			return fmt.Errorf("alerts: %v", as)
@@ -72,7 +74,7 @@ spec:
 		fmt.Fprintf(f2, "level=error msg=\"db down (attempt %d)\"\n", i)
 	}
 	f2.Close()
-	eventually(t, 30*time.Second, "an alert from the log check", func() error {
+	testutil.Eventually(t, 30*time.Second, "an alert from the log check", func() error {
 		as := f.alertsWhere("m1", "db-down")
 		if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || !strings.Contains(str(as[0], "summary"), `"db down (attempt 0)"`) {
 			return fmt.Errorf("alerts: %v", as)

@@ -79,7 +79,7 @@ logs: {store: none}
 stats: {enabled: false}
 `, dir, clAddr, adminToken, joinToken, serverCert, serverKey, caDir, caDir))
 	startUnyo(t, "cluster", nil, "server", "--config", clCfg)
-	eventually(t, 30*time.Second, "the cluster to answer over TLS", func() error {
+	testutil.Eventually(t, 30*time.Second, "the cluster to answer over TLS", func() error {
 		_, err := cli(t, clURL, "--token", adminToken, "status")
 		return err
 	})
@@ -101,7 +101,7 @@ agent:
 	// Enrolment: a certificate for n1 signed by the node CA, and no token.
 	certFile := filepath.Join(agDir, "agent", "node-cert.pem") // the agent keeps its state in <data_dir>/agent
 	var first *tls.Certificate
-	eventually(t, 30*time.Second, "the agent to enrol and keep its certificate", func() error {
+	testutil.Eventually(t, 30*time.Second, "the agent to enrol and keep its certificate", func() error {
 		var err error
 		first, err = readNodeCert(certFile)
 		return err
@@ -119,7 +119,7 @@ agent:
 	// The certificate alone is the node's credential: it acts as n1, and
 	// only as n1.
 	ctx := context.Background()
-	eventually(t, 15*time.Second, "a client with only the node's certificate to heartbeat as n1", func() error {
+	testutil.Eventually(t, 15*time.Second, "a client with only the node's certificate to heartbeat as n1", func() error {
 		cur, err := readNodeCert(certFile) // the agent may have renewed it meanwhile
 		if err != nil {
 			return err
@@ -141,7 +141,7 @@ agent:
 		t.Fatal(err)
 	}
 	expired := first.Leaf.NotAfter
-	eventually(t, time.Until(expired)+30*time.Second, "results started after the first certificate expired", func() error {
+	testutil.Eventually(t, time.Until(expired)+30*time.Second, "results started after the first certificate expired", func() error {
 		resp, err := adminCl.Events.ListEvents(ctx, connect.NewRequest(&unyov1.ListEventsRequest{Node: "n1", Check: "tick", History: true, Limit: 5}))
 		if err != nil {
 			return err

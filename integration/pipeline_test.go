@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // reporter sends hand-made results for one node straight to the agent API.
@@ -27,7 +28,7 @@ type reporter struct {
 
 func newReporter(t *testing.T, node string, urls ...string) *reporter {
 	r := &reporter{t: t, node: node, urls: urls, token: joinToken}
-	eventually(t, 30*time.Second, "registering "+node, func() error {
+	testutil.Eventually(t, 30*time.Second, "registering "+node, func() error {
 		return r.call(func(c *client.Clients) error {
 			resp, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: node}}))
 			if err == nil {
@@ -64,7 +65,7 @@ func (r *reporter) send(check string, level unyov1.Level, n int, reissue time.Du
 		evs = append(evs, &unyov1.Event{Id: id, Node: r.node, Check: check, Level: level, Output: check + " is bad",
 			StartedAt: timestamppb.Now(), Reissue: durationpb.New(reissue)})
 	}
-	eventually(r.t, 60*time.Second, "results acknowledged", func() error {
+	testutil.Eventually(r.t, 60*time.Second, "results acknowledged", func() error {
 		return r.call(func(c *client.Clients) error {
 			_, err := c.Agent.ReportResults(context.Background(), connect.NewRequest(&unyov1.ReportResultsRequest{Node: r.node, Results: evs}))
 			return err
@@ -77,7 +78,7 @@ func (r *reporter) send(check string, level unyov1.Level, n int, reissue time.Du
 func (f *fleet) explainedAll(node, check string, want int) []map[string]any {
 	f.t.Helper()
 	var h []map[string]any
-	eventually(f.t, 60*time.Second, fmt.Sprintf("%d processed %s events", want, check), func() error {
+	testutil.Eventually(f.t, 60*time.Second, fmt.Sprintf("%d processed %s events", want, check), func() error {
 		var err error
 		if h, err = f.json("events", "ls", "--history", "--node", node, "--check", check, "--limit", "10000"); err != nil {
 			return err
@@ -129,7 +130,7 @@ spec:
 	// 1. Two replicas; the lease holder is killed while events flow.
 	urls := map[string]string{"first": f.clURL, "second": secondURL}
 	var holder []string
-	eventually(t, 20*time.Second, "a lease holder", func() error {
+	testutil.Eventually(t, 20*time.Second, "a lease holder", func() error {
 		var err error
 		if holder, err = leaseHolders(t, urls); err != nil || len(holder) != 1 {
 			return fmt.Errorf("holders %v %v", holder, err)
@@ -155,7 +156,7 @@ spec:
 	if len(as) != 1 || str(as[0], "count") != fmt.Sprint(len(ids)) {
 		t.Errorf("alert for %d processed events: %v", len(ids), as)
 	}
-	eventually(t, 60*time.Second, "a delivery for every event", func() error {
+	testutil.Eventually(t, 60*time.Second, "a delivery for every event", func() error {
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
 		missing := 0
@@ -188,7 +189,7 @@ spec:
 	f.explainedAll("gen", "agg", 3)
 	f.cluster.kill()
 	f.cluster.restart()
-	eventually(t, 60*time.Second, "the group's delivery", func() error {
+	testutil.Eventually(t, 60*time.Second, "the group's delivery", func() error {
 		if n := hooks.count() - before; n != 1 {
 			return fmt.Errorf("%d deliveries", n)
 		}

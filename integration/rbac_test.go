@@ -13,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // issue creates a token at server with the admin token and returns its secret.
@@ -174,14 +175,14 @@ spec: {command: [check_dummy, "0", "fine"], interval: 1m, env: {PGPASSWORD: hunt
 	if _, err := f.cli("tokens", "revoke", "temp"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the revoked token refused", func() error {
+	testutil.Eventually(t, 5*time.Second, "the revoked token refused", func() error {
 		_, err := cli(t, f.rootURL, "--token", temp, "nodes", "ls")
 		if err == nil || !strings.Contains(err.Error(), "revoked") {
 			return fmt.Errorf("nodes ls with a revoked token: %v", err)
 		}
 		return nil
 	})
-	eventually(t, 15*time.Second, "the expired token refused", func() error {
+	testutil.Eventually(t, 15*time.Second, "the expired token refused", func() error {
 		_, err := cli(t, f.rootURL, "--token", short, "nodes", "ls")
 		if err == nil || !strings.Contains(err.Error(), "expired") {
 			return fmt.Errorf("nodes ls with an expired token: %v", err)
@@ -203,7 +204,7 @@ spec: {command: [check_dummy, "0", "fine"], interval: 1m, env: {PGPASSWORD: hunt
 	}
 	f.agent("web1", "{role: web}", "  checks:\n    - name: broken\n      spec: {command: [check_dummy, \"2\", broken], interval: 1s}\n")
 	var id string
-	eventually(t, 30*time.Second, "an alert for web1/broken", func() error {
+	testutil.Eventually(t, 30*time.Second, "an alert for web1/broken", func() error {
 		as := f.alertsWhere("web1", "broken")
 		if len(as) != 1 {
 			return fmt.Errorf("alerts: %v", as)

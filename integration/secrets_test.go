@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestSecretsStayPrivate runs a cluster (SQLite) and an agent as real
@@ -60,7 +62,7 @@ stats: {enabled: false}
 	admin := func(args ...string) ([]map[string]any, error) {
 		return cliJSON(t, clURL, append([]string{"--token", adminToken}, args...)...)
 	}
-	eventually(t, 30*time.Second, "the cluster to answer", func() error {
+	testutil.Eventually(t, 30*time.Second, "the cluster to answer", func() error {
 		_, err := cli(t, clURL, "--token", adminToken, "status")
 		return err
 	})
@@ -102,7 +104,7 @@ agent:
 	// 1. The check's environment: the base, the declared variable and its
 	// spec.env; never the agent's token nor anything undeclared.
 	var history []map[string]any
-	eventually(t, 30*time.Second, "results of the env check", func() error {
+	testutil.Eventually(t, 30*time.Second, "results of the env check", func() error {
 		var err error
 		history, err = admin("events", "ls", "--history", "--node", "n1", "--check", "env")
 		if err == nil && len(history) == 0 {
@@ -156,7 +158,7 @@ agent:
 	}
 
 	// 3. The api_hook was refused at the dial, and says by which rule.
-	eventually(t, 30*time.Second, "the api_hook's outcome in an explanation", func() error {
+	testutil.Eventually(t, 30*time.Second, "the api_hook's outcome in an explanation", func() error {
 		evs, err := admin("events", "ls", "--history", "--node", "n1", "--check", "env")
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/logstore/chtest"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/core/tsdb/vmtest"
 )
 
@@ -56,7 +57,7 @@ func TestEveryStoreCombination(t *testing.T) {
 				}
 				for _, q := range queries {
 					what := strings.Join(q.args, " ")
-					eventually(t, 60*time.Second, what, func() error {
+					testutil.Eventually(t, 60*time.Second, what, func() error {
 						out, err := f.cli(q.args...)
 						if q.store == "none" {
 							if err == nil || !strings.Contains(err.Error(), q.off) {

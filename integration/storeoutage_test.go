@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/logstore/chtest"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/core/tsdb/vmtest"
 )
 
@@ -41,7 +42,7 @@ logs:
 	vm.Stop()
 	outageStart := time.Now()
 	appendLines(t, logFile, 11, 30)
-	eventually(t, 60*time.Second, "metrics and logs to pile up in m1's spools", func() error {
+	testutil.Eventually(t, 60*time.Second, "metrics and logs to pile up in m1's spools", func() error {
 		st, err := f.agentStatus("m1")
 		if err != nil {
 			return err
@@ -78,7 +79,7 @@ logs:
 	for _, half := range []struct{ from, to time.Time }{{outageStart, mid}, {mid, outageEnd}} {
 		window := half.to.Sub(half.from).Truncate(time.Second)
 		expr := fmt.Sprintf(`count_over_time(unyo_check_perfdata{node="m1",check="clock",label="t"}[%ds])`, int(window.Seconds()))
-		eventually(t, 60*time.Second, "samples from the outage", func() error {
+		testutil.Eventually(t, 60*time.Second, "samples from the outage", func() error {
 			items, err := f.json("metrics", "query", expr, "--time", half.to.UTC().Format(time.RFC3339))
 			if err != nil {
 				return err

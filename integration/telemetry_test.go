@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // appendLines writes "line N" for each n in [from, to] to path, every third
@@ -65,7 +67,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 
 	// System metrics and check perfdata reach the cluster's TSDB and are
 	// queryable through root, labelled with their cluster and node.
-	eventually(t, 60*time.Second, "system metrics", func() error {
+	testutil.Eventually(t, 60*time.Second, "system metrics", func() error {
 		v, labels, err := f.value(`node_memory_MemTotal_bytes{node="m1"}`)
 		if err != nil {
 			return err
@@ -75,7 +77,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, "check perfdata in base units", func() error {
+	testutil.Eventually(t, 60*time.Second, "check perfdata in base units", func() error {
 		v, _, err := f.value(`unyo_check_perfdata{node="m1",check="perf",label="used"}`)
 		if err != nil {
 			return err
@@ -155,7 +157,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 	}
 	// The statistics tier counts today's lines and events; the CLI prints
 	// them as JSON and as a table with error rates.
-	eventually(t, 60*time.Second, "daily counts of today", func() error {
+	testutil.Eventually(t, 60*time.Second, "daily counts of today", func() error {
 		items, err := f.json("stats", "logs", "--by", "app", "--since", "1d")
 		if err != nil {
 			return err
@@ -195,7 +197,7 @@ func TestMetricsAndLogsEndToEnd(t *testing.T) {
 func waitLines(t *testing.T, f *fleet, want int) map[int]int {
 	t.Helper()
 	var seen map[int]int
-	eventually(t, 60*time.Second, fmt.Sprintf("%d log lines", want), func() error {
+	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d log lines", want), func() error {
 		items, err := f.json("logs", "query", "--app", "demo", "--since", "1h", "--limit", "10000")
 		if err != nil {
 			return err
@@ -257,7 +259,7 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 		{`backup_age_seconds`, 5400, map[string]string{"node": "m2", "check": "backup"}},
 		{`backup_size_bytes{check="backup"}`, 1.5e9, nil},
 	} {
-		eventually(t, 60*time.Second, tc.expr, func() error {
+		testutil.Eventually(t, 60*time.Second, tc.expr, func() error {
 			v, labels, err := f.value(tc.expr)
 			if err != nil {
 				return err
@@ -274,7 +276,7 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 		})
 	}
 
-	eventually(t, 30*time.Second, "the check's result", func() error {
+	testutil.Eventually(t, 30*time.Second, "the check's result", func() error {
 		latest, err := f.latest()
 		if err != nil {
 			return err

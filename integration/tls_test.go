@@ -22,7 +22,7 @@ stats: {enabled: false}
 // logSays waits until p's log contains want.
 func logSays(t *testing.T, p *proc, want string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("%s to log %q", p.name, want), func() error {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%s to log %q", p.name, want), func() error {
 		data, err := os.ReadFile(p.log)
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ cluster:
 	}
 	// cluster → root with cluster.root_tls, and root → cluster with
 	// root.cluster_tls: root lists c1 as reachable.
-	eventually(t, 30*time.Second, "c1 to register at root and answer it", func() error {
+	testutil.Eventually(t, 30*time.Second, "c1 to register at root and answer it", func() error {
 		out, err := op("clusters", "ls")
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ agent:
 	startUnyo(t, "good", nil, "agent", "--config", agentCfg("good", "  tls: {ca_file: "+ca.CertFile+"}"), "--token", joinToken)
 	startUnyo(t, "flagged", nil, "agent", "--config", agentCfg("flagged", ""), "--token", joinToken, "--ca-file", ca.CertFile)
 	bad := startUnyo(t, "bad", nil, "agent", "--config", agentCfg("bad", ""), "--token", joinToken)
-	eventually(t, 30*time.Second, "the agents with agent.tls.ca_file and with --ca-file to register", func() error {
+	testutil.Eventually(t, 30*time.Second, "the agents with agent.tls.ca_file and with --ca-file to register", func() error {
 		out, err := op("nodes", "ls")
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ cluster:
   root_url: http://%s
   root_token: %s
 %s`, dir, c3Addr, cert, key, adminToken, joinToken, c3Addr, root2Addr, c3Cred, lightCluster)))
-	eventually(t, 30*time.Second, "root2 to name root.cluster_tls.ca_file for c3", func() error {
+	testutil.Eventually(t, 30*time.Second, "root2 to name root.cluster_tls.ca_file for c3", func() error {
 		out, err := cli(t, "http://"+root2Addr, "--token", adminToken, "clusters", "ls", "-o", "json")
 		if !strings.Contains(out, "root.cluster_tls.ca_file") {
 			return fmt.Errorf("clusters ls: %s %v", out, err)

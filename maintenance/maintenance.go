@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 )
 
 // Statuses reported by Status and Window.Status.
@@ -41,20 +41,12 @@ const timeHint = "(expected an RFC 3339 time such as 2026-03-01T02:00:00+09:00)"
 type ValidationError struct {
 	// Maintenance is the name as written, which may itself be invalid.
 	Maintenance string
-	Fields      []checks.FieldError
+	Fields      []validate.FieldError
 }
 
 // Error lists one field per line, each prefixed with the maintenance name.
 func (e *ValidationError) Error() string {
-	prefix := fmt.Sprintf("maintenance %q: ", e.Maintenance)
-	if e.Maintenance == "" {
-		prefix = "unnamed maintenance: "
-	}
-	lines := make([]string, len(e.Fields))
-	for i, f := range e.Fields {
-		lines[i] = prefix + f.Error()
-	}
-	return strings.Join(lines, "\n")
+	return validate.Message("maintenance", e.Maintenance, e.Fields)
 }
 
 // Window is a compiled maintenance. It is immutable and safe for
@@ -91,7 +83,7 @@ func (m matcher) match(s string) bool {
 // Compile validates a maintenance and resolves its times. On failure it
 // returns a *ValidationError naming every invalid field.
 //
-// Rules: name as for checks (checks.ValidateName); spec.owner and
+// Rules: name as for checks (validate.Name); spec.owner and
 // spec.reason required, because the record is the point; each spec.nodes
 // and spec.checks entry is either a name, matched exactly (so the dots in
 // "db1.example" are literal), or else a regular expression anchored at
@@ -100,18 +92,14 @@ func (m matcher) match(s string) bool {
 // too (a record not yet stored); end, if given, must be after start.
 // An end already in the past is not an error: stored maintenances end.
 func Compile(m *unyov1.Maintenance, now time.Time) (Window, error) {
-	var fields []checks.FieldError
-	add := func(field, format string, args ...any) {
-		fields = append(fields, checks.FieldError{Field: field, Description: fmt.Sprintf(format, args...)})
-	}
+	var fields validate.Fields
+	add := fields.Addf
 	w := Window{
 		Name:    m.GetName(),
 		Cluster: m.GetCluster(),
 		EndedBy: m.GetEndedBy(),
 	}
-	if err := checks.ValidateName(w.Name); err != nil {
-		add("name", "%s", err.Error())
-	}
+	fields.Name("name", w.Name)
 	spec := m.GetSpec()
 	if spec == nil {
 		add("spec", "required: a maintenance needs at least spec.owner and spec.reason")
@@ -134,7 +122,7 @@ func Compile(m *unyov1.Maintenance, now time.Time) (Window, error) {
 			switch {
 			case strings.TrimSpace(raw) == "":
 				add(f, "is empty; write a name or a regular expression, or remove the entry (an empty list covers everything)")
-			case checks.ValidateName(raw) == nil:
+			case validate.Name(raw) == nil:
 				ms = append(ms, matcher{exact: raw})
 			default:
 				// Compile the entry alone first so that an error quotes

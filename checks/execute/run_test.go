@@ -15,6 +15,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 const pluginDir = "/usr/lib/nagios/plugins"
@@ -30,11 +31,7 @@ func fixture(t *testing.T, name string) string {
 
 func plugin(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join(pluginDir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s is not installed (apt-get install monitoring-plugins-basic): %v", p, err)
-	}
-	return p
+	return testutil.NeedTool(t, name, "apt-get install -y monitoring-plugins-basic", filepath.Join(pluginDir, name))
 }
 
 // pids parses the "leader child" line the fixtures print first.

@@ -17,40 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/checks/metricformat/internal/vmparse"
 	"github.com/unyo-ops/unyo/core/tsdb"
 )
-
-// Format is how a command check prints its metrics.
-type Format string
-
-// The formats. Nagios (the default) is `TEXT | PERFDATA`, handled by
-// checks/nagios; the others are parsed here.
-const (
-	Nagios     Format = "nagios"
-	Prometheus Format = "prometheus"
-	Influx     Format = "influx"
-	Graphite   Format = "graphite"
-	OpenTSDB   Format = "opentsdb"
-)
-
-// Formats lists every format, the default first.
-var Formats = []Format{Nagios, Prometheus, Influx, Graphite, OpenTSDB}
-
-// ParseFormat reads a format name; empty means Nagios.
-func ParseFormat(s string) (Format, error) {
-	if s == "" {
-		return Nagios, nil
-	}
-	if f := Format(s); slices.Contains(Formats, f) {
-		return f, nil
-	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("%q is not a metrics format; use one of %s", s, strings.Join(names, ", "))
-}
 
 // Limits of one run of a metric-printing check.
 const (
@@ -123,7 +93,7 @@ type Options struct {
 var reserved = []string{"check", "node"}
 
 // Parse reads output printed in format f (not Nagios).
-func Parse(f Format, output string, opts Options) Result {
+func Parse(f checks.MetricsFormat, output string, opts Options) Result {
 	p := parser{f: f, opts: opts, minMs: opts.RunTime.Add(-MaxAge).UnixMilli(), maxMs: opts.RunTime.Add(tsdb.MaxFutureSkew).UnixMilli()}
 	if opts.Truncated {
 		if i := strings.LastIndexByte(output, '\n'); i >= 0 {
@@ -169,7 +139,7 @@ func Parse(f Format, output string, opts Options) Result {
 
 // Report words r for a check result: the message (the check's own, or a
 // summary) and the lines added to the long output about what was skipped.
-func (r *Result) Report(f Format, truncated bool) (message string, long []string) {
+func (r *Result) Report(f checks.MetricsFormat, truncated bool) (message string, long []string) {
 	message = r.Message
 	summary := fmt.Sprintf("%d samples (%s)", len(r.Samples), f)
 	if message == "" {
@@ -204,7 +174,7 @@ func (r *Result) Report(f Format, truncated bool) (message string, long []string
 }
 
 type parser struct {
-	f            Format
+	f            checks.MetricsFormat
 	opts         Options
 	vm           vmparse.Parser
 	res          Result
@@ -231,17 +201,17 @@ func (p *parser) line(s string) error {
 		toMs func(int64) int64
 	)
 	switch p.f {
-	case Prometheus:
+	case checks.MetricsPrometheus:
 		row, err = p.vm.Prometheus(s)
 		toMs = func(t int64) int64 { return t }
-	case Influx:
+	case checks.MetricsInflux:
 		row, err = p.vm.Influx(s)
 		// Nanoseconds: the protocol's default precision.
 		toMs = func(t int64) int64 { return t / 1e6 }
-	case Graphite:
+	case checks.MetricsGraphite:
 		row, err = p.vm.Graphite(s)
 		toMs = func(t int64) int64 { return t * 1000 }
-	case OpenTSDB:
+	case checks.MetricsOpenTSDB:
 		row, err = p.vm.OpenTSDB(s)
 		// OpenTSDB takes seconds, or milliseconds when given more than ten
 		// digits.
@@ -289,7 +259,7 @@ func (p *parser) line(s string) error {
 		samples = append(samples, Sample{Name: name, Labels: labels, TimeMs: ms, Value: v})
 		return nil
 	}
-	if p.f == Influx {
+	if p.f == checks.MetricsInflux {
 		for _, fl := range row.Fields {
 			// measurement_field, as VictoriaMetrics names Influx fields.
 			name := fl.Key

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/checks/metricformat"
 	"github.com/unyo-ops/unyo/core/tsdb"
 )
@@ -29,7 +30,7 @@ func l(kv ...string) []tsdb.Label {
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {
 		file        string
-		format      metricformat.Format
+		format      checks.MetricsFormat
 		message     string
 		samples     int
 		first       metricformat.Sample // the first sample
@@ -39,41 +40,41 @@ func TestParseFixtures(t *testing.T) {
 		report      string // in the long output
 	}{
 		{
-			file: "prometheus_ok.txt", format: metricformat.Prometheus, message: "OK - 2 queues checked", samples: 4,
+			file: "prometheus_ok.txt", format: checks.MetricsPrometheus, message: "OK - 2 queues checked", samples: 4,
 			first:       metricformat.Sample{Name: "rabbitmq_queue_messages", Labels: l("check", "mq", "queue", "orders", "vhost", "/"), TimeMs: runMs, Value: 12},
 			outOfWindow: 1, report: "unyo: 4 samples (prometheus)",
 		},
 		{
-			file: "prometheus_malformed.txt", format: metricformat.Prometheus, samples: 3,
+			file: "prometheus_malformed.txt", format: checks.MetricsPrometheus, samples: 3,
 			first:    metricformat.Sample{Name: "http_requests_total", Labels: l("check", "mq", "code", "200", "method", "get"), TimeMs: runMs, Value: 1027},
 			badLines: []int{4, 5, 7}, badReason: "missing closing double quote",
 			report: `unyo: 3 malformed prometheus lines ignored: line 4 "http_requests_total{code=\"500\",method=\"get} 3": cannot unmarshal tags`,
 		},
 		{
-			file: "influx_ok.txt", format: metricformat.Influx, samples: 5,
+			file: "influx_ok.txt", format: checks.MetricsInflux, samples: 5,
 			first: metricformat.Sample{Name: "cpu_usage_idle", Labels: l("check", "mq", "cpu", "cpu-total", "host", "web1"), TimeMs: 1700000000000, Value: 97.5},
 		},
 		{
-			file: "influx_malformed.txt", format: metricformat.Influx, message: "OK - 3 of 4 inputs read", samples: 2,
+			file: "influx_malformed.txt", format: checks.MetricsInflux, message: "OK - 3 of 4 inputs read", samples: 2,
 			first:    metricformat.Sample{Name: "cpu_usage_idle", Labels: l("check", "mq", "host", "web1"), TimeMs: runMs, Value: 97.5},
 			badLines: []int{3, 4, 5}, badReason: "cannot find Whitespace",
 		},
 		{
-			file: "graphite_ok.txt", format: metricformat.Graphite, samples: 3,
+			file: "graphite_ok.txt", format: checks.MetricsGraphite, samples: 3,
 			first: metricformat.Sample{Name: "servers_web1_load_1m", Labels: l("check", "mq"), TimeMs: 1700000000000, Value: 0.42},
 		},
 		{
-			file: "graphite_malformed.txt", format: metricformat.Graphite, message: "WARNING - backup is 26h old", samples: 2,
+			file: "graphite_malformed.txt", format: checks.MetricsGraphite, message: "WARNING - backup is 26h old", samples: 2,
 			first:    metricformat.Sample{Name: "backup_age_seconds", Labels: l("check", "mq"), TimeMs: 1700000000000, Value: 93600},
 			badLines: []int{3, 4, 6}, badReason: `value "twelve" is not a number`, outOfWindow: 1,
 			report: "unyo: 1 samples printed a time more than 24h old or 24h ahead; they take the run's time",
 		},
 		{
-			file: "opentsdb_ok.txt", format: metricformat.OpenTSDB, samples: 3,
+			file: "opentsdb_ok.txt", format: checks.MetricsOpenTSDB, samples: 3,
 			first: metricformat.Sample{Name: "sys_cpu_user", Labels: l("check", "mq", "cpu", "0", "host", "web1"), TimeMs: 1700000000000, Value: 42.5},
 		},
 		{
-			file: "opentsdb_malformed.txt", format: metricformat.OpenTSDB, message: "CRITICAL - 1 of 2 exporters down", samples: 2,
+			file: "opentsdb_malformed.txt", format: checks.MetricsOpenTSDB, message: "CRITICAL - 1 of 2 exporters down", samples: 2,
 			first:    metricformat.Sample{Name: "sys_cpu_user", Labels: l("check", "mq", "host", "web1"), TimeMs: 1700000000000, Value: 42.5},
 			badLines: []int{3, 4, 5}, badReason: "want put METRIC TIMESTAMP VALUE",
 		},
@@ -127,7 +128,7 @@ func TestParseEdges(t *testing.T) {
 	million := strings.Repeat("m 1\n", 1_000_000)
 	tests := []struct {
 		name      string
-		format    metricformat.Format
+		format    checks.MetricsFormat
 		output    string
 		truncated bool
 		message   string
@@ -137,24 +138,24 @@ func TestParseEdges(t *testing.T) {
 		check     func(t *testing.T, r metricformat.Result)
 		report    string
 	}{
-		{name: "empty", format: metricformat.Prometheus, output: "", message: "", report: ""},
-		{name: "comments only", format: metricformat.Prometheus, output: "# HELP x y\n# TYPE x gauge\n\n"},
-		{name: "status line only", format: metricformat.Influx, output: "UNKNOWN - cannot reach the broker\n", message: "UNKNOWN - cannot reach the broker"},
+		{name: "empty", format: checks.MetricsPrometheus, output: "", message: "", report: ""},
+		{name: "comments only", format: checks.MetricsPrometheus, output: "# HELP x y\n# TYPE x gauge\n\n"},
+		{name: "status line only", format: checks.MetricsInflux, output: "UNKNOWN - cannot reach the broker\n", message: "UNKNOWN - cannot reach the broker"},
 		{
-			name: "a later non-metric line is malformed", format: metricformat.Prometheus, output: "up 1\nall good\n", samples: 1, bad: 1,
+			name: "a later non-metric line is malformed", format: checks.MetricsPrometheus, output: "up 1\nall good\n", samples: 1, bad: 1,
 		},
 		{
-			name: "a million lines", format: metricformat.Prometheus, output: million,
+			name: "a million lines", format: checks.MetricsPrometheus, output: million,
 			samples: metricformat.MaxSamples, unread: 1_000_000 - metricformat.MaxSamples,
 			report: "unyo: stopped at 20000 samples, the most kept per run; 980000 more lines not read",
 		},
 		{
-			name: "the fields of a line past the limit", format: metricformat.Influx,
+			name: "the fields of a line past the limit", format: checks.MetricsInflux,
 			output:  strings.Repeat("m a=1\n", metricformat.MaxSamples-1) + "m a=1,b=2\nm a=3\n",
 			samples: metricformat.MaxSamples, unread: 2,
 		},
 		{
-			name: "too many labels is refused, also on the first line", format: metricformat.Prometheus,
+			name: "too many labels is refused, also on the first line", format: checks.MetricsPrometheus,
 			output: "m{" + strings.Join(many, ",") + "} 1\nm 2\n", samples: 1, bad: 1,
 			check: func(t *testing.T, r metricformat.Result) {
 				if !strings.Contains(r.Bad[0].Reason, "labels, at most") || !strings.HasSuffix(r.Bad[0].Text, "…") {
@@ -163,11 +164,11 @@ func TestParseEdges(t *testing.T) {
 			},
 		},
 		{
-			name: "the cut last line of a truncated output is not read", format: metricformat.Graphite,
+			name: "the cut last line of a truncated output is not read", format: checks.MetricsGraphite,
 			output: "a 1\nb 2\nc 3", truncated: true, samples: 2, report: "unyo: output cut at 4 MiB",
 		},
 		{
-			name: "node and check tags are kept renamed", format: metricformat.OpenTSDB,
+			name: "node and check tags are kept renamed", format: checks.MetricsOpenTSDB,
 			output: "put m 1700000000 1 node=a check=b\n", samples: 1,
 			check: func(t *testing.T, r metricformat.Result) {
 				if want := l("check", "c", "exported_check", "b", "exported_node", "a"); !reflect.DeepEqual(r.Samples[0].Labels, want) {
@@ -176,7 +177,7 @@ func TestParseEdges(t *testing.T) {
 			},
 		},
 		{
-			name: "names become valid metric and label names", format: metricformat.Influx,
+			name: "names become valid metric and label names", format: checks.MetricsInflux,
 			output: "9disk.io,dev-name=sda read.bytes=1\n", samples: 1,
 			check: func(t *testing.T, r metricformat.Result) {
 				if s := r.Samples[0]; s.Name != "_9disk_io_read_bytes" || !reflect.DeepEqual(s.Labels, l("check", "c", "dev_name", "sda")) {
@@ -185,7 +186,7 @@ func TestParseEdges(t *testing.T) {
 			},
 		},
 		{
-			name: "future timestamps take the run time", format: metricformat.Prometheus,
+			name: "future timestamps take the run time", format: checks.MetricsPrometheus,
 			output: "m 1 1800000000000\n", samples: 1,
 			check: func(t *testing.T, r metricformat.Result) {
 				if r.Samples[0].TimeMs != runMs || r.OutOfWindow != 1 {
@@ -212,26 +213,5 @@ func TestParseEdges(t *testing.T) {
 				t.Errorf("report %q does not say %q", long, tt.report)
 			}
 		})
-	}
-}
-
-func TestParseFormat(t *testing.T) {
-	tests := []struct {
-		in   string
-		want metricformat.Format
-		err  string
-	}{
-		{"", metricformat.Nagios, ""},
-		{"nagios", metricformat.Nagios, ""},
-		{"prometheus", metricformat.Prometheus, ""},
-		{"opentsdb", metricformat.OpenTSDB, ""},
-		{"Prometheus", "", `"Prometheus" is not a metrics format; use one of nagios, prometheus, influx, graphite, opentsdb`},
-		{"json", "", "use one of"},
-	}
-	for _, tt := range tests {
-		got, err := metricformat.ParseFormat(tt.in)
-		if got != tt.want || (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
-			t.Errorf("ParseFormat(%q) = %q, %v; want %q, %q", tt.in, got, err, tt.want, tt.err)
-		}
 	}
 }

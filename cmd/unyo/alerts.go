@@ -11,7 +11,6 @@ import (
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
-	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/printer"
 )
@@ -63,14 +62,14 @@ func (f *alertFilter) bind(cmd *cobra.Command) {
 func (f *alertFilter) request() (*unyov1.ListAlertsRequest, error) {
 	req := &unyov1.ListAlertsRequest{Cluster: f.req.Cluster, Node: f.req.Node, Check: f.req.Check}
 	for _, w := range splitList(f.levels) {
-		l, err := alerts.ParseLevel(w)
+		l, err := unyov1.ParseAlertLevel(w)
 		if err != nil {
 			return nil, fmt.Errorf("--level: %w", err)
 		}
 		req.Levels = append(req.Levels, l)
 	}
 	for _, w := range splitList(f.states) {
-		s, err := alerts.ParseState(w)
+		s, err := unyov1.ParseAlertState(w)
 		if err != nil {
 			return nil, fmt.Errorf("--state: %w", err)
 		}
@@ -150,7 +149,7 @@ func newAlertsCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "alert %s is %s\n", a.GetId(), alerts.StateName(a.GetState()))
+				fmt.Fprintf(cmd.OutOrStdout(), "alert %s is %s\n", a.GetId(), a.GetState().Name())
 				noteActor(cmd, who, a)
 				return nil
 			},

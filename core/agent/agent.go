@@ -22,9 +22,10 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/checks/schedule"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/internal/private"
 	"github.com/unyo-ops/unyo/core/logtail"
-	"github.com/unyo-ops/unyo/core/private"
 	"github.com/unyo-ops/unyo/core/procenv"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -141,7 +142,7 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts.NodeName = h
 	}
-	if err := checks.ValidateName(opts.NodeName); err != nil {
+	if err := validate.Name(opts.NodeName); err != nil {
 		return nil, fmt.Errorf("agent.node_name %q: %w", opts.NodeName, err)
 	}
 	if opts.BatchSize <= 0 {

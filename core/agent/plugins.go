@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/pluginstatus"
 	"github.com/unyo-ops/unyo/plugins/host"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -243,5 +243,5 @@ func (a *Agent) pluginStatus() []host.Status {
 // pluginStatusProto is the plugins' state for the cluster, sent with every
 // heartbeat.
 func (a *Agent) pluginStatusProto() []*unyov1.PluginStatus {
-	return pluginstatus.ToProto(a.pluginStatus())
+	return convert.PluginStatuses(a.pluginStatus())
 }

@@ -78,7 +78,7 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) (*unyov1.Event
 		return e, nil
 	}
 	maxOutput := a.opts.MaxOutput
-	if d.MetricsFormat != metricformat.Nagios {
+	if d.MetricsFormat != checks.MetricsNagios {
 		maxOutput = max(maxOutput, metricformat.MaxOutput)
 	}
 	res := execute.Run(ctx, execute.Command{
@@ -91,7 +91,7 @@ func (a *Agent) execute(ctx context.Context, d checks.Definition) (*unyov1.Event
 	e.TimedOut = res.TimedOut
 	e.Status = unyov1.CheckStatus(nagios.StatusFromExit(res.ExitCode))
 	var samples []metricformat.Sample
-	if d.MetricsFormat == metricformat.Nagios {
+	if d.MetricsFormat == checks.MetricsNagios {
 		parse := nagios.Parse
 		if res.Truncated {
 			parse = nagios.ParseCut

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
-	"github.com/unyo-ops/unyo/checks/metricformat"
 )
 
 // A perfdata value that the output cap cuts (`cut=123456789` kept as
@@ -33,7 +32,7 @@ func TestOutputCapDropsTheCutPerfdataItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.closeSpools()
-	e, _ := a.execute(context.Background(), checks.Definition{Name: "cut", Command: []string{script}, Timeout: 10 * time.Second, MetricsFormat: metricformat.Nagios})
+	e, _ := a.execute(context.Background(), checks.Definition{Name: "cut", Command: []string{script}, Timeout: 10 * time.Second, MetricsFormat: checks.MetricsNagios})
 	if !e.GetTruncated() {
 		t.Fatalf("the run was not marked truncated (output %q)", e.GetOutput())
 	}

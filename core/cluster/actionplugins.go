@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
-	"github.com/unyo-ops/unyo/core/pluginstatus"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -215,5 +215,5 @@ func (c *Cluster) pluginStatus() []*unyov1.PluginStatus {
 	if h == nil {
 		return nil
 	}
-	return pluginstatus.ToProto(h.Status())
+	return convert.PluginStatuses(h.Status())
 }

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/store"
@@ -66,7 +65,7 @@ func (s *logsService) WriteLogs(ctx context.Context, req *connect.Request[unyov1
 			p = store.LogPosition{Sequence: e.GetSequence(), Offset: e.GetOffset()}
 			pos[id], changed[id] = p, p
 		}
-		entries = append(entries, EntryFromProto(e, node, s.c.opts.Name))
+		entries = append(entries, convert.EntryFromProto(e, node, s.c.opts.Name))
 	}
 	if len(entries) > 0 {
 		err := db.Write(ctx, entries)
@@ -105,11 +104,11 @@ func (s *logsService) Query(ctx context.Context, req *connect.Request[unyov1.Que
 	if err != nil {
 		return nil, err
 	}
-	entries, err := db.Query(ctx, QueryFromProto(req.Msg.GetFilter()))
+	entries, err := db.Query(ctx, convert.QueryFromProto(req.Msg.GetFilter()))
 	if err != nil {
 		return nil, logError(err)
 	}
-	return connect.NewResponse(&unyov1.QueryLogsResponse{Entries: EntriesToProto(entries)}), nil
+	return connect.NewResponse(&unyov1.QueryLogsResponse{Entries: convert.EntriesToProto(entries)}), nil
 }
 
 func (s *logsService) Stats(ctx context.Context, req *connect.Request[unyov1.LogStatsRequest]) (*connect.Response[unyov1.LogStatsResponse], error) {
@@ -121,11 +120,11 @@ func (s *logsService) Stats(ctx context.Context, req *connect.Request[unyov1.Log
 	if err := logstore.CheckStats(by, interval); err != nil {
 		return nil, logError(err)
 	}
-	buckets, err := db.Stats(ctx, QueryFromProto(req.Msg.GetFilter()), by, interval)
+	buckets, err := db.Stats(ctx, convert.QueryFromProto(req.Msg.GetFilter()), by, interval)
 	if err != nil {
 		return nil, logError(err)
 	}
-	return connect.NewResponse(&unyov1.LogStatsResponse{By: by, Interval: durationpb.New(interval), Buckets: BucketsToProto(buckets)}), nil
+	return connect.NewResponse(&unyov1.LogStatsResponse{By: by, Interval: durationpb.New(interval), Buckets: convert.BucketsToProto(buckets)}), nil
 }
 
 func (s *logsService) Trace(ctx context.Context, req *connect.Request[unyov1.TraceLogsRequest]) (*connect.Response[unyov1.TraceLogsResponse], error) {
@@ -136,11 +135,11 @@ func (s *logsService) Trace(ctx context.Context, req *connect.Request[unyov1.Tra
 	if err := logstore.CheckTraceID(req.Msg.GetTraceId()); err != nil {
 		return nil, logError(err)
 	}
-	entries, err := db.Trace(ctx, req.Msg.GetTraceId(), timeOf(req.Msg.GetSince()), timeOf(req.Msg.GetUntil()))
+	entries, err := db.Trace(ctx, req.Msg.GetTraceId(), convert.Time(req.Msg.GetSince()), convert.Time(req.Msg.GetUntil()))
 	if err != nil {
 		return nil, logError(err)
 	}
-	return connect.NewResponse(&unyov1.TraceLogsResponse{Entries: EntriesToProto(entries)}), nil
+	return connect.NewResponse(&unyov1.TraceLogsResponse{Entries: convert.EntriesToProto(entries)}), nil
 }
 
 func logError(err error) error {
@@ -153,59 +152,4 @@ func logError(err error) error {
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	}
 	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("log store: %w", err))
-}
-
-func timeOf(ts *timestamppb.Timestamp) time.Time {
-	if ts == nil {
-		return time.Time{}
-	}
-	return ts.AsTime()
-}
-
-// QueryFromProto converts an API filter to a log store query.
-func QueryFromProto(f *unyov1.LogFilter) logstore.Query {
-	return logstore.Query{
-		Since: timeOf(f.GetSince()), Until: timeOf(f.GetUntil()),
-		Host: f.GetHost(), App: f.GetApp(), TraceID: f.GetTraceId(),
-		Levels: f.GetLevels(), Grep: f.GetGrep(), Fields: f.GetFields(), Limit: int(f.GetLimit()),
-	}
-}
-
-// EntryFromProto converts an agent's line; host and cluster are the
-// cluster's to set, so an agent cannot write lines in another node's name.
-func EntryFromProto(e *unyov1.LogEntry, node, cluster string) logstore.Entry {
-	return logstore.Entry{
-		Time: timeOf(e.GetTime()), Host: node, App: e.GetApp(), Level: e.GetLevel(), TraceID: e.GetTraceId(),
-		Message: e.GetMessage(), Fields: e.GetFields(), Cluster: cluster,
-	}
-}
-
-// EntriesToProto converts stored entries for the API.
-func EntriesToProto(entries []logstore.Entry) []*unyov1.LogEntry {
-	out := make([]*unyov1.LogEntry, len(entries))
-	for i, e := range entries {
-		out[i] = &unyov1.LogEntry{
-			Time: timestamppb.New(e.Time), Host: e.Host, App: e.App, Level: e.Level, TraceId: e.TraceID,
-			Message: e.Message, Fields: e.Fields, Cluster: e.Cluster,
-		}
-	}
-	return out
-}
-
-// BucketsToProto converts stats buckets for the API.
-func BucketsToProto(buckets []logstore.Bucket) []*unyov1.LogBucket {
-	out := make([]*unyov1.LogBucket, len(buckets))
-	for i, b := range buckets {
-		out[i] = &unyov1.LogBucket{Start: timestamppb.New(b.Start), Key: b.Key, Count: b.Count, Errors: b.Errors, Warnings: b.Warnings}
-	}
-	return out
-}
-
-// BucketsFromProto converts API buckets back, for merging and printing.
-func BucketsFromProto(buckets []*unyov1.LogBucket) []logstore.Bucket {
-	out := make([]logstore.Bucket, len(buckets))
-	for i, b := range buckets {
-		out[i] = logstore.Bucket{Start: b.GetStart().AsTime(), Key: b.GetKey(), Count: b.GetCount(), Errors: b.GetErrors(), Warnings: b.GetWarnings()}
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metricsql"
 
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -125,7 +126,7 @@ func (s *metricsService) QueryRange(ctx context.Context, req *connect.Request[un
 	if err != nil {
 		return nil, queryError(m.GetExpr(), err)
 	}
-	return connect.NewResponse(&unyov1.QueryMetricsResponse{Series: SeriesToProto(series)}), nil
+	return connect.NewResponse(&unyov1.QueryMetricsResponse{Series: convert.SeriesToProto(series)}), nil
 }
 
 // DefaultStep gives a range about 250 points, rounded to whole seconds.
@@ -149,7 +150,7 @@ func (s *metricsService) Query(ctx context.Context, req *connect.Request[unyov1.
 	if err != nil {
 		return nil, queryError(req.Msg.GetExpr(), err)
 	}
-	return connect.NewResponse(&unyov1.QueryMetricsResponse{Series: SeriesToProto(series)}), nil
+	return connect.NewResponse(&unyov1.QueryMetricsResponse{Series: convert.SeriesToProto(series)}), nil
 }
 
 func (s *metricsService) Series(ctx context.Context, req *connect.Request[unyov1.SeriesRequest]) (*connect.Response[unyov1.SeriesResponse], error) {
@@ -201,17 +202,4 @@ func queryError(expr string, err error) error {
 		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("query %q: %w; narrow the selector or the time range", expr, err))
 	}
 	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("query %q: %w", expr, err))
-}
-
-// SeriesToProto converts query results for the API.
-func SeriesToProto(series []tsdb.Series) []*unyov1.Series {
-	out := make([]*unyov1.Series, 0, len(series))
-	for _, sr := range series {
-		p := &unyov1.Series{Labels: sr.Labels, Points: make([]*unyov1.Point, len(sr.Points))}
-		for i, pt := range sr.Points {
-			p.Points[i] = &unyov1.Point{TimeMs: pt.T.UnixMilli(), Value: pt.V}
-		}
-		out = append(out, p)
-	}
-	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 )
 
@@ -90,7 +91,7 @@ func (e *env) report(node, check string, level unyov1.Level, output string, occu
 func (e *env) explained(id string) *unyov1.Event {
 	e.t.Helper()
 	var ev *unyov1.Event
-	waitFor(e.t, "event "+id+" to be processed", func() error {
+	testutil.Eventually(e.t, 15*time.Second, "event "+id+" to be processed", func() error {
 		resp, err := e.c.Events.GetEvent(context.Background(), connect.NewRequest(&unyov1.GetEventRequest{Id: id}))
 		if err != nil {
 			return err
@@ -111,21 +112,6 @@ func (e *env) alerts(states ...unyov1.AlertState) []*unyov1.Alert {
 		e.t.Fatal(err)
 	}
 	return resp.Msg.GetAlerts()
-}
-
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func steps(ev *unyov1.Event) string {
@@ -275,7 +261,7 @@ spec: {nodes: [web1], checks: ["disk.*"], reason: replacing disks, owner: bob}
 	if _, err := e.c.Maintenance.EndMaintenance(context.Background(), connect.NewRequest(&unyov1.EndMaintenanceRequest{Name: "swap-disks", By: "bob"})); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the ended maintenance to stop silencing", func() error {
+	testutil.Eventually(t, 15*time.Second, "the ended maintenance to stop silencing", func() error {
 		ev := e.explained(e.report("web1", "disk-sdb", crit, "DISK CRITICAL", 1, 0))
 		if ev.GetSilencedBy() != "" {
 			return fmt.Errorf("still silenced by %s", ev.GetSilencedBy())
@@ -379,7 +365,7 @@ spec:
 	if !strings.Contains(steps(ev), "hook-critical") || !strings.Contains(steps(ev), "hook-am") {
 		t.Fatalf("continue-next: both rules should act: %s", steps(ev))
 	}
-	waitFor(t, "both webhooks", func() error {
+	testutil.Eventually(t, 15*time.Second, "both webhooks", func() error {
 		p, _ := plain.deliveries()
 		a, _ := am.deliveries()
 		if len(p) != 1 || len(a) != 1 {
@@ -403,7 +389,7 @@ spec:
 	if labels["alertname"] != "http" || labels["node"] != "web1" {
 		t.Errorf("alertmanager labels: %v", labels)
 	}
-	waitFor(t, "the delivery outcome in the explanation", func() error {
+	testutil.Eventually(t, 15*time.Second, "the delivery outcome in the explanation", func() error {
 		if s := steps(e.explained(id)); strings.Count(s, "delivered after") != 2 {
 			return fmt.Errorf("%s", s)
 		}
@@ -416,7 +402,7 @@ spec:
 	for _, n := range []string{"web1", "web2", "web3"} {
 		ids = append(ids, e.report(n, "disk", crit, "DISK CRITICAL on "+n, 1, 0))
 	}
-	waitFor(t, "the group's one delivery", func() error {
+	testutil.Eventually(t, 15*time.Second, "the group's one delivery", func() error {
 		if p, _ := plain.deliveries(); len(p) != 2 {
 			return fmt.Errorf("%d deliveries", len(p))
 		}
@@ -450,7 +436,7 @@ name: alert-on-hook-failure
 spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: warning}}], owner: t, reason: a receiver that keeps failing needs a person}
 `, dead.URL+"/hook?token=hook-secret"))
 	id := e.report("web1", "http", crit, "HTTP CRITICAL", 1, 0)
-	waitFor(t, "the failure recorded in the explanation", func() error {
+	testutil.Eventually(t, 15*time.Second, "the failure recorded in the explanation", func() error {
 		if s := steps(e.explained(id)); !strings.Contains(s, "failed after 2 attempts") {
 			return fmt.Errorf("%s", s)
 		} else if strings.Contains(s, "hook-secret") {
@@ -459,7 +445,7 @@ spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: 
 		return nil
 	})
 	// The failure is an event of its own, which rules can alert on.
-	waitFor(t, "an alert about the failing hook", func() error {
+	testutil.Eventually(t, 15*time.Second, "an alert about the failing hook", func() error {
 		for _, a := range e.alerts() {
 			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" && strings.Contains(a.GetSummary(), "500") {
 				if strings.Contains(a.GetSummary(), "hook-secret") {

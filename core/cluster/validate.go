@@ -5,8 +5,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/limits"
 )
 
@@ -15,7 +15,7 @@ const maxPlugins = 256
 
 // validNode checks what an agent says about its node before it is stored.
 func validNode(n *unyov1.Node) error {
-	if err := checks.ValidateName(n.GetName()); err != nil {
+	if err := validate.Name(n.GetName()); err != nil {
 		return fmt.Errorf("node.name: %w", err)
 	}
 	if err := limits.Labels("node.labels", n.GetLabels()); err != nil {

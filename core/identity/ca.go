@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/validate"
 )
 
 // DefaultNodeCertTTL is how long a node certificate is valid unless
@@ -139,7 +139,7 @@ func Serial(c *x509.Certificate) string { return c.SerialNumber.Text(16) }
 // asked for, and it may only authenticate a client. It returns the
 // certificate (PEM) and its serial.
 func (ca *CA) SignNode(csrDER []byte, node string, ttl time.Duration, now time.Time) (certPEM []byte, serial string, err error) {
-	if err := checks.ValidateName(node); err != nil {
+	if err := validate.Name(node); err != nil {
 		return nil, "", fmt.Errorf("node name %q: %w", node, err)
 	}
 	csr, err := x509.ParseCertificateRequest(csrDER)

@@ -11,7 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -50,7 +50,7 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 		return server.Principal{}, server.ErrNotMine // another CA's certificate: maybe another authenticator's
 	}
 	node := leaf.Subject.CommonName
-	if err := checks.ValidateName(node); err != nil {
+	if err := validate.Name(node); err != nil {
 		return server.Principal{}, fmt.Errorf("the client certificate's CN %q is not a node name: %w", node, err)
 	}
 	serial := Serial(leaf)

@@ -10,18 +10,8 @@ import (
 
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func TestOneHolderAndHandover(t *testing.T) {
 	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
@@ -58,7 +48,7 @@ func TestOneHolderAndHandover(t *testing.T) {
 		wg.Wait()
 	}()
 
-	waitFor(t, "a holder", func() bool { return running.Load() == 1 })
+	testutil.Until(t, 10*time.Second, "a holder", func() bool { return running.Load() == 1 })
 	holder := 0
 	if runners[1].Held() {
 		holder = 1
@@ -72,7 +62,7 @@ func TestOneHolderAndHandover(t *testing.T) {
 	}
 	// The holder stops: the other takes over.
 	ctxs[holder]()
-	waitFor(t, "the other replica to take over", func() bool { return runners[1-holder].Held() && running.Load() == 1 })
+	testutil.Until(t, 10*time.Second, "the other replica to take over", func() bool { return runners[1-holder].Held() && running.Load() == 1 })
 	if overlap.Load() {
 		t.Fatal("two replicas ran the controller work at the same time")
 	}

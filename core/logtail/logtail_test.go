@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // syncBuffer collects log output of the tailer for assertions.
@@ -151,29 +153,17 @@ func (h *harness) wait() error {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // waitLoops waits until Run has gone through n more passes of its loop,
 // which includes at least n/2 scans and reads of every file.
 func (h *harness) waitLoops(n int64) {
 	h.t.Helper()
 	target := h.loops.Load() + n
-	waitFor(h.t, fmt.Sprintf("%d loops", n), func() bool { return h.loops.Load() >= target })
+	testutil.Until(h.t, 15*time.Second, fmt.Sprintf("%d loops", n), func() bool { return h.loops.Load() >= target })
 }
 
 func (h *harness) waitRecords(n int) {
 	h.t.Helper()
-	waitFor(h.t, fmt.Sprintf("%d records", n), func() bool { return h.c.len() >= n })
+	testutil.Until(h.t, 15*time.Second, fmt.Sprintf("%d records", n), func() bool { return h.c.len() >= n })
 }
 
 func appendFile(t *testing.T, path, data string) {
@@ -267,7 +257,7 @@ func TestRotationRenameCreate(t *testing.T) {
 		if i > 0 && i%perFile == 0 {
 			// Polling cannot see a file that lives shorter than a poll
 			// interval; real rotations are minutes apart.
-			waitFor(t, "the tailer to follow the new file", func() bool {
+			testutil.Until(t, 15*time.Second, "the tailer to follow the new file", func() bool {
 				return strings.Count(h.log.String(), "following log file") == rotations+1
 			})
 			rotations++
@@ -318,7 +308,7 @@ func TestRotationRenameCreate(t *testing.T) {
 		t.Fatalf("records from %d files, want %d", len(ids), rotations+1)
 	}
 	// Rotated files are closed after RotateWait and leave the state.
-	waitFor(t, "rotated files closed", func() bool { return strings.Count(h.log.String(), "finished reading rotated") == rotations })
+	testutil.Until(t, 15*time.Second, "rotated files closed", func() bool { return strings.Count(h.log.String(), "finished reading rotated") == rotations })
 }
 
 func TestCopyTruncate(t *testing.T) {
@@ -660,7 +650,7 @@ func TestGlobAndLifecycle(t *testing.T) {
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "deleted file closed", func() bool { return strings.Contains(h.log.String(), "finished reading rotated or removed") })
+	testutil.Until(t, 15*time.Second, "deleted file closed", func() bool { return strings.Contains(h.log.String(), "finished reading rotated or removed") })
 	// A file that comes back is new.
 	appendFile(t, a, "a-again\n")
 	h.waitRecords(4)

@@ -21,7 +21,7 @@ func Alerts(w io.Writer, format string, as []*unyov1.Alert) error {
 	return printList(p, "alerts", as, func() table {
 		t := table{header: []string{"ID", "LEVEL", "STATE", "CLUSTER", "NODE", "CHECK", "COUNT", "AGE", "LAST SEEN", "SUMMARY"}}
 		for _, a := range as {
-			t.add(a.GetId(), alertLevel(a.GetLevel()), alertState(a.GetState()), orDash(a.GetCluster()), orDash(a.GetNode()),
+			t.add(a.GetId(), a.GetLevel().Name(), alertState(a.GetState()), orDash(a.GetCluster()), orDash(a.GetNode()),
 				orDash(a.GetCheck()), fmt.Sprint(a.GetCount()), age(p.now(), a.GetFirstSeen()), age(p.now(), a.GetLastSeen()),
 				truncate(orDash(firstLine(a.GetSummary())), 60))
 		}
@@ -44,7 +44,7 @@ func AlertDetails(w io.Writer, format string, as []*unyov1.Alert) error {
 			fmt.Fprintln(w)
 		}
 		kv := [][2]string{
-			{"ID", a.GetId()}, {"Key", a.GetKey()}, {"Level", alertLevel(a.GetLevel())}, {"State", alertState(a.GetState())},
+			{"ID", a.GetId()}, {"Key", a.GetKey()}, {"Level", a.GetLevel().Name()}, {"State", alertState(a.GetState())},
 			{"Cluster", orDash(a.GetCluster())}, {"Node", orDash(a.GetNode())}, {"Check", orDash(a.GetCheck())},
 			{"Summary", orDash(a.GetSummary())}, {"Rule", orDash(a.GetRule())}, {"Count", fmt.Sprint(a.GetCount())},
 			{"First seen", stamp(p, a.GetFirstSeen().AsTime())}, {"Last seen", stamp(p, a.GetLastSeen().AsTime())},
@@ -135,15 +135,11 @@ func stamp(p *printer, t time.Time) string {
 	return t.UTC().Format(time.RFC3339) + " (" + age(p.now(), timestamppb.New(t)) + " ago)"
 }
 
-func alertLevel(l unyov1.AlertLevel) string {
-	return strings.ToLower(strings.TrimPrefix(l.String(), "ALERT_LEVEL_"))
-}
-
 func alertState(s unyov1.AlertState) string {
 	if s == unyov1.AlertState_ALERT_STATE_UNSPECIFIED {
 		return "-"
 	}
-	return strings.ToLower(strings.TrimPrefix(s.String(), "ALERT_STATE_"))
+	return s.Name()
 }
 
 func ruleTable(objs []*unyov1.Object) table {

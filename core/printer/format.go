@@ -122,21 +122,11 @@ func orDash(s string) string {
 }
 
 func level(l unyov1.Level) string {
-	switch l {
-	case unyov1.Level_LEVEL_SUCCESS:
-		return "success"
-	case unyov1.Level_LEVEL_WARNING:
-		return "warning"
-	case unyov1.Level_LEVEL_CRITICAL:
-		return "critical"
+	if l == unyov1.Level_LEVEL_UNSPECIFIED {
+		return "-"
 	}
-	return "-"
+	return l.Name()
 }
 
-// status prints a plugin status the way Nagios does.
-func status(s unyov1.CheckStatus) string {
-	if name, ok := unyov1.CheckStatus_name[int32(s)]; ok {
-		return strings.TrimPrefix(name, "CHECK_STATUS_")
-	}
-	return strconv.Itoa(int(s))
-}
+// status prints a plugin status the way Nagios does: OK, WARNING, ...
+func status(s unyov1.CheckStatus) string { return strings.ToUpper(s.Name()) }

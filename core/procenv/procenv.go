@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/unyo-ops/unyo/core/api/validate"
 )
 
 // Prefix is what unyo's own settings are named with (UNYO_AGENT_TOKEN, ...).
@@ -66,11 +68,11 @@ func IsUnyo(name string) bool {
 // CheckName says what is wrong with a name declared for passing on, or
 // returns nil.
 func CheckName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("a variable name is empty")
-	case strings.ContainsAny(name, "=\x00"):
-		return fmt.Errorf("%q: a variable name must not contain '=' or a NUL byte", name)
+	switch err := validate.EnvName(name); {
+	case name == "" && err != nil:
+		return err
+	case err != nil:
+		return fmt.Errorf("%q: %w", name, err)
 	case IsUnyo(name):
 		return fmt.Errorf("%s: unyo's own settings (%s*) hold its tokens and are never passed to checks or plugins; give a check the value it needs in its spec.env instead", name, Prefix)
 	}

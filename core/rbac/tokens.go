@@ -20,8 +20,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -217,7 +217,7 @@ func (s *TokenService) newToken(ctx context.Context, m *unyov1.CreateTokenReques
 	invalid := func(format string, args ...any) error {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf(format, args...))
 	}
-	if err := checks.ValidateName(m.GetName()); err != nil {
+	if err := validate.Name(m.GetName()); err != nil {
 		return nil, invalid("name: %w", err)
 	}
 	// Configured tokens are named so; a cluster believes forwarded names
@@ -232,7 +232,7 @@ func (s *TokenService) newToken(ctx context.Context, m *unyov1.CreateTokenReques
 		return nil, invalid("role: %w", err)
 	}
 	for i, c := range m.GetClusters() {
-		if err := checks.ValidateName(c); err != nil {
+		if err := validate.Name(c); err != nil {
 			return nil, invalid("clusters[%d]: %w", i, err)
 		}
 	}

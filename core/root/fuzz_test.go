@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/apifuzz"
 )
 
@@ -41,7 +41,7 @@ func FuzzRootAPI(f *testing.F) {
 			// cluster yet) and every later fan-out would ask it, or move
 			// the real cluster away: only refusals are fuzzed.
 			var req unyov1.RegisterClusterRequest
-			if err := proto.Unmarshal(payload, &req); err == nil && checks.ValidateName(req.GetName()) == nil && strings.HasPrefix(req.GetUrl(), "http") {
+			if err := proto.Unmarshal(payload, &req); err == nil && validate.Name(req.GetName()) == nil && strings.HasPrefix(req.GetUrl(), "http") {
 				t.Skip("would register a cluster")
 			}
 		}

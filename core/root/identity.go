@@ -9,8 +9,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/rbac"
@@ -27,7 +27,7 @@ var credentialKinds = map[string]server.Kind{store.CredCluster: server.KindClust
 // caller gets the credential root presents to this cluster alone.
 func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Request[unyov1.RegisterClusterRequest]) (*connect.Response[unyov1.RegisterClusterResponse], error) {
 	m := req.Msg
-	if err := checks.ValidateName(m.GetName()); err != nil {
+	if err := validate.Name(m.GetName()); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("name: %w", err))
 	}
 	if _, err := client.New(client.Options{URL: m.GetUrl()}); err != nil {
@@ -107,7 +107,7 @@ func (r *Root) rootToken(ctx context.Context, cluster string) (string, error) {
 // AddCluster issues a cluster's credential, shown only in this answer.
 func (s *clusterService) AddCluster(ctx context.Context, req *connect.Request[unyov1.AddClusterRequest]) (*connect.Response[unyov1.AddClusterResponse], error) {
 	name, url := req.Msg.GetName(), req.Msg.GetUrl()
-	if err := checks.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("name: %w", err))
 	}
 	if url != "" {

@@ -8,9 +8,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
-	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore"
 )
 
@@ -190,10 +190,10 @@ func (s *logsService) Stats(ctx context.Context, req *connect.Request[unyov1.Log
 			merged = append(merged, b)
 		}
 	}
-	buckets := cluster.BucketsFromProto(merged)
+	buckets := convert.BucketsFromProto(merged)
 	logstore.SortBuckets(buckets)
 	return connect.NewResponse(&unyov1.LogStatsResponse{
-		By: req.Msg.GetBy(), Interval: req.Msg.GetInterval(), Buckets: cluster.BucketsToProto(buckets), ClusterErrors: errs,
+		By: req.Msg.GetBy(), Interval: req.Msg.GetInterval(), Buckets: convert.BucketsToProto(buckets), ClusterErrors: errs,
 	}), nil
 }
 

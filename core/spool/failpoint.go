@@ -3,7 +3,7 @@ package spool
 import (
 	"os"
 
-	"github.com/unyo-ops/unyo/core/failpoint"
+	"github.com/unyo-ops/unyo/core/internal/failpoint"
 )
 
 // FailpointEnv names the environment variable of a test hook: with

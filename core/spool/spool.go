@@ -28,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/unyo-ops/unyo/core/private"
+	"github.com/unyo-ops/unyo/core/internal/private"
 )
 
 const (

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // rec returns record i: its index, then filler, size bytes in all (at least 8).
@@ -758,7 +760,7 @@ func TestWait(t *testing.T) {
 		done <- s.Wait(ctx)
 	}()
 	// Make sure the waiter is parked before appending, without sleeping.
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
+	testutil.Until(t, 10*time.Second, "the condition", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
 	appendRange(t, s, 0, 1, 1)
 	if err := <-done; err != nil {
 		t.Fatalf("Wait after Append: %v", err)
@@ -776,7 +778,7 @@ func TestWait(t *testing.T) {
 	// Context cancellation.
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { done <- s.Wait(ctx) }()
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
+	testutil.Until(t, 10*time.Second, "the condition", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait after cancel: %v", err)
@@ -788,22 +790,10 @@ func TestWait(t *testing.T) {
 		defer cancel()
 		done <- s.Wait(ctx)
 	}()
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
+	testutil.Until(t, 10*time.Second, "the condition", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.notifyArmed })
 	s.Close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Wait after Close: %v", err)
-	}
-}
-
-// waitFor polls cond until it holds, failing after a deadline.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond) // a poll interval, not a wait for an event
 	}
 }
 
@@ -839,7 +829,7 @@ func TestSyncPolicies(t *testing.T) {
 			s := open(t, opts)
 			appendRange(t, s, 0, 200, 9)
 			if p == SyncPeriodic {
-				waitFor(t, func() bool { s.wmu.Lock(); defer s.wmu.Unlock(); return !s.w.dirty })
+				testutil.Until(t, 10*time.Second, "the condition", func() bool { s.wmu.Lock(); defer s.wmu.Unlock(); return !s.w.dirty })
 			}
 			b, _ := s.Peek(50, 0)
 			s.Ack(b)

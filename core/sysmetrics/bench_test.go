@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // BenchmarkCollect measures a steady-state collection of this machine:
@@ -59,12 +61,7 @@ func cpuSelf(b *testing.B) time.Duration {
 // default there but always on in this package. Skipped when the binary is
 // not installed (apt-get install prometheus-node-exporter).
 func BenchmarkNodeExporterScrape(b *testing.B) {
-	bin, err := exec.LookPath("prometheus-node-exporter")
-	if err != nil {
-		if bin, err = exec.LookPath("node_exporter"); err != nil {
-			b.Skip("prometheus-node-exporter not installed")
-		}
-	}
+	bin := testutil.NeedTool(b, "node-exporter", "apt-get install -y prometheus-node-exporter", "prometheus-node-exporter", "node_exporter")
 	for _, tc := range []struct {
 		name  string
 		flags []string

@@ -14,7 +14,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -228,13 +227,11 @@ func amAlertOf(cfg Config, p Payload, e *unyov1.Event) amAlert {
 // for a success event.
 func severity(a *unyov1.Alert, e *unyov1.Event) string {
 	if l := a.GetLevel(); l != unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED {
-		return alerts.LevelName(l)
+		return l.Name()
 	}
-	switch e.GetLevel() {
-	case unyov1.Level_LEVEL_CRITICAL:
-		return "critical"
-	case unyov1.Level_LEVEL_WARNING:
-		return "warning"
+	switch l := e.GetLevel(); l {
+	case unyov1.Level_LEVEL_CRITICAL, unyov1.Level_LEVEL_WARNING:
+		return l.Name()
 	}
 	return ""
 }

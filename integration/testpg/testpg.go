@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // Timeouts for one server operation; generous because CI machines are slow
@@ -98,11 +100,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 	bin, err := findBin()
 	if err != nil {
-		msg := fmt.Sprintf("testpg: PostgreSQL is not installed (%v); install it with `apt-get install -y postgresql`", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.Unavailable(t, fmt.Sprintf("testpg: PostgreSQL is not installed (%v); install it with `apt-get install -y postgresql`", err))
 	}
 	s := &Server{bin: bin, cfg: cfg}
 	if os.Geteuid() == 0 {

@@ -27,6 +27,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
@@ -49,7 +50,7 @@ func python(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no python3 with aiosmtpd (apt-get install python3-aiosmtpd, see integration/install-deps.sh)")
+	testutil.Unavailable(t, "no python3 with aiosmtpd (apt-get install -y python3-aiosmtpd, see integration/install-deps.sh)")
 	return ""
 }
 

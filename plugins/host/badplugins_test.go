@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 	"github.com/unyo-ops/unyo/plugins/sdk"
@@ -55,7 +56,7 @@ func TestMisbehavingAtStart(t *testing.T) {
 			_ = h.Start(context.Background())
 			p, _ := h.Plugin("check", tc.name)
 			// The state changes before its report reaches OnStateChange: wait for both.
-			waitFor(t, "failed state, reported", 20*time.Second, func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
+			testutil.Until(t, 20*time.Second, "failed state, reported", func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
 			st := p.Status()
 			for _, w := range []string{"plugin check/" + tc.name, "crash-looped", tc.want} {
 				if !strings.Contains(st.LastError, w) || strings.Contains(st.LastError, "\n") {
@@ -113,7 +114,7 @@ func TestMisbehavingInCalls(t *testing.T) {
 			t0 := time.Now()
 			res, err := p.Check(ctx, &pluginv1.RunRequest{Target: tg, Timeout: durationpb.New(time.Second)})
 			tc.check(t, res, err, time.Since(t0))
-			waitFor(t, "the plugin replaced", 20*time.Second, func() bool {
+			testutil.Until(t, 20*time.Second, "the plugin replaced", func() bool {
 				return p.Status().State == StateRunning && p.PID() != pid && p.PID() != 0
 			})
 			if procstat.Alive(pid) || !rec.has(StateBackoff) {
@@ -149,13 +150,13 @@ func TestLeakedChildrenKilled(t *testing.T) {
 	child := leak()
 	pid := p.PID()
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	waitFor(t, "the leaked child to die with its plugin", 10*time.Second, func() bool { return !procstat.Alive(child) })
-	waitFor(t, "restart", 10*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
+	testutil.Until(t, 10*time.Second, "the leaked child to die with its plugin", func() bool { return !procstat.Alive(child) })
+	testutil.Until(t, 10*time.Second, "restart", func() bool { return p.PID() != 0 && p.PID() != pid })
 	child = leak()
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the leaked child to die on Close", 10*time.Second, func() bool { return !procstat.Alive(child) })
+	testutil.Until(t, 10*time.Second, "the leaked child to die on Close", func() bool { return !procstat.Alive(child) })
 }
 
 // TestStreamMixesConcurrentRuns: many concurrent checks share the one
@@ -215,7 +216,7 @@ func TestStreamPluginDiesMidStream(t *testing.T) {
 	for range 20 {
 		go func() { _, err := run(t, p, "sleep", 30*time.Second); errc <- err }()
 	}
-	waitFor(t, "runs in flight", 5*time.Second, func() bool {
+	testutil.Until(t, 5*time.Second, "runs in flight", func() bool {
 		s := currentStream(p)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -236,7 +237,7 @@ func TestStreamPluginDiesMidStream(t *testing.T) {
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("in-flight runs failed after %s", d)
 	}
-	waitFor(t, "restart", 10*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
+	testutil.Until(t, 10*time.Second, "restart", func() bool { return p.PID() != 0 && p.PID() != pid })
 	if res, err := run(t, p, "again", time.Second); err != nil || res.GetOutput() != "OK again" {
 		t.Fatalf("after restart: %v %v", res, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/unyo-ops/unyo/core/procstat"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -124,17 +125,6 @@ func run(t *testing.T, p *Plugin, mode string, timeout time.Duration) (*pluginv1
 	return p.Check(context.Background(), &pluginv1.RunRequest{Target: tg, Timeout: durationpb.New(timeout)})
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestStartCallStatusAndLogRelay(t *testing.T) {
 	h, logs, _ := newHost(t, nil, crashy(t),
 		PluginConfig{Kind: "check", Name: "tcp", SHA256: sum(t, filepath.Join(binDir, "unyo-check-tcp"))})
@@ -151,7 +141,7 @@ func TestStartCallStatusAndLogRelay(t *testing.T) {
 			t.Errorf("status %+v", st)
 		}
 	}
-	waitFor(t, "relayed plugin log", 5*time.Second, func() bool {
+	testutil.Until(t, 5*time.Second, "relayed plugin log", func() bool {
 		l := logs.String()
 		return strings.Contains(l, "msg=checking") && strings.Contains(l, "plugin=check/crashy") && strings.Contains(l, "stray stderr line")
 	})
@@ -189,7 +179,7 @@ func TestCrashFailsCallAndRestarts(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("failed after %s, not promptly", d)
 	}
-	waitFor(t, "restart", 10*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid && p.Status().State == StateRunning })
+	testutil.Until(t, 10*time.Second, "restart", func() bool { return p.PID() != 0 && p.PID() != pid && p.Status().State == StateRunning })
 	if _, err := run(t, p, "ok", time.Second); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
@@ -225,7 +215,7 @@ func TestSIGKILLDuringCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("in-flight call did not fail after SIGKILL")
 	}
-	waitFor(t, "recovery", 10*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
+	testutil.Until(t, 10*time.Second, "recovery", func() bool { return p.PID() != 0 && p.PID() != pid })
 	entries, _ := os.ReadDir(h.SocketDir())
 	if len(entries) != 1 {
 		t.Errorf("socket dir holds %d entries after restart, want 1 (the live plugin's)", len(entries))
@@ -237,7 +227,7 @@ func TestCrashLoopBreaker(t *testing.T) {
 	_ = h.Start(context.Background())
 	p, _ := h.Plugin("check", "crashy")
 	// The state changes before its report reaches OnStateChange: wait for both.
-	waitFor(t, "failed state, reported", 10*time.Second, func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
+	testutil.Until(t, 10*time.Second, "failed state, reported", func() bool { return p.Status().State == StateFailed && rec.has(StateFailed) })
 	if st := p.Status(); !strings.Contains(st.LastError, "crash-looped") || st.Restarts != 3 {
 		t.Errorf("status %+v", st)
 	}
@@ -285,7 +275,7 @@ func TestDegradedAndUnhealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := h.Plugin("check", "crashy")
-	waitFor(t, "degraded", 5*time.Second, func() bool { return p.Status().State == StateDegraded })
+	testutil.Until(t, 5*time.Second, "degraded", func() bool { return p.Status().State == StateDegraded })
 	if !strings.Contains(p.Status().LastError, "told to be unready") {
 		t.Errorf("status %+v", p.Status())
 	}
@@ -294,7 +284,7 @@ func TestDegradedAndUnhealthy(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "hung plugin replaced", 20*time.Second, func() bool { return p.PID() != 0 && p.PID() != pid })
+	testutil.Until(t, 20*time.Second, "hung plugin replaced", func() bool { return p.PID() != 0 && p.PID() != pid })
 	if !rec.has(StateBackoff) || procstat.Alive(pid) {
 		t.Errorf("hung plugin: backoff reported %v, old alive %v", rec.has(StateBackoff), procstat.Alive(pid))
 	}
@@ -340,7 +330,7 @@ func TestNoOrphanWhenHostDies(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	waitFor(t, "plugin to die with its host", 10*time.Second, func() bool { return !procstat.Alive(pid) })
+	testutil.Until(t, 10*time.Second, "plugin to die with its host", func() bool { return !procstat.Alive(pid) })
 }
 
 func TestDiscover(t *testing.T) {
@@ -411,10 +401,10 @@ func TestDigestCachedAcrossRestarts(t *testing.T) {
 		pid := p.PID()
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		if whileDown != nil {
-			waitFor(t, "backoff", 5*time.Second, func() bool { return p.Status().State == StateBackoff })
+			testutil.Until(t, 5*time.Second, "backoff", func() bool { return p.Status().State == StateBackoff })
 			whileDown()
 		}
-		waitFor(t, "a restart", 10*time.Second, func() bool {
+		testutil.Until(t, 10*time.Second, "a restart", func() bool {
 			st := p.Status()
 			return st.State == StateFailed || (st.State == StateRunning && st.PID != pid && st.PID != 0)
 		})

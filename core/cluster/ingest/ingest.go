@@ -30,7 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/failpoint"
+	"github.com/unyo-ops/unyo/core/internal/failpoint"
 	"github.com/unyo-ops/unyo/core/limits"
 )
 
@@ -142,7 +142,7 @@ func (in *Ingester) Ingest(ctx context.Context, b Batch) (Result, error) {
 		if e.GetId() == "" && b.Source != Agent {
 			e.Id = NewID()
 		}
-		if err := validate(e, b, now); err != nil {
+		if err := validEvent(e, b, now); err != nil {
 			res.Rejected = append(res.Rejected, fmt.Sprintf("results[%d] (id %q): %v", i, limits.Abbrev(e.GetId()), err))
 			continue
 		}

@@ -7,15 +7,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/limits"
 )
 
 // validate checks one event of b; now is the cluster's clock that an
 // agent's times are judged against. Every event must be storable; an
 // agent's result must also be a claim its node may make.
-func validate(e *unyov1.Event, b Batch, now time.Time) error {
+func validEvent(e *unyov1.Event, b Batch, now time.Time) error {
 	switch {
 	case e.GetId() == "" || len(e.GetId()) > 128 || !utf8.ValidString(e.GetId()):
 		return errors.New("id: must be 1 to 128 characters")
@@ -31,7 +31,7 @@ func validate(e *unyov1.Event, b Batch, now time.Time) error {
 	if b.Source == Agent {
 		// The cluster's own checks are named by code or by configuration
 		// (a plugin's name) that is validated where it is written.
-		if err := checks.ValidateName(e.GetCheck()); err != nil {
+		if err := validate.Name(e.GetCheck()); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}

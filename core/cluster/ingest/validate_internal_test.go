@@ -24,7 +24,7 @@ func BenchmarkValidate(b *testing.B) {
 	batch := Batch{Source: Agent, Node: "node-1"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := validate(e, batch, now); err != nil {
+		if err := validEvent(e, batch, now); err != nil {
 			b.Fatal(err)
 		}
 		capSizes(e)

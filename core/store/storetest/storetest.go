@@ -20,6 +20,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // Run runs the contract suite. open must return a new, empty store each time
@@ -984,19 +985,6 @@ func acquire(t *testing.T, s store.Store, name, holder string, ttl time.Duration
 	return ok
 }
 
-// eventually polls cond until it holds or a generous deadline passes, so
-// that tests wait for expiry without betting on exact timing.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after 15s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func leaseTests() []contractTest {
 	return []contractTest{
 		{"OnlyOneHolder", func(t *testing.T, s store.Store) {
@@ -1055,7 +1043,7 @@ func leaseTests() []contractTest {
 			if acquire(t, s, "ctl", "b", ttl) && time.Since(start) < ttl {
 				t.Fatal("b took a's lease before it expired")
 			}
-			eventually(t, "b takes the expired lease", func() bool { return acquire(t, s, "ctl", "b", time.Minute) })
+			testutil.Until(t, 15*time.Second, "b takes the expired lease", func() bool { return acquire(t, s, "ctl", "b", time.Minute) })
 			if acquire(t, s, "ctl", "a", time.Minute) {
 				t.Fatal("a took the lease back from b")
 			}

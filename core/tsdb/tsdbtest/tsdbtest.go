@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
@@ -116,18 +117,13 @@ func write(t *testing.T, s tsdb.Store, samples []tsdb.Sample) {
 // between attempts, and fails with check's last complaint.
 func eventually(t *testing.T, s tsdb.Store, check func() string) {
 	t.Helper()
-	end := time.Now().Add(Deadline)
-	for {
-		msg := check()
-		if msg == "" {
-			return
+	testutil.Eventually(t, Deadline, "the stored samples", func() error {
+		if msg := check(); msg != "" {
+			_ = s.Flush(ctx(t))
+			return errors.New(msg)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("after %s: %s", Deadline, msg)
-		}
-		_ = s.Flush(ctx(t))
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // scalar runs an instant query expected to return one series and returns

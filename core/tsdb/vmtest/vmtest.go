@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // Binary is where Debian's victoria-metrics package installs the server;
@@ -52,12 +54,7 @@ func Start(t testing.TB, cfg Config) *Server {
 	if bin == "" {
 		bin = Binary
 	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("vmtest: VictoriaMetrics server %s not found (CI is set, so this fails instead of skipping): install Debian's victoria-metrics package", bin)
-		}
-		t.Skipf("vmtest: VictoriaMetrics server %s not found; install Debian's victoria-metrics package (apt-get install victoria-metrics) to run this test", bin)
-	}
+	bin = testutil.NeedTool(t, "vmtest: the VictoriaMetrics server", "apt-get install -y victoria-metrics", bin)
 	if cfg.Retention == "" {
 		cfg.Retention = "30d"
 	}
