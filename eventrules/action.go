@@ -74,7 +74,7 @@ type Action struct {
 }
 
 // PluginAction runs the action plugin unyo-action-<Name> with Config as
-// the action's params, through the hook outbox.
+// the action's params, through the actions outbox.
 type PluginAction struct {
 	Name   string
 	Config *unyov1.PluginAction

@@ -225,7 +225,7 @@ func (c *Cluster) controller(ctx context.Context) {
 	go func() { defer wg.Done(); every(ctx, 30*time.Second, c.pruneHistory) }()
 	go func() { defer wg.Done(); every(ctx, time.Hour, c.pruneLogs) }()
 	go func() { defer wg.Done(); c.runPipeline(ctx) }()
-	go func() { defer wg.Done(); c.runHooks(ctx) }()
+	go func() { defer wg.Done(); c.runActionsOutbox(ctx) }()
 	wg.Wait()
 }
 
