@@ -66,13 +66,13 @@ func TestAlertTransitions(t *testing.T) {
 	}{
 		{ev("1", "web1", "disk", crit, t0), `create_alert: opened alert`},
 		{ev("2", "web1", "disk", warn, t0.Add(time.Minute)), `create_alert: refreshed alert`},
-		{ev("3", "web1", "disk", ok, t0.Add(2 * time.Minute)), `delete_alert: resolved alert`},
-		{ev("4", "web1", "disk", ok, t0.Add(3 * time.Minute)), `delete_alert: resolved alert`}, // resolving again is a no-op
-		{ev("5", "web1", "disk", crit, t0.Add(4 * time.Minute)), `create_alert: reopened alert`},
-		{ev("6", "web2", "disk", ok, t0.Add(5 * time.Minute)), `delete_alert: no active alert with key "web2/disk"`},
-		{ev("7", "web1", "load", crit, t0.Add(6 * time.Minute)), `create_alert: opened alert`},
-		{ev("8", "web1", "load", ok, t0.Add(7 * time.Minute)), `delete_alert: resolved and closed alert`},
-		{ev("9", "web1", "load", crit, t0.Add(8 * time.Minute)), `create_alert: opened alert`}, // a closed alert never reopens
+		{ev("3", "web1", "disk", ok, t0.Add(2*time.Minute)), `delete_alert: resolved alert`},
+		{ev("4", "web1", "disk", ok, t0.Add(3*time.Minute)), `delete_alert: resolved alert`}, // resolving again is a no-op
+		{ev("5", "web1", "disk", crit, t0.Add(4*time.Minute)), `create_alert: reopened alert`},
+		{ev("6", "web2", "disk", ok, t0.Add(5*time.Minute)), `delete_alert: no active alert with key "web2/disk"`},
+		{ev("7", "web1", "load", crit, t0.Add(6*time.Minute)), `create_alert: opened alert`},
+		{ev("8", "web1", "load", ok, t0.Add(7*time.Minute)), `delete_alert: resolved and closed alert`},
+		{ev("9", "web1", "load", crit, t0.Add(8*time.Minute)), `create_alert: opened alert`}, // a closed alert never reopens
 	}
 	ids := map[string]string{}
 	for _, s := range steps {
