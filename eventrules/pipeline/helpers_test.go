@@ -134,3 +134,17 @@ func want(t testing.TB, got []string, wants ...string) {
 		}
 	}
 }
+
+// wantEitherWay decides events one batch each, the state carried over
+// through State.Apply as after each commit, and then all in one batch, and
+// wants the same explanations both ways.
+func wantEitherWay(t testing.TB, rs *eventrules.Set, events []*unyov1.Event, wants ...string) {
+	t.Helper()
+	var got []string
+	st := state(rs)
+	for _, e := range events {
+		got = append(got, outcomes(run(st, t0, []*unyov1.Event{e})[0])...)
+	}
+	want(t, got, wants...)
+	want(t, outcomes(run(state(rs), t0, events)[0]), wants...)
+}
