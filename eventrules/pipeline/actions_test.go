@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
 
 // TestActionsPriorityAndContinue: action rules run by priority, and the
@@ -130,28 +129,4 @@ func TestActionJobs(t *testing.T) {
 	if plain.Key != "plain/e2/0" || plain.Status != "firing" || len(plain.AlertOps) != 0 {
 		t.Errorf("plain job %+v", plain)
 	}
-}
-
-// TestMultiStageStops: the first stage that stops an event ends its walk.
-func TestMultiStageStops(t *testing.T) {
-	t.Parallel()
-	var ran []string
-	ms := pipeline.MultiStage{stage{"a", true, &ran}, stage{"b", false, &ran}, stage{"c", true, &ran}}
-	if ms.Process(state(nil), pipeline.NewDecision(), &pipeline.Event{Event: &unyov1.Event{}}) {
-		t.Error("the walk went on after b stopped it")
-	}
-	if strings.Join(ran, ",") != "a,b" {
-		t.Errorf("ran %v", ran)
-	}
-}
-
-type stage struct {
-	name string
-	goOn bool
-	ran  *[]string
-}
-
-func (s stage) Process(*pipeline.State, *pipeline.Decision, *pipeline.Event) bool {
-	*s.ran = append(*s.ran, s.name)
-	return s.goOn
 }
