@@ -74,7 +74,7 @@ type Action struct {
 }
 
 // PluginAction runs the action plugin unyo-action-<Name> with Config as
-// the action's params, through the hook outbox.
+// the action's params, through the actions outbox.
 type PluginAction struct {
 	Name   string
 	Config *unyov1.PluginAction
@@ -86,6 +86,9 @@ type CreateAlert struct {
 	// event".
 	level        unyov1.AlertLevel
 	key, summary *template.Template
+	// defaultKey and defaultSummary: the templates are the defaults,
+	// rendered without executing them (see defaultKey).
+	defaultKey, defaultSummary bool
 }
 
 // Level is the alert's level: the configured one, or else derived from the
@@ -104,20 +107,50 @@ func (a CreateAlert) Level(e *unyov1.Event) unyov1.AlertLevel {
 }
 
 // Key renders the deduplication key for the event.
-func (a CreateAlert) Key(e *unyov1.Event) (string, error) { return render(a.key, e) }
+func (a CreateAlert) Key(e *unyov1.Event) (string, error) {
+	if a.defaultKey {
+		return defaultKey(e), nil
+	}
+	return render(a.key, e)
+}
 
 // Summary renders the alert's summary for the event.
-func (a CreateAlert) Summary(e *unyov1.Event) (string, error) { return render(a.summary, e) }
+func (a CreateAlert) Summary(e *unyov1.Event) (string, error) {
+	if a.defaultSummary {
+		return capRendered(e.GetOutput()), nil
+	}
+	return render(a.summary, e)
+}
 
 // DeleteAlert resolves the alert with the rendered key.
 type DeleteAlert struct {
 	// Close also closes the alert; otherwise an operator closes it.
 	Close bool
 	key   *template.Template
+	// defaultKey: the key template is DefaultKeyTemplate.
+	defaultKey bool
 }
 
 // Key renders the key of the alert to resolve.
-func (a DeleteAlert) Key(e *unyov1.Event) (string, error) { return render(a.key, e) }
+func (a DeleteAlert) Key(e *unyov1.Event) (string, error) {
+	if a.defaultKey {
+		return defaultKey(e), nil
+	}
+	return render(a.key, e)
+}
+
+// defaultKey is DefaultKeyTemplate rendered for e. Most rules keep the
+// default templates and render them for every event they match: spelled
+// out, they cost no template execution.
+func defaultKey(e *unyov1.Event) string { return capRendered(e.GetNode() + "/" + e.GetCheck()) }
+
+// capRendered cuts s to MaxRendered bytes as render does.
+func capRendered(s string) string {
+	if len(s) <= MaxRendered {
+		return s
+	}
+	return string(cutIncompleteRune([]byte(s[:MaxRendered])))
+}
 
 // APIHook posts the event to a URL.
 type APIHook struct {
@@ -360,6 +393,10 @@ func rangesOverLabels(p *parse.PipeNode) bool {
 	return false
 }
 
+// isDefault reports whether a template as written is def (or empty, which
+// means def).
+func isDefault(src, def string) bool { return src == "" || src == def }
+
 // compileAction validates one action; problems go to v under field.
 func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) {
 	ok := true
@@ -389,11 +426,14 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 		}
 		c.key = tmpl(f+".key", k.CreateAlert.GetKey(), DefaultKeyTemplate)
 		c.summary = tmpl(f+".summary", k.CreateAlert.GetSummary(), DefaultSummaryTemplate)
+		c.defaultKey = isDefault(k.CreateAlert.GetKey(), DefaultKeyTemplate)
+		c.defaultSummary = isDefault(k.CreateAlert.GetSummary(), DefaultSummaryTemplate)
 		return Action{Kind: ActionCreateAlert, CreateAlert: c}, ok
 	case *unyov1.Action_DeleteAlert:
 		f := field + ".delete_alert"
 		d := &DeleteAlert{Close: k.DeleteAlert.GetClose()}
 		d.key = tmpl(f+".key", k.DeleteAlert.GetKey(), DefaultKeyTemplate)
+		d.defaultKey = isDefault(k.DeleteAlert.GetKey(), DefaultKeyTemplate)
 		return Action{Kind: ActionDeleteAlert, DeleteAlert: d}, ok
 	case *unyov1.Action_ApiHook:
 		h, hok := compileHook(v, field+".api_hook", k.ApiHook)

@@ -156,3 +156,31 @@ func TestZeroActionsDoNotPanic(t *testing.T) {
 		t.Error("zero DeleteAlert rendered a key")
 	}
 }
+
+// TestDefaultTemplatesAsExecuted: the default key and summary, rendered
+// without executing them, equal the same templates executed (spelled with
+// spaces, so they are not recognised as the defaults), cut included.
+func TestDefaultTemplatesAsExecuted(t *testing.T) {
+	long := strings.Repeat("é", eventrules.MaxRendered) // cut mid-character
+	for _, e := range []*unyov1.Event{
+		{Node: "web1", Check: "disk", Output: "DISK CRITICAL - / 97%"},
+		{Node: long, Check: "disk", Output: long},
+		{},
+	} {
+		def := createAlertRule(t, nil)
+		executed := createAlertRule(t, &unyov1.CreateAlertAction{Key: "{{ .Node }}/{{ .Check }}", Summary: "{{ .Output }}"})
+		for what, pair := range map[string][2]func(*unyov1.Event) (string, error){
+			"key": {def.Key, executed.Key}, "summary": {def.Summary, executed.Summary},
+		} {
+			got, err1 := pair[0](e)
+			want, err2 := pair[1](e)
+			if got != want || err1 != nil || err2 != nil {
+				t.Errorf("%s of %.20q: default %.30q (%v), executed %.30q (%v)", what, e.GetNode(), got, err1, want, err2)
+			}
+		}
+		del := mustCompile(t, "d", &unyov1.EventRuleSpec{Type: "action", Match: &unyov1.EventMatch{Node: ".*"}, Owner: "o", Reason: "r", Actions: []*unyov1.Action{deleteAlert(nil)}}).Actions[0].DeleteAlert
+		if got, _ := del.Key(e); got != func() string { k, _ := executed.Key(e); return k }() {
+			t.Errorf("delete_alert key %.30q", got)
+		}
+	}
+}

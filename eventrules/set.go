@@ -107,3 +107,16 @@ func (s *Set) Actions(e *unyov1.Event, now time.Time) []Rule {
 	}
 	return out
 }
+
+// Named returns the rule called name.
+func (s *Set) Named(name string) (Rule, bool) {
+	if s == nil {
+		return Rule{}, false
+	}
+	for i := range s.all {
+		if s.all[i].Name == name {
+			return s.all[i], true
+		}
+	}
+	return Rule{}, false
+}

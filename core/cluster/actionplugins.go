@@ -31,7 +31,7 @@ const (
 	actionAttempts     = 3
 	actionRetryDefault = time.Second
 	// actionRetryMax caps a plugin's retry_after: the wait holds one of the
-	// outbox's hookWorkers.
+	// outbox's actionWorkers.
 	actionRetryMax = 10 * time.Second
 )
 
@@ -109,7 +109,7 @@ type actionOutcome struct {
 
 // runAction runs an outbox job's action plugin, retrying RETRYABLE outcomes
 // and unavailable plugins with the job's idempotency key.
-func (c *Cluster) runAction(ctx context.Context, j store.PendingHook) actionOutcome {
+func (c *Cluster) runAction(ctx context.Context, j store.PendingAction) actionOutcome {
 	start := time.Now()
 	id := "action/" + j.Plugin.GetName()
 	select {

@@ -41,7 +41,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"liveness", newLivenessMonitor(c)},
 		{"metric-checks", newMetricRunner(c)},
 		{"pipeline", loop(c.runPipeline)},
-		{"actions-outbox", loop(c.runHooks)},
+		{"actions-outbox", loop(c.runActionsOutbox)},
 		{"history-retention", &historyPruner{store: c.store, keep: c.opts.HistoryPerCheck, log: c.log}},
 		{"log-retention", c.newLogPruner()},
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/eventrules"
+	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
 
 // ErrConflict is returned when a pipeline commit finds the cursor moved:
@@ -41,69 +43,21 @@ type SeqEvent struct {
 	Event *unyov1.Event
 }
 
-// NodeCheck names a node's check.
-type NodeCheck struct{ Node, Check string }
-
-// Counter is the occurrences state of one node/check.
-type Counter struct {
-	Level unyov1.Level
-	Count int
-}
-
-// Issued is the reissue window of one node/check: the level and event time
-// it was last processed at.
-type Issued struct {
-	Level unyov1.Level
-	At    time.Time
-}
-
-// PipelineState is what a replica loads when it takes over the pipeline.
+// PipelineState is what a replica loads when it takes over the pipeline:
+// the cursor and the committed state of the stages.
 type PipelineState struct {
 	Cursor   int64
-	Counters map[NodeCheck]Counter
-	Issued   map[NodeCheck]Issued
+	Counters map[pipeline.NodeCheck]eventrules.Counter
+	Issued   map[pipeline.NodeCheck]eventrules.Issued
 	Groups   []*unyov1.AggregateGroup
 }
 
-// AlertOp changes the active (not closed) alert with Key inside the commit's
-// transaction: Apply gets the current alert (nil if none) and returns the
-// alert to store (nil: store nothing). It must not do I/O.
-type AlertOp struct {
-	Key   string
-	Apply func(current *unyov1.Alert) (*unyov1.Alert, error)
-}
-
 // Explained is the pipeline's verdict on one event.
-type Explained struct {
-	ID          string
-	Explanation *unyov1.Explanation
-	SilencedBy  string
-	// Append adds the steps to the stored explanation and replaces only its
-	// outcome (an aggregate group's flush, after its members were grouped).
-	Append bool
-	// KeepOutcome, with Append, keeps the stored outcome too (a hook's
-	// delivery, reported after the event was processed).
-	KeepOutcome bool
-}
+type Explained = pipeline.Explained
 
-// HookJob is one ApiHook delivery or action plugin run, run at least once by the outbox worker.
-type HookJob struct {
-	// Key is the idempotency key (rule + event or group); a second job with
-	// the same key is ignored.
-	Key     string
-	Rule    string
-	EventID string
-	// Exactly one of Hook and Plugin is set: an HTTP POST, or an action
-	// plugin run with Body as its payload.
-	Hook   *unyov1.ApiHookAction
-	Plugin *unyov1.PluginAction
-	// Body is built inside the commit, after the alert operations, so that
-	// it can carry the alert they produced.
-	Body func() ([]byte, error)
-}
-
-// PendingHook is a HookJob waiting in the outbox.
-type PendingHook struct {
+// PendingAction is an action job waiting in the actions outbox, with the
+// body the commit built for it.
+type PendingAction struct {
 	Key      string
 	Rule     string
 	EventID  string
@@ -113,20 +67,15 @@ type PendingHook struct {
 	Attempts int
 }
 
-// PipelineCommit is everything one step of the event pipeline changes,
-// written in one transaction together with the cursor.
+// PipelineCommit is one step of the event pipeline: the decision, written
+// in one transaction together with the cursor. The store applies each
+// alert operation with alerts.Apply to the active alert of its key, writes
+// the outcome into the operation's explanation step, and builds each
+// action job's body from the alert the operations produced.
 type PipelineCommit struct {
 	// ExpectCursor must equal the stored cursor, else ErrConflict.
 	ExpectCursor, Cursor int64
-	Explained            []Explained
-	Counters             map[NodeCheck]Counter
-	Issued               map[NodeCheck]Issued
-	PutGroups            []*unyov1.AggregateGroup
-	DeleteGroups         []*unyov1.AggregateGroup // by rule and key
-	AlertOps             []AlertOp
-	Hooks                []HookJob
-	RuleMatches          map[string]int64
-	MaintenanceSilenced  map[string]int64
+	pipeline.Decision
 }
 
 // AlertFilter selects alerts; zero fields select everything but closed alerts.
@@ -149,9 +98,9 @@ type Pipeline interface {
 	// UpdateAlert changes one alert by id in a transaction (operators' ack and close).
 	UpdateAlert(ctx context.Context, id string, fn func(*unyov1.Alert) error) (*unyov1.Alert, error)
 
-	// DueHooks returns outbox jobs not yet finished, oldest first.
-	DueHooks(ctx context.Context, limit int) ([]PendingHook, error)
-	// FinishHook removes a job from the outbox and adds step to its event's
-	// explanation.
-	FinishHook(ctx context.Context, key string, step *unyov1.ExplanationStep) error
+	// DueActions returns actions outbox jobs not yet finished, oldest first.
+	DueActions(ctx context.Context, limit int) ([]PendingAction, error)
+	// FinishAction removes a job from the actions outbox and adds step to
+	// its event's explanation.
+	FinishAction(ctx context.Context, key string, step *unyov1.ExplanationStep) error
 }

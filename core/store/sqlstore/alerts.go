@@ -9,8 +9,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
 
 const alertClosed = int32(unyov1.AlertState_ALERT_STATE_CLOSED)
@@ -23,14 +25,16 @@ func decodeAlert(body []byte) (*unyov1.Alert, error) {
 	return a, nil
 }
 
+const alertUpsert = `INSERT INTO alerts (id, key, state, level, node, check_name, first_seen, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, level = excluded.level, body = excluded.body`
+
 func putAlertTx(ctx context.Context, tx *sql.Tx, a *unyov1.Alert) error {
 	b, err := proto.Marshal(a)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO alerts (id, key, state, level, node, check_name, first_seen, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO UPDATE SET state = excluded.state, level = excluded.level, body = excluded.body`,
+	_, err = tx.ExecContext(ctx, alertUpsert,
 		a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b)
 	if err != nil {
 		return fmt.Errorf("store alert %s: %w", a.GetId(), err)
@@ -38,20 +42,15 @@ func putAlertTx(ctx context.Context, tx *sql.Tx, a *unyov1.Alert) error {
 	return nil
 }
 
-// applyAlertOps runs the alert operations in order. On PostgreSQL the
-// active alerts of all their keys are read in one statement and written in
-// one, instead of two round trips per operation.
-func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []store.AlertOp) error {
+// applyAlertOps applies the decision's alert operations in order with
+// alerts.Apply, writes each outcome into its explanation step, and returns
+// the alert each operation produced (nil where none), as it was right after
+// that operation. The active alerts of all keys are read in one statement
+// and each changed alert is written once, instead of two statements per
+// operation: alert writes were the pipeline's largest cost.
+func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []pipeline.AlertOp, keep []bool) ([]*unyov1.Alert, error) {
 	if len(ops) == 0 {
-		return nil
-	}
-	if s.d.name != "postgres" {
-		for _, op := range ops {
-			if err := s.applyAlertOp(ctx, tx, op); err != nil {
-				return err
-			}
-		}
-		return nil
+		return nil, nil
 	}
 	keys := make([]string, 0, len(ops))
 	seen := map[string]bool{}
@@ -61,49 +60,41 @@ func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []store.Alert
 			keys = append(keys, op.Key)
 		}
 	}
-	active := map[string]*unyov1.Alert{}
-	rows, err := tx.QueryContext(ctx, "SELECT body FROM alerts WHERE key = ANY($1::text[]) AND state != $2 ORDER BY key FOR UPDATE", keys, alertClosed)
+	active, err := s.activeAlerts(ctx, tx, keys)
 	if err != nil {
-		return fmt.Errorf("read alerts: %w", err)
+		return nil, err
 	}
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			rows.Close()
-			return fmt.Errorf("read alerts: %w", err)
-		}
-		a, err := decodeAlert(body)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		active[a.GetKey()] = a
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read alerts: %w", err)
-	}
-	existed := map[string]bool{}
+	existed := make(map[string]bool, len(active))
 	for _, a := range active {
 		existed[a.GetId()] = true
 	}
+	results := make([]*unyov1.Alert, len(ops))
 	// Changed alerts by id, in the order they were first changed.
 	var order []string
 	changed := map[string]*unyov1.Alert{}
-	for _, op := range ops {
-		next, err := op.Apply(active[op.Key])
+	for i, op := range ops {
+		next, outcome, err := alerts.Apply(active[op.Key], op.Op)
 		if err != nil {
-			return fmt.Errorf("alert %q: %w", op.Key, err)
+			return nil, fmt.Errorf("alert %q: %w", op.Key, err)
+		}
+		if op.Step != nil {
+			op.Step.Outcome = outcome
 		}
 		if next == nil {
 			continue
+		}
+		results[i] = next
+		if keep[i] {
+			// A later operation may change next in place; the action body
+			// shows the alert as this one left it.
+			results[i] = proto.Clone(next).(*unyov1.Alert)
 		}
 		if _, ok := changed[next.GetId()]; !ok {
 			order = append(order, next.GetId())
 		}
 		changed[next.GetId()] = next
 		active[op.Key] = next
-		if next.GetState() == unyov1.AlertState_ALERT_STATE_CLOSED {
+		if !alerts.Active(next) {
 			delete(active, op.Key)
 		}
 	}
@@ -117,17 +108,93 @@ func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []store.Alert
 		}
 	}
 	for _, batch := range [][]*unyov1.Alert{updates, inserts} {
-		if err := putAlertsUnnest(ctx, tx, batch); err != nil {
+		if err := s.putAlerts(ctx, tx, batch); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// sqliteKeysPerQuery bounds the parameters of one IN list (SQLite allows
+// 32766).
+const sqliteKeysPerQuery = 500
+
+// activeAlerts reads the active alerts of keys, by key, locking them on
+// PostgreSQL.
+func (s *Store) activeAlerts(ctx context.Context, tx *sql.Tx, keys []string) (map[string]*unyov1.Alert, error) {
+	active := make(map[string]*unyov1.Alert, len(keys))
+	read := func(q string, args ...any) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("read alerts: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var body []byte
+			if err := rows.Scan(&body); err != nil {
+				return fmt.Errorf("read alerts: %w", err)
+			}
+			a, err := decodeAlert(body)
+			if err != nil {
+				return err
+			}
+			active[a.GetKey()] = a
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read alerts: %w", err)
+		}
+		return nil
+	}
+	if s.d.name == "postgres" {
+		return active, read("SELECT body FROM alerts WHERE key = ANY($1::text[]) AND state != $2 ORDER BY key FOR UPDATE", keys, alertClosed)
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), sqliteKeysPerQuery)
+		args := make([]any, 0, n+1)
+		args = append(args, alertClosed)
+		var in strings.Builder
+		for i, k := range keys[:n] {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			args = append(args, k)
+			fmt.Fprintf(&in, "$%d", i+2)
+		}
+		if err := read("SELECT body FROM alerts WHERE state != $1 AND key IN ("+in.String()+")", args...); err != nil {
+			return nil, err
+		}
+		keys = keys[n:]
+	}
+	return active, nil
+}
+
+// putAlerts writes alerts: one statement on PostgreSQL, one prepared
+// statement on SQLite.
+func (s *Store) putAlerts(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) error {
+	if len(as) == 0 {
+		return nil
+	}
+	if s.d.name == "postgres" {
+		return putAlertsUnnest(ctx, tx, as)
+	}
+	st, err := tx.PrepareContext(ctx, alertUpsert)
+	if err != nil {
+		return fmt.Errorf("store alerts: %w", err)
+	}
+	defer st.Close()
+	for _, a := range as {
+		b, err := proto.Marshal(a)
+		if err != nil {
 			return err
+		}
+		if _, err := st.ExecContext(ctx, a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b); err != nil {
+			return fmt.Errorf("store alert %s: %w", a.GetId(), err)
 		}
 	}
 	return nil
 }
 
 func putAlertsUnnest(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) error {
-	if len(as) == 0 {
-		return nil
-	}
 	var (
 		ids, keys, nodes, checks []string
 		states, levels           []int32
@@ -151,31 +218,6 @@ func putAlertsUnnest(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) error 
 		return fmt.Errorf("store %d alerts: %w", len(as), err)
 	}
 	return nil
-}
-
-// applyAlertOp runs one alert operation on the active alert with its key,
-// read and written in the pipeline's transaction.
-func (s *Store) applyAlertOp(ctx context.Context, tx *sql.Tx, op store.AlertOp) error {
-	var cur *unyov1.Alert
-	var body []byte
-	err := tx.QueryRowContext(ctx, "SELECT body FROM alerts WHERE key = $1 AND state != $2"+s.d.forUpdate, op.Key, alertClosed).Scan(&body)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return fmt.Errorf("read alert %q: %w", op.Key, err)
-	default:
-		if cur, err = decodeAlert(body); err != nil {
-			return err
-		}
-	}
-	next, err := op.Apply(cur)
-	if err != nil {
-		return fmt.Errorf("alert %q: %w", op.Key, err)
-	}
-	if next == nil {
-		return nil
-	}
-	return putAlertTx(ctx, tx, next)
 }
 
 // ListAlerts returns alerts matching f; without states, every alert but
@@ -273,85 +315,4 @@ func (s *Store) UpdateAlert(ctx context.Context, id string, fn func(*unyov1.Aler
 		return nil, err
 	}
 	return out, nil
-}
-
-func insertHook(ctx context.Context, tx *sql.Tx, h store.HookJob) error {
-	body, err := h.Body()
-	if err != nil {
-		return fmt.Errorf("build the body of hook %s: %w", h.Key, err)
-	}
-	hookMsg := h.Hook
-	if hookMsg == nil {
-		hookMsg = &unyov1.ApiHookAction{}
-	}
-	hook, err := proto.Marshal(hookMsg)
-	if err != nil {
-		return err
-	}
-	if hook == nil {
-		hook = []byte{} // the column is NOT NULL
-	}
-	var plugin []byte // NULL for an api_hook
-	if h.Plugin != nil {
-		if plugin, err = proto.Marshal(h.Plugin); err != nil {
-			return err
-		}
-		if plugin == nil {
-			plugin = []byte{}
-		}
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO hooks (key, rule, event_id, created_at, hook, body, plugin) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (key) DO NOTHING`, h.Key, h.Rule, h.EventID, now(), hook, body, plugin)
-	if err != nil {
-		return fmt.Errorf("queue hook %s: %w", h.Key, err)
-	}
-	return nil
-}
-
-// DueHooks returns queued hook jobs, oldest first.
-func (s *Store) DueHooks(ctx context.Context, limit int) ([]store.PendingHook, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT key, rule, event_id, hook, body, plugin FROM hooks ORDER BY created_at, key LIMIT $1", limit)
-	if err != nil {
-		return nil, fmt.Errorf("read hook outbox: %w", err)
-	}
-	defer rows.Close()
-	var out []store.PendingHook
-	for rows.Next() {
-		var p store.PendingHook
-		var hook, plugin []byte
-		if err := rows.Scan(&p.Key, &p.Rule, &p.EventID, &hook, &p.Body, &plugin); err != nil {
-			return nil, fmt.Errorf("read hook outbox: %w", err)
-		}
-		p.Hook = new(unyov1.ApiHookAction)
-		if err := proto.Unmarshal(hook, p.Hook); err != nil {
-			return nil, fmt.Errorf("decode hook %s: %w", p.Key, err)
-		}
-		if plugin != nil {
-			p.Plugin = new(unyov1.PluginAction)
-			if err := proto.Unmarshal(plugin, p.Plugin); err != nil {
-				return nil, fmt.Errorf("decode the plugin action of hook %s: %w", p.Key, err)
-			}
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// FinishHook removes a delivered (or given up) job and records the outcome
-// in its event's explanation.
-func (s *Store) FinishHook(ctx context.Context, key string, step *unyov1.ExplanationStep) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		var eventID string
-		err := tx.QueryRowContext(ctx, "DELETE FROM hooks WHERE key = $1 RETURNING event_id", key).Scan(&eventID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // finished already (by a replica that had the lease before)
-		}
-		if err != nil {
-			return fmt.Errorf("finish hook %s: %w", key, err)
-		}
-		if step == nil {
-			return nil
-		}
-		return s.writeExplanations(ctx, tx, []store.Explained{{ID: eventID, Explanation: &unyov1.Explanation{Steps: []*unyov1.ExplanationStep{step}}, Append: true, KeepOutcome: true}})
-	})
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/eventrules"
+	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
 
 // NextEvents returns stored events with a sequence above after, oldest first.
@@ -38,7 +40,7 @@ func (s *Store) NextEvents(ctx context.Context, after int64, limit int) ([]store
 
 // LoadPipeline reads the pipeline's committed state.
 func (s *Store) LoadPipeline(ctx context.Context) (*store.PipelineState, error) {
-	st := &store.PipelineState{Counters: map[store.NodeCheck]store.Counter{}, Issued: map[store.NodeCheck]store.Issued{}}
+	st := &store.PipelineState{Counters: map[pipeline.NodeCheck]eventrules.Counter{}, Issued: map[pipeline.NodeCheck]eventrules.Issued{}}
 	if err := s.w.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'pipeline_cursor'").Scan(&st.Cursor); err != nil {
 		return nil, fmt.Errorf("read pipeline cursor: %w", err)
 	}
@@ -48,15 +50,15 @@ func (s *Store) LoadPipeline(ctx context.Context) (*store.PipelineState, error) 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var nc store.NodeCheck
+		var nc pipeline.NodeCheck
 		var ol, oc, il int32
 		var at int64
 		if err := rows.Scan(&nc.Node, &nc.Check, &ol, &oc, &il, &at); err != nil {
 			return nil, fmt.Errorf("read occurrences: %w", err)
 		}
-		st.Counters[nc] = store.Counter{Level: unyov1.Level(ol), Count: int(oc)}
+		st.Counters[nc] = eventrules.Counter{Level: unyov1.Level(ol), Count: int(oc)}
 		if at != 0 {
-			st.Issued[nc] = store.Issued{Level: unyov1.Level(il), At: time.Unix(0, at)}
+			st.Issued[nc] = eventrules.Issued{Level: unyov1.Level(il), At: time.Unix(0, at)}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -82,8 +84,9 @@ func (s *Store) LoadPipeline(ctx context.Context) (*store.PipelineState, error) 
 }
 
 // CommitPipeline writes one pipeline step in one transaction: cursor (checked
-// against ExpectCursor), state, alert operations, hook jobs (whose bodies are
-// built after the alert operations), explanations and match counts.
+// against ExpectCursor), state, alert operations, action jobs (whose bodies
+// are built from the alerts the operations produced), explanations and
+// match counts.
 func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		cur, err := s.counter(ctx, tx, "pipeline_cursor")
@@ -114,11 +117,21 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 				return fmt.Errorf("remove aggregate group: %w", err)
 			}
 		}
-		if err := s.applyAlertOps(ctx, tx, c.AlertOps); err != nil {
+		// Only the alerts an action's body carries are kept as they were.
+		keep := make([]bool, len(c.Alerts))
+		for _, j := range c.Actions {
+			for _, i := range j.AlertOps {
+				if i >= 0 && i < len(keep) {
+					keep[i] = true
+				}
+			}
+		}
+		applied, err := s.applyAlertOps(ctx, tx, c.Alerts, keep)
+		if err != nil {
 			return err
 		}
-		for _, h := range c.Hooks {
-			if err := insertHook(ctx, tx, h); err != nil {
+		for _, j := range c.Actions {
+			if err := insertAction(ctx, tx, j, applied); err != nil {
 				return err
 			}
 		}

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Credentials", credentialTests()},
 		{"Tokens", tokenTests()},
 		{"Audit", auditTests()},
+		{"Pipeline", pipelineTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

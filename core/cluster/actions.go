@@ -14,27 +14,28 @@ import (
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 )
 
-// hookWorkers bounds deliveries in flight, so a slow receiver cannot hold
-// up every other hook.
-const hookWorkers = 8
+// actionWorkers bounds outbox jobs in flight, so a slow receiver or plugin
+// cannot hold up every other action.
+const actionWorkers = 8
 
-// runHooks delivers the ApiHook jobs the pipeline committed to the outbox.
-// A job leaves the outbox only when delivery finished, so a crash means it
-// is delivered again: at least once, with its idempotency key.
-func (c *Cluster) runHooks(ctx context.Context) {
+// runActionsOutbox runs the api_hook deliveries and action plugin runs the
+// pipeline committed to the actions outbox. A job leaves the outbox only
+// when it finished, so a crash means it runs again: at least once, with its
+// idempotency key.
+func (c *Cluster) runActionsOutbox(ctx context.Context) {
 	hc := apihook.NewClient(c.opts.HookPolicy)
 	inFlight := map[string]bool{}
-	done := make(chan string, hookWorkers)
+	done := make(chan string, actionWorkers)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if len(inFlight) < hookWorkers {
-			jobs, err := c.store.DueHooks(ctx, 4*hookWorkers)
+		if len(inFlight) < actionWorkers {
+			jobs, err := c.store.DueActions(ctx, 4*actionWorkers)
 			if err != nil && ctx.Err() == nil {
-				c.log.Warn("reading the hook outbox failed", "err", err)
+				c.log.Warn("reading the actions outbox failed", "err", err)
 			}
 			for _, j := range jobs {
-				if inFlight[j.Key] || len(inFlight) >= hookWorkers {
+				if inFlight[j.Key] || len(inFlight) >= actionWorkers {
 					continue
 				}
 				inFlight[j.Key] = true
@@ -57,7 +58,7 @@ func (c *Cluster) runHooks(ctx context.Context) {
 	}
 }
 
-func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingHook) {
+func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingAction) {
 	if j.Plugin != nil {
 		c.deliverPlugin(ctx, j)
 		return
@@ -76,7 +77,7 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingH
 	// carry a token) do not belong in events that every viewer reads.
 	target := apihook.Redact(cfg.URL)
 	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "api_hook to " + target + ": " + out.String()}
-	if err := c.store.FinishHook(ctx, j.Key, s); err != nil {
+	if err := c.store.FinishAction(ctx, j.Key, s); err != nil {
 		c.log.Warn("recording a hook delivery failed; it will be delivered again", "key", j.Key, "err", err)
 		return
 	}
@@ -109,14 +110,14 @@ func hookFromProto(h *unyov1.ApiHookAction) (apihook.Config, error) {
 
 // deliverPlugin runs an outbox job's action plugin, records the outcome in
 // the event's explanation and raises a final failure as an event.
-func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingHook) {
+func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingAction) {
 	out := c.runAction(ctx, j)
 	if ctx.Err() != nil {
 		return // stopping, or the lease moved: the next holder runs it (same key)
 	}
 	id := "action/" + j.Plugin.GetName()
 	s := &unyov1.ExplanationStep{Stage: "action", Rule: j.Rule, At: timestamppb.Now(), Outcome: "plugin " + id + ": " + out.text}
-	if err := c.store.FinishHook(ctx, j.Key, s); err != nil {
+	if err := c.store.FinishAction(ctx, j.Key, s); err != nil {
 		c.log.Warn("recording a plugin action failed; it will run again", "key", j.Key, "err", err)
 		return
 	}

@@ -1,0 +1,146 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unyo-ops/unyo/alerts"
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/eventrules"
+	"github.com/unyo-ops/unyo/eventrules/pipeline"
+)
+
+// pipelineTests check how a store applies a pipeline Decision: with the
+// cursor in one transaction, every alert operation through alerts.Apply
+// with its outcome in the explanation step, and action bodies built from
+// the alerts the commit produced.
+func pipelineTests() []contractTest {
+	step := func() *unyov1.ExplanationStep { return &unyov1.ExplanationStep{Stage: "action", Rule: "page"} }
+	fire := func(e *unyov1.Event, s *unyov1.ExplanationStep) pipeline.AlertOp {
+		return pipeline.AlertOp{Step: s, Op: alerts.Op{Kind: alerts.OpFire, Key: "web1/disk", Rule: "page", At: at(100).AsTime(), Event: e}}
+	}
+	return []contractTest{
+		{"DecisionApply", func(t *testing.T, s store.Store) {
+			e1, e2 := event("d-1", "web1", "disk", critical, 1), event("d-2", "web1", "disk", critical, 2)
+			appendEvents(t, s, 2, e1, e2)
+			next, err := s.NextEvents(ctx(t), 0, 10)
+			must(t, err)
+			s1, s2, s3 := step(), step(), step()
+			nc := pipeline.NodeCheck{Node: "web1", Check: "disk"}
+			group := &unyov1.AggregateGroup{Rule: "agg", Key: "check=disk", OpenedAt: at(1), FlushAt: at(301), Members: []*unyov1.Event{e1}}
+			d := pipeline.NewDecision()
+			d.Counters[nc] = eventrules.Counter{Level: critical, Count: 2}
+			d.Issued[nc] = eventrules.Issued{Level: critical, At: at(2).AsTime()}
+			d.PutGroups = []*unyov1.AggregateGroup{group}
+			d.Alerts = []pipeline.AlertOp{
+				fire(e1, s1),
+				{Step: s2, Op: alerts.Op{Kind: alerts.OpResolve, Key: "web1/disk", Rule: "page", At: at(101).AsTime(), Close: true}},
+				fire(e2, s3),
+			}
+			d.Actions = []pipeline.ActionJob{
+				{Key: "page/d-1/1", Rule: "page", EventID: "d-1", Hook: &unyov1.ApiHookAction{Url: "http://x"}, Events: []*unyov1.Event{e1}, Status: "firing", AlertOps: []int{0}},
+				{Key: "page/d-2/1", Rule: "page", EventID: "d-2", Hook: &unyov1.ApiHookAction{Url: "http://x"}, Events: []*unyov1.Event{e2}, Status: "firing", AlertOps: []int{2}},
+			}
+			d.Explained = []pipeline.Explained{
+				{ID: "d-1", Explanation: &unyov1.Explanation{Outcome: "processed", Steps: []*unyov1.ExplanationStep{s1, s2}}},
+				{ID: "d-2", Explanation: &unyov1.Explanation{Outcome: "processed", Steps: []*unyov1.ExplanationStep{s3}}},
+			}
+			d.RuleMatches["page"] = 2
+			// A stale cursor applies nothing.
+			if err := s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: 7, Cursor: next[1].Seq, Decision: *d}); !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("commit from a stale cursor: %v, want ErrConflict", err)
+			}
+			if as, err := s.ListAlerts(ctx(t), store.AlertFilter{States: []unyov1.AlertState{1, 2, 3, 4}}); err != nil || len(as) != 0 {
+				t.Fatalf("after a refused commit: %d alerts, %v", len(as), err)
+			}
+			for _, st := range []*unyov1.ExplanationStep{s1, s2, s3} {
+				st.Outcome = ""
+			}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: 0, Cursor: next[1].Seq, Decision: *d}))
+
+			// Opened, closed, and a new alert opened for the freed key.
+			if !strings.HasPrefix(s1.Outcome, "create_alert: opened alert ") || !strings.HasPrefix(s2.Outcome, "delete_alert: resolved and closed alert ") || !strings.HasPrefix(s3.Outcome, "create_alert: opened alert ") {
+				t.Fatalf("outcomes: %q, %q, %q", s1.Outcome, s2.Outcome, s3.Outcome)
+			}
+			active, err := s.ListAlerts(ctx(t), store.AlertFilter{})
+			must(t, err)
+			closed, err := s.ListAlerts(ctx(t), store.AlertFilter{States: []unyov1.AlertState{unyov1.AlertState_ALERT_STATE_CLOSED}})
+			must(t, err)
+			if len(active) != 1 || len(closed) != 1 || active[0].GetLastEventId() != "d-2" || closed[0].GetLastEventId() != "d-1" {
+				t.Fatalf("active %v, closed %v", active, closed)
+			}
+			if !strings.Contains(s1.Outcome, closed[0].GetId()) || !strings.Contains(s3.Outcome, active[0].GetId()) {
+				t.Errorf("outcomes %q and %q do not name alerts %s and %s", s1.Outcome, s3.Outcome, closed[0].GetId(), active[0].GetId())
+			}
+			// Each body carries the alert as its operation left it: the
+			// first one still open.
+			jobs, err := s.DueActions(ctx(t), 10)
+			must(t, err)
+			if len(jobs) != 2 {
+				t.Fatalf("%d jobs queued, want 2", len(jobs))
+			}
+			for _, j := range jobs {
+				wantID, body := active[0].GetId(), string(j.Body)
+				if j.EventID == "d-1" {
+					wantID = closed[0].GetId()
+				}
+				if !strings.Contains(body, wantID) || !strings.Contains(body, `"key":"`+j.Key+`"`) || strings.Contains(body, "CLOSED") {
+					t.Errorf("job %s: body %s, want alert %s as opened", j.Key, body, wantID)
+				}
+			}
+			// Explanations carry the outcomes.
+			got, err := s.GetEvent(ctx(t), "d-1")
+			must(t, err)
+			if steps := got.GetExplanation().GetSteps(); len(steps) != 2 || steps[1].GetOutcome() != s2.Outcome {
+				t.Errorf("stored explanation of d-1: %v", got.GetExplanation())
+			}
+			// The state a replica taking over loads.
+			st, err := s.LoadPipeline(ctx(t))
+			must(t, err)
+			if st.Cursor != next[1].Seq || st.Counters[nc] != d.Counters[nc] || !st.Issued[nc].At.Equal(d.Issued[nc].At) || len(st.Groups) != 1 || len(st.Groups[0].GetMembers()) != 1 {
+				t.Errorf("loaded state %+v", st)
+			}
+			// Replaying a delivered job's key queues nothing new.
+			must(t, s.FinishAction(ctx(t), "page/d-1/1", nil))
+			again := pipeline.NewDecision()
+			again.Actions = d.Actions[1:]
+			again.DeleteGroups = []*unyov1.AggregateGroup{group}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: next[1].Seq, Cursor: next[1].Seq, Decision: *again}))
+			if jobs, err := s.DueActions(ctx(t), 10); err != nil || len(jobs) != 1 {
+				t.Errorf("after replaying a queued key: %d jobs, %v", len(jobs), err)
+			}
+			if st, err := s.LoadPipeline(ctx(t)); err != nil || len(st.Groups) != 0 {
+				t.Errorf("groups after deleting: %v, %v", st.Groups, err)
+			}
+		}},
+		{"ManyAlertKeys", func(t *testing.T, s store.Store) {
+			// More keys than one query reads at once, each fired twice in
+			// one commit: one alert per key, counted twice.
+			d := pipeline.NewDecision()
+			const keys = 1200
+			for round := range 2 {
+				for i := range keys {
+					e := event("k", "web1", "disk", critical, round)
+					e.Id = e.GetId() + string(rune('a'+round)) + strings.Repeat("x", i%3) + time.Duration(i).String()
+					op := fire(e, step())
+					op.Key = time.Duration(i).String()
+					d.Alerts = append(d.Alerts, op)
+				}
+			}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{Decision: *d}))
+			as, err := s.ListAlerts(ctx(t), store.AlertFilter{Limit: 5000})
+			must(t, err)
+			if len(as) != keys {
+				t.Fatalf("%d alerts, want %d", len(as), keys)
+			}
+			for _, a := range as {
+				if a.GetCount() != 2 {
+					t.Fatalf("alert %s: count %d, want 2", a.GetKey(), a.GetCount())
+				}
+			}
+		}},
+	}
+}
