@@ -14,6 +14,8 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/failpoint"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/rbac"
@@ -85,7 +87,7 @@ type Cluster struct {
 	lease                             *lease.Runner
 
 	beats   *heartbeats
-	kinds   map[string]kind
+	kinds   *kinds.Registry
 	filters filterCache
 	// ingested wakes the pipeline when results were stored on this replica.
 	ingested  chan struct{}
@@ -150,7 +152,7 @@ func New(st store.Store, opts Options) *Cluster {
 		started:  time.Now(),
 		beats:    &heartbeats{seen: map[string]time.Time{}},
 		known:    map[string]*unyov1.Node{},
-		kinds:    kinds(),
+		kinds:    builtin.Kinds(),
 		ingested: make(chan struct{}, 1),
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
@@ -187,7 +189,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	}
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
-	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{c}, o...))
+	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(c), o...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -12,9 +13,9 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
-	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
-	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/objects"
 )
 
 type clusterService struct{ r *Root }
@@ -49,29 +50,56 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
 }
 
-// objectService routes writes: an object naming a cluster goes there, one
-// naming none goes to every cluster.
-type objectService struct{ r *Root }
+// objectService serves objects: the kinds root owns from root's own
+// store, the cluster-owned kinds by routing. An object naming a cluster
+// goes there, one naming none goes to every cluster.
+type objectService struct {
+	r     *Root
+	local *objects.Local
+}
+
+func newObjectService(r *Root) *objectService {
+	return &objectService{r: r, local: &objects.Local{
+		Kinds: r.opts.Kinds, Store: r.store, Audit: r.audit, Log: r.log, Tier: kinds.RootTier,
+	}}
+}
+
+// own says whether root keeps objects of kind k itself.
+func own(k kinds.Kind) bool { return k.Owner == kinds.RootTier }
 
 func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
 	objs := req.Msg.GetObjects()
-	if err := cluster.ValidateObjects(objs); err != nil {
-		return nil, err
+	if err := s.r.opts.Kinds.Validate(objs, time.Now()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
-	all, err := s.r.targets(ctx, "")
-	if err != nil {
-		return nil, err
+	var mine, theirs []*unyov1.Object
+	for _, o := range objs {
+		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
+			mine = append(mine, o)
+		} else {
+			theirs = append(theirs, o)
+		}
 	}
-	if len(all) == 0 {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
+	var all []*unyov1.ClusterInfo
+	if len(theirs) > 0 {
+		var err error
+		if all, err = s.r.targets(ctx, ""); err != nil {
+			return nil, err
+		}
+		if len(all) == 0 {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
+		}
 	}
 	// Group per cluster so each cluster gets one request.
 	per := map[string][]*unyov1.Object{}
 	for i, o := range objs {
-		name := manifest.Cluster(o)
+		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
+			continue
+		}
+		name := kinds.Cluster(o)
 		if name == "" {
 			for _, c := range all {
 				per[c.GetName()] = append(per[c.GetName()], o)
@@ -82,6 +110,14 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
 		}
 		per[name] = append(per[name], o)
+	}
+	resp := &unyov1.ApplyResponse{}
+	if len(mine) > 0 {
+		results, err := s.local.Apply(ctx, mine)
+		if err != nil {
+			return nil, err
+		}
+		resp.Results = results
 	}
 	var clusters []*unyov1.ClusterInfo
 	for _, c := range all {
@@ -100,7 +136,7 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		}
 		return resp.Msg, nil
 	}))
-	resp := &unyov1.ApplyResponse{ClusterErrors: errs}
+	resp.ClusterErrors = errs
 	for _, a := range answers {
 		resp.Results = append(resp.Results, a.value.GetResults()...)
 	}
@@ -113,23 +149,35 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 	out := make([]*unyov1.Object, len(objs))
 	for i, o := range objs {
 		c := proto.Clone(o).(*unyov1.Object)
-		manifest.SetCluster(c, name)
+		kinds.SetCluster(c, name)
 		out[i] = c
 	}
 	return out
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
-	for i, ref := range req.Msg.GetRefs() {
-		if err := invalid(validRef(fmt.Sprintf("refs[%d]", i), ref)); err != nil {
+	refs := req.Msg.GetRefs()
+	ks := make([]kinds.Kind, len(refs))
+	for i, ref := range refs {
+		k, err := refKind(s.r.opts.Kinds, fmt.Sprintf("refs[%d]", i), ref)
+		if err := invalid(err); err != nil {
 			return nil, err
 		}
+		ks[i] = k
 	}
-	if err := s.authorizeDelete(ctx, req.Msg.GetRefs()); err != nil {
+	if err := s.authorizeDelete(ctx, refs); err != nil {
 		return nil, err
 	}
 	resp := &unyov1.DeleteResponse{}
-	for _, ref := range req.Msg.GetRefs() {
+	for i, ref := range refs {
+		if own(ks[i]) {
+			result, err := s.local.Delete(ctx, ks[i], ref.GetName())
+			if err != nil {
+				return nil, err
+			}
+			resp.Results = append(resp.Results, result)
+			continue
+		}
 		targets, err := s.r.targets(ctx, ref.GetCluster())
 		if err != nil {
 			return nil, err
@@ -153,8 +201,16 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 
 func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
 	ref := req.Msg.GetRef()
-	if err := invalid(validRef("ref", ref)); err != nil {
+	k, err := refKind(s.r.opts.Kinds, "ref", ref)
+	if err := invalid(err); err != nil {
 		return nil, err
+	}
+	if own(k) {
+		o, err := s.local.Get(ctx, k, ref.GetName())
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&unyov1.GetResponse{Objects: []*unyov1.Object{o}}), nil
 	}
 	targets, err := s.r.targets(ctx, ref.GetCluster())
 	if err != nil {
@@ -183,8 +239,16 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 }
 
 func (s *objectService) List(ctx context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
-	if err := invalid(validKind("kind", req.Msg.GetKind())); err != nil {
+	k, err := kindOf(s.r.opts.Kinds, "kind", req.Msg.GetKind())
+	if err := invalid(err); err != nil {
 		return nil, err
+	}
+	if own(k) {
+		objs, err := s.local.List(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&unyov1.ListResponse{Objects: objs}), nil
 	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {
