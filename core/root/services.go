@@ -75,41 +75,9 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
-	var mine, theirs []*unyov1.Object
-	for _, o := range objs {
-		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
-			mine = append(mine, o)
-		} else {
-			theirs = append(theirs, o)
-		}
-	}
-	var all []*unyov1.ClusterInfo
-	if len(theirs) > 0 {
-		var err error
-		if all, err = s.r.targets(ctx, ""); err != nil {
-			return nil, err
-		}
-		if len(all) == 0 {
-			return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
-		}
-	}
-	// Group per cluster so each cluster gets one request.
-	per := map[string][]*unyov1.Object{}
-	for i, o := range objs {
-		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
-			continue
-		}
-		name := kinds.Cluster(o)
-		if name == "" {
-			for _, c := range all {
-				per[c.GetName()] = append(per[c.GetName()], o)
-			}
-			continue
-		}
-		if _, err := s.r.targets(ctx, name); err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
-		}
-		per[name] = append(per[name], o)
+	mine, per, all, err := s.route(ctx, objs)
+	if err != nil {
+		return nil, err
 	}
 	resp := &unyov1.ApplyResponse{}
 	if len(mine) > 0 {
@@ -141,6 +109,40 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		resp.Results = append(resp.Results, a.value.GetResults()...)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// route splits an apply: the objects root keeps (mine), and per cluster
+// those it forwards, out of all the clusters root knows (read only when
+// some object goes to clusters).
+func (s *objectService) route(ctx context.Context, objs []*unyov1.Object) (mine []*unyov1.Object, per map[string][]*unyov1.Object, all []*unyov1.ClusterInfo, err error) {
+	per = map[string][]*unyov1.Object{}
+	for i, o := range objs {
+		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
+			mine = append(mine, o)
+			continue
+		}
+		if all == nil {
+			if all, err = s.r.targets(ctx, ""); err != nil {
+				return nil, nil, nil, err
+			}
+			if len(all) == 0 {
+				return nil, nil, nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
+			}
+		}
+		// Group per cluster so each cluster gets one request.
+		name := kinds.Cluster(o)
+		if name == "" {
+			for _, c := range all {
+				per[c.GetName()] = append(per[c.GetName()], o)
+			}
+			continue
+		}
+		if _, err := s.r.targets(ctx, name); err != nil {
+			return nil, nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
+		}
+		per[name] = append(per[name], o)
+	}
+	return mine, per, all, nil
 }
 
 // withCluster copies objects with their cluster set, leaving the request's
