@@ -19,7 +19,7 @@ import (
 
 // oneof is the oneof of unyov1.Object that holds the object.
 func oneof() protoreflect.OneofDescriptor {
-	return (&unyov1.Object{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
+	return (*unyov1.Object)(nil).ProtoReflect().Descriptor().Oneofs().ByName("kind")
 }
 
 // member is the oneof field holding messages of type md, or nil.
@@ -101,20 +101,35 @@ func stringField(m proto.Message, name protoreflect.Name) string {
 	return r.Get(fd).String()
 }
 
+// Member returns the member of Object's oneof holding the named kind, or
+// nil if there is none.
+func Member(kind string) protoreflect.FieldDescriptor {
+	fields := oneof().Fields()
+	for i := range fields.Len() {
+		if f := fields.Get(i); f.Message() != nil && string(f.Message().Name()) == kind {
+			return f
+		}
+	}
+	return nil
+}
+
 // NewObject returns an empty object of the named kind and its message,
 // for decoding what a store or a document holds; ok is false when Object's
 // oneof has no member of that name.
 func NewObject(kind string) (o *unyov1.Object, m proto.Message, ok bool) {
-	fields := oneof().Fields()
-	for i := range fields.Len() {
-		f := fields.Get(i)
-		if f.Message() == nil || string(f.Message().Name()) != kind {
-			continue
-		}
-		o = &unyov1.Object{}
-		v := o.ProtoReflect().NewField(f)
-		o.ProtoReflect().Set(f, v)
-		return o, v.Message().Interface(), true
+	f := Member(kind)
+	if f == nil {
+		return nil, nil, false
 	}
-	return nil, nil, false
+	o, m = NewIn(f)
+	return o, m, true
+}
+
+// NewIn returns an empty object holding the oneof member f, and its
+// message; callers decoding many objects of one kind look f up once.
+func NewIn(f protoreflect.FieldDescriptor) (*unyov1.Object, proto.Message) {
+	o := &unyov1.Object{}
+	v := o.ProtoReflect().NewField(f)
+	o.ProtoReflect().Set(f, v)
+	return o, v.Message().Interface()
 }

@@ -108,6 +108,23 @@ type putBatch struct {
 	rev     int64
 	changed []string // kinds with a change
 	stmts   map[string]*sql.Stmt
+	layouts map[string]layout
+}
+
+// layout returns the layout of kind, looking it up once per batch.
+func (b *putBatch) layout(kind string) (layout, error) {
+	if l, ok := b.layouts[kind]; ok {
+		return l, nil
+	}
+	l, err := layoutOf(kind)
+	if err != nil {
+		return layout{}, err
+	}
+	if b.layouts == nil {
+		b.layouts = map[string]layout{}
+	}
+	b.layouts[kind] = l
+	return l, nil
 }
 
 // newPutBatch locks the objects revision first, so that concurrent writes
@@ -175,6 +192,10 @@ const (
 // object records the batch's revision.
 func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, error) {
 	kind, name, msg := kinds.KindOf(o), kinds.Name(o), kinds.Message(o)
+	l, err := b.layout(kind)
+	if err != nil {
+		return "", err
+	}
 	sel, err := b.stmt(ctx, selectObject)
 	if err != nil {
 		return "", err
@@ -192,7 +213,7 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 		if err := proto.Unmarshal(body, old); err != nil {
 			return "", fmt.Errorf("decode stored %s: %w", kind, err)
 		}
-		if proto.Equal(userPart(old), userPart(msg)) {
+		if proto.Equal(l.userPart(old), l.userPart(msg)) {
 			return store.Unchanged, nil
 		}
 	}
@@ -201,7 +222,7 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 		return "", err
 	}
 	stored := proto.Clone(msg)
-	stamp(stored, rev, created, t)
+	l.stamp(stored, rev, created, t)
 	enc, err := proto.Marshal(stored)
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
@@ -216,30 +237,58 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 	return result, nil
 }
 
+// layout is where a kind's message keeps the fields the store maintains,
+// looked up once per query or batch rather than once per row.
+type layout struct {
+	member                           protoreflect.FieldDescriptor // of Object's oneof
+	name, revision, created, updated protoreflect.FieldDescriptor // nil where the kind has none
+}
+
+func layoutOf(kind string) (layout, error) {
+	l := layout{member: kinds.Member(kind)}
+	if l.member == nil {
+		return layout{}, fmt.Errorf("%s: no such kind", kind)
+	}
+	fields := l.member.Message().Fields()
+	if f := fields.ByName("name"); f != nil && f.Kind() == protoreflect.StringKind && !f.IsList() {
+		l.name = f
+	}
+	if f := fields.ByName("revision"); f != nil && f.Kind() == protoreflect.Int64Kind && !f.IsList() {
+		l.revision = f
+	}
+	timestamp := func(name protoreflect.Name) protoreflect.FieldDescriptor {
+		if f := fields.ByName(name); f != nil && f.Message() != nil && f.Message().FullName() == "google.protobuf.Timestamp" {
+			return f
+		}
+		return nil
+	}
+	l.created, l.updated = timestamp("created_at"), timestamp("updated_at")
+	return l, nil
+}
+
+// stamp sets the fields the store maintains, where the kind has them.
+func (l layout) stamp(m proto.Message, rev, created, updated int64) {
+	r := m.ProtoReflect()
+	if l.revision != nil {
+		r.Set(l.revision, protoreflect.ValueOfInt64(rev))
+	}
+	if l.created != nil {
+		r.Set(l.created, protoreflect.ValueOfMessage(fromNanos(created).ProtoReflect()))
+	}
+	if l.updated != nil {
+		r.Set(l.updated, protoreflect.ValueOfMessage(fromNanos(updated).ProtoReflect()))
+	}
+}
+
 // userPart strips what the store maintains, leaving what the user wrote.
-func userPart(m proto.Message) proto.Message {
+func (l layout) userPart(m proto.Message) proto.Message {
 	m = proto.Clone(m)
-	fields := m.ProtoReflect().Descriptor().Fields()
-	for _, name := range []protoreflect.Name{"revision", "created_at", "updated_at"} {
-		if f := fields.ByName(name); f != nil {
+	for _, f := range [...]protoreflect.FieldDescriptor{l.revision, l.created, l.updated} {
+		if f != nil {
 			m.ProtoReflect().Clear(f)
 		}
 	}
 	return m
-}
-
-// stamp sets the fields the store maintains, where the kind has them.
-func stamp(m proto.Message, rev, created, updated int64) {
-	r := m.ProtoReflect()
-	fields := r.Descriptor().Fields()
-	if f := fields.ByName("revision"); f != nil && f.Kind() == protoreflect.Int64Kind {
-		r.Set(f, protoreflect.ValueOfInt64(rev))
-	}
-	for name, at := range map[protoreflect.Name]int64{"created_at": created, "updated_at": updated} {
-		if f := fields.ByName(name); f != nil && f.Message() != nil && f.Message().FullName() == "google.protobuf.Timestamp" {
-			r.Set(f, protoreflect.ValueOfMessage(fromNanos(at).ProtoReflect()))
-		}
-	}
 }
 
 // DeleteObject removes an object and its count, and advances its kind's
@@ -280,15 +329,22 @@ type storedObject struct {
 	count int64
 }
 
-// objectRows reads objects of a kind with their counts: one by name, or
-// all sorted by name.
-func (s *Store) objectRows(ctx context.Context, kind, name string) ([]storedObject, error) {
-	q := `SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, COALESCE(c.count, 0)
+// objectRows reads objects of a kind, with their counts if counted: one
+// by name, or all sorted by name.
+func (s *Store) objectRows(ctx context.Context, kind, name string, counted bool) ([]storedObject, error) {
+	q := "SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, 0 FROM objects o WHERE o.kind = $1"
+	if counted {
+		q = `SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, COALESCE(c.count, 0)
 		FROM objects o LEFT JOIN object_counts c ON c.kind = o.kind AND c.name = o.name WHERE o.kind = $1`
+	}
 	args := []any{kind}
 	if name != "" {
 		q += " AND o.name = $2"
 		args = append(args, name)
+	}
+	l, err := layoutOf(kind)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, q+" ORDER BY o.name", args...)
 	if err != nil {
@@ -304,17 +360,14 @@ func (s *Store) objectRows(ctx context.Context, kind, name string) ([]storedObje
 		if err := row.Scan(&n, &rev, &created, &upd, &body, &count); err != nil {
 			return storedObject{}, err
 		}
-		o, m, ok := kinds.NewObject(kind)
-		if !ok {
-			return storedObject{}, fmt.Errorf("stored %s %q: no such kind", kind, n)
-		}
+		o, m := kinds.NewIn(l.member)
 		if err := proto.Unmarshal(body, m); err != nil {
 			return storedObject{}, fmt.Errorf("decode %s %q: %w", kind, n, err)
 		}
-		if f := m.ProtoReflect().Descriptor().Fields().ByName("name"); f != nil {
-			m.ProtoReflect().Set(f, protoreflect.ValueOfString(n))
+		if l.name != nil {
+			m.ProtoReflect().Set(l.name, protoreflect.ValueOfString(n))
 		}
-		stamp(m, rev, created, upd)
+		l.stamp(m, rev, created, upd)
 		return storedObject{o: o, m: m, count: count}, nil
 	})
 	if err != nil {
@@ -328,7 +381,7 @@ func (s *Store) objectRows(ctx context.Context, kind, name string) ([]storedObje
 
 // GetObject returns one object.
 func (s *Store) GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error) {
-	rows, err := s.objectRows(ctx, kind, name)
+	rows, err := s.objectRows(ctx, kind, name, false)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, err // names kind and name already
 	}
@@ -340,7 +393,7 @@ func (s *Store) GetObject(ctx context.Context, kind, name string) (*unyov1.Objec
 
 // ListObjects returns every object of a kind sorted by name.
 func (s *Store) ListObjects(ctx context.Context, kind string) ([]*unyov1.Object, error) {
-	rows, err := s.objectRows(ctx, kind, "")
+	rows, err := s.objectRows(ctx, kind, "", false)
 	if err != nil {
 		return nil, fmt.Errorf("list %s objects: %w", kind, err)
 	}
