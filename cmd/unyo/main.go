@@ -34,11 +34,11 @@ func newRootCommand() *cobra.Command {
 	cmd.AddCommand(
 		newDevCommand(), newServerCommand(), newAgentCommand(),
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
-		newNodesCommand(g), newChecksCommand(g), newEventsCommand(g), newClustersCommand(g),
-		newAlertsCommand(g), newRulesCommand(g), newMaintenanceCommand(g),
+		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
 		newStatusCommand(g), newVersionCommand(),
 	)
+	cmd.AddCommand(newKindCommands(g)...)
 	return cmd
 }

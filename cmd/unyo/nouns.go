@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/printer"
 )
 
@@ -65,8 +66,19 @@ func newNodesCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-func newChecksCommand(g *globals) *cobra.Command {
-	return newKindCommand(g, "checks", "Check", "Checks applied centrally", "check")
+// newKindCommands are `unyo NOUN ls|get` for every registered kind, with
+// the commands some kinds add.
+func newKindCommands(g *globals) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, k := range builtin.Kinds().Kinds() {
+		cmd := newKindCommand(g, k)
+		switch k.Name {
+		case "Maintenance":
+			addMaintenanceCommands(g, cmd)
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds
 }
 
 // parseLevels turns "warning,critical" into levels.

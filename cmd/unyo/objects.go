@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/printer"
 )
@@ -41,13 +43,13 @@ func readFiles(cmd *cobra.Command, files []string) ([]*unyov1.Object, error) {
 
 // namedRefs turns "KIND NAME..." arguments into references.
 func namedRefs(args []string, cluster string) ([]*unyov1.ObjectRef, error) {
-	kind, err := manifest.ParseKind(args[0])
+	k, err := builtin.Kinds().Parse(args[0])
 	if err != nil {
 		return nil, err
 	}
 	var refs []*unyov1.ObjectRef
 	for _, name := range args[1:] {
-		refs = append(refs, &unyov1.ObjectRef{Kind: kind, Name: name, Cluster: cluster})
+		refs = append(refs, &unyov1.ObjectRef{Kind: k.Name, Name: name, Cluster: cluster})
 	}
 	return refs, nil
 }
@@ -111,7 +113,7 @@ func newDeleteCommand(g *globals) *cobra.Command {
 					return err
 				}
 				for _, o := range objs {
-					refs = append(refs, manifest.Ref(o))
+					refs = append(refs, kinds.Ref(o))
 				}
 			case len(args) >= 2:
 				var err error
@@ -157,14 +159,14 @@ func newGetCommand(g *globals) *cobra.Command {
 					return err
 				}
 				for _, o := range objs {
-					refs = append(refs, manifest.Ref(o))
+					refs = append(refs, kinds.Ref(o))
 				}
 			case len(args) == 1:
-				kind, err := manifest.ParseKind(args[0])
+				k, err := builtin.Kinds().Parse(args[0])
 				if err != nil {
 					return err
 				}
-				listKind = kind
+				listKind = k.Name
 			case len(args) >= 2:
 				var err error
 				if refs, err = namedRefs(args, clusterName); err != nil {

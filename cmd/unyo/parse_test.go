@@ -125,19 +125,6 @@ func TestAlertFilterRequest(t *testing.T) {
 	}
 }
 
-func TestNamedRefs(t *testing.T) {
-	refs, err := namedRefs([]string{"check", "disk", "load"}, "eu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(refs) != 2 || refs[0].GetName() != "disk" || refs[1].GetName() != "load" || refs[0].GetCluster() != "eu" || refs[0].GetKind() == "" {
-		t.Errorf("namedRefs = %v", refs)
-	}
-	if _, err := namedRefs([]string{"gadget", "x"}, ""); err == nil {
-		t.Error("an unknown kind was accepted")
-	}
-}
-
 func TestOutputFormats(t *testing.T) {
 	for _, tc := range []struct {
 		format string

@@ -8,12 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/printer"
 )
 
-// newKindCommand is `unyo NOUN ls|get` for an object kind.
-func newKindCommand(g *globals, use, kind, short string, aliases ...string) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Aliases: aliases, Short: short}
+// newKindCommand is `unyo NOUN ls|get` for a registered object kind.
+func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
+	cmd := &cobra.Command{Use: k.Noun, Aliases: k.Aliases, Short: k.Help}
+	kind := k.Name
 	var clusterName string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List them in every cluster", Args: cobra.NoArgs,
@@ -50,12 +52,8 @@ func newKindCommand(g *globals, use, kind, short string, aliases ...string) *cob
 	return cmd
 }
 
-func newRulesCommand(g *globals) *cobra.Command {
-	return newKindCommand(g, "rules", "EventRule", "Event rules: filter, silence, aggregate, action", "rule")
-}
-
-func newMaintenanceCommand(g *globals) *cobra.Command {
-	cmd := newKindCommand(g, "maintenance", "Maintenance", "Maintenance: who does what where and when; silences what it covers", "maint")
+// addMaintenanceCommands adds `start` and `end` to `unyo maintenance`.
+func addMaintenanceCommands(g *globals, cmd *cobra.Command) {
 	var spec unyov1.MaintenanceSpec
 	var name, clusterName, start, forDur string
 	startCmd := &cobra.Command{
@@ -130,5 +128,4 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 	endCmd.Flags().StringVar(&by, "by", "", "who ends it, on a server without authentication (default: UNYO_USER or your login name); with a token the server records the token's name")
 	endCmd.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")
 	cmd.AddCommand(startCmd, endCmd)
-	return cmd
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/rbac"
@@ -81,7 +83,7 @@ type Cluster struct {
 	lease   *lease.Runner
 
 	beats *heartbeats
-	kinds map[string]kind
+	kinds *kinds.Registry
 	// ingest is the one way events enter the store, from every source.
 	ingest *ingest.Ingester
 	// ingested wakes the pipeline when ingest stored events on this replica.
@@ -147,7 +149,7 @@ func New(st store.Store, opts Options) *Cluster {
 		started:  time.Now(),
 		beats:    &heartbeats{store: st, log: log, seen: map[string]time.Time{}},
 		known:    map[string]*unyov1.Node{},
-		kinds:    kinds(),
+		kinds:    builtin.Kinds(),
 		ingested: make(chan struct{}, 1),
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
@@ -183,7 +185,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	}
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
-	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{c}, o...))
+	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(c), o...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))

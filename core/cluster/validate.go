@@ -53,25 +53,3 @@ func required(field, v string) error {
 	}
 	return nil
 }
-
-// objectLimits checks the label sets of an applied object, which the kinds'
-// own validation leaves unbounded.
-func objectLimits(o *unyov1.Object) error {
-	sets := map[string]map[string]string{}
-	switch k := o.GetKind().(type) {
-	case *unyov1.Object_Check:
-		sets["labels"] = k.Check.GetLabels()
-		sets["spec.node_selector"] = k.Check.GetSpec().GetNodeSelector()
-	case *unyov1.Object_EventRule:
-		sets["labels"] = k.EventRule.GetLabels()
-		sets["spec.match.labels"] = k.EventRule.GetSpec().GetMatch().GetLabels()
-	case *unyov1.Object_Maintenance:
-		sets["labels"] = k.Maintenance.GetLabels()
-	}
-	for _, field := range []string{"labels", "spec.node_selector", "spec.match.labels"} {
-		if err := limits.Labels(field, sets[field]); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/unyo-ops/unyo/configs"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -105,22 +107,16 @@ func applyExamples(ctx context.Context, st store.Store, clusterName string, log 
 		}
 		objs = append(objs, o...)
 	}
-	if err := cluster.ValidateObjects(objs); err != nil {
+	reg := builtin.Kinds()
+	if err := reg.Validate(objs, time.Now()); err != nil {
 		return fmt.Errorf("the built-in examples: %w", err)
 	}
 	for _, o := range objs {
-		manifest.SetCluster(o, clusterName)
-		var err error
-		switch k := o.GetKind().(type) {
-		case *unyov1.Object_Check:
-			k.Check.Source = "central"
-			_, err = st.PutCheck(ctx, k.Check)
-		case *unyov1.Object_EventRule:
-			_, err = st.PutEventRule(ctx, k.EventRule)
-		}
-		if err != nil {
-			return fmt.Errorf("apply example %s %q: %w", manifest.Kind(o), manifest.Name(o), err)
-		}
+		kinds.SetCluster(o, clusterName)
+	}
+	reg.Prepare(objs)
+	if _, err := st.PutObjects(ctx, objs); err != nil {
+		return fmt.Errorf("apply the built-in examples: %w", err)
 	}
 	log.Info("applied the example checks and default rules", "objects", len(objs), "from", "configs/resources")
 	return nil

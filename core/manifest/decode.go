@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 )
 
 // docDecoder checks one document against its kind's descriptor and builds
@@ -25,6 +26,7 @@ type docDecoder struct {
 	label  string // `Check "disk"`, once known
 	errs   ErrorList
 	budget budget
+	kinds  *kinds.Registry
 }
 
 func (d *docDecoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -66,20 +68,20 @@ func (d *docDecoder) object(n *yaml.Node, implied string) *unyov1.Object {
 	}
 	d.label = strings.TrimSpace(kindName + " " + quoteIf(name))
 
-	k, kindOK := kindInfo{}, false
+	k, kindOK := kinds.Kind{}, false
 	switch {
 	case kindNode == nil && implied == "":
-		d.errorf(n, "kind", "required (known kinds: %s)", knownKinds())
+		d.errorf(n, "kind", "required (known kinds: %s)", d.kinds.Known())
 	case kindNode == nil:
-		k, kindOK = lookupKind(implied)
+		k, kindOK = d.kinds.Lookup(implied)
 	default:
 		if s, ok := d.scalarString(kindNode, "kind"); ok {
-			switch k, kindOK = lookupKind(s); {
+			switch k, kindOK = d.kinds.Lookup(s); {
 			case implied != "" && s != implied:
 				kindOK = false
 				d.errorf(kindNode, "kind", "expected %s here, got %q", implied, s)
 			case !kindOK:
-				d.errorf(kindNode, "kind", "unknown kind %q%s (known kinds: %s)", s, kindHint(s), knownKinds())
+				d.errorf(kindNode, "kind", "unknown kind %q%s (known kinds: %s)", s, kindHint(s, d.kinds.Names()), d.kinds.Known())
 			}
 		}
 	}
@@ -97,7 +99,7 @@ func (d *docDecoder) object(n *yaml.Node, implied string) *unyov1.Object {
 		case !slices.Contains(known, key):
 			d.unknownField(p.key, key, known)
 		case kindOK:
-			fd := k.msgType.Descriptor().Fields().ByName(protoreflect.Name(key))
+			fd := k.Type().Descriptor().Fields().ByName(protoreflect.Name(key))
 			if v, ok := d.field(p.value, fd, key); ok {
 				out[key] = v
 			}
@@ -115,9 +117,9 @@ func (d *docDecoder) object(n *yaml.Node, implied string) *unyov1.Object {
 
 	b, err := json.Marshal(out)
 	if err == nil {
-		m := k.msgType.New().Interface()
+		o, m := k.New()
 		if err = protojson.Unmarshal(b, m); err == nil {
-			return k.wrap(m)
+			return o
 		}
 		err = fmt.Errorf("%s", protoError(err))
 	}
@@ -128,10 +130,10 @@ func (d *docDecoder) object(n *yaml.Node, implied string) *unyov1.Object {
 }
 
 // topLevelFields lists the keys a document of kind k may have.
-func topLevelFields(k kindInfo, ok bool) []string {
+func topLevelFields(k kinds.Kind, ok bool) []string {
 	fields := []string{"apiVersion", "kind"}
 	for _, f := range documentFields {
-		if !ok || k.msgType.Descriptor().Fields().ByName(f) != nil {
+		if !ok || k.Type().Descriptor().Fields().ByName(f) != nil {
 			fields = append(fields, string(f))
 		}
 	}
@@ -573,8 +575,8 @@ func keyPath(path, key string) string {
 }
 
 // kindHint suggests the kind a near miss ("check", "Chek") meant.
-func kindHint(s string) string {
-	if k := suggest(s, Kinds()); k != "" {
+func kindHint(s string, known []string) string {
+	if k := suggest(s, known); k != "" {
 		return ", did you mean " + k + "?"
 	}
 	return ""

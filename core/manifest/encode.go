@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 )
 
 // Encode writes objects as a multi-document YAML stream in the shape Decode
@@ -42,8 +43,8 @@ func Encode(w io.Writer, objs []*unyov1.Object) error {
 // MarshalJSON returns one object as a compact JSON document of the same
 // shape Encode writes, keys in document order.
 func MarshalJSON(o *unyov1.Object) ([]byte, error) {
-	k, m, ok := objectKind(o)
-	if !ok {
+	m := kinds.Message(o)
+	if m == nil {
 		return nil, fmt.Errorf("object has no kind")
 	}
 	// protojson knows how to spell every field type; the fields are then
@@ -58,9 +59,9 @@ func MarshalJSON(o *unyov1.Object) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"kind":`)
-	writeJSONString(&buf, k.name)
+	writeJSONString(&buf, kinds.KindOf(o))
 	buf.WriteString(`,"name":`)
-	writeJSONString(&buf, Name(o)) // always, even if empty: a document has a name
+	writeJSONString(&buf, kinds.Name(o)) // always, even if empty: a document has a name
 	for _, f := range documentFields[1:] {
 		if v, ok := fields[string(f)]; ok {
 			buf.WriteString(",")

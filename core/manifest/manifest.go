@@ -34,6 +34,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 )
 
 // APIVersion is the only apiVersion a document may declare; it is optional.
@@ -56,6 +58,7 @@ func Decode(r io.Reader, source string) ([]*unyov1.Object, error) {
 		errs  ErrorList
 		seen  = map[string]int{} // kind/cluster/name -> first document
 		docNo int
+		reg   = builtin.Kinds()
 	)
 	for _, ch := range splitDocuments(data) {
 		if len(ch.text) > MaxDocumentSize {
@@ -81,7 +84,7 @@ func Decode(r io.Reader, source string) ([]*unyov1.Object, error) {
 			if len(doc.Content) == 0 || isNull(deref(doc.Content[0])) {
 				continue
 			}
-			d := &docDecoder{source: source, doc: docNo, offset: ch.line - 1}
+			d := &docDecoder{source: source, doc: docNo, offset: ch.line - 1, kinds: reg}
 			o := d.object(doc.Content[0], "")
 			// The walk reports some problems late ("name: required",
 			// merged keys); operators read a file top to bottom.
@@ -90,7 +93,7 @@ func Decode(r io.Reader, source string) ([]*unyov1.Object, error) {
 			if o == nil {
 				continue
 			}
-			key := Kind(o) + "/" + Cluster(o) + "/" + Name(o)
+			key := kinds.KindOf(o) + "/" + kinds.Cluster(o) + "/" + kinds.Name(o)
 			if first, dup := seen[key]; dup {
 				d.errs = nil
 				d.errorf(doc.Content[0], "", "defined again (first in document %d)", first)
@@ -135,7 +138,7 @@ func DecodeCheck(m map[string]any, where string) (*unyov1.Check, error) {
 }
 
 func decodeMap(m map[string]any, where, implied string) (*unyov1.Object, error) {
-	d := &docDecoder{source: where}
+	d := &docDecoder{source: where, kinds: builtin.Kinds()}
 	if len(m) == 0 {
 		d.errorf(nil, "", "empty document")
 		return nil, d.errs.err()

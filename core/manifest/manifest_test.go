@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
@@ -263,58 +262,6 @@ func TestDecodeSource(t *testing.T) {
 	objs, err := Decode(strings.NewReader(""), "empty")
 	if err != nil || len(objs) != 0 {
 		t.Errorf("empty input: %v, %v", objs, err)
-	}
-}
-
-// TestKindsTable keeps the kinds table and Object's oneof in step: a kind
-// added to the proto must get a table entry.
-func TestKindsTable(t *testing.T) {
-	oneof := (&unyov1.Object{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
-	if got, want := len(kinds), oneof.Fields().Len(); got != want {
-		t.Errorf("kinds has %d entries, Object's oneof %d members", got, want)
-	}
-	for i := range oneof.Fields().Len() {
-		fd := oneof.Fields().Get(i)
-		name := string(fd.Message().Name())
-		k, ok := lookupKind(name)
-		if !ok {
-			t.Errorf("no kinds entry for %s", name)
-			continue
-		}
-		if k.msgType.Descriptor() != fd.Message() {
-			t.Errorf("%s: message type %s", name, k.msgType.Descriptor().FullName())
-		}
-		m := k.msgType.New()
-		m.Set(m.Descriptor().Fields().ByName("name"), protoreflect.ValueOfString("x"))
-		o := k.wrap(m.Interface())
-		if Kind(o) != name || Name(o) != "x" || !proto.Equal(k.unwrap(o), m.Interface()) {
-			t.Errorf("%s: wrap/unwrap/Kind/Name do not agree: %v", name, o)
-		}
-		if fd := m.Descriptor().Fields().ByName("spec"); fd != nil && fd.Kind() != protoreflect.MessageKind {
-			t.Errorf("%s: spec is not a message", name)
-		}
-	}
-}
-
-func TestHelpers(t *testing.T) {
-	o := sampleObjects()[0]
-	if got := Ref(o); !proto.Equal(got, &unyov1.ObjectRef{Kind: "Check", Name: "disk", Cluster: "dc1"}) {
-		t.Errorf("Ref = %v", got)
-	}
-	empty := &unyov1.Object{}
-	if Kind(empty) != "" || Name(empty) != "" || Kind(nil) != "" || Ref(empty).GetKind() != "" {
-		t.Errorf("helpers on an object without kind")
-	}
-	for _, s := range []string{"Check", "check", "checks", "CHECKS"} {
-		if k, err := ParseKind(s); k != "Check" || err != nil {
-			t.Errorf("ParseKind(%q) = %q, %v", s, k, err)
-		}
-	}
-	if _, err := ParseKind("xml"); err == nil || err.Error() != `unknown kind "xml" (known kinds: Check, EventRule, Maintenance)` {
-		t.Errorf("ParseKind(xml): %v", err)
-	}
-	if got := Kinds(); strings.Join(got, ",") != "Check,EventRule,Maintenance" {
-		t.Errorf("Kinds() = %v", got)
 	}
 }
 

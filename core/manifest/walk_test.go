@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 )
 
 // TestWalkTypes runs the descriptor walk over field types Check does not
@@ -108,7 +109,7 @@ t.yaml: document 1 (line 8): spec.capacity: unknown field (known fields: id, clu
 			if err := yaml.Unmarshal([]byte(tt.yaml), &doc); err != nil {
 				t.Fatal(err)
 			}
-			d := &docDecoder{source: "t.yaml", doc: 1}
+			d := &docDecoder{source: "t.yaml", doc: 1, kinds: builtin.Kinds()}
 			v, _ := d.message(doc.Content[0], tt.msg.ProtoReflect().Descriptor(), "spec")
 			var got string
 			if len(d.errs) > 0 {

@@ -2,8 +2,6 @@ package printer
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,33 +53,6 @@ func humanBytes(n int64) string {
 		return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") + units[i]
 	}
 	return strconv.FormatFloat(f, 'f', 0, 64) + units[i]
-}
-
-// labels prints a map as sorted k=v pairs, or none if it is empty.
-func labels(m map[string]string, none string) string {
-	if len(m) == 0 {
-		return none
-	}
-	pairs := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		pairs = append(pairs, k+"="+m[k])
-	}
-	return strings.Join(pairs, ",")
-}
-
-// command prints argv as one would type it, quoting words that need it.
-func command(argv []string) string {
-	if len(argv) == 0 {
-		return "-"
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}();&|<>#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words[i] = a
-	}
-	return strings.Join(words, " ")
 }
 
 // truncate shortens s to at most n runes, marking the cut with "...".

@@ -28,7 +28,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/printer/cell"
 )
 
 // Output formats.
@@ -157,7 +160,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 			}
 			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(), cpus,
 				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
-				labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
+				cell.Labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
 		}
 		return t
 	})
@@ -181,16 +184,16 @@ func (p *printer) objects(objs []*unyov1.Object) error {
 	if len(objs) == 0 {
 		return p.none("objects")
 	}
-	var kinds []string
+	var order []string
 	byKind := map[string][]*unyov1.Object{}
 	for _, o := range objs {
-		k := manifest.Kind(o)
+		k := kinds.KindOf(o)
 		if byKind[k] == nil {
-			kinds = append(kinds, k)
+			order = append(order, k)
 		}
 		byKind[k] = append(byKind[k], o)
 	}
-	for i, k := range kinds {
+	for i, k := range order {
 		if i > 0 {
 			if _, err := io.WriteString(p.w, "\n"); err != nil {
 				return err
@@ -203,41 +206,32 @@ func (p *printer) objects(objs []*unyov1.Object) error {
 	return nil
 }
 
-// objectTable lays out objects of one kind; kinds without their own
-// columns get the ones every kind has.
+// objectTable lays out objects of one kind in the columns its
+// registration declares; kinds without columns get the ones every kind
+// has.
 func objectTable(kind string, objs []*unyov1.Object, now time.Time) table {
-	switch kind {
-	case "EventRule":
-		return ruleTable(objs)
-	case "Maintenance":
-		return maintenanceTable(objs, now)
-	}
-	if kind == "Check" {
-		t := table{header: []string{"NAME", "CLUSTER", "SCHEDULE", "COMMAND", "SELECTOR", "REVISION"}}
+	k, ok := builtin.Kinds().Lookup(kind)
+	if !ok || len(k.Columns) == 0 {
+		t := table{header: []string{"KIND", "NAME", "CLUSTER"}}
 		for _, o := range objs {
-			c := o.GetCheck()
-			s := c.GetSpec()
-			schedule := s.GetInterval()
-			if schedule == "" {
-				schedule = orDash(s.GetCron())
-			}
-			what := command(s.GetCommand())
-			switch {
-			case s.GetMetric() != nil:
-				what = "metric: " + s.GetMetric().GetExpr()
-			case s.GetLog() != nil:
-				what = strings.TrimSpace("log: " + s.GetLog().GetPattern() + " " + strings.Join(s.GetLog().GetLevels(), ","))
-			case s.GetPlugin() != nil:
-				what = "plugin: " + s.GetPlugin().GetName()
-			}
-			t.add(c.GetName(), orDash(c.GetCluster()), schedule, truncate(what, 40),
-				labels(s.GetNodeSelector(), "<all>"), fmt.Sprint(c.GetRevision()))
+			t.add(orDash(kinds.KindOf(o)), kinds.Name(o), orDash(kinds.Cluster(o)))
 		}
 		return t
 	}
-	t := table{header: []string{"KIND", "NAME", "CLUSTER"}}
+	var t table
+	for _, c := range k.Columns {
+		t.header = append(t.header, c.Header)
+	}
 	for _, o := range objs {
-		t.add(orDash(manifest.Kind(o)), manifest.Name(o), orDash(manifest.Cluster(o)))
+		m := kinds.Message(o)
+		row := make([]string, len(k.Columns))
+		for i, c := range k.Columns {
+			row[i] = orDash(c.Cell(m, now))
+			if c.Width > 0 {
+				row[i] = truncate(row[i], c.Width)
+			}
+		}
+		t.add(row...)
 	}
 	return t
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/validate"
-	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -236,11 +236,14 @@ func (s *TokenService) newToken(ctx context.Context, m *unyov1.CreateTokenReques
 			return nil, invalid("clusters[%d]: %w", i, err)
 		}
 	}
-	kinds := make([]string, len(m.GetKinds()))
+	reg := builtin.Kinds()
+	kindNames := make([]string, len(m.GetKinds()))
 	for i, k := range m.GetKinds() {
-		if kinds[i], err = manifest.ParseKind(k); err != nil {
+		kd, err := reg.Parse(k)
+		if err != nil {
 			return nil, invalid("kinds[%d]: %w", i, err)
 		}
+		kindNames[i] = kd.Name
 	}
 	exp := m.GetExpiresIn().AsDuration()
 	if exp < 0 || exp > MaxExpiry {
@@ -258,13 +261,13 @@ func (s *TokenService) newToken(ctx context.Context, m *unyov1.CreateTokenReques
 			return nil, deny("may apply command checks: it lacks that right itself")
 		case len(p.Clusters) > 0 && (len(m.GetClusters()) == 0 || slices.ContainsFunc(m.GetClusters(), func(c string) bool { return !p.InCluster(c) })):
 			return nil, deny("reaches beyond its own clusters (%s); name them with --clusters", strings.Join(p.Clusters, ", "))
-		case len(p.Kinds) > 0 && (len(kinds) == 0 || slices.ContainsFunc(kinds, func(k string) bool { return !p.MayWriteKind(k) })):
+		case len(p.Kinds) > 0 && (len(kindNames) == 0 || slices.ContainsFunc(kindNames, func(k string) bool { return !p.MayWriteKind(k) })):
 			return nil, deny("reaches beyond its own kinds (%s); name them with --kinds", strings.Join(p.Kinds, ", "))
 		}
 	}
 	now := s.now()
 	t := &unyov1.Token{
-		Name: m.GetName(), Role: role.String(), Commands: m.GetCommands(), Clusters: m.GetClusters(), Kinds: kinds,
+		Name: m.GetName(), Role: role.String(), Commands: m.GetCommands(), Clusters: m.GetClusters(), Kinds: kindNames,
 		CreatedBy: server.Actor(ctx), CreatedAt: timestamppb.New(now),
 	}
 	if exp > 0 {

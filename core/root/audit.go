@@ -12,7 +12,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
-	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 )
@@ -81,7 +81,7 @@ func (s *auditService) ListAudit(ctx context.Context, req *connect.Request[unyov
 // goes, before anything is sent to a cluster; a refusal is audited at root.
 func (s *objectService) authorizeApply(ctx context.Context, objs []*unyov1.Object) error {
 	for i, o := range objs {
-		kind, name, where := manifest.Kind(o), manifest.Name(o), manifest.Cluster(o)
+		kind, name, where := kinds.KindOf(o), kinds.Name(o), kinds.Cluster(o)
 		if err := server.RequireWrite(ctx, kind, where, cluster.RunsCommand(o)); err != nil {
 			s.r.audit.Record(ctx, "ObjectService/Apply", rbac.Target{Kind: kind, Name: name, Cluster: where}, nil, o, err)
 			return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("objects[%d] (%s %q): %s; nothing was applied", i, kind, name, message(err)))
@@ -93,10 +93,11 @@ func (s *objectService) authorizeApply(ctx context.Context, objs []*unyov1.Objec
 // authorizeDelete is authorizeApply for a delete.
 func (s *objectService) authorizeDelete(ctx context.Context, refs []*unyov1.ObjectRef) error {
 	for i, ref := range refs {
-		kind, err := manifest.ParseKind(ref.GetKind())
+		k, err := s.r.opts.Kinds.Parse(ref.GetKind())
 		if err != nil {
 			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("refs[%d]: kind: %w", i, err))
 		}
+		kind := k.Name
 		if err := server.RequireWrite(ctx, kind, ref.GetCluster(), false); err != nil {
 			s.r.audit.Record(ctx, "ObjectService/Delete", rbac.Target{Kind: kind, Name: ref.GetName(), Cluster: ref.GetCluster()}, nil, nil, err)
 			return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("refs[%d] (%s %q): %s; nothing was deleted", i, kind, ref.GetName(), message(err)))

@@ -22,6 +22,8 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -44,6 +46,9 @@ type Options struct {
 	// means rbac.DefaultAuditRetention.
 	AuditRetention time.Duration
 	Logger         *slog.Logger
+	// Kinds are the kinds of objects root serves; nil means every kind
+	// unyo has (builtin.Kinds).
+	Kinds *kinds.Registry
 }
 
 // Root serves the operator-facing API over all clusters.
@@ -75,6 +80,9 @@ func New(st store.Store, opts Options) *Root {
 	if opts.ClusterTimeout <= 0 {
 		opts.ClusterTimeout = 10 * time.Second
 	}
+	if opts.Kinds == nil {
+		opts.Kinds = builtin.Kinds()
+	}
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
@@ -105,7 +113,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, r.auth)
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewClusterServiceHandler(&clusterService{r}, o...))
-	srv.Handle(unyov1connect.NewObjectServiceHandler(&objectService{r}, o...))
+	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(r), o...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{r}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{r}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{r}, o...))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -12,9 +13,9 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
-	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
-	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/objects"
 )
 
 type clusterService struct{ r *Root }
@@ -49,39 +50,42 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
 }
 
-// objectService routes writes: an object naming a cluster goes there, one
-// naming none goes to every cluster.
-type objectService struct{ r *Root }
+// objectService serves objects: the kinds root owns from root's own
+// store, the cluster-owned kinds by routing. An object naming a cluster
+// goes there, one naming none goes to every cluster.
+type objectService struct {
+	r     *Root
+	local *objects.Local
+}
+
+func newObjectService(r *Root) *objectService {
+	return &objectService{r: r, local: &objects.Local{
+		Kinds: r.opts.Kinds, Store: r.store, Audit: r.audit, Log: r.log, Tier: kinds.RootTier,
+	}}
+}
+
+// own says whether root keeps objects of kind k itself.
+func own(k kinds.Kind) bool { return k.Owner == kinds.RootTier }
 
 func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
 	objs := req.Msg.GetObjects()
-	if err := cluster.ValidateObjects(objs); err != nil {
-		return nil, err
+	if err := s.r.opts.Kinds.Validate(objs, time.Now()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
-	all, err := s.r.targets(ctx, "")
+	mine, per, all, err := s.route(ctx, objs)
 	if err != nil {
 		return nil, err
 	}
-	if len(all) == 0 {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
-	}
-	// Group per cluster so each cluster gets one request.
-	per := map[string][]*unyov1.Object{}
-	for i, o := range objs {
-		name := manifest.Cluster(o)
-		if name == "" {
-			for _, c := range all {
-				per[c.GetName()] = append(per[c.GetName()], o)
-			}
-			continue
+	resp := &unyov1.ApplyResponse{}
+	if len(mine) > 0 {
+		results, err := s.local.Apply(ctx, mine)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := s.r.targets(ctx, name); err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
-		}
-		per[name] = append(per[name], o)
+		resp.Results = results
 	}
 	var clusters []*unyov1.ClusterInfo
 	for _, c := range all {
@@ -100,11 +104,45 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		}
 		return resp.Msg, nil
 	}))
-	resp := &unyov1.ApplyResponse{ClusterErrors: errs}
+	resp.ClusterErrors = errs
 	for _, a := range answers {
 		resp.Results = append(resp.Results, a.value.GetResults()...)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// route splits an apply: the objects root keeps (mine), and per cluster
+// those it forwards, out of all the clusters root knows (read only when
+// some object goes to clusters).
+func (s *objectService) route(ctx context.Context, objs []*unyov1.Object) (mine []*unyov1.Object, per map[string][]*unyov1.Object, all []*unyov1.ClusterInfo, err error) {
+	per = map[string][]*unyov1.Object{}
+	for i, o := range objs {
+		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
+			mine = append(mine, o)
+			continue
+		}
+		if all == nil {
+			if all, err = s.r.targets(ctx, ""); err != nil {
+				return nil, nil, nil, err
+			}
+			if len(all) == 0 {
+				return nil, nil, nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
+			}
+		}
+		// Group per cluster so each cluster gets one request.
+		name := kinds.Cluster(o)
+		if name == "" {
+			for _, c := range all {
+				per[c.GetName()] = append(per[c.GetName()], o)
+			}
+			continue
+		}
+		if _, err := s.r.targets(ctx, name); err != nil {
+			return nil, nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("objects[%d]: %w", i, err))
+		}
+		per[name] = append(per[name], o)
+	}
+	return mine, per, all, nil
 }
 
 // withCluster copies objects with their cluster set, leaving the request's
@@ -113,23 +151,35 @@ func withCluster(objs []*unyov1.Object, name string) []*unyov1.Object {
 	out := make([]*unyov1.Object, len(objs))
 	for i, o := range objs {
 		c := proto.Clone(o).(*unyov1.Object)
-		manifest.SetCluster(c, name)
+		kinds.SetCluster(c, name)
 		out[i] = c
 	}
 	return out
 }
 
 func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.DeleteRequest]) (*connect.Response[unyov1.DeleteResponse], error) {
-	for i, ref := range req.Msg.GetRefs() {
-		if err := invalid(validRef(fmt.Sprintf("refs[%d]", i), ref)); err != nil {
+	refs := req.Msg.GetRefs()
+	ks := make([]kinds.Kind, len(refs))
+	for i, ref := range refs {
+		k, err := refKind(s.r.opts.Kinds, fmt.Sprintf("refs[%d]", i), ref)
+		if err := invalid(err); err != nil {
 			return nil, err
 		}
+		ks[i] = k
 	}
-	if err := s.authorizeDelete(ctx, req.Msg.GetRefs()); err != nil {
+	if err := s.authorizeDelete(ctx, refs); err != nil {
 		return nil, err
 	}
 	resp := &unyov1.DeleteResponse{}
-	for _, ref := range req.Msg.GetRefs() {
+	for i, ref := range refs {
+		if own(ks[i]) {
+			result, err := s.local.Delete(ctx, ks[i], ref.GetName())
+			if err != nil {
+				return nil, err
+			}
+			resp.Results = append(resp.Results, result)
+			continue
+		}
 		targets, err := s.r.targets(ctx, ref.GetCluster())
 		if err != nil {
 			return nil, err
@@ -153,8 +203,16 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 
 func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
 	ref := req.Msg.GetRef()
-	if err := invalid(validRef("ref", ref)); err != nil {
+	k, err := refKind(s.r.opts.Kinds, "ref", ref)
+	if err := invalid(err); err != nil {
 		return nil, err
+	}
+	if own(k) {
+		o, err := s.local.Get(ctx, k, ref.GetName())
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&unyov1.GetResponse{Objects: []*unyov1.Object{o}}), nil
 	}
 	targets, err := s.r.targets(ctx, ref.GetCluster())
 	if err != nil {
@@ -183,8 +241,16 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 }
 
 func (s *objectService) List(ctx context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
-	if err := invalid(validKind("kind", req.Msg.GetKind())); err != nil {
+	k, err := kindOf(s.r.opts.Kinds, "kind", req.Msg.GetKind())
+	if err := invalid(err); err != nil {
 		return nil, err
+	}
+	if own(k) {
+		objs, err := s.local.List(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&unyov1.ListResponse{Objects: objs}), nil
 	}
 	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
 	if err != nil {

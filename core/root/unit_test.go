@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
 )
 
 // Unit tests of root's pure parts: how fanned-out answers are merged and
@@ -98,7 +99,8 @@ func TestValidRef(t *testing.T) {
 		{&unyov1.ObjectRef{Kind: "check"}, "refs[0].name: required"},
 		{nil, "refs[0].kind: required"},
 	} {
-		err := invalid(validRef("refs[0]", tc.ref))
+		_, err := refKind(builtin.Kinds(), "refs[0]", tc.ref)
+		err = invalid(err)
 		if tc.wantErr == "" {
 			if err != nil {
 				t.Errorf("%v: %v", tc.ref, err)

@@ -6,8 +6,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
-	"github.com/unyo-ops/unyo/core/manifest"
 )
 
 // invalid wraps the first failed check as InvalidArgument, so that root
@@ -21,21 +21,24 @@ func invalid(errs ...error) error {
 	return nil
 }
 
-// validRef checks an object reference: its kind is known and it names an
-// object.
-func validRef(field string, ref *unyov1.ObjectRef) error {
-	if err := validKind(field+".kind", ref.GetKind()); err != nil {
-		return err
+// kindOf checks a kind as a request names it and resolves it.
+func kindOf(reg *kinds.Registry, field, kind string) (kinds.Kind, error) {
+	if err := limits.Required(field, kind); err != nil {
+		return kinds.Kind{}, err
 	}
-	return limits.Required(field+".name", ref.GetName())
+	k, err := reg.Parse(kind)
+	if err != nil {
+		return kinds.Kind{}, fmt.Errorf("%s: %w", field, err)
+	}
+	return k, nil
 }
 
-func validKind(field, kind string) error {
-	if err := limits.Required(field, kind); err != nil {
-		return err
+// refKind checks an object reference: its kind is known and it names an
+// object.
+func refKind(reg *kinds.Registry, field string, ref *unyov1.ObjectRef) (kinds.Kind, error) {
+	k, err := kindOf(reg, field+".kind", ref.GetKind())
+	if err != nil {
+		return kinds.Kind{}, err
 	}
-	if _, err := manifest.ParseKind(kind); err != nil {
-		return fmt.Errorf("%s: %w", field, err)
-	}
-	return nil
+	return k, limits.Required(field+".name", ref.GetName())
 }

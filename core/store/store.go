@@ -131,7 +131,8 @@ const (
 	Unchanged  PutResult = "unchanged"
 )
 
-// Checks are the centrally applied check definitions of a cluster.
+// Checks are the centrally applied check definitions of a cluster: objects
+// of kind Check, typed for the agents' configuration.
 type Checks interface {
 	// PutCheck creates or replaces a check by name. Any change (but not an
 	// unchanged put) advances the checks revision.
@@ -144,16 +145,33 @@ type Checks interface {
 	ChecksRevision(ctx context.Context) (int64, error)
 }
 
-// Objects store what `unyo apply` sends: checks, event rules and
-// maintenance records, many at once.
+// Objects store what `unyo apply` sends, every kind (package kinds) in one
+// table keyed by kind and name. The store maintains the fields revision,
+// created_at and updated_at of kinds whose message has them, and keeps a
+// count beside each object (rules' matched events, maintenances' silenced
+// ones) that the pipeline adds to.
 type Objects interface {
 	// PutObjects creates or replaces every object in one transaction: all
 	// of them are stored or none is. An error, or ctx ending (a client that
 	// gave up), rolls the whole batch back, and readers never see part of
-	// it. The checks revision and the rules revision each advance at most
-	// once per call, and only when an object of theirs changed. The results
-	// are in the order of objs.
+	// it. An object equal to the stored one but for the fields the store
+	// maintains is Unchanged and writes nothing. The objects revision
+	// advances at most once per call, and only when an object changed. The
+	// results are in the order of objs.
 	PutObjects(ctx context.Context, objs []*unyov1.Object) ([]PutResult, error)
+	// GetObject returns one object; ErrNotFound if absent.
+	GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error)
+	// ListObjects returns every object of kind, sorted by name.
+	ListObjects(ctx context.Context, kind string) ([]*unyov1.Object, error)
+	// DeleteObject removes an object and its count, advancing the
+	// revision; ErrNotFound if absent.
+	DeleteObject(ctx context.Context, kind, name string) error
+	// ObjectCounts returns the counts kept beside objects of kind, by name;
+	// an object that was never counted is absent.
+	ObjectCounts(ctx context.Context, kind string) (map[string]int64, error)
+	// ObjectsRevision changes whenever an object of one of kinds does (put
+	// or deleted); 0 before the first change.
+	ObjectsRevision(ctx context.Context, kinds ...string) (int64, error)
 }
 
 // EventFilter selects events; zero fields select everything.

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -66,6 +67,12 @@ func parseMigrationName(file string) (version int64, name string, ok bool) {
 // migrate applies the migrations db lacks, all in one transaction: a failed
 // migration leaves the schema as it was.
 func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
+	return migrateTo(ctx, db, d, math.MaxInt64)
+}
+
+// migrateTo is migrate stopping after version upTo, for tests that build a
+// database as an older unyo left it.
+func migrateTo(ctx context.Context, db *sql.DB, d *dialect, upTo int64) error {
 	ms, err := loadMigrations(d.name)
 	if err != nil {
 		return err
@@ -114,7 +121,7 @@ func migrate(ctx context.Context, db *sql.DB, d *dialect) error {
 		return fmt.Errorf("migrate schema: the database is at schema version %d but this unyo knows versions up to %d; upgrade unyo", newest, known)
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.version] || m.version > upTo {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {

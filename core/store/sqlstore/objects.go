@@ -5,12 +5,29 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/store"
 )
+
+// Every kind of object lives in one table, keyed by kind and name, its
+// message in body. The store maintains three fields of any kind whose
+// message has them: revision (the objects revision of its last change),
+// created_at and updated_at; the columns are the truth, the copies in the
+// body are overwritten on reads.
+//
+// objectsRevision advances once per transaction that changes objects;
+// each kind's counter (kindRevision) records the objectsRevision of the
+// kind's last change, so a reader of several kinds takes their maximum.
+const objectsRevision = "objects_revision"
+
+func kindRevision(kind string) string { return "revision:" + kind }
 
 // PutObjects stores a whole apply in one transaction. database/sql rolls the
 // transaction back when ctx ends, so a client that gave up leaves nothing
@@ -24,24 +41,20 @@ func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.
 	}
 	results := make([]store.PutResult, len(objs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		b := &putBatch{tx: tx}
-		// Lock the counters in one order (checks, then rules) so that
-		// concurrent applies on PostgreSQL wait for each other instead of
-		// deadlocking, and two puts of one new name cannot both see it absent.
-		if err := b.lockCounters(ctx, s, objs); err != nil {
+		b, err := s.newPutBatch(ctx, tx)
+		if err != nil {
 			return err
 		}
 		for i, o := range objs {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("stopped after %d of %d objects, nothing was stored: %w", i, len(objs), err)
 			}
-			var err error
 			results[i], err = b.put(ctx, o)
 			if err != nil {
-				return fmt.Errorf("objects[%d] (%s %q): %w", i, objectKind(o), objectName(o), err)
+				return fmt.Errorf("objects[%d] (%s %q): %w", i, kinds.KindOf(o), kinds.Name(o), err)
 			}
 		}
-		return nil
+		return b.finish(ctx)
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		// The driver's own error for a cancelled statement may not say why.
@@ -60,84 +73,68 @@ func (s *Store) putOne(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 	}
 	var result store.PutResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		b := &putBatch{tx: tx}
-		if err := b.lockCounters(ctx, s, []*unyov1.Object{o}); err != nil {
+		b, err := s.newPutBatch(ctx, tx)
+		if err != nil {
 			return err
 		}
-		var err error
-		result, err = b.put(ctx, o)
-		return err
+		if result, err = b.put(ctx, o); err != nil {
+			return err
+		}
+		return b.finish(ctx)
 	})
 	if err != nil {
-		return "", fmt.Errorf("put %s %q: %w", objectKind(o), objectName(o), err)
+		return "", fmt.Errorf("put %s %q: %w", kinds.KindOf(o), kinds.Name(o), err)
 	}
 	return result, nil
 }
 
 func checkPutObject(o *unyov1.Object) error {
-	if objectKind(o) == "" {
-		return errors.New("the object has no kind (check, event_rule or maintenance)")
+	kind := kinds.KindOf(o)
+	if kind == "" {
+		return errors.New("the object has no kind")
 	}
-	if objectName(o) == "" {
-		return fmt.Errorf("the %s has no name", objectKind(o))
+	if kinds.Name(o) == "" {
+		return fmt.Errorf("the %s has no name", kind)
 	}
 	return nil
-}
-
-func objectKind(o *unyov1.Object) string {
-	switch o.GetKind().(type) {
-	case *unyov1.Object_Check:
-		return "check"
-	case *unyov1.Object_EventRule:
-		return kindRule
-	case *unyov1.Object_Maintenance:
-		return kindMaintenance
-	}
-	return ""
-}
-
-func objectName(o *unyov1.Object) string {
-	switch k := o.GetKind().(type) {
-	case *unyov1.Object_Check:
-		return k.Check.GetName()
-	case *unyov1.Object_EventRule:
-		return k.EventRule.GetName()
-	case *unyov1.Object_Maintenance:
-		return k.Maintenance.GetName()
-	}
-	return ""
 }
 
 // putBatch is one write transaction storing objects: its prepared statements
-// (a large apply runs each thousands of times) and the revisions it took.
+// (a large apply runs each thousands of times) and the revision it took.
 type putBatch struct {
 	tx *sql.Tx
-	// checksRev and rulesRev are 0 until an object of theirs changes; then
-	// they hold the one new revision every later change shares.
-	checksRev, rulesRev int64
-	stmts               map[string]*sql.Stmt
+	// rev is 0 until an object changes; then it holds the one new objects
+	// revision every later change shares.
+	rev     int64
+	changed []string // kinds with a change
+	stmts   map[string]*sql.Stmt
+	layouts map[string]layout
 }
 
-func (b *putBatch) lockCounters(ctx context.Context, s *Store, objs []*unyov1.Object) error {
-	var checks, rules bool
-	for _, o := range objs {
-		if _, ok := o.GetKind().(*unyov1.Object_Check); ok {
-			checks = true
-		} else {
-			rules = true
-		}
+// layout returns the layout of kind, looking it up once per batch.
+func (b *putBatch) layout(kind string) (layout, error) {
+	if l, ok := b.layouts[kind]; ok {
+		return l, nil
 	}
-	if checks {
-		if _, err := s.counter(ctx, b.tx, "checks_revision"); err != nil {
-			return err
-		}
+	l, err := layoutOf(kind)
+	if err != nil {
+		return layout{}, err
 	}
-	if rules {
-		if _, err := s.counter(ctx, b.tx, "rules_revision"); err != nil {
-			return err
-		}
+	if b.layouts == nil {
+		b.layouts = map[string]layout{}
 	}
-	return nil
+	b.layouts[kind] = l
+	return l, nil
+}
+
+// newPutBatch locks the objects revision first, so that concurrent writes
+// on PostgreSQL queue instead of deadlocking, and two puts of one new name
+// cannot both see it absent.
+func (s *Store) newPutBatch(ctx context.Context, tx *sql.Tx) (*putBatch, error) {
+	if _, err := s.counter(ctx, tx, objectsRevision); err != nil {
+		return nil, err
+	}
+	return &putBatch{tx: tx}, nil
 }
 
 // stmt prepares query in the transaction once; the transaction closes it.
@@ -156,102 +153,59 @@ func (b *putBatch) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// revision returns the batch's new value of counter, advancing the counter
-// the first time.
-func (b *putBatch) revision(ctx context.Context, counter string, rev *int64) (int64, error) {
-	if *rev == 0 {
-		v, err := bump(ctx, b.tx, counter, 1)
+// revision returns the batch's new objects revision, advancing it the
+// first time, and notes that kind changed.
+func (b *putBatch) revision(ctx context.Context, kind string) (int64, error) {
+	if b.rev == 0 {
+		v, err := bump(ctx, b.tx, objectsRevision, 1)
 		if err != nil {
 			return 0, err
 		}
-		*rev = v
+		b.rev = v
 	}
-	return *rev, nil
+	if !slices.Contains(b.changed, kind) {
+		b.changed = append(b.changed, kind)
+	}
+	return b.rev, nil
 }
 
-func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, error) {
-	switch k := o.GetKind().(type) {
-	case *unyov1.Object_Check:
-		return b.putCheck(ctx, k.Check)
-	case *unyov1.Object_EventRule:
-		return b.putObject(ctx, kindRule, k.EventRule.GetName(), k.EventRule, ruleUserPart, stampRule)
-	case *unyov1.Object_Maintenance:
-		return b.putObject(ctx, kindMaintenance, k.Maintenance.GetName(), k.Maintenance, maintenanceUserPart, stampMaintenance)
+// finish records the batch's revision as the last change of every kind it
+// changed.
+func (b *putBatch) finish(ctx context.Context) error {
+	for _, kind := range b.changed {
+		if _, err := b.tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, kindRevision(kind), b.rev); err != nil {
+			return fmt.Errorf("record the revision of %s: %w", kind, err)
+		}
 	}
-	return "", errors.New("the object has no kind")
+	return nil
 }
 
 const (
-	selectCheck = "SELECT " + checkColumns + " FROM checks WHERE name = $1"
-	upsertCheck = `
-		INSERT INTO checks (name, revision, created_at, updated_at, body)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (name) DO UPDATE SET
-			revision = excluded.revision,
-			updated_at = excluded.updated_at,
-			body = excluded.body`
 	selectObject = "SELECT created_at, body FROM objects WHERE kind = $1 AND name = $2"
-	upsertObject = `INSERT INTO objects (kind, name, created_at, updated_at, body) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (kind, name) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`
+	upsertObject = `INSERT INTO objects (kind, name, revision, created_at, updated_at, body) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (kind, name) DO UPDATE SET revision = excluded.revision, updated_at = excluded.updated_at, body = excluded.body`
 )
 
-// putCheck compares the incoming check with the stored one ignoring what the
-// store maintains (revision, created_at, updated_at): equal is Unchanged and
-// writes nothing; otherwise the check records the batch's checks revision.
-func (b *putBatch) putCheck(ctx context.Context, c *unyov1.Check) (store.PutResult, error) {
-	sel, err := b.stmt(ctx, selectCheck)
+// put compares the incoming object with the stored one ignoring what the
+// store maintains: equal is Unchanged and writes nothing; otherwise the
+// object records the batch's revision.
+func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, error) {
+	kind, name, msg := kinds.KindOf(o), kinds.Name(o), kinds.Message(o)
+	l, err := b.layout(kind)
 	if err != nil {
 		return "", err
 	}
-	old, err := scanCheck(sel.QueryRowContext(ctx, c.GetName()))
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", err
-	}
-	if old != nil && proto.Equal(userPart(old), userPart(c)) {
-		return store.Unchanged, nil
-	}
-	rev, err := b.revision(ctx, "checks_revision", &b.checksRev)
-	if err != nil {
-		return "", err
-	}
-	t := now()
-	created, result := t, store.Created
-	if old != nil {
-		created, result = toNanos(old.GetCreatedAt()), store.Configured
-	}
-	stored := proto.Clone(c).(*unyov1.Check)
-	stored.Revision = rev
-	stored.CreatedAt = fromNanos(created)
-	stored.UpdatedAt = fromNanos(t)
-	body, err := proto.Marshal(stored)
-	if err != nil {
-		return "", fmt.Errorf("encode: %w", err)
-	}
-	up, err := b.stmt(ctx, upsertCheck)
-	if err != nil {
-		return "", err
-	}
-	if _, err := up.ExecContext(ctx, c.GetName(), rev, created, t, body); err != nil {
-		return "", err
-	}
-	return result, nil
-}
-
-// putObject stores an event rule or maintenance record (msg, whose
-// created/updated stamps the store keeps) unless nothing the user wrote
-// changed; a change records the batch's rules revision.
-func (b *putBatch) putObject(ctx context.Context, kind, name string, msg proto.Message, userPart func(proto.Message) proto.Message, stamp func(m proto.Message, created, updated int64)) (store.PutResult, error) {
 	sel, err := b.stmt(ctx, selectObject)
 	if err != nil {
 		return "", err
 	}
 	var created int64
 	var body []byte
-	var result store.PutResult
-	err = sel.QueryRowContext(ctx, kind, name).Scan(&created, &body)
-	switch {
+	result, t := store.Configured, now()
+	switch err := sel.QueryRowContext(ctx, kind, name).Scan(&created, &body); {
 	case errors.Is(err, sql.ErrNoRows):
-		result, created = store.Created, now()
+		result, created = store.Created, t
 	case err != nil:
 		return "", err
 	default:
@@ -259,17 +213,16 @@ func (b *putBatch) putObject(ctx context.Context, kind, name string, msg proto.M
 		if err := proto.Unmarshal(body, old); err != nil {
 			return "", fmt.Errorf("decode stored %s: %w", kind, err)
 		}
-		if proto.Equal(userPart(old), userPart(msg)) {
+		if proto.Equal(l.userPart(old), l.userPart(msg)) {
 			return store.Unchanged, nil
 		}
-		result = store.Configured
 	}
-	if _, err := b.revision(ctx, "rules_revision", &b.rulesRev); err != nil {
+	rev, err := b.revision(ctx, kind)
+	if err != nil {
 		return "", err
 	}
-	t := now()
 	stored := proto.Clone(msg)
-	stamp(stored, created, t)
+	l.stamp(stored, rev, created, t)
 	enc, err := proto.Marshal(stored)
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
@@ -278,8 +231,238 @@ func (b *putBatch) putObject(ctx context.Context, kind, name string, msg proto.M
 	if err != nil {
 		return "", err
 	}
-	if _, err := up.ExecContext(ctx, kind, name, created, t, enc); err != nil {
+	if _, err := up.ExecContext(ctx, kind, name, rev, created, t, enc); err != nil {
 		return "", err
 	}
 	return result, nil
+}
+
+// layout is where a kind's message keeps the fields the store maintains,
+// looked up once per query or batch rather than once per row.
+type layout struct {
+	member                           protoreflect.FieldDescriptor // of Object's oneof
+	name, revision, created, updated protoreflect.FieldDescriptor // nil where the kind has none
+}
+
+func layoutOf(kind string) (layout, error) {
+	l := layout{member: kinds.Member(kind)}
+	if l.member == nil {
+		return layout{}, fmt.Errorf("%s: no such kind", kind)
+	}
+	fields := l.member.Message().Fields()
+	if f := fields.ByName("name"); f != nil && f.Kind() == protoreflect.StringKind && !f.IsList() {
+		l.name = f
+	}
+	if f := fields.ByName("revision"); f != nil && f.Kind() == protoreflect.Int64Kind && !f.IsList() {
+		l.revision = f
+	}
+	timestamp := func(name protoreflect.Name) protoreflect.FieldDescriptor {
+		if f := fields.ByName(name); f != nil && f.Message() != nil && f.Message().FullName() == "google.protobuf.Timestamp" {
+			return f
+		}
+		return nil
+	}
+	l.created, l.updated = timestamp("created_at"), timestamp("updated_at")
+	return l, nil
+}
+
+// stamp sets the fields the store maintains, where the kind has them.
+func (l layout) stamp(m proto.Message, rev, created, updated int64) {
+	r := m.ProtoReflect()
+	if l.revision != nil {
+		r.Set(l.revision, protoreflect.ValueOfInt64(rev))
+	}
+	if l.created != nil {
+		r.Set(l.created, protoreflect.ValueOfMessage(fromNanos(created).ProtoReflect()))
+	}
+	if l.updated != nil {
+		r.Set(l.updated, protoreflect.ValueOfMessage(fromNanos(updated).ProtoReflect()))
+	}
+}
+
+// userPart strips what the store maintains, leaving what the user wrote.
+func (l layout) userPart(m proto.Message) proto.Message {
+	m = proto.Clone(m)
+	for _, f := range [...]protoreflect.FieldDescriptor{l.revision, l.created, l.updated} {
+		if f != nil {
+			m.ProtoReflect().Clear(f)
+		}
+	}
+	return m
+}
+
+// DeleteObject removes an object and its count, and advances its kind's
+// revision.
+func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		b, err := s.newPutBatch(ctx, tx)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return notFound(kind, name)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM object_counts WHERE kind = $1 AND name = $2", kind, name); err != nil {
+			return err
+		}
+		if _, err := b.revision(ctx, kind); err != nil {
+			return err
+		}
+		return b.finish(ctx)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete %s %q: %w", kind, name, err)
+	}
+	return err
+}
+
+// storedObject is one row of objects with its count.
+type storedObject struct {
+	o     *unyov1.Object
+	m     proto.Message
+	count int64
+}
+
+// objectRows reads objects of a kind, with their counts if counted: one
+// by name, or all sorted by name.
+func (s *Store) objectRows(ctx context.Context, kind, name string, counted bool) ([]storedObject, error) {
+	q := "SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, 0 FROM objects o WHERE o.kind = $1"
+	if counted {
+		q = `SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, COALESCE(c.count, 0)
+		FROM objects o LEFT JOIN object_counts c ON c.kind = o.kind AND c.name = o.name WHERE o.kind = $1`
+	}
+	args := []any{kind}
+	if name != "" {
+		q += " AND o.name = $2"
+		args = append(args, name)
+	}
+	l, err := layoutOf(kind)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q+" ORDER BY o.name", args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := scanAll(rows, func(row scanner) (storedObject, error) {
+		var (
+			n                 string
+			rev, created, upd int64
+			body              []byte
+			count             int64
+		)
+		if err := row.Scan(&n, &rev, &created, &upd, &body, &count); err != nil {
+			return storedObject{}, err
+		}
+		o, m := kinds.NewIn(l.member)
+		if err := proto.Unmarshal(body, m); err != nil {
+			return storedObject{}, fmt.Errorf("decode %s %q: %w", kind, n, err)
+		}
+		if l.name != nil {
+			m.ProtoReflect().Set(l.name, protoreflect.ValueOfString(n))
+		}
+		l.stamp(m, rev, created, upd)
+		return storedObject{o: o, m: m, count: count}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if name != "" && len(out) == 0 {
+		return nil, notFound(kind, name)
+	}
+	return out, nil
+}
+
+// GetObject returns one object.
+func (s *Store) GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error) {
+	rows, err := s.objectRows(ctx, kind, name, false)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, err // names kind and name already
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s %q: %w", kind, name, err)
+	}
+	return rows[0].o, nil
+}
+
+// ListObjects returns every object of a kind sorted by name.
+func (s *Store) ListObjects(ctx context.Context, kind string) ([]*unyov1.Object, error) {
+	rows, err := s.objectRows(ctx, kind, "", false)
+	if err != nil {
+		return nil, fmt.Errorf("list %s objects: %w", kind, err)
+	}
+	out := make([]*unyov1.Object, len(rows))
+	for i, r := range rows {
+		out[i] = r.o
+	}
+	return out, nil
+}
+
+// ObjectCounts returns the counts kept beside objects of a kind, by name.
+func (s *Store) ObjectCounts(ctx context.Context, kind string) (map[string]int64, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT name, count FROM object_counts WHERE kind = $1", kind)
+	if err != nil {
+		return nil, fmt.Errorf("read the counts of %s objects: %w", kind, err)
+	}
+	defer rows.Close()
+	counts := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("read the counts of %s objects: %w", kind, err)
+		}
+		counts[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the counts of %s objects: %w", kind, err)
+	}
+	return counts, nil
+}
+
+// ObjectsRevision is the revision of the last change to an object of one
+// of kinds; 0 before the first.
+func (s *Store) ObjectsRevision(ctx context.Context, kinds ...string) (int64, error) {
+	if len(kinds) == 0 {
+		return 0, nil
+	}
+	var b strings.Builder
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = kindRevision(k)
+	}
+	placeholders(&b, 1, len(kinds))
+	var rev int64
+	err := s.r.QueryRowContext(ctx, "SELECT COALESCE(MAX(value), 0) FROM counters WHERE name IN ("+b.String()+")", args...).Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("read the revision of %s: %w", strings.Join(kinds, ", "), err)
+	}
+	return rev, nil
+}
+
+// counter reads a named counter, locking it for the transaction on PostgreSQL.
+func (s *Store) counter(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, name string) (int64, error) {
+	var v int64
+	err := q.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = $1"+s.d.forUpdate, name).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("read counter %s: %w", name, err)
+	}
+	return v, nil
+}
+
+func bump(ctx context.Context, tx *sql.Tx, name string, by int64) (int64, error) {
+	var v int64
+	err := tx.QueryRowContext(ctx, "UPDATE counters SET value = value + $1 WHERE name = $2 RETURNING value", by, name).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("advance counter %s: %w", name, err)
+	}
+	return v, nil
 }

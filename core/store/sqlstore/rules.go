@@ -14,120 +14,31 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 )
 
-// Event rules and maintenance records share the objects table: a kind, a
-// name, the message, and a matched count the pipeline adds to.
+// Event rules and maintenance records are objects (see objects.go) with a
+// count the pipeline adds to in object_counts: the events a rule matched,
+// the events a maintenance silenced.
 const (
 	kindRule        = "EventRule"
 	kindMaintenance = "Maintenance"
 )
-
-// counter reads a named counter, locking it for the transaction on PostgreSQL.
-func (s *Store) counter(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, name string) (int64, error) {
-	var v int64
-	err := q.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = $1"+s.d.forUpdate, name).Scan(&v)
-	if err != nil {
-		return 0, fmt.Errorf("read counter %s: %w", name, err)
-	}
-	return v, nil
-}
-
-func bump(ctx context.Context, tx *sql.Tx, name string, by int64) (int64, error) {
-	var v int64
-	err := tx.QueryRowContext(ctx, "UPDATE counters SET value = value + $1 WHERE name = $2 RETURNING value", by, name).Scan(&v)
-	if err != nil {
-		return 0, fmt.Errorf("advance counter %s: %w", name, err)
-	}
-	return v, nil
-}
-
-func (s *Store) deleteObject(ctx context.Context, kind, name string) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return notFound(kind, name)
-		}
-		_, err = bump(ctx, tx, "rules_revision", 1)
-		return err
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("delete %s %q: %w", kind, name, err)
-	}
-	return err
-}
-
-// objectRows reads objects of a kind (one by name, or all sorted by name).
-func (s *Store) objectRows(ctx context.Context, kind, name string, decode func(body []byte, created, updated, matched int64) error) error {
-	q := "SELECT body, created_at, updated_at, matched FROM objects WHERE kind = $1"
-	args := []any{kind}
-	if name != "" {
-		q += " AND name = $2"
-		args = append(args, name)
-	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY name", args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	found := false
-	for rows.Next() {
-		var body []byte
-		var created, updated, matched int64
-		if err := rows.Scan(&body, &created, &updated, &matched); err != nil {
-			return err
-		}
-		if err := decode(body, created, updated, matched); err != nil {
-			return err
-		}
-		found = true
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if name != "" && !found {
-		return notFound(kind, name)
-	}
-	return nil
-}
-
-func ruleUserPart(m proto.Message) proto.Message {
-	r := proto.Clone(m).(*unyov1.EventRule)
-	r.Revision, r.CreatedAt, r.UpdatedAt, r.Matched = 0, nil, nil, 0
-	return r
-}
 
 // PutEventRule creates or replaces an event rule.
 func (s *Store) PutEventRule(ctx context.Context, r *unyov1.EventRule) (store.PutResult, error) {
 	return s.putOne(ctx, &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: r}})
 }
 
-func stampRule(m proto.Message, created, updated int64) {
-	r := m.(*unyov1.EventRule)
-	r.CreatedAt, r.UpdatedAt, r.Matched = fromNanos(created), fromNanos(updated), 0
-}
-
 // DeleteEventRule removes an event rule.
 func (s *Store) DeleteEventRule(ctx context.Context, name string) error {
-	return s.deleteObject(ctx, kindRule, name)
+	return s.DeleteObject(ctx, kindRule, name)
 }
 
 func (s *Store) rules(ctx context.Context, name string) ([]*unyov1.EventRule, error) {
-	var out []*unyov1.EventRule
-	err := s.objectRows(ctx, kindRule, name, func(body []byte, created, updated, matched int64) error {
-		r := new(unyov1.EventRule)
-		if err := proto.Unmarshal(body, r); err != nil {
-			return fmt.Errorf("decode event rule: %w", err)
-		}
-		r.CreatedAt, r.UpdatedAt, r.Matched = fromNanos(created), fromNanos(updated), matched
-		out = append(out, r)
-		return nil
-	})
+	rows, err := s.objectRows(ctx, kindRule, name, true)
+	out := make([]*unyov1.EventRule, len(rows))
+	for i, r := range rows {
+		out[i] = r.o.GetEventRule()
+		out[i].Matched = r.count
+	}
 	return out, err
 }
 
@@ -149,39 +60,23 @@ func (s *Store) ListEventRules(ctx context.Context) ([]*unyov1.EventRule, error)
 	return rs, nil
 }
 
-func maintenanceUserPart(m proto.Message) proto.Message {
-	r := proto.Clone(m).(*unyov1.Maintenance)
-	r.CreatedAt, r.Silenced = nil, 0
-	return r
-}
-
-// PutMaintenance creates or replaces a maintenance record. ended_at and
-// ended_by stay as stored unless the new record sets them.
+// PutMaintenance creates or replaces a maintenance record.
 func (s *Store) PutMaintenance(ctx context.Context, m *unyov1.Maintenance) (store.PutResult, error) {
 	return s.putOne(ctx, &unyov1.Object{Kind: &unyov1.Object_Maintenance{Maintenance: m}})
 }
 
-func stampMaintenance(msg proto.Message, created, _ int64) {
-	r := msg.(*unyov1.Maintenance)
-	r.CreatedAt, r.Silenced = fromNanos(created), 0
-}
-
 // DeleteMaintenance removes a maintenance record.
 func (s *Store) DeleteMaintenance(ctx context.Context, name string) error {
-	return s.deleteObject(ctx, kindMaintenance, name)
+	return s.DeleteObject(ctx, kindMaintenance, name)
 }
 
 func (s *Store) maintenances(ctx context.Context, name string) ([]*unyov1.Maintenance, error) {
-	var out []*unyov1.Maintenance
-	err := s.objectRows(ctx, kindMaintenance, name, func(body []byte, created, _, matched int64) error {
-		m := new(unyov1.Maintenance)
-		if err := proto.Unmarshal(body, m); err != nil {
-			return fmt.Errorf("decode maintenance: %w", err)
-		}
-		m.CreatedAt, m.Silenced = fromNanos(created), matched
-		out = append(out, m)
-		return nil
-	})
+	rows, err := s.objectRows(ctx, kindMaintenance, name, true)
+	out := make([]*unyov1.Maintenance, len(rows))
+	for i, r := range rows {
+		out[i] = r.o.GetMaintenance()
+		out[i].Silenced = r.count
+	}
 	return out, err
 }
 
@@ -207,12 +102,13 @@ func (s *Store) ListMaintenance(ctx context.Context) ([]*unyov1.Maintenance, err
 func (s *Store) EndMaintenance(ctx context.Context, name, by string, at time.Time) (*unyov1.Maintenance, error) {
 	var out *unyov1.Maintenance
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.counter(ctx, tx, "rules_revision"); err != nil {
+		b, err := s.newPutBatch(ctx, tx)
+		if err != nil {
 			return err
 		}
 		var body []byte
-		var created, matched int64
-		err := tx.QueryRowContext(ctx, "SELECT body, created_at, matched FROM objects WHERE kind = $1 AND name = $2", kindMaintenance, name).Scan(&body, &created, &matched)
+		var created int64
+		err = tx.QueryRowContext(ctx, "SELECT body, created_at FROM objects WHERE kind = $1 AND name = $2", kindMaintenance, name).Scan(&body, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("maintenance", name)
 		}
@@ -227,17 +123,26 @@ func (s *Store) EndMaintenance(ctx context.Context, name, by string, at time.Tim
 			return fmt.Errorf("it already ended at %s (by %s)", m.GetEndedAt().AsTime().UTC().Format(time.RFC3339), m.GetEndedBy())
 		}
 		m.EndedAt, m.EndedBy = timestamppb.New(at), by
-		b, err := proto.Marshal(m)
+		enc, err := proto.Marshal(m)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE objects SET body = $1, updated_at = $2 WHERE kind = $3 AND name = $4", b, now(), kindMaintenance, name); err != nil {
+		rev, err := b.revision(ctx, kindMaintenance)
+		if err != nil {
 			return err
 		}
-		m.CreatedAt, m.Silenced = fromNanos(created), matched
+		if _, err := tx.ExecContext(ctx, "UPDATE objects SET body = $1, revision = $2, updated_at = $3 WHERE kind = $4 AND name = $5",
+			enc, rev, now(), kindMaintenance, name); err != nil {
+			return err
+		}
+		var silenced int64
+		err = tx.QueryRowContext(ctx, "SELECT count FROM object_counts WHERE kind = $1 AND name = $2", kindMaintenance, name).Scan(&silenced)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		m.CreatedAt, m.Silenced = fromNanos(created), silenced
 		out = m
-		_, err = bump(ctx, tx, "rules_revision", 1)
-		return err
+		return b.finish(ctx)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -250,11 +155,7 @@ func (s *Store) EndMaintenance(ctx context.Context, name, by string, at time.Tim
 
 // RulesRevision moves whenever a rule or maintenance record changes.
 func (s *Store) RulesRevision(ctx context.Context) (int64, error) {
-	var v int64
-	if err := s.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'rules_revision'").Scan(&v); err != nil {
-		return 0, fmt.Errorf("read rules revision: %w", err)
-	}
-	return v, nil
+	return s.ObjectsRevision(ctx, kindRule, kindMaintenance)
 }
 
 // CountMatches adds to rules' and maintenances' matched counts.
@@ -265,10 +166,14 @@ func (s *Store) CountMatches(ctx context.Context, rules, maintenances map[string
 	return s.inTx(ctx, func(tx *sql.Tx) error { return countMatchesTx(ctx, tx, rules, maintenances) })
 }
 
+// countMatchesTx adds to the counts of rules and maintenances that still
+// exist (one deleted meanwhile has nothing to count).
 func countMatchesTx(ctx context.Context, tx *sql.Tx, rules, maintenances map[string]int64) error {
 	for kind, counts := range map[string]map[string]int64{kindRule: rules, kindMaintenance: maintenances} {
 		for name, n := range counts {
-			if _, err := tx.ExecContext(ctx, "UPDATE objects SET matched = matched + $1 WHERE kind = $2 AND name = $3", n, kind, name); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO object_counts (kind, name, count)
+				SELECT kind, name, CAST($1 AS BIGINT) FROM objects WHERE kind = $2 AND name = $3
+				ON CONFLICT (kind, name) DO UPDATE SET count = object_counts.count + excluded.count`, n, kind, name); err != nil {
 				return fmt.Errorf("count matches of %s %q: %w", kind, name, err)
 			}
 		}

@@ -84,8 +84,70 @@ func (c *cancelAfter) Err() error {
 	return c.Context.Err()
 }
 
+func objectsRevision(t *testing.T, s store.Store, kinds ...string) int64 {
+	t.Helper()
+	rev, err := s.ObjectsRevision(ctx(t), kinds...)
+	must(t, err)
+	return rev
+}
+
 func objectTests() []contractTest {
 	return []contractTest{
+		{"GenericReadsAndDeletes", func(t *testing.T, s store.Store) {
+			rule := func(name string) *unyov1.Object {
+				return &unyov1.Object{Kind: &unyov1.Object_EventRule{EventRule: &unyov1.EventRule{Name: name, Labels: map[string]string{"team": "db"}}}}
+			}
+			_, err := s.PutObjects(ctx(t), append(generation("disk", 1, 0), rule("b"), rule("a")))
+			must(t, err)
+			rs, err := s.ListObjects(ctx(t), "EventRule")
+			must(t, err)
+			if len(rs) != 2 || rs[0].GetEventRule().GetName() != "a" || rs[1].GetEventRule().GetName() != "b" {
+				t.Errorf("ListObjects(EventRule) = %v, want rules a and b in that order", rs)
+			}
+			got, err := s.GetObject(ctx(t), "EventRule", "a")
+			must(t, err)
+			if r := got.GetEventRule(); r.GetLabels()["team"] != "db" || r.GetCreatedAt() == nil || r.GetRevision() == 0 {
+				t.Errorf("GetObject(EventRule a) = %v; want its labels, created_at and revision", r)
+			}
+			_, err = s.GetObject(ctx(t), "EventRule", "zzz")
+			wantNotFound(t, err, `"zzz"`)
+			if ms, err := s.ListObjects(ctx(t), "Maintenance"); err != nil || len(ms) != 0 {
+				t.Errorf("ListObjects(Maintenance) = %v, %v; want none", ms, err)
+			}
+
+			must(t, s.CountMatches(ctx(t), map[string]int64{"a": 2, "b": 1}, nil))
+			must(t, s.CountMatches(ctx(t), map[string]int64{"a": 3}, nil))
+			counts, err := s.ObjectCounts(ctx(t), "EventRule")
+			must(t, err)
+			if counts["a"] != 5 || counts["b"] != 1 {
+				t.Errorf("ObjectCounts(EventRule) = %v, want a=5 b=1", counts)
+			}
+
+			checksRev, rulesRev := objectsRevision(t, s, "Check"), objectsRevision(t, s, "EventRule")
+			must(t, s.DeleteObject(ctx(t), "EventRule", "a"))
+			wantNotFound(t, s.DeleteObject(ctx(t), "EventRule", "a"), `"a"`)
+			if got := objectsRevision(t, s, "EventRule"); got <= rulesRev {
+				t.Errorf("EventRule revision %d after a delete, want past %d", got, rulesRev)
+			}
+			if got := objectsRevision(t, s, "Check"); got != checksRev {
+				t.Errorf("Check revision moved from %d to %d by deleting a rule", checksRev, got)
+			}
+			if got, want := objectsRevision(t, s, "Check", "EventRule"), objectsRevision(t, s, "EventRule"); got != want {
+				t.Errorf("revision of Check and EventRule = %d, want the newer, %d", got, want)
+			}
+			// A rule applied again under a deleted one's name starts counting
+			// from nothing.
+			_, err = s.PutObjects(ctx(t), []*unyov1.Object{rule("a")})
+			must(t, err)
+			counts, err = s.ObjectCounts(ctx(t), "EventRule")
+			must(t, err)
+			if counts["a"] != 0 || counts["b"] != 1 {
+				t.Errorf("ObjectCounts(EventRule) after deleting and re-creating a = %v, want b=1 only", counts)
+			}
+			if got := objectsRevision(t, s); got != 0 {
+				t.Errorf("revision of no kinds = %d, want 0", got)
+			}
+		}},
 		{"EveryKindOneRevisionEach", func(t *testing.T, s store.Store) {
 			checksRev, rulesRev := revision(t, s), rulesRevision(t, s)
 			objs := append(generation("disk", 3, 0),

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/unyo-ops/unyo/core/kinds/builtin"
+)
+
+func TestNamedRefs(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // refs, or the error
+	}{
+		{[]string{"check", "disk", "load"}, "[Check/disk@dc1 Check/load@dc1]"},
+		{[]string{"rules", "page"}, "[EventRule/page@dc1]"},
+		{[]string{"maint", "patch"}, "[Maintenance/patch@dc1]"},
+		{[]string{"chek", "disk"}, `unknown kind "chek" (known kinds: Check, EventRule, Maintenance)`},
+	}
+	for _, tt := range tests {
+		refs, err := namedRefs(tt.args, "dc1")
+		got := fmt.Sprint(err)
+		if err == nil {
+			var parts []string
+			for _, r := range refs {
+				parts = append(parts, r.GetKind()+"/"+r.GetName()+"@"+r.GetCluster())
+			}
+			got = "[" + strings.Join(parts, " ") + "]"
+		}
+		if got != tt.want {
+			t.Errorf("namedRefs(%q) = %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestKindCommands: every registered kind gets its noun with ls and get;
+// maintenance adds start and end.
+func TestKindCommands(t *testing.T) {
+	cmds := newKindCommands(&globals{})
+	if len(cmds) != len(builtin.Kinds().Names()) {
+		t.Fatalf("%d kind commands for %d kinds", len(cmds), len(builtin.Kinds().Names()))
+	}
+	for _, c := range cmds {
+		var subs []string
+		for _, s := range c.Commands() {
+			subs = append(subs, s.Name())
+		}
+		want := []string{"get", "ls"}
+		if c.Name() == "maintenance" {
+			want = []string{"end", "get", "ls", "start"}
+		}
+		if !slices.Equal(subs, want) {
+			t.Errorf("unyo %s: subcommands %v, want %v", c.Name(), subs, want)
+		}
+	}
+}

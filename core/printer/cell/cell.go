@@ -1,0 +1,36 @@
+// Package cell formats values for table cells: label sets and command
+// lines. The printer and the kinds' table columns share it.
+package cell
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Labels prints a map as sorted k=v pairs, or none if it is empty.
+func Labels(m map[string]string, none string) string {
+	if len(m) == 0 {
+		return none
+	}
+	pairs := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, k+"="+m[k])
+	}
+	return strings.Join(pairs, ",")
+}
+
+// Command prints argv as one would type it, quoting words that need it.
+func Command(argv []string) string {
+	if len(argv) == 0 {
+		return "-"
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}();&|<>#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words[i] = a
+	}
+	return strings.Join(words, " ")
+}
