@@ -84,7 +84,7 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	s := fmt.Sprintf("alert %s is %s; it cannot be %s", e.ID, StateName(e.State), e.Action)
+	s := fmt.Sprintf("alert %s is %s; it cannot be %s", e.ID, e.State.Name(), e.Action)
 	if e.Hint != "" {
 		s += " (" + e.Hint + ")"
 	}
@@ -147,7 +147,7 @@ func Fire(a *unyov1.Alert, level unyov1.AlertLevel, summary string, e *unyov1.Ev
 	level = firingLevel(level, e)
 	var change string
 	if level != a.GetLevel() {
-		change = fmt.Sprintf("level changed from %s to %s", LevelName(a.GetLevel()), LevelName(level))
+		change = fmt.Sprintf("level changed from %s to %s", a.GetLevel().Name(), level.Name())
 	}
 	switch state := a.GetState(); {
 	case state == unyov1.AlertState_ALERT_STATE_RESOLVED:
@@ -334,71 +334,4 @@ func LevelFromEvent(l unyov1.Level) unyov1.AlertLevel {
 		return unyov1.AlertLevel_ALERT_LEVEL_WARNING
 	}
 	return unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED
-}
-
-// ParseLevel reads an alert level as operators write it: fatal, critical
-// or warning (any case).
-func ParseLevel(s string) (unyov1.AlertLevel, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "fatal":
-		return unyov1.AlertLevel_ALERT_LEVEL_FATAL, nil
-	case "critical":
-		return unyov1.AlertLevel_ALERT_LEVEL_CRITICAL, nil
-	case "warning":
-		return unyov1.AlertLevel_ALERT_LEVEL_WARNING, nil
-	}
-	return unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED,
-		fmt.Errorf("unknown alert level %q: expected fatal, critical or warning", s)
-}
-
-// ParseState reads an alert state as operators write it: open,
-// acknowledged, resolved or closed (any case).
-func ParseState(s string) (unyov1.AlertState, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "open":
-		return unyov1.AlertState_ALERT_STATE_OPEN, nil
-	case "acknowledged":
-		return unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED, nil
-	case "resolved":
-		return unyov1.AlertState_ALERT_STATE_RESOLVED, nil
-	case "closed":
-		return unyov1.AlertState_ALERT_STATE_CLOSED, nil
-	}
-	return unyov1.AlertState_ALERT_STATE_UNSPECIFIED,
-		fmt.Errorf("unknown alert state %q: expected open, acknowledged, resolved or closed", s)
-}
-
-// LevelName is the short display name of a level, as ParseLevel reads it:
-// "fatal", "critical", "warning"; "unspecified" for the zero value.
-func LevelName(l unyov1.AlertLevel) string {
-	switch l {
-	case unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED:
-		return "unspecified"
-	case unyov1.AlertLevel_ALERT_LEVEL_WARNING:
-		return "warning"
-	case unyov1.AlertLevel_ALERT_LEVEL_CRITICAL:
-		return "critical"
-	case unyov1.AlertLevel_ALERT_LEVEL_FATAL:
-		return "fatal"
-	}
-	return fmt.Sprintf("level(%d)", int32(l))
-}
-
-// StateName is the short display name of a state, as ParseState reads it:
-// "open", "acknowledged", "resolved", "closed"; "unspecified" for the zero
-// value.
-func StateName(s unyov1.AlertState) string {
-	switch s {
-	case unyov1.AlertState_ALERT_STATE_UNSPECIFIED:
-		return "unspecified"
-	case unyov1.AlertState_ALERT_STATE_OPEN:
-		return "open"
-	case unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED:
-		return "acknowledged"
-	case unyov1.AlertState_ALERT_STATE_RESOLVED:
-		return "resolved"
-	case unyov1.AlertState_ALERT_STATE_CLOSED:
-		return "closed"
-	}
-	return fmt.Sprintf("state(%d)", int32(s))
 }

@@ -148,7 +148,7 @@ func must2(t *testing.T) func(bool, error) {
 
 func TestFireLevelChange(t *testing.T) {
 	for _, state := range []unyov1.AlertState{open, acked} {
-		t.Run(alerts.StateName(state), func(t *testing.T) {
+		t.Run(state.Name(), func(t *testing.T) {
 			a := alertIn(t, state)
 			n := len(a.GetHistory())
 			must2(t)(alerts.Fire(a, fatal, "", event("e2", unyov1.Level_LEVEL_CRITICAL, "x"), "page", t0.Add(time.Hour)))
@@ -278,7 +278,7 @@ func TestOperations(t *testing.T) {
 		{op: "close", from: closed, by: "bob", reason: "again", wantErr: "alert %s is closed; it cannot be closed again"},
 	}
 	for _, tt := range tests {
-		name := fmt.Sprintf("%s from %s by %q", tt.op, alerts.StateName(tt.from), tt.by)
+		name := fmt.Sprintf("%s from %s by %q", tt.op, tt.from.Name(), tt.by)
 		t.Run(name, func(t *testing.T) {
 			a := alertIn(t, tt.from)
 			before := proto.Clone(a).(*unyov1.Alert)
@@ -401,35 +401,8 @@ func TestSort(t *testing.T) {
 func TestActive(t *testing.T) {
 	for _, s := range []unyov1.AlertState{open, acked, resolved, closed} {
 		if got, want := alerts.Active(alertIn(t, s)), s != closed; got != want {
-			t.Errorf("Active(%s) = %v, want %v", alerts.StateName(s), got, want)
+			t.Errorf("Active(%s) = %v, want %v", s.Name(), got, want)
 		}
-	}
-}
-
-func TestNames(t *testing.T) {
-	for _, l := range []unyov1.AlertLevel{fatal, critical, warning} {
-		got, err := alerts.ParseLevel(strings.ToUpper(alerts.LevelName(l)))
-		if err != nil || got != l {
-			t.Errorf("ParseLevel(LevelName(%v)) = %v, %v", l, got, err)
-		}
-	}
-	for _, s := range []unyov1.AlertState{open, acked, resolved, closed} {
-		got, err := alerts.ParseState(" " + alerts.StateName(s))
-		if err != nil || got != s {
-			t.Errorf("ParseState(StateName(%v)) = %v, %v", s, got, err)
-		}
-	}
-	if _, err := alerts.ParseLevel("info"); err == nil || err.Error() != `unknown alert level "info": expected fatal, critical or warning` {
-		t.Errorf("ParseLevel(info) err = %v", err)
-	}
-	if _, err := alerts.ParseState("acked"); err == nil || err.Error() != `unknown alert state "acked": expected open, acknowledged, resolved or closed` {
-		t.Errorf("ParseState(acked) err = %v", err)
-	}
-	if got := alerts.LevelName(unyov1.AlertLevel(9)); got != "level(9)" {
-		t.Errorf("LevelName(9) = %q", got)
-	}
-	if got := alerts.StateName(unset); got != "unspecified" {
-		t.Errorf("StateName(0) = %q", got)
 	}
 }
 

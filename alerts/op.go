@@ -57,7 +57,7 @@ func Apply(cur *unyov1.Alert, op Op) (next *unyov1.Alert, outcome string, err er
 		a, opened, reopened := Raise(cur, op.Key, op.Level, op.Summary, op.Event, op.Rule, op.At)
 		switch {
 		case opened:
-			return a, fmt.Sprintf("create_alert: opened alert %s (%s, key %q)", a.GetId(), LevelName(a.GetLevel()), op.Key), nil
+			return a, fmt.Sprintf("create_alert: opened alert %s (%s, key %q)", a.GetId(), a.GetLevel().Name(), op.Key), nil
 		case reopened:
 			return a, fmt.Sprintf("create_alert: reopened alert %s (count %d, key %q)", a.GetId(), a.GetCount(), op.Key), nil
 		}

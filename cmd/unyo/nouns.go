@@ -88,11 +88,11 @@ func parseLevels(s string) ([]unyov1.Level, error) {
 	}
 	var out []unyov1.Level
 	for _, w := range strings.Split(s, ",") {
-		v, ok := unyov1.Level_value["LEVEL_"+strings.ToUpper(strings.TrimSpace(w))]
-		if !ok || v == 0 {
-			return nil, fmt.Errorf("--level %q: expected success, warning or critical (comma-separated)", w)
+		l, err := unyov1.ParseLevel(w)
+		if err != nil {
+			return nil, fmt.Errorf("--level: %w (comma-separated)", err)
 		}
-		out = append(out, unyov1.Level(v))
+		out = append(out, l)
 	}
 	return out, nil
 }

@@ -12,15 +12,15 @@ import (
 
 // historyLevels pairs each event level with the log level its history
 // entry is written with, so that `unyo logs stats` on the event history
-// counts events by level like any log, and with the event level's name,
-// which the statistics tier reads back from the log level.
+// counts events by level like any log; the statistics tier reads the
+// event level back from the log level.
 var historyLevels = []struct {
-	level     unyov1.Level
-	log, name string
+	level unyov1.Level
+	log   string
 }{
-	{unyov1.Level_LEVEL_SUCCESS, "info", "success"},
-	{unyov1.Level_LEVEL_WARNING, "warn", "warning"},
-	{unyov1.Level_LEVEL_CRITICAL, "error", "critical"},
+	{unyov1.Level_LEVEL_SUCCESS, "info"},
+	{unyov1.Level_LEVEL_WARNING, "warn"},
+	{unyov1.Level_LEVEL_CRITICAL, "error"},
 }
 
 // historyLevel is the log level of an event's history entry.
@@ -38,7 +38,7 @@ func historyLevel(l unyov1.Level) string {
 func eventLevelName(level string) string {
 	for _, h := range historyLevels {
 		if h.log == level {
-			return h.name
+			return h.level.Name()
 		}
 	}
 	return level

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/unyo-ops/unyo/alerts"
@@ -103,9 +102,3 @@ func runActions(d *Decision, cluster string, r eventrules.Rule, subject *unyov1.
 // jobKey is an outbox job's idempotency key: rule, event or group, and the
 // action's place in the rule.
 func jobKey(rule, idem string, i int) string { return fmt.Sprintf("%s/%s/%d", rule, idem, i) }
-
-// levelName is the lowercase name of an event level, as explanations spell
-// it.
-func levelName(l unyov1.Level) string {
-	return strings.ToLower(strings.TrimPrefix(l.String(), "LEVEL_"))
-}

@@ -21,6 +21,6 @@ func (Occurrences) Process(st *State, d *Decision, ev *Event) bool {
 	}
 	ev.Explanation.Outcome = "pending"
 	ev.step("occurrences", "", fmt.Sprintf("%d of %d consecutive %s results; no event raised yet",
-		next.Count, max(1, ev.GetOccurrences()), levelName(ev.GetLevel())))
+		next.Count, max(1, ev.GetOccurrences()), ev.GetLevel().Name()))
 	return false
 }

@@ -18,7 +18,7 @@ func (Reissue) Process(st *State, d *Decision, ev *Event) bool {
 	if !eventrules.Reissue(last, have, ev.Event, ev.At) {
 		ev.Explanation.Outcome = "suppressed"
 		ev.step("reissue", "", fmt.Sprintf("the same %s event was processed at %s, within its reissue window of %s",
-			levelName(ev.GetLevel()), last.At.UTC().Format(time.RFC3339), ev.GetReissue().AsDuration()))
+			ev.GetLevel().Name(), last.At.UTC().Format(time.RFC3339), ev.GetReissue().AsDuration()))
 		return false
 	}
 	d.Issued[nc] = eventrules.Issued{Level: ev.GetLevel(), At: ev.At}
