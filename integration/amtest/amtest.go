@@ -73,12 +73,7 @@ func Start(t testing.TB) *Server {
 	if bin == "" {
 		bin = Binary
 	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("amtest: Alertmanager %s not found (CI is set, so this fails instead of skipping): install Debian's prometheus-alertmanager package", bin)
-		}
-		t.Skipf("amtest: Alertmanager %s not found; install Debian's prometheus-alertmanager package (apt-get install prometheus-alertmanager) to run this test", bin)
-	}
+	bin = testutil.NeedTool(t, "Prometheus Alertmanager", "apt-get install -y prometheus-alertmanager", bin)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "alertmanager.yml")
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {

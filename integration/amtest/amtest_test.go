@@ -39,5 +39,5 @@ func TestStart(t *testing.T) {
 // Alertmanager: it must skip, except under CI, where it must fail.
 func TestMissingAlertmanager(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "prometheus-alertmanager")
-	testutil.SkipsOrFailsWithoutTool(t, "TestStart", "Alertmanager "+missing+" not found", amtest.BinEnv+"="+missing)
+	testutil.SkipsOrFailsWithoutTool(t, "TestStart", "Prometheus Alertmanager is not installed (looked for "+missing+")", amtest.BinEnv+"="+missing)
 }
