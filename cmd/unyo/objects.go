@@ -54,6 +54,26 @@ func namedRefs(args []string, cluster string) ([]*unyov1.ObjectRef, error) {
 	return refs, nil
 }
 
+// refsFrom names the objects a command acts on: those of the files, or
+// KIND NAME... from the arguments, never both.
+func refsFrom(cmd *cobra.Command, files, args []string, cluster string) ([]*unyov1.ObjectRef, error) {
+	switch {
+	case len(files) > 0 && len(args) > 0:
+		return nil, errors.New("give either -f FILE or KIND NAME..., not both")
+	case len(files) > 0:
+		objs, err := readFiles(cmd, files)
+		if err != nil {
+			return nil, err
+		}
+		refs := make([]*unyov1.ObjectRef, len(objs))
+		for i, o := range objs {
+			refs[i] = kinds.Ref(o)
+		}
+		return refs, nil
+	}
+	return namedRefs(args, cluster)
+}
+
 func newApplyCommand(g *globals) *cobra.Command {
 	var files []string
 	cmd := &cobra.Command{
@@ -103,25 +123,12 @@ func newDeleteCommand(g *globals) *cobra.Command {
 		Use:   "delete (-f FILE | KIND NAME...)",
 		Short: "Delete the objects named in files or on the command line",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var refs []*unyov1.ObjectRef
-			switch {
-			case len(files) > 0 && len(args) > 0:
-				return errors.New("give either -f FILE or KIND NAME, not both")
-			case len(files) > 0:
-				objs, err := readFiles(cmd, files)
-				if err != nil {
-					return err
-				}
-				for _, o := range objs {
-					refs = append(refs, kinds.Ref(o))
-				}
-			case len(args) >= 2:
-				var err error
-				if refs, err = namedRefs(args, clusterName); err != nil {
-					return err
-				}
-			default:
+			if len(files) == 0 && len(args) < 2 {
 				return errors.New("say what to delete: -f FILE, or KIND NAME (for example: unyo delete check disk)")
+			}
+			refs, err := refsFrom(cmd, files, args, clusterName)
+			if err != nil {
+				return err
 			}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -151,29 +158,19 @@ func newGetCommand(g *globals) *cobra.Command {
 			var refs []*unyov1.ObjectRef
 			listKind := ""
 			switch {
-			case len(files) > 0 && len(args) > 0:
-				return errors.New("give either -f FILE or KIND [NAME], not both")
-			case len(files) > 0:
-				objs, err := readFiles(cmd, files)
-				if err != nil {
-					return err
-				}
-				for _, o := range objs {
-					refs = append(refs, kinds.Ref(o))
-				}
-			case len(args) == 1:
+			case len(files) == 0 && len(args) == 0:
+				return errors.New("say what to get: -f FILE, KIND or KIND NAME (for example: unyo get check)")
+			case len(files) == 0 && len(args) == 1:
 				k, err := builtin.Kinds().Parse(args[0])
 				if err != nil {
 					return err
 				}
 				listKind = k.Name
-			case len(args) >= 2:
+			default:
 				var err error
-				if refs, err = namedRefs(args, clusterName); err != nil {
+				if refs, err = refsFrom(cmd, files, args, clusterName); err != nil {
 					return err
 				}
-			default:
-				return errors.New("say what to get: -f FILE, KIND or KIND NAME (for example: unyo get check)")
 			}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
