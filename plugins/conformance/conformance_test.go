@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_, err = testbin.Build(dir,
-		[]string{"../check-http", "../check-tcp", "../action-exec", "../action-smtp", "../provider-exec", "./testdata/unyo-check-broken"},
-		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-action-smtp", "unyo-provider-exec", "unyo-check-broken"})
+		[]string{"../check-http", "../check-tcp", "../action-exec", "../action-smtp", "../provider-exec", "./testdata/unyo-check-broken", "./testdata/unyo-check-defective"},
+		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-action-smtp", "unyo-provider-exec", "unyo-check-broken", "unyo-check-defective"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -75,6 +75,53 @@ func TestBrokenPluginFails(t *testing.T) {
 	}
 	if c, _ := rep.Case("base/no_fd_or_memory_growth"); !strings.Contains(c.Message, "open descriptors grew") {
 		t.Errorf("growth failure does not say what grew: %q", c.Message)
+	}
+}
+
+// checkDefects are the defects of testdata/unyo-check-defective, a check
+// plugin written without the SDK, each with the one case that must fail
+// and what its message must say.
+var checkDefects = []struct{ defect, failCase, message string }{
+	{"schema-invalid", "base/config_schema", "is not a valid JSON Schema"},
+	{"advertises-v2", "base/api_versions_served", "advertises API v2 but does not serve unyo.plugin.v2.Plugin"},
+	{"ignores-sigterm", "base/exit_on_sigterm", "after SIGTERM"},
+	{"unbounded-output", "check/output_bounded", "over the protocol's 64 KiB"},
+	{"stream-ends-on-error", "check/stream_survives_bad_request", "ended the whole RunStream"},
+	{"crashes-late", "base/long_run", "exit status 2; its stderr: panic: crashes-late: call 2000"},
+	{"leaks-goroutine", "base/no_fd_or_memory_growth", "goroutines grew"},
+	{"leaks-fd-on-timeout", "base/no_fd_or_memory_growth", "open descriptors grew"},
+	{"leaks-fd-on-cancel", "base/no_fd_or_memory_growth", "open descriptors grew"},
+}
+
+// TestDefectivePlugins: the correct build passes every case; each defect
+// fails exactly its case, with a message naming the defect.
+func TestDefectivePlugins(t *testing.T) {
+	fx := fixtures(t, "check-defective")
+	install := func(t *testing.T, name string) string {
+		path := filepath.Join(t.TempDir(), "unyo-check-"+name)
+		if err := os.Link(filepath.Join(binDir, "unyo-check-defective"), path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	t.Run("correct", func(t *testing.T) {
+		Run(t, Binary(install(t, "correct"), fx))
+	})
+	for _, d := range checkDefects {
+		t.Run(d.defect, func(t *testing.T) {
+			rep, err := Execute(t.Context(), Binary(install(t, d.defect), fx), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Cases {
+				if (c.Name == d.failCase) != (c.Outcome == Fail) {
+					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
+				}
+			}
+			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
+				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
+			}
+		})
 	}
 }
 

@@ -62,6 +62,7 @@ type C struct {
 	notes    []string
 	skip     string
 	cleanups []func()
+	started  []*instance
 }
 
 // Errorf records a failure and continues; safe from any goroutine.
@@ -91,6 +92,30 @@ func (c *C) log(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.notes = append(c.notes, fmt.Sprintf(format, args...))
+}
+
+// reportCrashes fails the case for every instance that exited without
+// the harness ending it, saying how, as the host would: a failed call's
+// "connection reset by peer" alone does not say that the plugin panicked.
+func (c *C) reportCrashes() {
+	c.mu.Lock()
+	started := slices.Clone(c.started)
+	c.mu.Unlock()
+	for _, inst := range started {
+		if c.failed() && !inst.stopping.Load() {
+			// A call failed: the exit it saw may be a moment from
+			// being noticed.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-inst.exited():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if how := inst.crashed(); how != "" {
+			c.Errorf("plugin %s exited during the case without being asked to (%s)", inst.name, how)
+		}
+	}
 }
 
 // Cleanup registers f to run when the case ends, last first.
@@ -125,6 +150,9 @@ func (c *C) startMode(configure bool, mode startMode) *instance {
 		c.Fatalf("%v", err)
 	}
 	c.Cleanup(inst.close)
+	c.mu.Lock()
+	c.started = append(c.started, inst)
+	c.mu.Unlock()
 	if configure {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
@@ -280,6 +308,7 @@ func runCase(ctx context.Context, tc testCase, c *C) CaseResult {
 	case <-cctx.Done():
 		c.Errorf("case did not finish within %s", caseTimeout)
 	}
+	c.reportCrashes()
 	c.mu.Lock()
 	cleanups := slices.Clone(c.cleanups)
 	c.cleanups = nil

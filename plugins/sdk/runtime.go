@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -298,7 +299,7 @@ func (s *pluginServer) Probe(ctx context.Context, _ *pluginv1.ProbeRequest) (*pl
 		return &pluginv1.ProbeResponse{Ready: false, Reason: "not configured"}, nil
 	}
 	ready, reason := s.rt.p.Probe(ctx)
-	return &pluginv1.ProbeResponse{Ready: ready, Reason: reason}, nil
+	return &pluginv1.ProbeResponse{Ready: ready, Reason: reason, Goroutines: int64(goruntime.NumGoroutine())}, nil
 }
 
 func (s *pluginServer) Shutdown(_ context.Context, req *pluginv1.ShutdownRequest) (*pluginv1.ShutdownResponse, error) {
