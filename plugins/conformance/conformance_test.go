@@ -167,15 +167,50 @@ func TestReportFormats(t *testing.T) {
 // process; the ones needing a process of their own are skipped.
 func TestInProcess(t *testing.T) {
 	store := &memStore{m: map[string]sdk.Resource{}}
-	rep := RunWith(t, InProcess(func() sdk.Plugin { return &memProvider{s: store} }, &Fixtures{
-		Provider: ProviderFixtures{Resource: map[string]any{"size": 1.0}, Other: map[string]any{"size": 2.0},
-			Invalid: map[string]any{"size": -1.0}, Failing: map[string]any{"size": 13.0}},
-	}), Options{})
+	rep := RunWith(t, InProcess(func() sdk.Plugin { return &memProvider{s: store} }, memFixtures()), Options{})
 	if c, _ := rep.Case("base/exit_on_parent_death"); c.Outcome != Skip {
 		t.Errorf("parent death in-process: %v", c)
 	}
 	if len(store.m) != 0 {
 		t.Errorf("resources left behind: %v", store.m)
+	}
+}
+
+// TestProviderDefects: each provider defect fails exactly its case with a
+// message naming it; the correct provider passed in TestInProcess.
+func TestProviderDefects(t *testing.T) {
+	for _, d := range []struct{ defect, failCase, message string }{
+		{updateNotStored, "provider/update", "answered but not stored"},
+		{statsUnknownOK, "provider/stats", "Stats of an unknown id: got <nil>, want NOT_FOUND"},
+		{listAnyLabel, "provider/list_by_labels", "must match ALL the labels"},
+		{deleteLeavesStray, "provider/no_strays", "strays"},
+		{watchEndsAtOnce, "provider/watch", "Watch ended while the harness was still watching"},
+	} {
+		t.Run(d.defect, func(t *testing.T) {
+			store := &memStore{m: map[string]sdk.Resource{}}
+			rep, err := Execute(t.Context(), InProcess(func() sdk.Plugin { return &memProvider{s: store, defect: d.defect} }, memFixtures()), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Cases {
+				if (c.Name == d.failCase) != (c.Outcome == Fail) {
+					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
+				}
+			}
+			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
+				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
+			}
+			if len(store.m)+len(store.strays) != 0 {
+				t.Errorf("resources left behind: %v %v", store.m, store.strays)
+			}
+		})
+	}
+}
+
+func memFixtures() *Fixtures {
+	return &Fixtures{
+		Provider: ProviderFixtures{Resource: map[string]any{"size": 1.0}, Other: map[string]any{"size": 2.0},
+			Invalid: map[string]any{"size": -1.0}, Failing: map[string]any{"size": 13.0}},
 	}
 }
 
