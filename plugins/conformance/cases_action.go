@@ -228,6 +228,29 @@ func caseActionTimeout(c *C) {
 		c.Errorf("answered %s after a %s budget", took.Round(time.Millisecond), budget)
 	}
 	c.log("answered after %s", took.Round(time.Millisecond))
+	c.noEffectsAfter("TIMED_OUT")
+}
+
+// afterEffectWindow is how long the harness watches the effects file
+// after a timed-out or cancelled action's outcome.
+const afterEffectWindow = time.Second
+
+// noEffectsAfter fails the case when the action acts after its outcome
+// said it stopped: the host has moved on (retried, given up) by then.
+func (c *C) noEffectsAfter(outcome string) {
+	n1, counted := c.effects()
+	if !counted {
+		c.log("no action.effects_file fixture: effects after %s not observed", outcome)
+		return
+	}
+	deadline := time.Now().Add(afterEffectWindow)
+	for time.Now().Before(deadline) {
+		if n, _ := c.effects(); n != n1 {
+			c.Errorf("the action acted after it reported %s: the effects file grew from %d to %d lines; an action must stop acting when its context ends", outcome, n1, n)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func caseActionCancel(c *C) {
@@ -272,6 +295,7 @@ func caseActionCancel(c *C) {
 	if r.err != nil || r.o.GetStatus() != pluginv1.OutcomeStatus_OUTCOME_STATUS_CANCELLED {
 		c.Errorf("cancelled action: %v %v, want outcome CANCELLED", r.o, r.err)
 	}
+	c.noEffectsAfter("CANCELLED")
 	if took := time.Since(began); took > 1500*time.Millisecond {
 		c.Errorf("the cancelled action ended %s after Cancel", took.Round(time.Millisecond))
 	}

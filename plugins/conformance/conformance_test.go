@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_, err = testbin.Build(dir,
-		[]string{"../check-http", "../check-tcp", "../action-exec", "../action-smtp", "../provider-exec", "./testdata/unyo-check-broken", "./testdata/unyo-check-defective"},
-		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-action-smtp", "unyo-provider-exec", "unyo-check-broken", "unyo-check-defective"})
+		[]string{"../check-http", "../check-tcp", "../action-exec", "../action-smtp", "../provider-exec", "./testdata/unyo-check-broken", "./testdata/unyo-check-defective", "./testdata/unyo-action-defective"},
+		[]string{"unyo-check-http", "unyo-check-tcp", "unyo-action-exec", "unyo-action-smtp", "unyo-provider-exec", "unyo-check-broken", "unyo-check-defective", "unyo-action-defective"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -93,23 +93,43 @@ var checkDefects = []struct{ defect, failCase, message string }{
 	{"leaks-fd-on-cancel", "base/no_fd_or_memory_growth", "open descriptors grew"},
 }
 
-// TestDefectivePlugins: the correct build passes every case; each defect
+// defects are the defects of testdata/unyo-check-defective (a check
+// plugin written without the SDK) and testdata/unyo-action-defective,
+// each with the one case that must fail and what its message must say.
+var defects = []struct{ kind, defect, failCase, message string }{
+	{"check", "schema-invalid", "base/config_schema", "is not a valid JSON Schema"},
+	{"check", "advertises-v2", "base/api_versions_served", "advertises API v2 but does not serve unyo.plugin.v2.Plugin"},
+	{"check", "ignores-sigterm", "base/exit_on_sigterm", "after SIGTERM"},
+	{"check", "unbounded-output", "check/output_bounded", "over the protocol's 64 KiB"},
+	{"check", "stream-ends-on-error", "check/stream_survives_bad_request", "ended the whole RunStream"},
+	{"check", "crashes-late", "base/long_run", "exit status 2; its stderr: panic: crashes-late: call 2000"},
+	{"check", "leaks-goroutine", "base/no_fd_or_memory_growth", "goroutines grew"},
+	{"check", "leaks-fd-on-timeout", "base/no_fd_or_memory_growth", "open descriptors grew"},
+	{"check", "leaks-fd-on-cancel", "base/no_fd_or_memory_growth", "open descriptors grew"},
+	{"action", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
+	{"action", "acts-after-cancel", "action/cancel", "acted after it reported CANCELLED"},
+}
+
+// install links the defective plugin of kind under name.
+func install(t *testing.T, kind, name string) string {
+	path := filepath.Join(t.TempDir(), "unyo-"+kind+"-"+name)
+	if err := os.Link(filepath.Join(binDir, "unyo-"+kind+"-defective"), path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDefectivePlugins: the correct builds pass every case; each defect
 // fails exactly its case, with a message naming the defect.
 func TestDefectivePlugins(t *testing.T) {
-	fx := fixtures(t, "check-defective")
-	install := func(t *testing.T, name string) string {
-		path := filepath.Join(t.TempDir(), "unyo-check-"+name)
-		if err := os.Link(filepath.Join(binDir, "unyo-check-defective"), path); err != nil {
-			t.Fatal(err)
-		}
-		return path
+	for _, kind := range []string{"check", "action"} {
+		t.Run(kind+"/correct", func(t *testing.T) {
+			Run(t, Binary(install(t, kind, "correct"), fixtures(t, kind+"-defective")))
+		})
 	}
-	t.Run("correct", func(t *testing.T) {
-		Run(t, Binary(install(t, "correct"), fx))
-	})
-	for _, d := range checkDefects {
-		t.Run(d.defect, func(t *testing.T) {
-			rep, err := Execute(t.Context(), Binary(install(t, d.defect), fx), Options{})
+	for _, d := range defects {
+		t.Run(d.kind+"/"+d.defect, func(t *testing.T) {
+			rep, err := Execute(t.Context(), Binary(install(t, d.kind, d.defect), fixtures(t, d.kind+"-defective")), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
