@@ -79,7 +79,7 @@ func (c *C) effects() (int, bool) {
 
 func (c *C) needParams() {
 	if c.fx.Action.Params == nil {
-		c.Skipf("no action.params fixture")
+		c.needFixture("action.params")
 	}
 }
 
@@ -115,7 +115,7 @@ func caseActionDryRun(c *C) {
 	c.needParams()
 	n0, counted := c.effects()
 	if !counted {
-		c.Skipf("no action.effects_file fixture to observe side effects")
+		c.needFixture("action.effects_file")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)
@@ -208,7 +208,7 @@ func caseActionIdempotentConc(c *C) {
 
 func caseActionTimeout(c *C) {
 	if c.fx.Action.Slow == nil {
-		c.Skipf("no action.slow fixture")
+		c.needFixture("action.slow")
 	}
 	const budget = 300 * time.Millisecond
 	inst := c.start(true)
@@ -255,7 +255,7 @@ func (c *C) noEffectsAfter(outcome string) {
 
 func caseActionCancel(c *C) {
 	if c.fx.Action.Slow == nil {
-		c.Skipf("no action.slow fixture")
+		c.needFixture("action.slow")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)

@@ -60,7 +60,7 @@ func (c *C) checkBounds(r *pluginv1.CheckResult) {
 // caseCheckOutputBounded: output longer than 64 KiB comes cut, and says so.
 func caseCheckOutputBounded(c *C) {
 	if c.fx.Check.Large == nil {
-		c.Skipf("no check.large fixture (a target whose output is longer than 64 KiB)")
+		c.needFixture("check.large")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(10 * time.Second)
@@ -78,8 +78,11 @@ func caseCheckOutputBounded(c *C) {
 // answered with an error; the stream, which carries every check of the
 // plugin, goes on.
 func caseCheckStreamBadRequest(c *C) {
-	if c.fx.Check.Invalid == nil || len(c.fx.Check.Statuses) == 0 {
-		c.Skipf("needs the check.invalid fixture and a check.statuses one")
+	if c.fx.Check.Invalid == nil {
+		c.needFixture("check.invalid")
+	}
+	if len(c.fx.Check.Statuses) == 0 {
+		c.needFixture("check.statuses")
 	}
 	var good map[string]any
 	for _, t := range c.fx.Check.Statuses {
@@ -119,7 +122,7 @@ func caseCheckStreamBadRequest(c *C) {
 func caseCheckStatus(c *C, name string) {
 	target, ok := c.fx.Check.Statuses[name]
 	if !ok {
-		c.Skipf("no check.statuses.%s fixture", name)
+		c.needFixture("check.statuses." + name)
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(10 * time.Second)
@@ -141,7 +144,7 @@ func caseCheckStatus(c *C, name string) {
 
 func caseCheckInvalid(c *C) {
 	if c.fx.Check.Invalid == nil {
-		c.Skipf("no check.invalid fixture")
+		c.needFixture("check.invalid")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(10 * time.Second)
@@ -153,7 +156,7 @@ func caseCheckInvalid(c *C) {
 
 func caseCheckTimeout(c *C) {
 	if c.fx.Check.Slow == nil {
-		c.Skipf("no check.slow fixture")
+		c.needFixture("check.slow")
 	}
 	const budget = 300 * time.Millisecond
 	inst := c.start(true)
@@ -191,7 +194,7 @@ func caseCheckZombies(c *C) {
 		ran++
 	}
 	if ran == 0 {
-		c.Skipf("no check.statuses or check.slow fixture")
+		c.needFixture("check.statuses")
 	}
 	// A child may be reaped a moment after the answer.
 	deadline := time.Now().Add(2 * time.Second)
@@ -217,7 +220,7 @@ func (c *C) mixTargets() map[pluginv1.CheckStatus]map[string]any {
 		out[checkStatuses[name]] = t
 	}
 	if len(out) < 2 {
-		c.Skipf("needs check.statuses fixtures for at least two statuses")
+		c.needFixture("check.statuses (two statuses at least)")
 	}
 	return out
 }
@@ -294,7 +297,7 @@ func caseCheckStream(c *C) {
 
 func caseCheckCancel(c *C) {
 	if c.fx.Check.Slow == nil {
-		c.Skipf("no check.slow fixture")
+		c.needFixture("check.slow")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)

@@ -88,7 +88,7 @@ func (c *C) track(ids ...string) {
 
 func (c *C) needResource() {
 	if c.fx.Provider.Resource == nil {
-		c.Skipf("no provider.resource fixture")
+		c.needFixture("provider.resource")
 	}
 }
 
@@ -217,7 +217,7 @@ func caseProviderCreateIdempotent(c *C) {
 func caseProviderConflict(c *C) {
 	c.needResource()
 	if c.fx.Provider.Other == nil {
-		c.Skipf("no provider.other fixture")
+		c.needFixture("provider.other")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(30 * time.Second)
@@ -319,7 +319,7 @@ func caseProviderSurvivesCrash(c *C) {
 
 func caseProviderFailedCreate(c *C) {
 	if c.fx.Provider.Failing == nil {
-		c.Skipf("no provider.failing fixture")
+		c.needFixture("provider.failing")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(30 * time.Second)
@@ -459,7 +459,7 @@ func caseProviderUpdate(c *C) {
 		c.Skipf("the plugin does not offer Update")
 	}
 	if c.fx.Provider.Other == nil {
-		c.Skipf("no provider.other fixture (a second valid resource config)")
+		c.needFixture("provider.other")
 	}
 	p := inst.conn.Provider
 	unknown := c.resourceID("never")

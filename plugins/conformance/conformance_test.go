@@ -145,6 +145,28 @@ func TestDefectivePlugins(t *testing.T) {
 	}
 }
 
+// TestWithoutFixtures: correct plugins that need a config fail nothing
+// without fixtures; the cases that needed one are skipped naming it, and
+// the report says which fixture enables which.
+func TestWithoutFixtures(t *testing.T) {
+	for _, name := range []string{"action-exec", "provider-exec"} {
+		t.Run(name, func(t *testing.T) {
+			rep, err := Execute(t.Context(), Binary(filepath.Join(binDir, "unyo-"+name), nil), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			_ = rep.WriteTable(&buf)
+			if rep.Failed != 0 {
+				t.Errorf("a correct plugin without fixtures failed:\n%s", buf.String())
+			}
+			if len(rep.MissingFixtures()["config"]) == 0 || !strings.Contains(buf.String(), "fixtures that would enable skipped cases:\n") || !strings.Contains(buf.String(), "\n  config: base/configure_valid, ") {
+				t.Errorf("the report does not say that the config fixture would enable skipped cases:\n%s", buf.String())
+			}
+		})
+	}
+}
+
 // TestReportFormats: JSON round-trips and JUnit is well-formed XML with a
 // failure element per failed case.
 func TestReportFormats(t *testing.T) {

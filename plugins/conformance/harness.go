@@ -14,6 +14,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -23,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -61,6 +64,7 @@ type C struct {
 	failures []string
 	notes    []string
 	skip     string
+	needs    string // the fixture whose absence skipped the case
 	cleanups []func()
 	started  []*instance
 }
@@ -85,6 +89,15 @@ func (c *C) Skipf(format string, args ...any) {
 	c.skip = fmt.Sprintf(format, args...)
 	c.mu.Unlock()
 	runtime.Goexit()
+}
+
+// needFixture skips the case for want of the named fixture, which the
+// report then lists as one that would enable it.
+func (c *C) needFixture(name string) {
+	c.mu.Lock()
+	c.needs = name
+	c.mu.Unlock()
+	c.Skipf("needs the %s fixture", name)
 }
 
 // log adds a note to the case's report.
@@ -157,6 +170,10 @@ func (c *C) startMode(configure bool, mode startMode) *instance {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
 		if err := inst.configure(ctx, c.fx.Config); err != nil {
+			if c.fx.Config == nil && status.Code(errors.Unwrap(err)) == codes.InvalidArgument {
+				// Not the plugin's fault: it needs a config nobody gave.
+				c.needFixture("config")
+			}
 			c.Fatalf("%v", err)
 		}
 	}
@@ -184,6 +201,8 @@ type CaseResult struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Message is the failures (one per line) or why it was skipped.
 	Message string `json:"message,omitempty"`
+	// NeedsFixture is the fixture whose absence skipped the case.
+	NeedsFixture string `json:"needs_fixture,omitempty"`
 }
 
 // Report is a whole run.
@@ -203,6 +222,18 @@ type Report struct {
 
 // OK says whether no case failed and the run could start at all.
 func (r *Report) OK() bool { return r.Failed == 0 && r.SetupError == "" }
+
+// MissingFixtures maps each fixture whose absence skipped cases to those
+// cases, so that an author knows what to add.
+func (r *Report) MissingFixtures() map[string][]string {
+	m := map[string][]string{}
+	for _, c := range r.Cases {
+		if c.Outcome == Skip && c.NeedsFixture != "" {
+			m[c.NeedsFixture] = append(m[c.NeedsFixture], c.Name)
+		}
+	}
+	return m
+}
 
 // Case returns the named case's result.
 func (r *Report) Case(name string) (CaseResult, bool) {
@@ -323,7 +354,7 @@ func runCase(ctx context.Context, tc testCase, c *C) CaseResult {
 	case len(c.failures) > 0:
 		cr.Outcome, cr.Message = Fail, strings.Join(c.failures, "\n")
 	case c.skip != "":
-		cr.Outcome, cr.Message = Skip, c.skip
+		cr.Outcome, cr.Message, cr.NeedsFixture = Skip, c.skip, c.needs
 	default:
 		cr.Message = strings.Join(c.notes, "; ")
 	}
