@@ -106,6 +106,7 @@ var defects = []struct{ kind, defect, failCase, message string }{
 	{"check", "leaks-goroutine", "base/no_fd_or_memory_growth", "goroutines grew"},
 	{"check", "leaks-fd-on-timeout", "base/no_fd_or_memory_growth", "open descriptors grew"},
 	{"check", "leaks-fd-on-cancel", "base/no_fd_or_memory_growth", "open descriptors grew"},
+	{"check", "noisy-stdout", "base/quiet_stdout", "plugin wrote to stdout"},
 	{"action", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
 	{"action", "acts-after-cancel", "action/cancel", "acted after it reported CANCELLED"},
 }
@@ -275,7 +276,7 @@ func TestCleanupAfterFailure(t *testing.T) {
 
 func TestCheckBinary(t *testing.T) {
 	rep := CheckBinary(t.Context(), filepath.Join(binDir, "unyo-check-tcp"))
-	if !rep.OK() || rep.Passed != 5 || rep.Plugin != "tcp" {
+	if !rep.OK() || rep.Passed != 7 || rep.Plugin != "tcp" {
 		var buf bytes.Buffer
 		_ = rep.WriteTable(&buf)
 		t.Fatalf("check-tcp:\n%s", buf.String())
@@ -290,5 +291,30 @@ func TestCheckBinary(t *testing.T) {
 		if c, _ := rep.Case(name); c.Outcome != Fail {
 			t.Errorf("%s on a non-plugin: %+v", name, c)
 		}
+	}
+}
+
+// TestCheckBinaryCatches: the quick check configures and calls, so it
+// catches what the handshake alone does not; each defect fails exactly
+// its case.
+func TestCheckBinaryCatches(t *testing.T) {
+	for _, d := range []struct{ kind, defect, failCase, message string }{
+		{"check", "correct", "", ""},
+		{"action", "correct", "", ""}, // needs a config without defaults: skipped
+		{"check", "noisy-stdout", "check/configure_and_call", "plugin wrote to stdout while serving"},
+		{"check", "schema-invalid", "check/config_schema", "is not a valid JSON Schema"},
+		{"check", "unconfigurable", "check/configure_and_call", "cannot be configured with its config schema's defaults"},
+	} {
+		t.Run(d.kind+"/"+d.defect, func(t *testing.T) {
+			rep := CheckBinary(t.Context(), install(t, d.kind, d.defect))
+			for _, c := range rep.Cases {
+				if (c.Name == d.failCase) != (c.Outcome == Fail) {
+					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
+				}
+			}
+			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
+				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
+			}
+		})
 	}
 }

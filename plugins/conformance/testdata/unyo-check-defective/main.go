@@ -46,6 +46,8 @@ const (
 	leaksGoroutine    = "leaks-goroutine"      // leaks one goroutine per check
 	leaksFDOnTimeout  = "leaks-fd-on-timeout"  // leaks a descriptor per timed-out check
 	leaksFDOnCancel   = "leaks-fd-on-cancel"   // leaks a descriptor per cancelled check
+	noisyStdout       = "noisy-stdout"         // prints to stdout, which carries the handshake
+	unconfigurable    = "unconfigurable"       // Configure fails with INTERNAL whatever the config
 )
 
 const maxOutput = 64 << 10
@@ -125,6 +127,9 @@ func (s *pluginServer) ConfigSchema(context.Context, *pluginv1.ConfigSchemaReque
 }
 
 func (s *pluginServer) Configure(_ context.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
+	if s.p.defect == unconfigurable {
+		return nil, status.Error(codes.Internal, "cannot read my own settings")
+	}
 	if v := req.GetApiVersion(); v != 1 {
 		return nil, status.Errorf(codes.FailedPrecondition, "API v%d is not spoken here", v)
 	}
@@ -169,6 +174,9 @@ func (s *checkServer) Run(ctx context.Context, req *pluginv1.RunRequest) (*plugi
 func (p *server) run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.CheckResult, error) {
 	if !p.configured.Load() {
 		return nil, status.Error(codes.FailedPrecondition, "not configured")
+	}
+	if p.defect == noisyStdout {
+		fmt.Println("checking", req.GetTarget().AsMap())
 	}
 	if n := p.calls.Add(1); p.defect == crashesLate && n == 2000 {
 		go func() { panic(fmt.Sprintf("%s: call %d", crashesLate, n)) }() // not recovered: the process dies
