@@ -21,6 +21,7 @@ import (
 
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
 const (
@@ -148,12 +149,12 @@ func caseConfigSchema(c *C) {
 	if err != nil {
 		c.Fatalf("ConfigSchema: %v", err)
 	}
-	schema, err := compileSchema(sc.GetJsonSchema())
+	schema, err := sdk.CompileSchema(sc.GetJsonSchema())
 	if err != nil {
 		c.Fatalf("config schema %s is not a valid JSON Schema: %v", truncate(sc.GetJsonSchema(), 200), err)
 	}
 	if c.fx.Config != nil {
-		if err := validateAgainst(schema, c.fx.Config); err != nil {
+		if err := sdk.ValidateSchema(schema, c.fx.Config); err != nil {
 			c.Errorf("the fixture config is not valid by the plugin's own config schema: %v", err)
 		}
 	}
