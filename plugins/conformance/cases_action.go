@@ -66,8 +66,14 @@ func (c *C) actionReq(key string, params map[string]any, timeout time.Duration) 
 
 // effects counts the side effects recorded in the fixture's effects file;
 // ok is false when there is no such fixture.
+// effects counts the action's side effects: lines of the effects file,
+// or without one, contacts with the helper servers the fixtures send it
+// to. Either is observed, not taken from the plugin's word (replayed).
 func (c *C) effects() (int, bool) {
 	if c.fx.Action.EffectsFile == "" {
+		if c.env.reachesHelpers(c.fx.Config, c.fx.Action.Params) {
+			return int(c.env.contacts.Load()), true
+		}
 		return 0, false
 	}
 	b, err := os.ReadFile(c.fx.Action.EffectsFile)

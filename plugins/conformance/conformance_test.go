@@ -109,10 +109,23 @@ var defects = []struct{ kind, defect, failCase, message string }{
 	{"check", "noisy-stdout", "base/quiet_stdout", "plugin wrote to stdout"},
 	{"action", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
 	{"action", "acts-after-cancel", "action/cancel", "acted after it reported CANCELLED"},
+	// Observed through the helper HTTP server, with no effects file.
+	{"action-http", "acts-in-dry-run", "action/dry_run_no_side_effect", "dry runs acted 2 times"},
+	{"action-http", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
+}
+
+// defectFixtures are the fixtures of the defective plugin of kind;
+// "action-http" is the action plugin acting on the helper HTTP server.
+func defectFixtures(t *testing.T, kind string) *Fixtures {
+	if kind == "action-http" {
+		return fixtures(t, "action-defective-http")
+	}
+	return fixtures(t, kind+"-defective")
 }
 
 // install links the defective plugin of kind under name.
 func install(t *testing.T, kind, name string) string {
+	kind, _, _ = strings.Cut(kind, "-")
 	path := filepath.Join(t.TempDir(), "unyo-"+kind+"-"+name)
 	if err := os.Link(filepath.Join(binDir, "unyo-"+kind+"-defective"), path); err != nil {
 		t.Fatal(err)
@@ -123,14 +136,14 @@ func install(t *testing.T, kind, name string) string {
 // TestDefectivePlugins: the correct builds pass every case; each defect
 // fails exactly its case, with a message naming the defect.
 func TestDefectivePlugins(t *testing.T) {
-	for _, kind := range []string{"check", "action"} {
+	for _, kind := range []string{"check", "action", "action-http"} {
 		t.Run(kind+"/correct", func(t *testing.T) {
-			Run(t, Binary(install(t, kind, "correct"), fixtures(t, kind+"-defective")))
+			Run(t, Binary(install(t, kind, "correct"), defectFixtures(t, kind)))
 		})
 	}
 	for _, d := range defects {
 		t.Run(d.kind+"/"+d.defect, func(t *testing.T) {
-			rep, err := Execute(t.Context(), Binary(install(t, d.kind, d.defect), fixtures(t, d.kind+"-defective")), Options{})
+			rep, err := Execute(t.Context(), Binary(install(t, d.kind, d.defect), defectFixtures(t, d.kind)), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,15 +1,18 @@
 // Command unyo-action-defective is an action plugin built with the SDK
-// that appends a line to its effects file each time it acts. It is correct
+// that appends a line to its effects file, or sends a GET to its URL, each
+// time it acts. It is correct
 // unless installed as unyo-action-<defect>, and then broken in exactly that
 // one way, for the conformance harness's own tests.
 //
-// Config: {"effects_file": "/path"}; params: {"sleep": "2s"}.
+// Config: {"effects_file": "/path"} or {"url": "http://..."}; params:
+// {"sleep": "2s"}.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,29 +25,34 @@ import (
 const (
 	actsAfterTimeout = "acts-after-timeout" // acts although its budget ran out
 	actsAfterCancel  = "acts-after-cancel"  // acts although the host cancelled it
+	actsInDryRun     = "acts-in-dry-run"    // acts on a dry run
 )
 
 type action struct {
 	name, defect string
-	effects      string
+	effects, url string
 }
 
 func (a *action) Info() sdk.Info { return sdk.Info{Name: a.name, Version: "0.0.1"} }
 func (a *action) ConfigSchema() string {
-	return `{"type":"object","properties":{"effects_file":{"type":"string"}},"required":["effects_file"],"additionalProperties":false}`
+	return `{"type":"object","properties":{"effects_file":{"type":"string"},"url":{"type":"string"}},"additionalProperties":false}`
 }
 
 func (a *action) Configure(_ context.Context, c map[string]any) error {
 	var cfg struct {
 		EffectsFile string `json:"effects_file"`
+		URL         string `json:"url"`
 	}
 	if err := sdk.Decode(c, &cfg); err != nil {
 		return err
 	}
-	if !filepath.IsAbs(cfg.EffectsFile) {
+	if cfg.EffectsFile != "" && !filepath.IsAbs(cfg.EffectsFile) {
 		return sdk.Invalid("effects_file", "must be an absolute path")
 	}
-	a.effects = cfg.EffectsFile
+	if (cfg.EffectsFile == "") == (cfg.URL == "") {
+		return sdk.Invalid("effects_file", "give an effects_file or a url")
+	}
+	a.effects, a.url = cfg.EffectsFile, cfg.URL
 	return nil
 }
 
@@ -58,6 +66,9 @@ func (a *action) Execute(ctx context.Context, req sdk.ActionRequest, progress fu
 		return sdk.Outcome{Status: sdk.Failed, Message: err.Error()}
 	}
 	if req.DryRun {
+		if a.defect == actsInDryRun {
+			_ = a.act()
+		}
 		return sdk.Outcome{Status: sdk.Succeeded, Message: "would act"}
 	}
 	if p.Sleep > 0 {
@@ -80,8 +91,15 @@ func (a *action) Execute(ctx context.Context, req sdk.ActionRequest, progress fu
 	return sdk.Outcome{Status: sdk.Succeeded, Message: "acted"}
 }
 
-// act is the side effect: one line in the effects file.
+// act is the side effect: one line in the effects file, or one request.
 func (a *action) act() error {
+	if a.url != "" {
+		resp, err := http.Get(a.url)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
 	f, err := os.OpenFile(a.effects, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("effects file: %w", err)
