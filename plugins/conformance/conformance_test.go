@@ -107,6 +107,10 @@ var defects = []struct{ kind, defect, failCase, message string }{
 	{"check", "leaks-fd-on-timeout", "base/no_fd_or_memory_growth", "open descriptors grew"},
 	{"check", "leaks-fd-on-cancel", "base/no_fd_or_memory_growth", "open descriptors grew"},
 	{"check", "noisy-stdout", "base/quiet_stdout", "plugin wrote to stdout"},
+	{"check", "accepts-any-config", "base/configure_invalid", "invalid config: got <nil>, want INVALID_ARGUMENT"},
+	{"check", "runs-unconfigured", "base/not_configured", "check call before Configure: got rpc error: code = InvalidArgument"},
+	{"check", "accepts-api-v99", "base/version_negotiation", "Configure with API v99: got <nil>, want FAILED_PRECONDITION"},
+	{"check", "describe-mismatch", "base/describe", "describe says describe-mismatch 0.0.2, Info says describe-mismatch 0.0.1"},
 	{"action", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
 	{"action", "acts-after-cancel", "action/cancel", "acted after it reported CANCELLED"},
 	// Observed through the helper HTTP server, with no effects file.

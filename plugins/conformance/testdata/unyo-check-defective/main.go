@@ -48,6 +48,10 @@ const (
 	leaksFDOnCancel   = "leaks-fd-on-cancel"   // leaks a descriptor per cancelled check
 	noisyStdout       = "noisy-stdout"         // prints to stdout, which carries the handshake
 	unconfigurable    = "unconfigurable"       // Configure fails with INTERNAL whatever the config
+	acceptsAnyConfig  = "accepts-any-config"   // Configure takes fields it does not know
+	runsUnconfigured  = "runs-unconfigured"    // checks before Configure
+	acceptsAPIv99     = "accepts-api-v99"      // Configure takes an API version it does not speak
+	describeMismatch  = "describe-mismatch"    // describe names another version than Info
 )
 
 const maxOutput = 64 << 10
@@ -56,7 +60,11 @@ func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "unyo-check-")
 	p := &server{name: name, defect: name}
 	if len(os.Args) == 2 && os.Args[1] == "describe" {
-		b, _ := json.Marshal(map[string]any{"name": name, "version": "0.0.1", "kinds": []string{"check"}, "api_versions": p.apiVersions()})
+		version := "0.0.1"
+		if p.defect == describeMismatch {
+			version = "0.0.2"
+		}
+		b, _ := json.Marshal(map[string]any{"name": name, "version": version, "kinds": []string{"check"}, "api_versions": p.apiVersions()})
 		fmt.Println(string(b))
 		return
 	}
@@ -130,10 +138,13 @@ func (s *pluginServer) Configure(_ context.Context, req *pluginv1.ConfigureReque
 	if s.p.defect == unconfigurable {
 		return nil, status.Error(codes.Internal, "cannot read my own settings")
 	}
-	if v := req.GetApiVersion(); v != 1 {
+	if v := req.GetApiVersion(); v != 1 && s.p.defect != acceptsAPIv99 {
 		return nil, status.Errorf(codes.FailedPrecondition, "API v%d is not spoken here", v)
 	}
 	for k := range req.GetConfig().GetFields() {
+		if s.p.defect == acceptsAnyConfig {
+			break
+		}
 		return nil, status.Errorf(codes.InvalidArgument, "config: unknown field %q", k)
 	}
 	s.p.configured.Store(true)
@@ -172,7 +183,7 @@ func (s *checkServer) Run(ctx context.Context, req *pluginv1.RunRequest) (*plugi
 // run performs one check: the result, or an INVALID_ARGUMENT or
 // FAILED_PRECONDITION error, or CANCELLED when ctx ended first.
 func (p *server) run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.CheckResult, error) {
-	if !p.configured.Load() {
+	if !p.configured.Load() && p.defect != runsUnconfigured {
 		return nil, status.Error(codes.FailedPrecondition, "not configured")
 	}
 	if p.defect == noisyStdout {
