@@ -105,6 +105,22 @@ func (c *C) schema(ctx context.Context, inst *instance) *pluginv1.SchemaResponse
 	return s
 }
 
+// startOffering starts a configured instance for a case about one
+// operation, skipped when the plugin does not offer it (or, with
+// resource, when there is no provider.resource fixture).
+func (c *C) startOffering(op pluginv1.Operation, name string, resource bool) (*instance, context.Context, context.CancelFunc) {
+	if resource {
+		c.needResource()
+	}
+	inst := c.start(true)
+	ctx, cancel := c.timeout(30 * time.Second)
+	if !offers(c.schema(ctx, inst), op) {
+		cancel()
+		c.Skipf("the plugin does not offer %s", name)
+	}
+	return inst, ctx, cancel
+}
+
 func offers(s *pluginv1.SchemaResponse, op pluginv1.Operation) bool {
 	return slices.Contains(s.GetOperations(), op)
 }
@@ -393,13 +409,8 @@ func caseProviderParallel(c *C) {
 }
 
 func caseProviderList(c *C) {
-	c.needResource()
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_LIST, "List", true)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_LIST) {
-		c.Skipf("the plugin does not offer List")
-	}
 	// Two resources sharing the run's label but not the case's: a List
 	// matching ANY of the labels instead of ALL returns both.
 	a, b := c.resourceID("a"), c.resourceID("b")
@@ -432,12 +443,8 @@ func resourceIDs(rs []*pluginv1.Resource) []string {
 // every case has deleted what it made: duplicates of a non-idempotent
 // Create, or resources a Delete left behind.
 func caseProviderNoStrays(c *C) {
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_LIST, "List", false)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_LIST) {
-		c.Skipf("the plugin does not offer List")
-	}
 	l, err := inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: c.env.runID}})
 	if err != nil {
 		c.Fatalf("List by the run's label: %v", err)
@@ -451,13 +458,8 @@ func caseProviderNoStrays(c *C) {
 // caseProviderUpdate: PlanUpdate and Update of a resource, and the update
 // is stored: Get afterwards returns the new config.
 func caseProviderUpdate(c *C) {
-	c.needResource()
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_UPDATE, "Update", true)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_UPDATE) {
-		c.Skipf("the plugin does not offer Update")
-	}
 	if c.fx.Provider.Other == nil {
 		c.needFixture("provider.other")
 	}
@@ -501,13 +503,8 @@ func caseProviderUpdate(c *C) {
 // caseProviderStats: Stats of a resource answers, of an unknown id is
 // NOT_FOUND.
 func caseProviderStats(c *C) {
-	c.needResource()
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_STATS, "Stats", true)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_STATS) {
-		c.Skipf("the plugin does not offer Stats")
-	}
 	if _, err := inst.conn.Provider.Stats(ctx, &pluginv1.StatsRequest{Id: c.resourceID("never")}); status.Code(err) != codes.NotFound {
 		c.Errorf("Stats of an unknown id: got %v, want NOT_FOUND", err)
 	}
@@ -524,13 +521,8 @@ func caseProviderStats(c *C) {
 // caseProviderWatch: Watch stays open and reports the watched resource's
 // deletion or at least does not fail.
 func caseProviderWatch(c *C) {
-	c.needResource()
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_WATCH, "Watch", true)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_WATCH) {
-		c.Skipf("the plugin does not offer Watch")
-	}
 	id := c.resourceID("w")
 	c.track(id)
 	if _, err := c.create(ctx, inst, id, c.fx.Provider.Resource); err != nil {
@@ -557,12 +549,8 @@ func caseProviderWatch(c *C) {
 
 // caseProviderFingerprint: Fingerprint streams at least one fingerprint.
 func caseProviderFingerprint(c *C) {
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_FINGERPRINT, "Fingerprint", false)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_FINGERPRINT) {
-		c.Skipf("the plugin does not offer Fingerprint")
-	}
 	fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer fcancel()
 	st, err := inst.conn.Provider.Fingerprint(fctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})

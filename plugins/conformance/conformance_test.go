@@ -118,6 +118,20 @@ var defects = []struct{ kind, defect, failCase, message string }{
 	{"action-http", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
 }
 
+// wantOnlyFailure: exactly failCase failed ("" for none), with a message
+// containing message.
+func wantOnlyFailure(t *testing.T, rep *Report, failCase, message string) {
+	t.Helper()
+	for _, c := range rep.Cases {
+		if (c.Name == failCase) != (c.Outcome == Fail) {
+			t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
+		}
+	}
+	if c, _ := rep.Case(failCase); !strings.Contains(c.Message, message) {
+		t.Errorf("%s says %q, want it to name the defect (%q)", failCase, c.Message, message)
+	}
+}
+
 // defectFixtures are the fixtures of the defective plugin of kind;
 // "action-http" is the action plugin acting on the helper HTTP server.
 func defectFixtures(t *testing.T, kind string) *Fixtures {
@@ -151,14 +165,7 @@ func TestDefectivePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range rep.Cases {
-				if (c.Name == d.failCase) != (c.Outcome == Fail) {
-					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
-				}
-			}
-			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
-				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
-			}
+			wantOnlyFailure(t, rep, d.failCase, d.message)
 		})
 	}
 }
@@ -252,14 +259,7 @@ func TestProviderDefects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range rep.Cases {
-				if (c.Name == d.failCase) != (c.Outcome == Fail) {
-					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
-				}
-			}
-			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
-				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
-			}
+			wantOnlyFailure(t, rep, d.failCase, d.message)
 			if len(store.m)+len(store.strays) != 0 {
 				t.Errorf("resources left behind: %v %v", store.m, store.strays)
 			}
@@ -324,14 +324,7 @@ func TestCheckBinaryCatches(t *testing.T) {
 	} {
 		t.Run(d.kind+"/"+d.defect, func(t *testing.T) {
 			rep := CheckBinary(t.Context(), install(t, d.kind, d.defect))
-			for _, c := range rep.Cases {
-				if (c.Name == d.failCase) != (c.Outcome == Fail) {
-					t.Errorf("case %s: %s (%s)", c.Name, c.Outcome, c.Message)
-				}
-			}
-			if c, _ := rep.Case(d.failCase); !strings.Contains(c.Message, d.message) {
-				t.Errorf("%s says %q, want it to name the defect (%q)", d.failCase, c.Message, d.message)
-			}
+			wantOnlyFailure(t, rep, d.failCase, d.message)
 		})
 	}
 }
