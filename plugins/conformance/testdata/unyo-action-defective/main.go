@@ -35,7 +35,8 @@ type action struct {
 
 func (a *action) Info() sdk.Info { return sdk.Info{Name: a.name, Version: "0.0.1"} }
 func (a *action) ConfigSchema() string {
-	return `{"type":"object","properties":{"effects_file":{"type":"string"},"url":{"type":"string"}},"additionalProperties":false}`
+	return `{"type":"object","properties":{"effects_file":{"type":"string"},"url":{"type":"string"}},"additionalProperties":false,
+		"oneOf":[{"required":["effects_file"]},{"required":["url"]}]}`
 }
 
 func (a *action) Configure(_ context.Context, c map[string]any) error {
