@@ -29,7 +29,7 @@ const (
 	growthCalls = 1000
 	// longRunCalls is how many calls the long-run case makes of one
 	// instance, more than any other case.
-	longRunCalls = 3000
+	longRunCalls = 2000
 	// maxFDGrowth and maxRSSGrowth allow for lazily opened descriptors and
 	// a runtime that has not returned memory yet, not for a leak per call.
 	maxFDGrowth  = 4

@@ -42,7 +42,7 @@ const (
 	ignoresSIGTERM    = "ignores-sigterm"      // traps SIGTERM and never exits
 	unboundedOutput   = "unbounded-output"     // sends 100 KiB of output, not truncated
 	streamEndsOnError = "stream-ends-on-error" // ends RunStream on one unusable request
-	crashesLate       = "crashes-late"         // panics on its 2000th call
+	crashesLate       = "crashes-late"         // panics on its 1500th call
 	leaksGoroutine    = "leaks-goroutine"      // leaks one goroutine per check
 	leaksFDOnTimeout  = "leaks-fd-on-timeout"  // leaks a descriptor per timed-out check
 	leaksFDOnCancel   = "leaks-fd-on-cancel"   // leaks a descriptor per cancelled check
@@ -189,7 +189,7 @@ func (p *server) run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.C
 	if p.defect == noisyStdout {
 		fmt.Println("checking", req.GetTarget().AsMap())
 	}
-	if n := p.calls.Add(1); p.defect == crashesLate && n == 2000 {
+	if n := p.calls.Add(1); p.defect == crashesLate && n == 1500 {
 		go func() { panic(fmt.Sprintf("%s: call %d", crashesLate, n)) }() // not recovered: the process dies
 	}
 	if p.defect == leaksGoroutine {
