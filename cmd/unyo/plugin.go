@@ -29,7 +29,7 @@ func newPluginCheckCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "check BINARY",
-		Short: "Quick checks: name, executable, describe, cookie refusal, handshake, quiet stdout",
+		Short: "Quick checks: name, executable, describe, cookie refusal, handshake, config schema, one call configured with the schema's defaults, quiet stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkReportFormat(output); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/plugins/host"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -186,7 +187,7 @@ func (a *Agent) executePlugin(ctx context.Context, d checks.Definition) *unyov1.
 		}
 		return unknown("%v", err) // host errors name the plugin
 	}
-	mapPluginResult(e, res, start)
+	mapPluginResult(e, res, start, a.opts.MaxOutput)
 	if res.GetTimedOut() {
 		e.Status = d.TimeoutStatus
 		e.Output = strings.TrimSpace(fmt.Sprintf("check timed out after %s. %s", d.Timeout, e.Output))
@@ -197,7 +198,10 @@ func (a *Agent) executePlugin(ctx context.Context, d checks.Definition) *unyov1.
 
 // mapPluginResult copies a plugin's CheckResult into e: the first line of
 // the output is the output, the rest the long output, as with a command.
-func mapPluginResult(e *unyov1.Event, res *pluginv1.CheckResult, start time.Time) {
+// The output is cut at maxOutput (agent.max_output) here, not trusted to
+// the plugin: a plugin not built with the SDK may send any size gRPC
+// accepts.
+func mapPluginResult(e *unyov1.Event, res *pluginv1.CheckResult, start time.Time, maxOutput int) {
 	e.StartedAt = timestamppb.New(start)
 	if s := res.GetStarted(); s != nil && s.IsValid() {
 		e.StartedAt = s
@@ -218,12 +222,16 @@ func mapPluginResult(e *unyov1.Event, res *pluginv1.CheckResult, start time.Time
 	}
 	// The Nagios exit code a command with this status would have had.
 	e.ExitCode = int32(e.Status)
-	first, long, _ := strings.Cut(res.GetOutput(), "\n")
+	output, cut := res.GetOutput(), false
+	if maxOutput > 0 {
+		output, cut = limits.Truncate(output, maxOutput)
+	}
+	first, long, _ := strings.Cut(output, "\n")
 	e.Output, e.LongOutput = strings.TrimSpace(first), strings.TrimSpace(long)
 	if res.GetStatus() == pluginv1.CheckStatus_CHECK_STATUS_UNSPECIFIED {
 		e.Output = strings.TrimSpace("plugin gave no status. " + e.Output)
 	}
-	e.Truncated = res.GetOutputTruncated()
+	e.Truncated = res.GetOutputTruncated() || cut
 	e.TimedOut = res.GetTimedOut()
 	for _, m := range res.GetMetrics() {
 		e.Perfdata = append(e.Perfdata, &unyov1.PerfData{

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -27,7 +29,7 @@ func TestMapPluginResult(t *testing.T) {
 			Status: tt.in, Output: "TCP OK - fine\nmore\nlines", OutputTruncated: true,
 			Duration: durationpb.New(1500 * time.Millisecond),
 			Metrics:  []*pluginv1.Metric{{Label: "time", Value: 0.01, Unit: "s", Warn: "1", Crit: "2", Min: &minV}},
-		}, time.Now())
+		}, time.Now(), 64<<10)
 		if e.Status != tt.want || e.ExitCode != int32(tt.want) {
 			t.Errorf("%v: status %v exit %d, want %v", tt.in, e.Status, e.ExitCode, tt.want)
 		}
@@ -40,5 +42,34 @@ func TestMapPluginResult(t *testing.T) {
 		if len(e.Perfdata) != 1 || e.Perfdata[0].Uom != "s" || e.Perfdata[0].Crit != "2" || e.Perfdata[0].GetMin() != 0 || e.Perfdata[0].Min == nil {
 			t.Errorf("perfdata %v", e.Perfdata)
 		}
+	}
+}
+
+// TestMapPluginResultBoundsOutput: the agent cuts a plugin's output at
+// agent.max_output itself and marks it truncated, whatever the plugin
+// claimed.
+func TestMapPluginResultBoundsOutput(t *testing.T) {
+	for _, tt := range []struct {
+		name, output  string
+		claimed, want bool
+	}{
+		{"short", "OK", false, false},
+		{"exactly the bound", strings.Repeat("x", 16), false, false},
+		{"over the bound, unclaimed", "OK\n" + strings.Repeat("é", 16), false, true},
+		{"claimed by the plugin", "OK", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &unyov1.Event{}
+			mapPluginResult(e, &pluginv1.CheckResult{Status: pluginv1.CheckStatus_CHECK_STATUS_OK, Output: tt.output, OutputTruncated: tt.claimed}, time.Now(), 16)
+			if n := len(e.Output) + len(e.LongOutput); n > 16 {
+				t.Errorf("kept %d bytes of output, bound 16", n)
+			}
+			if !utf8.ValidString(e.LongOutput) {
+				t.Errorf("long output cut inside a character: %q", e.LongOutput)
+			}
+			if e.Truncated != tt.want {
+				t.Errorf("truncated %v, want %v", e.Truncated, tt.want)
+			}
+		})
 	}
 }

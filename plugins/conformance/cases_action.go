@@ -66,8 +66,14 @@ func (c *C) actionReq(key string, params map[string]any, timeout time.Duration) 
 
 // effects counts the side effects recorded in the fixture's effects file;
 // ok is false when there is no such fixture.
+// effects counts the action's side effects: lines of the effects file,
+// or without one, contacts with the helper servers the fixtures send it
+// to. Either is observed, not taken from the plugin's word (replayed).
 func (c *C) effects() (int, bool) {
 	if c.fx.Action.EffectsFile == "" {
+		if c.env.reachesHelpers(c.fx.Config, c.fx.Action.Params) {
+			return int(c.env.contacts.Load()), true
+		}
 		return 0, false
 	}
 	b, err := os.ReadFile(c.fx.Action.EffectsFile)
@@ -79,7 +85,7 @@ func (c *C) effects() (int, bool) {
 
 func (c *C) needParams() {
 	if c.fx.Action.Params == nil {
-		c.Skipf("no action.params fixture")
+		c.needFixture("action.params")
 	}
 }
 
@@ -115,7 +121,7 @@ func caseActionDryRun(c *C) {
 	c.needParams()
 	n0, counted := c.effects()
 	if !counted {
-		c.Skipf("no action.effects_file fixture to observe side effects")
+		c.needFixture("action.effects_file")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)
@@ -208,7 +214,7 @@ func caseActionIdempotentConc(c *C) {
 
 func caseActionTimeout(c *C) {
 	if c.fx.Action.Slow == nil {
-		c.Skipf("no action.slow fixture")
+		c.needFixture("action.slow")
 	}
 	const budget = 300 * time.Millisecond
 	inst := c.start(true)
@@ -228,11 +234,34 @@ func caseActionTimeout(c *C) {
 		c.Errorf("answered %s after a %s budget", took.Round(time.Millisecond), budget)
 	}
 	c.log("answered after %s", took.Round(time.Millisecond))
+	c.noEffectsAfter("TIMED_OUT")
+}
+
+// afterEffectWindow is how long the harness watches the effects file
+// after a timed-out or cancelled action's outcome.
+const afterEffectWindow = time.Second
+
+// noEffectsAfter fails the case when the action acts after its outcome
+// said it stopped: the host has moved on (retried, given up) by then.
+func (c *C) noEffectsAfter(outcome string) {
+	n1, counted := c.effects()
+	if !counted {
+		c.log("no action.effects_file fixture: effects after %s not observed", outcome)
+		return
+	}
+	deadline := time.Now().Add(afterEffectWindow)
+	for time.Now().Before(deadline) {
+		if n, _ := c.effects(); n != n1 {
+			c.Errorf("the action acted after it reported %s: the effects file grew from %d to %d lines; an action must stop acting when its context ends", outcome, n1, n)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func caseActionCancel(c *C) {
 	if c.fx.Action.Slow == nil {
-		c.Skipf("no action.slow fixture")
+		c.needFixture("action.slow")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)
@@ -272,6 +301,7 @@ func caseActionCancel(c *C) {
 	if r.err != nil || r.o.GetStatus() != pluginv1.OutcomeStatus_OUTCOME_STATUS_CANCELLED {
 		c.Errorf("cancelled action: %v %v, want outcome CANCELLED", r.o, r.err)
 	}
+	c.noEffectsAfter("CANCELLED")
 	if took := time.Since(began); took > 1500*time.Millisecond {
 		c.Errorf("the cancelled action ended %s after Cancel", took.Round(time.Millisecond))
 	}

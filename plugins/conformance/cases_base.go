@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -16,18 +17,29 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
 const (
 	// growthCalls is how many calls the growth case makes.
 	growthCalls = 1000
+	// longRunCalls is how many calls the long-run case makes of one
+	// instance, more than any other case.
+	longRunCalls = 2000
 	// maxFDGrowth and maxRSSGrowth allow for lazily opened descriptors and
 	// a runtime that has not returned memory yet, not for a leak per call.
 	maxFDGrowth  = 4
 	maxRSSGrowth = 32 << 20
+	// maxGoroutineGrowth allows for pools, not for a goroutine per call:
+	// 1,000 leaked goroutines cost only about 2 MiB of memory.
+	maxGoroutineGrowth = 20
+	// offPathCalls is how often the growth case repeats each timeout and
+	// cancellation path.
+	offPathCalls = 25
 )
 
 var semver = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
@@ -37,6 +49,8 @@ func baseCases() []testCase {
 		{name: "base/handshake", run: caseHandshake},
 		{name: "base/version_negotiation", run: caseVersionNegotiation},
 		{name: "base/info", run: caseInfo},
+		{name: "base/config_schema", run: caseConfigSchema},
+		{name: "base/api_versions_served", run: caseAPIVersionsServed},
 		{name: "base/describe", run: caseDescribe},
 		{name: "base/configure_valid", run: caseConfigureValid},
 		{name: "base/configure_invalid", run: caseConfigureInvalid},
@@ -46,7 +60,9 @@ func baseCases() []testCase {
 		{name: "base/deadline_honoured", run: caseDeadline},
 		{name: "base/shutdown", run: caseShutdown},
 		{name: "base/exit_on_parent_death", run: caseParentDeath},
+		{name: "base/exit_on_sigterm", run: caseSIGTERM},
 		{name: "base/no_fd_or_memory_growth", run: caseGrowth},
+		{name: "base/long_run", run: caseLongRun},
 		{name: "base/quiet_stdout", run: caseQuietStdout},
 	}
 }
@@ -121,12 +137,79 @@ func caseInfo(c *C) {
 			}
 		}
 	}
+}
+
+// caseConfigSchema: the config schema is a JSON Schema (checked against
+// the meta-schema), and the fixture configs are valid by it.
+func caseConfigSchema(c *C) {
+	inst := c.start(false)
+	ctx, cancel := c.timeout(5 * time.Second)
+	defer cancel()
 	sc, err := inst.conn.Plugin.ConfigSchema(ctx, &pluginv1.ConfigSchemaRequest{})
 	if err != nil {
 		c.Fatalf("ConfigSchema: %v", err)
 	}
-	if !json.Valid([]byte(sc.GetJsonSchema())) {
-		c.Errorf("config schema is not JSON: %q", sc.GetJsonSchema())
+	schema, err := sdk.CompileSchema(sc.GetJsonSchema())
+	if err != nil {
+		c.Fatalf("config schema %s is not a valid JSON Schema: %v", truncate(sc.GetJsonSchema(), 200), err)
+	}
+	if c.fx.Config != nil {
+		if err := sdk.ValidateSchema(schema, c.fx.Config); err != nil {
+			c.Errorf("the fixture config is not valid by the plugin's own config schema: %v", err)
+		}
+	}
+}
+
+// caseAPIVersionsServed: every API version the plugin advertises is
+// served: a host speaking v2 would pick v2 and call unyo.plugin.v2.
+func caseAPIVersionsServed(c *C) {
+	inst := c.start(false)
+	if inst.raw == nil {
+		c.Skipf("no raw connection to the plugin")
+	}
+	ctx, cancel := c.timeout(5 * time.Second)
+	defer cancel()
+	for _, v := range c.info.GetApiVersions() {
+		method := fmt.Sprintf("/unyo.plugin.v%d.Plugin/Info", v)
+		// The reply is not read: whether the service exists is the question.
+		err := inst.raw.Invoke(ctx, method, &pluginv1.InfoRequest{HostApiVersions: []uint32{v}}, &emptypb.Empty{})
+		if status.Code(err) == codes.Unimplemented {
+			c.Errorf("plugin advertises API v%d but does not serve unyo.plugin.v%d.Plugin (a host speaking v%d would pick it and fail): %v", v, v, v, err)
+		} else if err != nil {
+			c.Errorf("Info of API v%d: %v", v, err)
+		}
+	}
+}
+
+// caseSIGTERM: the plugin exits on SIGTERM, which the host sends when it
+// stops a plugin that did not answer Shutdown, and Pdeathsig sends when
+// the host dies.
+func caseSIGTERM(c *C) {
+	c.needBinary("it signals the plugin process")
+	inst := c.start(true)
+	if err := inst.signal(syscall.SIGTERM); err != nil {
+		c.Fatalf("cannot signal the plugin: %v", err)
+	}
+	const wait = 5 * time.Second
+	if !waitPIDGone(inst.pid, wait) {
+		c.Errorf("plugin (pid %d) still runs %s after SIGTERM; it ignores or traps SIGTERM", inst.pid, wait)
+	}
+}
+
+// caseLongRun: the plugin keeps answering over a few thousand calls, more
+// than any other case makes of one instance.
+func caseLongRun(c *C) {
+	inst := c.start(true)
+	call := c.cheapCall(inst)
+	ctx, cancel := c.timeout(60 * time.Second)
+	defer cancel()
+	for i := range longRunCalls {
+		if err := call(ctx); err != nil {
+			c.Fatalf("call %d of %d: %v", i+1, longRunCalls, err)
+		}
+	}
+	if _, err := inst.conn.Plugin.Probe(ctx, &pluginv1.ProbeRequest{}); err != nil {
+		c.Errorf("Probe after %d calls: %v", longRunCalls, err)
 	}
 }
 
@@ -197,7 +280,7 @@ func caseConfigureValid(c *C) {
 
 func caseConfigureInvalid(c *C) {
 	if c.fx.InvalidConfig == nil {
-		c.Skipf("no invalid_config fixture")
+		c.needFixture("invalid_config")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(5 * time.Second)
@@ -301,8 +384,12 @@ func caseDeadline(c *C) {
 			}
 			return err
 		}
+	case c.serves(pluginv1.Kind_KIND_CHECK):
+		c.needFixture("check.slow")
+	case c.serves(pluginv1.Kind_KIND_ACTION):
+		c.needFixture("action.slow")
 	default:
-		c.Skipf("needs a check.slow or action.slow fixture")
+		c.Skipf("needs a check or an action to slow down")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(deadline)
@@ -310,7 +397,10 @@ func caseDeadline(c *C) {
 	began := time.Now()
 	err := call(ctx, inst)
 	took := time.Since(began)
-	if status.Code(err) != codes.DeadlineExceeded {
+	// An action's stream may end with its outcome right at the deadline,
+	// which the plugin sees a moment before the harness: that is ending
+	// in time too.
+	if status.Code(err) != codes.DeadlineExceeded && !errors.Is(err, io.EOF) {
 		c.Errorf("call past its deadline: got %v, want DEADLINE_EXCEEDED", err)
 	}
 	if took > deadline+time.Second {
@@ -343,6 +433,7 @@ func caseParentDeath(c *C) {
 	c.needBinary("it kills the plugin's parent process")
 	inst := c.startMode(true, startOrphanable)
 	parent := inst.cmd.Process.Pid
+	inst.stopping.Store(true)
 	if err := syscall.Kill(parent, syscall.SIGKILL); err != nil {
 		c.Fatalf("cannot kill the plugin's parent %d: %v", parent, err)
 	}
@@ -355,6 +446,7 @@ func caseGrowth(c *C) {
 	c.needBinary("it measures the plugin process's descriptors and memory")
 	inst := c.start(true)
 	call := c.cheapCall(inst)
+	offPath := c.offPathCalls(inst)
 	ctx, cancel := c.timeout(90 * time.Second)
 	defer cancel()
 	for range 50 { // warm up lazily opened descriptors and pools
@@ -362,34 +454,105 @@ func caseGrowth(c *C) {
 			c.Fatalf("warm-up call: %v", err)
 		}
 	}
+	for _, p := range offPath {
+		_ = p.call(ctx)
+	}
 	fd0, err := openFDs(inst.pid)
 	if err != nil {
 		c.Skipf("%v", err)
 	}
 	rss0, _ := rssBytes(inst.pid)
+	g0 := inst.goroutines(ctx)
 	for i := range growthCalls {
 		if err := call(ctx); err != nil {
 			c.Fatalf("call %d of %d: %v", i+1, growthCalls, err)
 		}
 	}
-	// Descriptors of finished work may close a moment later.
+	// Timeouts and cancellations are where cleanup is most often missed.
+	var paths []string
+	for _, p := range offPath {
+		for range offPathCalls {
+			if err := p.call(ctx); err != nil {
+				c.Fatalf("%s call: %v", p.name, err)
+			}
+		}
+		paths = append(paths, fmt.Sprintf("%d %s", offPathCalls, p.name))
+	}
+	// Descriptors and goroutines of finished work may end a moment later.
 	var fd1 int
+	var g1 int64
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		fd1, _ = openFDs(inst.pid)
-		if fd1 <= fd0+maxFDGrowth || time.Now().After(deadline) {
+		g1 = inst.goroutines(ctx)
+		if (fd1 <= fd0+maxFDGrowth && g1 <= g0+maxGoroutineGrowth) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	rss1, _ := rssBytes(inst.pid)
+	over := fmt.Sprintf("%d calls", growthCalls)
+	if len(paths) > 0 {
+		over += " and " + strings.Join(paths, " and ")
+	}
 	if fd1 > fd0+maxFDGrowth {
-		c.Errorf("open descriptors grew from %d to %d over %d calls", fd0, fd1, growthCalls)
+		c.Errorf("open descriptors grew from %d to %d over %s", fd0, fd1, over)
 	}
 	if rss1 > rss0+maxRSSGrowth {
-		c.Errorf("resident memory grew from %d to %d KiB over %d calls", rss0>>10, rss1>>10, growthCalls)
+		c.Errorf("resident memory grew from %d to %d KiB over %s", rss0>>10, rss1>>10, over)
 	}
-	c.log("fds %d -> %d, rss %d -> %d KiB", fd0, fd1, rss0>>10, rss1>>10)
+	if g0 > 0 && g1 > g0+maxGoroutineGrowth {
+		c.Errorf("goroutines grew from %d to %d over %s (as the plugin reports them in Probe)", g0, g1, over)
+	}
+	c.log("fds %d -> %d, rss %d -> %d KiB, goroutines %d -> %d", fd0, fd1, rss0>>10, rss1>>10, g0, g1)
+}
+
+// goroutines is what the plugin reports in Probe; 0 when it does not.
+func (i *instance) goroutines(ctx context.Context) int64 {
+	p, err := i.conn.Plugin.Probe(ctx, &pluginv1.ProbeRequest{})
+	if err != nil {
+		return 0
+	}
+	return p.GetGoroutines()
+}
+
+// namedCall is a call the growth case repeats.
+type namedCall struct {
+	name string
+	call func(context.Context) error
+}
+
+// offPathCalls are the kind's calls that end by timeout or cancellation;
+// an error is returned only when the plugin answered wrongly.
+func (c *C) offPathCalls(inst *instance) []namedCall {
+	var out []namedCall
+	switch {
+	case c.serves(pluginv1.Kind_KIND_CHECK) && c.fx.Check.Slow != nil:
+		slow := c.mustStruct(c.fx.Check.Slow)
+		out = append(out,
+			namedCall{"timed-out checks", func(ctx context.Context) error {
+				_, err := inst.conn.Check.Run(ctx, &pluginv1.RunRequest{Target: slow, Timeout: durationpb.New(5 * time.Millisecond)})
+				return err
+			}},
+			namedCall{"cancelled checks", func(ctx context.Context) error {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+				defer cancel()
+				_, err := inst.conn.Check.Run(cctx, &pluginv1.RunRequest{Target: slow, Timeout: durationpb.New(10 * time.Second)})
+				if code := status.Code(err); code == codes.DeadlineExceeded || code == codes.Canceled {
+					return nil
+				}
+				return err
+			}})
+	case c.serves(pluginv1.Kind_KIND_ACTION) && c.fx.Action.Slow != nil:
+		slow := c.mustStruct(c.fx.Action.Slow)
+		n := 0
+		out = append(out, namedCall{"timed-out actions", func(ctx context.Context) error {
+			n++
+			_, err := execute(ctx, inst.conn, &pluginv1.ExecuteRequest{IdempotencyKey: fmt.Sprintf("growth-timeout-%d", n), Params: slow, Timeout: durationpb.New(5 * time.Millisecond)})
+			return err
+		}})
+	}
+	return out
 }
 
 // cheapCall is the kind's everyday call, for the growth case.

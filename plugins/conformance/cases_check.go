@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,19 +32,97 @@ func checkCases() []testCase {
 		testCase{name: "check/no_zombie_children", kind: k, run: caseCheckZombies},
 		testCase{name: "check/concurrent_runs_do_not_mix", kind: k, run: caseCheckConcurrent},
 		testCase{name: "check/stream_runs_do_not_mix", kind: k, run: caseCheckStream},
+		testCase{name: "check/stream_survives_bad_request", kind: k, run: caseCheckStreamBadRequest},
+		testCase{name: "check/output_bounded", kind: k, run: caseCheckOutputBounded},
 		testCase{name: "check/cancel", kind: k, run: caseCheckCancel},
 	)
 }
 
 func (c *C) runCheck(ctx context.Context, inst *instance, target map[string]any, timeout time.Duration) (*pluginv1.CheckResult, error) {
 	r, err := inst.conn.Check.Run(ctx, &pluginv1.RunRequest{Target: c.mustStruct(target), Timeout: durationpb.New(timeout), CheckName: "conformance"})
+	c.checkBounds(r.GetResult())
 	return r.GetResult(), err
+}
+
+// maxCheckOutput is the protocol's bound on CheckResult.output.
+const maxCheckOutput = 64 << 10
+
+// checkBounds holds every result to the protocol's output bound.
+func (c *C) checkBounds(r *pluginv1.CheckResult) {
+	if n := len(r.GetOutput()); n > maxCheckOutput {
+		c.Errorf("output is %d bytes, over the protocol's 64 KiB (%d bytes): cut it at a character boundary and set output_truncated", n, maxCheckOutput)
+	}
+	if !utf8.ValidString(r.GetOutput()) {
+		c.Errorf("output is not valid UTF-8")
+	}
+}
+
+// caseCheckOutputBounded: output longer than 64 KiB comes cut, and says so.
+func caseCheckOutputBounded(c *C) {
+	if c.fx.Check.Large == nil {
+		c.needFixture("check.large")
+	}
+	inst := c.start(true)
+	ctx, cancel := c.timeout(10 * time.Second)
+	defer cancel()
+	r, err := c.runCheck(ctx, inst, c.fx.Check.Large, 5*time.Second)
+	if err != nil {
+		c.Fatalf("Run: %v", err)
+	}
+	if !r.GetOutputTruncated() {
+		c.Errorf("a %d-byte output of the large target does not set output_truncated", len(r.GetOutput()))
+	}
+}
+
+// caseCheckStreamBadRequest: one unusable request on the shared stream is
+// answered with an error; the stream, which carries every check of the
+// plugin, goes on.
+func caseCheckStreamBadRequest(c *C) {
+	if c.fx.Check.Invalid == nil {
+		c.needFixture("check.invalid")
+	}
+	if len(c.fx.Check.Statuses) == 0 {
+		c.needFixture("check.statuses")
+	}
+	var good map[string]any
+	for _, t := range c.fx.Check.Statuses {
+		good = t
+		break
+	}
+	inst := c.start(true)
+	ctx, cancel := c.timeout(10 * time.Second)
+	defer cancel()
+	st, err := inst.conn.Check.RunStream(ctx)
+	if err != nil {
+		c.Fatalf("RunStream: %v", err)
+	}
+	defer func() { _ = st.CloseSend() }()
+	for _, req := range []struct {
+		id     string
+		target map[string]any
+	}{{"bad", c.fx.Check.Invalid}, {"good", good}} {
+		// A Send to an ended stream fails with io.EOF; Recv then says why.
+		_ = st.Send(&pluginv1.RunStreamRequest{RequestId: req.id, Run: &pluginv1.RunRequest{Target: c.mustStruct(req.target), Timeout: durationpb.New(5 * time.Second)}})
+		r, err := st.Recv()
+		if err != nil {
+			c.Fatalf("the plugin ended the whole RunStream after the %s request (%v): an unusable request must be answered with RunStreamResponse.error, the stream carries every check of the plugin", req.id, err)
+		}
+		c.checkBounds(r.GetResult())
+		switch {
+		case r.GetRequestId() != req.id:
+			c.Errorf("answer for %q, want %q", r.GetRequestId(), req.id)
+		case req.id == "bad" && r.GetError() == "":
+			c.Errorf("the invalid target's request was answered without error: %v", r)
+		case req.id == "good" && (r.GetError() != "" || r.GetResult() == nil):
+			c.Errorf("the valid target after an invalid one: %v", r)
+		}
+	}
 }
 
 func caseCheckStatus(c *C, name string) {
 	target, ok := c.fx.Check.Statuses[name]
 	if !ok {
-		c.Skipf("no check.statuses.%s fixture", name)
+		c.needFixture("check.statuses." + name)
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(10 * time.Second)
@@ -65,7 +144,7 @@ func caseCheckStatus(c *C, name string) {
 
 func caseCheckInvalid(c *C) {
 	if c.fx.Check.Invalid == nil {
-		c.Skipf("no check.invalid fixture")
+		c.needFixture("check.invalid")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(10 * time.Second)
@@ -77,7 +156,7 @@ func caseCheckInvalid(c *C) {
 
 func caseCheckTimeout(c *C) {
 	if c.fx.Check.Slow == nil {
-		c.Skipf("no check.slow fixture")
+		c.needFixture("check.slow")
 	}
 	const budget = 300 * time.Millisecond
 	inst := c.start(true)
@@ -115,7 +194,7 @@ func caseCheckZombies(c *C) {
 		ran++
 	}
 	if ran == 0 {
-		c.Skipf("no check.statuses or check.slow fixture")
+		c.needFixture("check.statuses")
 	}
 	// A child may be reaped a moment after the answer.
 	deadline := time.Now().Add(2 * time.Second)
@@ -141,7 +220,7 @@ func (c *C) mixTargets() map[pluginv1.CheckStatus]map[string]any {
 		out[checkStatuses[name]] = t
 	}
 	if len(out) < 2 {
-		c.Skipf("needs check.statuses fixtures for at least two statuses")
+		c.needFixture("check.statuses (two statuses at least)")
 	}
 	return out
 }
@@ -201,12 +280,14 @@ func caseCheckStream(c *C) {
 		if err != nil {
 			c.Fatalf("stream ended with %d answers missing: %v", len(want), err)
 		}
+		c.checkBounds(r.GetResult())
 		w, ok := want[r.GetRequestId()]
 		switch {
 		case !ok:
 			c.Errorf("answer for unknown or repeated request id %q", r.GetRequestId())
 		case r.GetError() != "":
 			c.Errorf("request %s: %s", r.GetRequestId(), r.GetError())
+
 		case r.GetResult().GetStatus() != w:
 			c.Errorf("request %s: status %v, want %v: results mixed up", r.GetRequestId(), r.GetResult().GetStatus(), w)
 		}
@@ -216,7 +297,7 @@ func caseCheckStream(c *C) {
 
 func caseCheckCancel(c *C) {
 	if c.fx.Check.Slow == nil {
-		c.Skipf("no check.slow fixture")
+		c.needFixture("check.slow")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(20 * time.Second)

@@ -37,7 +37,13 @@ func providerCases() []testCase {
 		{name: "provider/failed_create_leaves_nothing", kind: k, run: caseProviderFailedCreate},
 		{name: "provider/parallel_creates", kind: k, run: caseProviderParallel},
 		{name: "provider/list_by_labels", kind: k, run: caseProviderList},
+		{name: "provider/update", kind: k, run: caseProviderUpdate},
+		{name: "provider/stats", kind: k, run: caseProviderStats},
+		{name: "provider/watch", kind: k, run: caseProviderWatch},
+		{name: "provider/fingerprint", kind: k, run: caseProviderFingerprint},
 		{name: "provider/unadvertised_unimplemented", kind: k, run: caseProviderUnadvertised},
+		// Last: every case above deleted what it made.
+		{name: "provider/no_strays", kind: k, run: caseProviderNoStrays},
 	}
 }
 
@@ -82,7 +88,7 @@ func (c *C) track(ids ...string) {
 
 func (c *C) needResource() {
 	if c.fx.Provider.Resource == nil {
-		c.Skipf("no provider.resource fixture")
+		c.needFixture("provider.resource")
 	}
 }
 
@@ -97,6 +103,22 @@ func (c *C) schema(ctx context.Context, inst *instance) *pluginv1.SchemaResponse
 		c.Fatalf("Schema: %v", err)
 	}
 	return s
+}
+
+// startOffering starts a configured instance for a case about one
+// operation, skipped when the plugin does not offer it (or, with
+// resource, when there is no provider.resource fixture).
+func (c *C) startOffering(op pluginv1.Operation, name string, resource bool) (*instance, context.Context, context.CancelFunc) {
+	if resource {
+		c.needResource()
+	}
+	inst := c.start(true)
+	ctx, cancel := c.timeout(30 * time.Second)
+	if !offers(c.schema(ctx, inst), op) {
+		cancel()
+		c.Skipf("the plugin does not offer %s", name)
+	}
+	return inst, ctx, cancel
 }
 
 func offers(s *pluginv1.SchemaResponse, op pluginv1.Operation) bool {
@@ -211,7 +233,7 @@ func caseProviderCreateIdempotent(c *C) {
 func caseProviderConflict(c *C) {
 	c.needResource()
 	if c.fx.Provider.Other == nil {
-		c.Skipf("no provider.other fixture")
+		c.needFixture("provider.other")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(30 * time.Second)
@@ -313,7 +335,7 @@ func caseProviderSurvivesCrash(c *C) {
 
 func caseProviderFailedCreate(c *C) {
 	if c.fx.Provider.Failing == nil {
-		c.Skipf("no provider.failing fixture")
+		c.needFixture("provider.failing")
 	}
 	inst := c.start(true)
 	ctx, cancel := c.timeout(30 * time.Second)
@@ -387,25 +409,164 @@ func caseProviderParallel(c *C) {
 }
 
 func caseProviderList(c *C) {
-	c.needResource()
-	inst := c.start(true)
-	ctx, cancel := c.timeout(30 * time.Second)
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_LIST, "List", true)
 	defer cancel()
-	if !offers(c.schema(ctx, inst), pluginv1.Operation_OPERATION_LIST) {
-		c.Skipf("the plugin does not offer List")
+	// Two resources sharing the run's label but not the case's: a List
+	// matching ANY of the labels instead of ALL returns both.
+	a, b := c.resourceID("a"), c.resourceID("b")
+	c.track(a, b)
+	for _, r := range []struct{ id, which string }{{a, "a"}, {b, "b"}} {
+		if _, err := inst.conn.Provider.Create(ctx, &pluginv1.CreateRequest{Id: r.id, Config: c.mustStruct(c.fx.Provider.Resource),
+			Labels: map[string]string{runLabel: c.env.runID, "unyo.conformance/case": lastElem(c.name) + "-" + r.which}}); err != nil {
+			c.Fatalf("Create %s: %v", r.id, err)
+		}
 	}
-	id := c.resourceID("a")
+	l, err := inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: c.env.runID, "unyo.conformance/case": lastElem(c.name) + "-a"}})
+	if err != nil || len(l.GetResources()) != 1 || l.GetResources()[0].GetId() != a {
+		c.Errorf("List by two labels returned %v (%v), want exactly %s: a resource must match ALL the labels, not any", resourceIDs(l.GetResources()), err, a)
+	}
+	l, err = inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: "conformance-nobody"}})
+	if err != nil || len(l.GetResources()) != 0 {
+		c.Errorf("List by a label nobody has: %v %v, want nothing", resourceIDs(l.GetResources()), err)
+	}
+}
+
+func resourceIDs(rs []*pluginv1.Resource) []string {
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.GetId())
+	}
+	return ids
+}
+
+// caseProviderNoStrays lists what still carries this run's label once
+// every case has deleted what it made: duplicates of a non-idempotent
+// Create, or resources a Delete left behind.
+func caseProviderNoStrays(c *C) {
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_LIST, "List", false)
+	defer cancel()
+	l, err := inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: c.env.runID}})
+	if err != nil {
+		c.Fatalf("List by the run's label: %v", err)
+	}
+	if ids := resourceIDs(l.GetResources()); len(ids) > 0 {
+		c.track(ids...)
+		c.Errorf("%d resources of this run are left after every case deleted what it created (strays: duplicates or resources Delete left behind): %v", len(ids), ids)
+	}
+}
+
+// caseProviderUpdate: PlanUpdate and Update of a resource, and the update
+// is stored: Get afterwards returns the new config.
+func caseProviderUpdate(c *C) {
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_UPDATE, "Update", true)
+	defer cancel()
+	if c.fx.Provider.Other == nil {
+		c.needFixture("provider.other")
+	}
+	p := inst.conn.Provider
+	unknown := c.resourceID("never")
+	if _, err := p.PlanUpdate(ctx, &pluginv1.PlanUpdateRequest{Id: unknown, Config: c.mustStruct(c.fx.Provider.Other)}); status.Code(err) != codes.NotFound {
+		c.Errorf("PlanUpdate of an unknown id: got %v, want NOT_FOUND", err)
+	}
+	if _, err := p.Update(ctx, &pluginv1.UpdateRequest{Id: unknown, Config: c.mustStruct(c.fx.Provider.Other)}); status.Code(err) != codes.NotFound {
+		c.Errorf("Update of an unknown id: got %v, want NOT_FOUND", err)
+	}
+	id := c.resourceID("u")
 	c.track(id)
 	if _, err := c.create(ctx, inst, id, c.fx.Provider.Resource); err != nil {
 		c.Fatalf("Create: %v", err)
 	}
-	l, err := inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: c.env.runID, "unyo.conformance/case": lastElem(c.name)}})
-	if err != nil || len(l.GetResources()) != 1 || l.GetResources()[0].GetId() != id {
-		c.Errorf("List by this case's labels: %v %v, want exactly %s", l, err, id)
+	plan, err := p.PlanUpdate(ctx, &pluginv1.PlanUpdateRequest{Id: id, Config: c.mustStruct(c.fx.Provider.Other)})
+	if err != nil {
+		c.Fatalf("PlanUpdate: %v", err)
 	}
-	l, err = inst.conn.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{runLabel: "conformance-nobody"}})
-	if err != nil || len(l.GetResources()) != 0 {
-		c.Errorf("List by a label nobody has: %v %v, want nothing", l, err)
+	if plan.GetAction() == pluginv1.UpdateAction_UPDATE_ACTION_UNSPECIFIED || plan.GetAction() == pluginv1.UpdateAction_UPDATE_ACTION_NOOP {
+		c.Errorf("PlanUpdate to another config plans %v, want IN_PLACE or REPLACE", plan.GetAction())
+	}
+	up, err := p.Update(ctx, &pluginv1.UpdateRequest{Id: id, Config: c.mustStruct(c.fx.Provider.Other)})
+	if err != nil {
+		c.Fatalf("Update: %v", err)
+	}
+	want := c.mustStruct(c.fx.Provider.Other)
+	if !proto.Equal(up.GetResource().GetConfig(), want) {
+		c.Errorf("Update answered config %v, want %v", up.GetResource().GetConfig(), want)
+	}
+	g, err := p.Get(ctx, &pluginv1.GetRequest{Id: id})
+	if err != nil {
+		c.Fatalf("Get after Update: %v", err)
+	}
+	if !proto.Equal(g.GetResource().GetConfig(), want) {
+		c.Errorf("Get after Update returns config %v, want the updated %v: the update was answered but not stored", g.GetResource().GetConfig(), want)
+	}
+}
+
+// caseProviderStats: Stats of a resource answers, of an unknown id is
+// NOT_FOUND.
+func caseProviderStats(c *C) {
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_STATS, "Stats", true)
+	defer cancel()
+	if _, err := inst.conn.Provider.Stats(ctx, &pluginv1.StatsRequest{Id: c.resourceID("never")}); status.Code(err) != codes.NotFound {
+		c.Errorf("Stats of an unknown id: got %v, want NOT_FOUND", err)
+	}
+	id := c.resourceID("s")
+	c.track(id)
+	if _, err := c.create(ctx, inst, id, c.fx.Provider.Resource); err != nil {
+		c.Fatalf("Create: %v", err)
+	}
+	if _, err := inst.conn.Provider.Stats(ctx, &pluginv1.StatsRequest{Id: id}); err != nil {
+		c.Errorf("Stats of a running resource: %v", err)
+	}
+}
+
+// caseProviderWatch: Watch stays open and reports the watched resource's
+// deletion or at least does not fail.
+func caseProviderWatch(c *C) {
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_WATCH, "Watch", true)
+	defer cancel()
+	id := c.resourceID("w")
+	c.track(id)
+	if _, err := c.create(ctx, inst, id, c.fx.Provider.Resource); err != nil {
+		c.Fatalf("Create: %v", err)
+	}
+	const watchFor = 500 * time.Millisecond
+	wctx, wcancel := context.WithTimeout(ctx, watchFor)
+	defer wcancel()
+	began := time.Now()
+	st, err := inst.conn.Provider.Watch(wctx, &pluginv1.WatchRequest{Ids: []string{id}})
+	if err != nil {
+		c.Fatalf("Watch: %v", err)
+	}
+	for {
+		r, err := st.Recv()
+		switch {
+		case status.Code(err) == codes.DeadlineExceeded || wctx.Err() != nil || (err != nil && time.Since(began) > watchFor-100*time.Millisecond):
+			// Still watching when the harness stopped: the plugin may see
+			// the deadline a moment before the harness and end cleanly.
+			return
+		case err != nil:
+			c.Fatalf("Watch ended while the harness was still watching: %v", err)
+		case r.GetId() != id:
+			c.Errorf("Watch of %s reported resource %q", id, r.GetId())
+		}
+	}
+}
+
+// caseProviderFingerprint: Fingerprint streams at least one fingerprint.
+func caseProviderFingerprint(c *C) {
+	inst, ctx, cancel := c.startOffering(pluginv1.Operation_OPERATION_FINGERPRINT, "Fingerprint", false)
+	defer cancel()
+	fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer fcancel()
+	st, err := inst.conn.Provider.Fingerprint(fctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
+	if err != nil {
+		c.Fatalf("Fingerprint: %v", err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		c.Fatalf("Fingerprint sent nothing within 5s: %v", err)
+	}
+	if r.GetAt() == nil {
+		c.Errorf("fingerprint without its time: %v", r)
 	}
 }
 

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,14 +11,19 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
 // CheckBinary makes the quick checks of `unyo plugin check`: the file's
 // name and mode, `describe`, refusal to run without the handshake cookie,
-// a handshake within the deadline and nothing else on stdout. It needs no
-// fixtures and never configures the plugin.
+// a handshake within the deadline, a config schema that is a JSON Schema,
+// and a smoke test: configured with its schema's defaults, one call of
+// each kind it serves, nothing else on stdout. It needs no fixtures.
 func CheckBinary(ctx context.Context, path string) *Report {
 	target := Binary(path, nil)
 	rep := &Report{Target: target.String(), Started: time.Now()}
@@ -72,9 +78,17 @@ func CheckBinary(ctx context.Context, path string) *Report {
 				c.Errorf("plugin wrote to stdout besides the handshake: %q", truncate(out, 200))
 			}
 		}},
+		{name: "check/config_schema", run: caseConfigSchema},
+		{name: "check/configure_and_call", run: caseConfigureAndCall},
 	}
+	// The schema and smoke cases need Info; without an answer they fail
+	// naming why, like the handshake case.
+	info, infoErr := probeInfo(ctx, target)
 	for _, tc := range cases {
-		rep.add(runCase(ctx, tc, &C{name: tc.name, target: target, fx: &Fixtures{}}))
+		if info == nil && (tc.name == "check/config_schema" || tc.name == "check/configure_and_call") {
+			tc.run = func(c *C) { c.Fatalf("%v", infoErr) }
+		}
+		rep.add(runCase(ctx, tc, &C{name: tc.name, target: target, fx: &Fixtures{}, info: info}))
 	}
 	rep.Duration = time.Since(rep.Started)
 	return rep
@@ -109,4 +123,62 @@ func caseNoCookie(c *C, path string) {
 	if stderr.Len() == 0 {
 		c.Errorf("without the handshake cookie the plugin exited silently; it should tell the operator why")
 	}
+}
+
+// caseConfigureAndCall configures the plugin with its config schema's
+// defaults and makes one call of each kind it serves: any answer of the
+// protocol will do, a crash, a refusal to be configured or stray stdout
+// will not.
+func caseConfigureAndCall(c *C) {
+	inst := c.start(false)
+	ctx, cancel := c.timeout(10 * time.Second)
+	defer cancel()
+	sc, err := inst.conn.Plugin.ConfigSchema(ctx, &pluginv1.ConfigSchemaRequest{})
+	if err != nil {
+		c.Fatalf("ConfigSchema: %v", err)
+	}
+	cfg := schemaDefaults(sc.GetJsonSchema())
+	if schema, err := sdk.CompileSchema(sc.GetJsonSchema()); err == nil {
+		if err := sdk.ValidateSchema(schema, cfg); err != nil {
+			// The plugin says itself that it needs settings nobody gave.
+			c.Skipf("the schema's defaults %v are not a valid config by the schema (%v); run `unyo plugin conformance` with a config fixture", cfg, err)
+		}
+	}
+	if err := inst.configure(ctx, cfg); err != nil {
+		c.Fatalf("the plugin cannot be configured with its config schema's defaults %v, which its schema accepts: %v", cfg, err)
+	}
+	for _, k := range c.info.GetKinds() {
+		switch err := kindCall(ctx, inst.conn, k); status.Code(err) {
+		case codes.OK, codes.InvalidArgument, codes.NotFound:
+			// Answered, as the protocol says: the call had no target.
+		default:
+			c.Errorf("one %s call after Configure: %v", base.KindName(k), err)
+		}
+	}
+	if ok, err := inst.shutdown(time.Second, 4*time.Second); err != nil || !ok {
+		c.Errorf("plugin did not exit after Shutdown: %v", err)
+	}
+	if out := inst.stdout.String(); out != "" {
+		c.Errorf("plugin wrote to stdout while serving (stdout carries only the handshake): %q", truncate(out, 200))
+	}
+}
+
+// schemaDefaults builds a config from the top-level properties' defaults
+// of a JSON Schema.
+func schemaDefaults(schema string) map[string]any {
+	var s struct {
+		Properties map[string]struct {
+			Default any `json:"default"`
+		} `json:"properties"`
+	}
+	cfg := map[string]any{}
+	if json.Unmarshal([]byte(schema), &s) != nil {
+		return cfg
+	}
+	for name, p := range s.Properties {
+		if p.Default != nil {
+			cfg[name] = p.Default
+		}
+	}
+	return cfg
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,8 +15,25 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
+
+// helperAddrs are the placeholders of the helper servers an action can
+// act on.
+var helperAddrs = []string{"http", "tcp_echo", "tcp_silent", "smtp"}
+
+// reachesHelpers says whether a fixture sends the plugin to a helper
+// server, so that its contacts show the plugin's effects.
+func (e *runEnv) reachesHelpers(fixtures ...map[string]any) bool {
+	b, _ := json.Marshal(fixtures)
+	for _, v := range helperAddrs {
+		if a := e.vars[v]; a != "" && strings.Contains(string(b), strings.TrimPrefix(a, "http://")) {
+			return true
+		}
+	}
+	return false
+}
 
 // runEnv is what one run provides to the fixtures: a temp dir and the
 // helper servers behind the placeholders. Everything is closed by close.
@@ -28,6 +46,9 @@ type runEnv struct {
 	lis     []net.Listener
 	conns   sync.WaitGroup
 	done    chan struct{}
+	// contacts counts requests and connections to the helper servers: an
+	// action's effects when it acts on them, whatever it says about them.
+	contacts atomic.Int64
 }
 
 func newRunEnv() (*runEnv, error) {
@@ -80,7 +101,11 @@ func newRunEnv() (*runEnv, error) {
 		case <-e.done:
 		}
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	count := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.contacts.Add(1)
+		mux.ServeHTTP(w, r)
+	})
+	hs := &http.Server{Handler: count, ReadHeaderTimeout: 5 * time.Second}
 	e.servers = append(e.servers, hs)
 	go func() { _ = hs.Serve(hl) }()
 	e.vars["http"] = "http://" + hl.Addr().String()
@@ -132,6 +157,7 @@ func (e *runEnv) accept(l net.Listener, serve func(net.Conn)) {
 		if err != nil {
 			return
 		}
+		e.contacts.Add(1)
 		e.conns.Add(1)
 		go func() {
 			defer e.conns.Done()

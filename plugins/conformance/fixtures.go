@@ -47,6 +47,9 @@ type CheckFixtures struct {
 	Slow map[string]any `yaml:"slow" json:"slow"`
 	// Invalid is a target refused with INVALID_ARGUMENT.
 	Invalid map[string]any `yaml:"invalid" json:"invalid"`
+	// Large is a target whose output is longer than 64 KiB, for the
+	// output bound.
+	Large map[string]any `yaml:"large" json:"large"`
 }
 
 // ActionFixtures are action params.
@@ -105,7 +108,7 @@ func (fx *Fixtures) expand(vars map[string]string) *Fixtures {
 	}
 	out := &Fixtures{
 		Config: m(fx.Config), InvalidConfig: m(fx.InvalidConfig),
-		Check:  CheckFixtures{Slow: m(fx.Check.Slow), Invalid: m(fx.Check.Invalid)},
+		Check:  CheckFixtures{Slow: m(fx.Check.Slow), Invalid: m(fx.Check.Invalid), Large: m(fx.Check.Large)},
 		Action: ActionFixtures{Params: m(fx.Action.Params), Slow: m(fx.Action.Slow), EffectsFile: rep.Replace(fx.Action.EffectsFile)},
 		Provider: ProviderFixtures{Resource: m(fx.Provider.Resource), Other: m(fx.Provider.Other),
 			Invalid: m(fx.Provider.Invalid), Failing: m(fx.Provider.Failing)},

@@ -14,6 +14,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -23,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -61,7 +64,9 @@ type C struct {
 	failures []string
 	notes    []string
 	skip     string
+	needs    string // the fixture whose absence skipped the case
 	cleanups []func()
+	started  []*instance
 }
 
 // Errorf records a failure and continues; safe from any goroutine.
@@ -86,11 +91,44 @@ func (c *C) Skipf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+// needFixture skips the case for want of the named fixture, which the
+// report then lists as one that would enable it.
+func (c *C) needFixture(name string) {
+	c.mu.Lock()
+	c.needs = name
+	c.mu.Unlock()
+	c.Skipf("needs the %s fixture", name)
+}
+
 // log adds a note to the case's report.
 func (c *C) log(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.notes = append(c.notes, fmt.Sprintf(format, args...))
+}
+
+// reportCrashes fails the case for every instance that exited without
+// the harness ending it, saying how, as the host would: a failed call's
+// "connection reset by peer" alone does not say that the plugin panicked.
+func (c *C) reportCrashes() {
+	c.mu.Lock()
+	started := slices.Clone(c.started)
+	c.mu.Unlock()
+	for _, inst := range started {
+		if c.failed() && !inst.stopping.Load() {
+			// A call failed: the exit it saw may be a moment from
+			// being noticed.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-inst.exited():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if how := inst.crashed(); how != "" {
+			c.Errorf("plugin %s exited during the case without being asked to (%s)", inst.name, how)
+		}
+	}
 }
 
 // Cleanup registers f to run when the case ends, last first.
@@ -125,10 +163,17 @@ func (c *C) startMode(configure bool, mode startMode) *instance {
 		c.Fatalf("%v", err)
 	}
 	c.Cleanup(inst.close)
+	c.mu.Lock()
+	c.started = append(c.started, inst)
+	c.mu.Unlock()
 	if configure {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
 		if err := inst.configure(ctx, c.fx.Config); err != nil {
+			if c.fx.Config == nil && status.Code(errors.Unwrap(err)) == codes.InvalidArgument {
+				// Not the plugin's fault: it needs a config nobody gave.
+				c.needFixture("config")
+			}
 			c.Fatalf("%v", err)
 		}
 	}
@@ -156,6 +201,8 @@ type CaseResult struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Message is the failures (one per line) or why it was skipped.
 	Message string `json:"message,omitempty"`
+	// NeedsFixture is the fixture whose absence skipped the case.
+	NeedsFixture string `json:"needs_fixture,omitempty"`
 }
 
 // Report is a whole run.
@@ -175,6 +222,18 @@ type Report struct {
 
 // OK says whether no case failed and the run could start at all.
 func (r *Report) OK() bool { return r.Failed == 0 && r.SetupError == "" }
+
+// MissingFixtures maps each fixture whose absence skipped cases to those
+// cases, so that an author knows what to add.
+func (r *Report) MissingFixtures() map[string][]string {
+	m := map[string][]string{}
+	for _, c := range r.Cases {
+		if c.Outcome == Skip && c.NeedsFixture != "" {
+			m[c.NeedsFixture] = append(m[c.NeedsFixture], c.Name)
+		}
+	}
+	return m
+}
 
 // Case returns the named case's result.
 func (r *Report) Case(name string) (CaseResult, bool) {
@@ -280,6 +339,7 @@ func runCase(ctx context.Context, tc testCase, c *C) CaseResult {
 	case <-cctx.Done():
 		c.Errorf("case did not finish within %s", caseTimeout)
 	}
+	c.reportCrashes()
 	c.mu.Lock()
 	cleanups := slices.Clone(c.cleanups)
 	c.cleanups = nil
@@ -294,7 +354,7 @@ func runCase(ctx context.Context, tc testCase, c *C) CaseResult {
 	case len(c.failures) > 0:
 		cr.Outcome, cr.Message = Fail, strings.Join(c.failures, "\n")
 	case c.skip != "":
-		cr.Outcome, cr.Message = Skip, c.skip
+		cr.Outcome, cr.Message, cr.NeedsFixture = Skip, c.skip, c.needs
 	default:
 		cr.Message = strings.Join(c.notes, "; ")
 	}

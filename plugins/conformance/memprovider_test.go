@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
@@ -14,14 +15,27 @@ import (
 type memStore struct {
 	mu sync.Mutex
 	m  map[string]sdk.Resource
+	// strays are resources a defective Delete left listed.
+	strays map[string]sdk.Resource
 }
 
 // memProvider is a minimal in-process provider for the harness's own test.
-// forgetful makes Get report another config: a broken provider.
+// forgetful makes Get report another config: a broken provider. defect
+// names one other way it is broken (see providerDefects), "" for none.
 type memProvider struct {
 	s         *memStore
 	forgetful bool
+	defect    string
 }
+
+// The provider defects, each named for what the provider does wrong.
+const (
+	updateNotStored   = "update-not-stored"   // Update answers with the new config, never stores it
+	statsUnknownOK    = "stats-unknown-ok"    // Stats of an unknown id answers OK
+	listAnyLabel      = "list-any-label"      // List matches ANY label instead of ALL
+	deleteLeavesStray = "delete-leaves-stray" // Delete forgets Get's entry, List still finds it
+	watchEndsAtOnce   = "watch-ends-at-once"  // Watch returns at once instead of watching
+)
 
 func (*memProvider) Info() sdk.Info                                  { return sdk.Info{Name: "mem", Version: "0.1.0"} }
 func (*memProvider) ConfigSchema() string                            { return "{}" }
@@ -71,9 +85,59 @@ func (p *memProvider) Get(_ context.Context, id string) (sdk.Resource, error) {
 func (p *memProvider) Delete(_ context.Context, id string, _ time.Duration) (bool, error) {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	_, ok := p.s.m[id]
+	r, ok := p.s.m[id]
 	delete(p.s.m, id)
+	if _, stray := p.s.strays[id]; stray {
+		delete(p.s.strays, id)
+	} else if ok && p.defect == deleteLeavesStray {
+		if p.s.strays == nil {
+			p.s.strays = map[string]sdk.Resource{}
+		}
+		p.s.strays[id] = r
+	}
 	return ok, nil
+}
+
+func (p *memProvider) PlanUpdate(_ context.Context, cur sdk.Resource, cfg map[string]any) (sdk.UpdatePlan, error) {
+	if cur.Config["size"] == cfg["size"] {
+		return sdk.UpdatePlan{Action: pluginv1.UpdateAction_UPDATE_ACTION_NOOP}, nil
+	}
+	return sdk.UpdatePlan{Action: pluginv1.UpdateAction_UPDATE_ACTION_IN_PLACE, Changed: []string{"size"}}, nil
+}
+
+func (p *memProvider) Update(_ context.Context, cur sdk.Resource, cfg map[string]any) (sdk.Resource, error) {
+	cur.Config = cfg
+	if p.defect == updateNotStored {
+		return cur, nil
+	}
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	p.s.m[cur.ID] = cur
+	return cur, nil
+}
+
+func (p *memProvider) Stats(ctx context.Context, id string) ([]sdk.Metric, error) {
+	if p.defect == statsUnknownOK {
+		return nil, nil
+	}
+	r, err := p.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	size, _ := r.Config["size"].(float64)
+	return []sdk.Metric{{Label: "size", Value: size}}, nil
+}
+
+func (p *memProvider) Watch(ctx context.Context, _ []string, _ func(sdk.ResourceEvent) error) error {
+	if p.defect == watchEndsAtOnce {
+		return nil
+	}
+	<-ctx.Done() // memory never changes state by itself
+	return nil
+}
+
+func (p *memProvider) Fingerprint(context.Context) (sdk.Fingerprint, error) {
+	return sdk.Fingerprint{Healthy: true, MemoryBytes: 1 << 20}, nil
 }
 
 func (p *memProvider) Recover(ctx context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
@@ -87,13 +151,21 @@ func (p *memProvider) List(_ context.Context, labels map[string]string) ([]sdk.R
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	var out []sdk.Resource
-	for _, r := range p.s.m {
-		ok := true
-		for k, v := range labels {
-			ok = ok && r.Labels[k] == v
-		}
-		if ok {
-			out = append(out, r)
+	for _, m := range []map[string]sdk.Resource{p.s.m, p.s.strays} {
+		for _, r := range m {
+			match := true
+			for k, v := range labels {
+				match = match && r.Labels[k] == v
+			}
+			if p.defect == listAnyLabel {
+				match = false
+				for k, v := range labels {
+					match = match || r.Labels[k] == v
+				}
+			}
+			if match {
+				out = append(out, r)
+			}
 		}
 	}
 	return out, nil

@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +25,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.SetupError != "" {
 		fmt.Fprintf(w, "\nsetup failed: %s\n", r.SetupError)
+	}
+	if missing := r.MissingFixtures(); len(missing) > 0 {
+		fmt.Fprintf(w, "\nfixtures that would enable skipped cases:\n")
+		for _, f := range slices.Sorted(maps.Keys(missing)) {
+			fmt.Fprintf(w, "  %s: %s\n", f, strings.Join(missing[f], ", "))
+		}
 	}
 	_, err := fmt.Fprintf(w, "\n%s %s (%s): %d passed, %d failed, %d skipped in %s\n",
 		r.Plugin, r.Version, strings.Join(r.Kinds, ","), r.Passed, r.Failed, r.Skipped, r.Duration.Round(time.Millisecond))

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unyo-ops/unyo/plugins/base"
+	"github.com/unyo-ops/unyo/plugins/host"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
@@ -66,6 +68,13 @@ type instance struct {
 	pid    int
 	took   time.Duration // handshake
 	stdout *syncBuffer   // stray stdout after the handshake
+	stderr *host.StderrTail
+	// raw is the connection itself, for calls to services the generated
+	// v1 clients do not know (another API version's).
+	raw *grpc.ClientConn
+	// stopping is set when the harness ends the plugin on purpose, so that
+	// an exit without it is reported as a crash.
+	stopping atomic.Bool
 
 	client *plugin.Client
 	cmd    *exec.Cmd
@@ -102,7 +111,7 @@ func (t Target) start(ctx context.Context, mode startMode) (*instance, error) {
 	}
 	cmd.Env = append(append(cmd.Env, os.Environ()...), plugin.EnvUnixSocketDir+"="+dir)
 	cmd.SysProcAttr = sysProcAttr()
-	stdout := &syncBuffer{}
+	stdout, stderr := &syncBuffer{}, &host.StderrTail{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  base.Handshake(),
 		Plugins:          base.ClientPluginSet(),
@@ -112,8 +121,9 @@ func (t Target) start(ctx context.Context, mode startMode) (*instance, error) {
 		StartTimeout:     startTimeout,
 		SyncStdout:       stdout,
 		SyncStderr:       io.Discard,
+		Stderr:           stderr,
 	})
-	inst := &instance{name: t.String(), client: client, cmd: cmd, dir: dir, stdout: stdout}
+	inst := &instance{name: t.String(), client: client, cmd: cmd, dir: dir, stdout: stdout, stderr: stderr}
 	began := time.Now()
 	rpc, err := client.Client()
 	if err != nil {
@@ -130,6 +140,9 @@ func (t Target) start(ctx context.Context, mode startMode) (*instance, error) {
 		return nil, fmt.Errorf("plugin %s: %w", t, err)
 	}
 	inst.conn = raw.(*base.Conn)
+	if gc, ok := rpc.(*plugin.GRPCClient); ok {
+		inst.raw = gc.Conn
+	}
 	if mode == startOrphanable {
 		// The shell is go-plugin's process; the plugin is its child.
 		inst.pid = childOf(inst.pid)
@@ -160,8 +173,8 @@ func (t Target) startInProcess() (*instance, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("plugin %s: %w", t, err)
 	}
-	return &instance{name: t.String(), conn: base.NewConn(cc, ip.Exited()), ip: ip, cc: cc, dir: dir,
-		took: time.Since(began), stdout: &syncBuffer{}}, nil
+	return &instance{name: t.String(), conn: base.NewConn(cc, ip.Exited()), ip: ip, cc: cc, raw: cc, dir: dir,
+		took: time.Since(began), stdout: &syncBuffer{}, stderr: &host.StderrTail{}}, nil
 }
 
 // configure negotiates and configures like the host does.
@@ -183,6 +196,7 @@ func (i *instance) exited() <-chan struct{} { return i.conn.Done }
 // shutdown asks the plugin to stop and waits up to wait for it to exit by
 // itself; false if it did not.
 func (i *instance) shutdown(grace, wait time.Duration) (bool, error) {
+	i.stopping.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), grace+time.Second)
 	_, err := i.conn.Plugin.Shutdown(ctx, &pluginv1.ShutdownRequest{Grace: durationpb.New(grace)})
 	cancel()
@@ -209,6 +223,7 @@ func (i *instance) waitExit(d time.Duration) bool {
 
 // kill ends the plugin at once, without a chance to clean up: a crash.
 func (i *instance) kill() {
+	i.stopping.Store(true)
 	if i.ip != nil {
 		// In-process there is no process to kill; a zero grace is closest.
 		i.ip.Stop(0)
@@ -223,6 +238,7 @@ func (i *instance) kill() {
 // and killed if it does not.
 func (i *instance) close() {
 	i.once.Do(func() {
+		i.stopping.Store(true)
 		if i.conn != nil {
 			select {
 			case <-i.exited():
@@ -246,6 +262,34 @@ func (i *instance) close() {
 		}
 		_ = os.RemoveAll(i.dir)
 	})
+}
+
+// signal sends sig to the plugin process, which is then expected to exit.
+func (i *instance) signal(sig syscall.Signal) error {
+	i.stopping.Store(true)
+	return syscall.Kill(i.pid, sig)
+}
+
+// crashed describes how the plugin ended when it exited without being
+// asked to, as the host reports it: "exit status 2; its stderr: panic:
+// ..."; "" while it runs or when the harness ended it.
+func (i *instance) crashed() string {
+	if i.stopping.Load() {
+		return ""
+	}
+	select {
+	case <-i.exited():
+	default:
+		return ""
+	}
+	d := "exit status unknown"
+	if i.cmd != nil && i.cmd.ProcessState != nil {
+		d = i.cmd.ProcessState.String()
+	}
+	if tail := i.stderr.Last(); tail != "" {
+		d += "; its stderr: " + tail
+	}
+	return d
 }
 
 // waitPIDGone polls until pid has exited (or is a zombie) or d passed.

@@ -122,17 +122,17 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// tailWriter keeps the last bytes a process wrote to stderr, so that the
-// host can say why it died: a Go panic or a fatal error is printed there,
+// StderrTail keeps the last bytes a process wrote to stderr, so that the
+// host (and the conformance harness) can say why it died: a Go panic or a fatal error is printed there,
 // outside the plugin's structured logger.
-type tailWriter struct {
+type StderrTail struct {
 	mu  sync.Mutex
 	buf []byte
 }
 
 const tailSize = 4 << 10
 
-func (w *tailWriter) Write(p []byte) (int, error) {
+func (w *StderrTail) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
@@ -142,10 +142,10 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// last is the line that best says why the process ended: the first line
+// Last is the line that best says why the process ended: the first line
 // of a Go panic or fatal error, else the last line that is not a JSON log
 // record (those were relayed already); "" when there is none.
-func (w *tailWriter) last() string {
+func (w *StderrTail) Last() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lines := strings.Split(string(w.buf), "\n")

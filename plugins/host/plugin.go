@@ -113,7 +113,7 @@ type instance struct {
 	dir    string
 	// stderr keeps the end of what the process wrote outside its logger
 	// (a Go panic, say), to say why it died.
-	stderr *tailWriter
+	stderr *StderrTail
 
 	streamMu sync.Mutex
 	stream   *checkStream
@@ -263,7 +263,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		base.EnvParentPID+"="+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = sysProcAttr()
 	stdio := &lineWriter{emit: func(l string) { p.log.Info(l, "stream", "stdio") }}
-	tail := &tailWriter{}
+	tail := &StderrTail{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  base.Handshake(),
 		Plugins:          base.ClientPluginSet(),
@@ -361,7 +361,7 @@ func (p *Plugin) startError(err error, inst *instance) error {
 	case msg == "timeout while waiting for plugin to start":
 		why = fmt.Sprintf("no handshake within the start timeout (%s)", p.h.cfg.StartTimeout)
 	}
-	if tail := inst.stderr.last(); tail != "" {
+	if tail := inst.stderr.Last(); tail != "" {
 		why += "; its stderr: " + tail
 	}
 	return fmt.Errorf("plugin %s did not start: %s", p.id, why)
@@ -423,7 +423,7 @@ func exitDescription(inst *instance) string {
 	if ps := inst.cmd.ProcessState; ps != nil {
 		d = ps.String()
 	}
-	if why := inst.stderr.last(); why != "" {
+	if why := inst.stderr.Last(); why != "" {
 		d += "; its stderr: " + why
 	}
 	return d

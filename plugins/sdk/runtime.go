@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ type runtime struct {
 	stopServer func()
 	// exited is closed when shutdown finished (Close ran, server stopped).
 	exited chan struct{}
+	// closeTimeout bounds Closer.Close (closeTimeout; tests shorten it).
+	closeTimeout time.Duration
 
 	mu         sync.Mutex
 	configured bool
@@ -56,10 +59,11 @@ func newRuntime(p Plugin, log hclog.Logger) *runtime {
 	return &runtime{
 		p: p, info: info, log: log.Named(info.Name),
 		hard: hard, hardCancel: cancel,
-		exited:  make(chan struct{}),
-		idle:    make(chan struct{}),
-		actions: newActionTable(4096, 24*time.Hour),
-		locks:   keyedMutex{m: map[string]*keyedEntry{}},
+		exited:       make(chan struct{}),
+		idle:         make(chan struct{}),
+		closeTimeout: closeTimeout,
+		actions:      newActionTable(4096, 24*time.Hour),
+		locks:        keyedMutex{m: map[string]*keyedEntry{}},
 	}
 }
 
@@ -190,17 +194,31 @@ func (rt *runtime) shutdown(grace time.Duration, why string) {
 		}
 		rt.hardCancel()
 		if c, ok := rt.p.(Closer); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			if err := c.Close(ctx); err != nil {
-				rt.log.Error("close failed", "error", err)
-			}
-			cancel()
+			rt.close(c)
 		}
 		if rt.stopServer != nil {
 			rt.stopServer()
 		}
 		close(rt.exited)
 	})
+}
+
+// close runs c.Close bounded by closeTimeout even when Close ignores its
+// context: a stuck Close must not keep the process alive past SIGTERM or
+// the host's death. The goroutine is abandoned; the process exits anyway.
+func (rt *runtime) close(c Closer) {
+	ctx, cancel := context.WithTimeout(context.Background(), rt.closeTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Close(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			rt.log.Error("close failed", "error", err)
+		}
+	case <-ctx.Done():
+		rt.log.Error("close did not return within its timeout; exiting without it", "timeout", rt.closeTimeout.String())
+	}
 }
 
 // toStatus maps an author's error to the protocol's error model.
@@ -281,7 +299,7 @@ func (s *pluginServer) Probe(ctx context.Context, _ *pluginv1.ProbeRequest) (*pl
 		return &pluginv1.ProbeResponse{Ready: false, Reason: "not configured"}, nil
 	}
 	ready, reason := s.rt.p.Probe(ctx)
-	return &pluginv1.ProbeResponse{Ready: ready, Reason: reason}, nil
+	return &pluginv1.ProbeResponse{Ready: ready, Reason: reason, Goroutines: int64(goruntime.NumGoroutine())}, nil
 }
 
 func (s *pluginServer) Shutdown(_ context.Context, req *pluginv1.ShutdownRequest) (*pluginv1.ShutdownResponse, error) {

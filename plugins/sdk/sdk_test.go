@@ -384,3 +384,30 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 }
+
+// stuckCloser's Close ignores its context.
+type stuckCloser struct {
+	fake
+	release chan struct{}
+}
+
+func (s *stuckCloser) Close(context.Context) error { <-s.release; return nil }
+
+// TestShutdownBoundsClose: a Close that ignores its context does not hang
+// Shutdown: the server stops once the close timeout has passed.
+func TestShutdownBoundsClose(t *testing.T) {
+	p := &stuckCloser{fake: fake{resource: map[string]Resource{}}, release: make(chan struct{})}
+	defer close(p.release)
+	ip, err := ServeInProcess(p, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip.rt.closeTimeout = 100 * time.Millisecond
+	done := make(chan struct{})
+	go func() { ip.Stop(0); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return: Close that ignores its context hangs shutdown")
+	}
+}

@@ -466,7 +466,11 @@ type ProbeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ready bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
 	// Why not ready, worded for an operator.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// How many goroutines (or threads of work) the plugin runs now; 0 when it
+	// does not say. The conformance harness watches it for leaks that cost
+	// too little memory to see (a goroutine is a few KiB).
+	Goroutines    int64 `protobuf:"varint,3,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -513,6 +517,13 @@ func (x *ProbeResponse) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ProbeResponse) GetGoroutines() int64 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
 }
 
 type ShutdownRequest struct {
@@ -715,10 +726,13 @@ const file_unyo_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vapi_version\x18\x02 \x01(\rR\n" +
 	"apiVersion\"\x13\n" +
 	"\x11ConfigureResponse\"\x0e\n" +
-	"\fProbeRequest\"=\n" +
+	"\fProbeRequest\"]\n" +
 	"\rProbeResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"B\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x03 \x01(\x03R\n" +
+	"goroutines\"B\n" +
 	"\x0fShutdownRequest\x12/\n" +
 	"\x05grace\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05grace\"\x12\n" +
 	"\x10ShutdownResponse\"\xae\x01\n" +
