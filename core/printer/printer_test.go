@@ -175,7 +175,7 @@ func TestObjectsYAMLApplies(t *testing.T) {
 	for i, o := range objs {
 		// Server-side fields are not part of a manifest.
 		c := proto.Clone(o.GetCheck()).(*unyov1.Check)
-		c.Revision, c.Source, c.CreatedAt, c.UpdatedAt = 0, "", nil, nil
+		c.Revision, c.Source, c.Origin, c.CreatedAt, c.UpdatedAt = 0, "", "", nil, nil
 		if !proto.Equal(back[i].GetCheck(), c) {
 			t.Errorf("object %d: got %v, want %v", i, back[i], c)
 		}
@@ -255,8 +255,8 @@ func TestObjectsTableByKind(t *testing.T) {
 	if err := Objects(&out, Table, objs); err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME   CLUSTER   SCHEDULE   COMMAND      SELECTOR   REVISION\n" +
-		"disk   -         1m         check_disk   <all>      2\n" +
+	want := "NAME   CLUSTER   SCHEDULE   COMMAND      SELECTOR   REVISION   ORIGIN\n" +
+		"disk   -         1m         check_disk   <all>      2          -\n" +
 		"\n" +
 		"KIND   NAME   CLUSTER\n" +
 		"-             -\n"
