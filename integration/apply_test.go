@@ -31,6 +31,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
 %s`, dir, addr, adminToken, joinToken, extra))
 	startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	url := "http://" + addr
@@ -207,6 +208,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: %s
+  default_rules: false # the rules this test applies, and no others
   root_url: %s
   root_token: %s
 %s`, dir, name, addr, adminToken, joinToken, name, rootURL, cred, lightCluster)))
