@@ -18,15 +18,7 @@ import (
 // default rules, applied once, so a deleted one stays deleted.
 func TestObjectsForEveryClusterNowAndLater(t *testing.T) {
 	dir := t.TempDir()
-	rootAddr := freeAddr(t)
-	rootURL := "http://" + rootAddr
-	startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
-role: root
-data_dir: %s/root
-server:
-  listen: %s
-  admin_tokens: [%s]
-`, dir, rootAddr, adminToken)))
+	rootURL := startRootServer(t, dir, "")
 	op := func(args ...string) (string, error) {
 		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
 	}
@@ -153,4 +145,19 @@ spec: {command: ["true"], interval: 1m}
 	if err := lacks(sURL, "rules", "", "critical-alerts")(); err != nil {
 		t.Errorf("a default rule deleted came back after a restart: %v", err)
 	}
+}
+
+// startRootServer starts a root with the admin token and its data under
+// dir, extra YAML added to its config, and returns its URL.
+func startRootServer(t *testing.T, dir, extra string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
+role: root
+data_dir: %s/root
+server:
+  listen: %s
+  admin_tokens: [%s]
+%s`, dir, addr, adminToken, extra)))
+	return "http://" + addr
 }
