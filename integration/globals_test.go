@@ -122,11 +122,17 @@ spec: {command: ["true"], interval: 1m}
 	if out, err := op("delete", "rule", "global-page"); !strings.Contains(out, "EventRule/global-page (a) deleted") {
 		t.Fatalf("delete with b down: %v\n%s", err, out)
 	}
+	if _, err := op("delete", "rule", "global-page"); err == nil || !strings.Contains(err.Error(), "deletes this cluster's copy when it answers again") {
+		t.Errorf("delete again with b down: %v; want b named, and what root will do", err)
+	}
+	// Applied while b is down: b gets it when it is back.
+	late := writeFile(t, dir, "late.yaml", "kind: Check\nname: late-check\nspec: {command: [\"true\"], interval: 1m}\n")
+	if out, err := op("apply", "-f", late); err == nil || !strings.Contains(err.Error(), "brings this cluster up to date when it answers again") || !strings.Contains(out, "Check/late-check created") {
+		t.Errorf("apply with b down: %v; want b named, and what root will do\n%s", err, out)
+	}
 	b.restart()
 	testutil.Eventually(t, 30*time.Second, "cluster b, back, to drop the deleted rule", lacks(rootURL, "rules", "b", "global-page"))
-	if err := has(rootURL, "checks", "b", "global-true:root")(); err != nil {
-		t.Error(err)
-	}
+	testutil.Eventually(t, 10*time.Second, "cluster b, back, to get the check applied while it was down", has(rootURL, "checks", "b", "global-true:root", "late-check:root"))
 	// b started with the default rules too; root's objects do not replace
 	// those of other names.
 	if err := has(rootURL, "rules", "b", "critical-alerts:defaults")(); err != nil {

@@ -3,6 +3,7 @@ package root
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -105,6 +106,11 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		}
 		return resp.Msg, nil
 	}))
+	for _, e := range errs {
+		if slices.ContainsFunc(per[e.GetCluster()], func(o *unyov1.Object) bool { return kinds.Origin(o) == kinds.OriginRoot }) {
+			e.Error += "; root keeps the objects meant for every cluster and brings this cluster up to date when it answers again"
+		}
+	}
 	resp.ClusterErrors = errs
 	for _, a := range answers {
 		resp.Results = append(resp.Results, a.value.GetResults()...)
@@ -215,6 +221,11 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		})
 		for _, a := range answers {
 			resp.Results = append(resp.Results, a.value.GetResults()...)
+		}
+		if ks[i].Everywhere && ref.GetCluster() == "" {
+			for _, e := range errs {
+				e.Error += "; root no longer keeps the object and deletes this cluster's copy when it answers again"
+			}
 		}
 		resp.ClusterErrors = append(resp.ClusterErrors, errs...)
 	}
