@@ -97,6 +97,17 @@ func (r *Root) syncLoop(ctx context.Context) {
 // of (the cluster's store leaves an equal copy untouched) and deletes the
 // copies of objects root no longer has.
 func (r *Root) syncCluster(ctx context.Context, name string) error {
+	var everywhere []string
+	for _, k := range r.opts.Kinds.Kinds() {
+		if k.Everywhere && !own(k) {
+			everywhere = append(everywhere, k.Name)
+		}
+	}
+	// A root that never kept such an object has nothing to bring, and no
+	// cluster holds a copy of root's to delete.
+	if rev, err := r.store.ObjectsRevision(ctx, everywhere...); err != nil || rev == 0 {
+		return err
+	}
 	ci, err := r.store.GetCluster(ctx, name)
 	if err != nil {
 		return fmt.Errorf("read cluster %q: %w", name, err)
@@ -127,6 +138,9 @@ func (r *Root) syncCluster(ctx context.Context, name string) error {
 		}
 		wanted := map[string]bool{}
 		for _, g := range want {
+			if kinds.Origin(g) != kinds.OriginRoot {
+				continue // not root's: a root sharing a cluster's database sees the cluster's objects
+			}
 			wanted[kinds.Name(g)] = true
 			if h, ok := have[kinds.Name(g)]; ok && kinds.Origin(h) == "" {
 				continue // the cluster's own object of this name overrides root's
