@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/kinds"
@@ -142,12 +143,16 @@ func (r *Root) syncCluster(ctx context.Context, name string) error {
 				continue // not root's: a root sharing a cluster's database sees the cluster's objects
 			}
 			wanted[kinds.Name(g)] = true
-			if h, ok := have[kinds.Name(g)]; ok && kinds.Origin(h) == "" {
+			h, ok := have[kinds.Name(g)]
+			if ok && kinds.Origin(h) == "" {
 				continue // the cluster's own object of this name overrides root's
 			}
 			c := proto.Clone(g).(*unyov1.Object)
 			kinds.SetCluster(c, name)
 			kinds.SetOrigin(c, kinds.OriginRoot)
+			if ok && sameContent(k, c, h) {
+				continue // up to date: a large set is not sent again every pass
+			}
 			apply = append(apply, c)
 		}
 		for n, h := range have {
@@ -180,4 +185,20 @@ func (r *Root) syncCluster(ctx context.Context, name string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameContent says whether two objects of kind k are equal but for what
+// servers maintain: revision, timestamps and the count.
+func sameContent(k kinds.Kind, a, b *unyov1.Object) bool {
+	strip := func(o *unyov1.Object) proto.Message {
+		m := proto.Clone(kinds.Message(o))
+		fields := m.ProtoReflect().Descriptor().Fields()
+		for _, name := range []protoreflect.Name{"revision", "created_at", "updated_at", k.Count} {
+			if f := fields.ByName(name); name != "" && f != nil {
+				m.ProtoReflect().Clear(f)
+			}
+		}
+		return m
+	}
+	return proto.Equal(strip(a), strip(b))
 }

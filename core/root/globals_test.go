@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
@@ -63,6 +64,24 @@ func TestObjectsForEveryClusterReachLaterClusters(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the later cluster has root's rule and check", func() error {
 		if got := fmt.Sprint(origins(cc, "EventRule"), origins(cc, "Check")); got != "map[page:root] map[disk:root]" {
 			return fmt.Errorf("cluster c1 holds %s", got)
+		}
+		return nil
+	})
+
+	// Changed at root while the cluster was away: the cluster's copy follows.
+	changed := &unyov1.EventRule{Name: "page", Origin: kinds.OriginRoot, Spec: proto.Clone(rule.GetSpec()).(*unyov1.EventRuleSpec)}
+	changed.Spec.Priority = 70
+	if _, err := r.store.PutObjects(ctx, []*unyov1.Object{kinds.Wrap(changed)}); err != nil {
+		t.Fatal(err)
+	}
+	register()
+	testutil.Eventually(t, 10*time.Second, "the cluster's copy to follow root's change", func() error {
+		got, err := cc.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "EventRule", Name: "page"}}))
+		if err != nil {
+			return err
+		}
+		if p := got.Msg.GetObjects()[0].GetEventRule().GetSpec().GetPriority(); p != 70 {
+			return fmt.Errorf("priority %d", p)
 		}
 		return nil
 	})
