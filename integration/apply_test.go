@@ -31,6 +31,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
 %s`, dir, addr, adminToken, joinToken, extra))
 	startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	url := "http://" + addr
@@ -182,18 +183,7 @@ func TestApplyAllOrNothing(t *testing.T) {
 // answer stores nothing while the others keep their part.
 func TestApplyThroughRootPerCluster(t *testing.T) {
 	dir := t.TempDir()
-	rootAddr := freeAddr(t)
-	rootURL := "http://" + rootAddr
-	startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
-role: root
-data_dir: %s/root
-server:
-  listen: %s
-  admin_tokens: [%s]
-  join_tokens: [%s]
-root:
-  cluster_token: %s
-`, dir, rootAddr, adminToken, joinToken, adminToken)))
+	rootURL := startRootServer(t, dir, fmt.Sprintf("  join_tokens: [%s]\nroot:\n  cluster_token: %s\n", joinToken, adminToken))
 	clusters := map[string]*proc{}
 	for _, name := range []string{"c1", "c2"} {
 		cred := addClusterAt(t, rootURL, name)
@@ -207,6 +197,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: %s
+  default_rules: false # the rules this test applies, and no others
   root_url: %s
   root_token: %s
 %s`, dir, name, addr, adminToken, joinToken, name, rootURL, cred, lightCluster)))

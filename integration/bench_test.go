@@ -117,6 +117,7 @@ server:
   listen: %s
 cluster:
   name: bench
+  default_rules: false # the rules this test applies, and no others
   heartbeat_interval: 10s
   stale_after: 30s
 `, dir, addr))

@@ -71,6 +71,7 @@ store:
   history_per_check: 100000
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   root_url: %s
   # A join token may no longer register a cluster; until clusters have
   # their own credentials, the cluster registers with root's admin token.

@@ -56,6 +56,7 @@ store:
   history_per_check: 100000
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   heartbeat_interval: 1s
   stale_after: 5s
   lease_ttl: 3s

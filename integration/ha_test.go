@@ -26,6 +26,7 @@ store:
   dsn: %s
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   replica: %s
   root_url: %s
   root_token: %s

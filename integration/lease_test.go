@@ -48,6 +48,7 @@ store:
   dsn: %s
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   replica: replica-2
   heartbeat_interval: 1s
   lease_ttl: 3s

@@ -70,6 +70,7 @@ server:
   tls: {cert_file: %s, key_file: %s}
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   heartbeat_interval: 1s
   stale_after: 5s
   node_ca: {cert_file: %s/ca.crt, key_file: %s/ca.key}

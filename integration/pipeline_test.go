@@ -238,6 +238,7 @@ store:
   history_per_check: 100000
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   replica: %s
   heartbeat_interval: 1s
   stale_after: 5s

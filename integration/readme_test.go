@@ -158,13 +158,14 @@ func TestReadmeSeparateProcesses(t *testing.T) {
 	}
 	waitFor("===READY===")
 	out := log.String()
-	for _, want := range []string{"postgres://unyo@127.0.0.1:5433/unyo", "EventRule/critical-alerts (local) created", "Ready"} {
+	for _, want := range []string{"postgres://unyo@127.0.0.1:5433/unyo", "Check/load (local) created", "Ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the section's output lacks %q:\n%s", want, out)
 		}
 	}
 
-	// What `unyo dev` starts with: the example checks and default rules.
+	// What `unyo dev` starts with: the example checks, and the default rules
+	// the cluster started with.
 	const server = "http://127.0.0.1:7400"
 	wantNames := func(file, kind string) []string {
 		f, err := os.Open(filepath.Join("..", file))

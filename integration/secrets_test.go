@@ -52,6 +52,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: c1
+  default_rules: false # the rules this test applies, and no others
   heartbeat_interval: 1s
   stale_after: 5s
 metrics: {store: none}

@@ -73,6 +73,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: %s
+  default_rules: false # the rules this test applies, and no others
   advertise_url: https://%s
   root_url: %s
   root_token: %s
@@ -159,6 +160,7 @@ server:
   join_tokens: [%s]
 cluster:
   name: c3
+  default_rules: false # the rules this test applies, and no others
   advertise_url: https://%s
   root_url: http://%s
   root_token: %s

@@ -141,6 +141,11 @@ type Cluster struct {
 	// NodeCertTTL is how long a node certificate is valid; agents renew
 	// theirs when 2/3 of it has passed.
 	NodeCertTTL time.Duration `yaml:"node_cert_ttl" mapstructure:"node_cert_ttl"`
+	// DefaultRules makes a cluster whose store has never held an event
+	// rule start with the default rules (configs/resources/rules.yaml):
+	// alerts for critical results and for nodes that are down. Applied
+	// once, so a default rule deleted later stays deleted.
+	DefaultRules bool `yaml:"default_rules" mapstructure:"default_rules"`
 }
 
 // NodeCA is cluster.node_ca: the CA certificate and key that sign node
@@ -364,6 +369,7 @@ func staticDefaults(role string) *Config {
 			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
 			APIHook:           APIHook{Allow: []string{}},
 			NodeCertTTL:       30 * 24 * time.Hour,
+			DefaultRules:      true,
 		},
 		Agent: Agent{
 			Labels:              map[string]string{},

@@ -770,6 +770,7 @@ func TestDefaults(t *testing.T) {
 		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
 		APIHook:           APIHook{Allow: []string{}},
 		NodeCertTTL:       30 * 24 * time.Hour,
+		DefaultRules:      true,
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,

@@ -74,15 +74,34 @@ func Name(o *unyov1.Object) string { return stringField(Message(o), "name") }
 func Cluster(o *unyov1.Object) string { return stringField(Message(o), "cluster") }
 
 // SetCluster sets the cluster the object is meant for, if its kind has one.
-func SetCluster(o *unyov1.Object, cluster string) {
+func SetCluster(o *unyov1.Object, cluster string) { setString(o, "cluster", cluster) }
+
+func setString(o *unyov1.Object, name protoreflect.Name, v string) {
 	m := Message(o)
 	if m == nil {
 		return
 	}
-	if f := m.ProtoReflect().Descriptor().Fields().ByName("cluster"); f != nil {
-		m.ProtoReflect().Set(f, protoreflect.ValueOfString(cluster))
+	if f := m.ProtoReflect().Descriptor().Fields().ByName(name); f != nil && f.Kind() == protoreflect.StringKind && !f.IsList() {
+		m.ProtoReflect().Set(f, protoreflect.ValueOfString(v))
 	}
 }
+
+// Origins of a cluster's copy of an object (the field origin of kinds
+// that have one): who manages it.
+const (
+	// OriginRoot: applied without a cluster; root keeps the object and
+	// brings every cluster up to date with it.
+	OriginRoot = "root"
+	// OriginDefaults: one of the default rules a cluster starts with.
+	OriginDefaults = "defaults"
+)
+
+// Origin returns who manages the object ("" for an object applied to its
+// cluster, and for kinds without the field).
+func Origin(o *unyov1.Object) string { return stringField(Message(o), "origin") }
+
+// SetOrigin sets who manages the object, if its kind has the field.
+func SetOrigin(o *unyov1.Object, origin string) { setString(o, "origin", origin) }
 
 // Ref returns the reference naming the object, e.g. for `unyo delete -f`.
 func Ref(o *unyov1.Object) *unyov1.ObjectRef {

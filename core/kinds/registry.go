@@ -44,6 +44,13 @@ type Spec[M proto.Message] struct {
 	// Noun is the CLI command of the kind (`unyo rules ls`), Help its
 	// one-line description.
 	Noun, Help string
+	// Everywhere kinds are configuration every cluster should have: an
+	// object applied without a cluster is kept by root and brought to
+	// every cluster, those registering later too, and deleted from them
+	// when it is deleted at root. Their message needs a string field
+	// origin. Other kinds applied without a cluster go to the clusters
+	// registered at the time.
+	Everywhere bool
 	// Aliases are other spellings on the command line besides the name,
 	// its plural and the noun, case-insensitive ("rule" for EventRule).
 	Aliases []string
@@ -75,30 +82,32 @@ type TypedColumn[M proto.Message] struct {
 
 // Kind is one declared kind. Build it with Define.
 type Kind struct {
-	Name     string
-	Noun     string
-	Help     string
-	Aliases  []string
-	Owner    Tier
-	Count    protoreflect.Name
-	Columns  []Column
-	msgType  protoreflect.MessageType
-	validate func(m proto.Message, now time.Time) error
-	labels   func(m proto.Message) []LabelSet
-	prepare  func(m proto.Message)
+	Name       string
+	Noun       string
+	Help       string
+	Everywhere bool
+	Aliases    []string
+	Owner      Tier
+	Count      protoreflect.Name
+	Columns    []Column
+	msgType    protoreflect.MessageType
+	validate   func(m proto.Message, now time.Time) error
+	labels     func(m proto.Message) []LabelSet
+	prepare    func(m proto.Message)
 }
 
 // Define declares the kind whose message is M, named after the message.
 func Define[M proto.Message](s Spec[M]) Kind {
 	var zero M
 	k := Kind{
-		Name:    string(zero.ProtoReflect().Descriptor().Name()),
-		Noun:    s.Noun,
-		Help:    s.Help,
-		Aliases: s.Aliases,
-		Owner:   s.Owner,
-		Count:   s.Count,
-		msgType: zero.ProtoReflect().Type(),
+		Name:       string(zero.ProtoReflect().Descriptor().Name()),
+		Noun:       s.Noun,
+		Help:       s.Help,
+		Everywhere: s.Everywhere,
+		Aliases:    s.Aliases,
+		Owner:      s.Owner,
+		Count:      s.Count,
+		msgType:    zero.ProtoReflect().Type(),
 	}
 	if s.Validate != nil {
 		k.validate = func(m proto.Message, now time.Time) error { return s.Validate(m.(M), now) }
@@ -145,6 +154,11 @@ func New(ks ...Kind) (*Registry, error) {
 		}
 		if k.Owner != RootTier && k.Owner != ClusterTier {
 			return nil, fmt.Errorf("kinds: %s: owner %q is neither root nor cluster", k.Name, k.Owner)
+		}
+		if k.Everywhere {
+			if f := k.msgType.Descriptor().Fields().ByName("origin"); f == nil || f.Kind() != protoreflect.StringKind || f.IsList() {
+				return nil, fmt.Errorf("kinds: %s is kept for every cluster but its message has no string field origin", k.Name)
+			}
 		}
 		if k.Count != "" {
 			if f := k.msgType.Descriptor().Fields().ByName(k.Count); f == nil || f.Kind() != protoreflect.Int64Kind || f.IsList() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -53,12 +54,18 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	if err := preflight(c, log); err != nil {
 		return err
 	}
-	// Root and cluster share one database: root keeps only the cluster list.
 	st, err := OpenStore(ctx, c.Store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// Root has a database of its own, as in a real deployment: the objects
+	// it keeps for every cluster would otherwise share the cluster's rows.
+	rootStore, err := OpenStore(ctx, config.Store{Driver: "sqlite", DSN: filepath.Join(c.DataDir, "root.db")})
+	if err != nil {
+		return fmt.Errorf("root's database: %w", err)
+	}
+	defer rootStore.Close()
 	if err := applyExamples(ctx, st, c.Cluster.Name, log); err != nil {
 		return err
 	}
@@ -81,7 +88,7 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	start("root", func(ctx context.Context) error { return serveRoot(ctx, c, st, log) })
+	start("root", func(ctx context.Context) error { return serveRoot(ctx, c, rootStore, log) })
 	start("cluster", func(ctx context.Context) error { return runCluster(ctx, c, clusterListen, st, log) })
 	start("agent", a.Run)
 	log.Info("unyo dev is running", "server", rootURL, "cluster", c.Cluster.Name, "node", c.Agent.NodeName, "data_dir", c.DataDir)
@@ -99,25 +106,58 @@ func applyExamples(ctx context.Context, st store.Store, clusterName string, log 
 	if rev, err := st.RulesRevision(ctx); err != nil || rev != 0 {
 		return err
 	}
-	var objs []*unyov1.Object
-	for file, data := range map[string][]byte{"configs/resources/checks.yaml": configs.ExampleChecks, "configs/resources/rules.yaml": configs.DefaultRules} {
-		o, err := manifest.Decode(bytes.NewReader(data), file)
-		if err != nil {
-			return fmt.Errorf("the built-in examples: %w", err)
-		}
-		objs = append(objs, o...)
+	checks, err := builtinObjects("configs/resources/checks.yaml", configs.ExampleChecks, clusterName, "")
+	if err != nil {
+		return err
 	}
-	reg := builtin.Kinds()
-	if err := reg.Validate(objs, time.Now()); err != nil {
-		return fmt.Errorf("the built-in examples: %w", err)
+	rules, err := builtinObjects("configs/resources/rules.yaml", configs.DefaultRules, clusterName, kinds.OriginDefaults)
+	if err != nil {
+		return err
 	}
-	for _, o := range objs {
-		kinds.SetCluster(o, clusterName)
-	}
-	reg.Prepare(objs)
+	objs := append(checks, rules...)
 	if _, err := st.PutObjects(ctx, objs); err != nil {
 		return fmt.Errorf("apply the built-in examples: %w", err)
 	}
 	log.Info("applied the example checks and default rules", "objects", len(objs), "from", "configs/resources")
 	return nil
+}
+
+// applyDefaultRules stores the default rules (cluster.default_rules) in a
+// cluster whose store has never held an event rule, marked origin
+// "defaults": root's rules of the same names replace them. Once any rule
+// was stored, nothing is applied, so a default rule deleted later stays
+// deleted; replicas starting together store the same objects, and the
+// second finds them unchanged.
+func applyDefaultRules(ctx context.Context, st store.Store, clusterName string, log *slog.Logger) error {
+	if rev, err := st.RulesRevision(ctx); err != nil || rev != 0 {
+		return err
+	}
+	objs, err := builtinObjects("configs/resources/rules.yaml", configs.DefaultRules, clusterName, kinds.OriginDefaults)
+	if err != nil {
+		return err
+	}
+	if _, err := st.PutObjects(ctx, objs); err != nil {
+		return fmt.Errorf("apply the default rules (cluster.default_rules): %w", err)
+	}
+	log.Info("applied the default rules to a cluster that had none; set cluster.default_rules: false to start without them", "rules", len(objs), "from", "configs/resources/rules.yaml")
+	return nil
+}
+
+// builtinObjects decodes and validates objects built into the binary,
+// readied for this cluster's store.
+func builtinObjects(file string, data []byte, clusterName, origin string) ([]*unyov1.Object, error) {
+	objs, err := manifest.Decode(bytes.NewReader(data), file)
+	if err != nil {
+		return nil, fmt.Errorf("the built-in %s: %w", file, err)
+	}
+	reg := builtin.Kinds()
+	if err := reg.Validate(objs, time.Now()); err != nil {
+		return nil, fmt.Errorf("the built-in %s: %w", file, err)
+	}
+	for _, o := range objs {
+		kinds.SetCluster(o, clusterName)
+		kinds.SetOrigin(o, origin)
+	}
+	reg.Prepare(objs)
+	return objs, nil
 }

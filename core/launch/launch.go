@@ -245,6 +245,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {
 		return err
 	}
+	if c.Cluster.DefaultRules {
+		if err := applyDefaultRules(ctx, st, c.Cluster.Name, log); err != nil {
+			return err
+		}
+	}
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {

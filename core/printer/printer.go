@@ -91,6 +91,28 @@ func Objects(w io.Writer, format string, objs []*unyov1.Object) error {
 	return p.objects(objs)
 }
 
+// documents readies objects for printing as documents: the clusters'
+// copies of an object root keeps for every cluster (origin "root") print
+// once and without a cluster, so that applying the output again is the
+// object for every cluster, not an override in each cluster.
+func documents(objs []*unyov1.Object) []*unyov1.Object {
+	out := make([]*unyov1.Object, 0, len(objs))
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if kinds.Origin(o) == kinds.OriginRoot {
+			key := kinds.KindOf(o) + "/" + kinds.Name(o)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			o = proto.Clone(o).(*unyov1.Object)
+			kinds.SetCluster(o, "")
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // Events prints check results: in a table NODE, CHECK, LEVEL, STATUS, AGE
 // and the first line of the output.
 func Events(w io.Writer, format string, events []*unyov1.Event) error {
@@ -167,6 +189,9 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 }
 
 func (p *printer) objects(objs []*unyov1.Object) error {
+	if p.format == YAML || p.format == JSON {
+		objs = documents(objs)
+	}
 	switch p.format {
 	case YAML:
 		return manifest.Encode(p.w, objs)

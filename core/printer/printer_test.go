@@ -175,7 +175,10 @@ func TestObjectsYAMLApplies(t *testing.T) {
 	for i, o := range objs {
 		// Server-side fields are not part of a manifest.
 		c := proto.Clone(o.GetCheck()).(*unyov1.Check)
-		c.Revision, c.Source, c.CreatedAt, c.UpdatedAt = 0, "", nil, nil
+		if c.Origin == "root" { // kept by root for every cluster: applied again, it is that
+			c.Cluster = ""
+		}
+		c.Revision, c.Source, c.Origin, c.CreatedAt, c.UpdatedAt = 0, "", "", nil, nil
 		if !proto.Equal(back[i].GetCheck(), c) {
 			t.Errorf("object %d: got %v, want %v", i, back[i], c)
 		}
@@ -255,8 +258,8 @@ func TestObjectsTableByKind(t *testing.T) {
 	if err := Objects(&out, Table, objs); err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME   CLUSTER   SCHEDULE   COMMAND      SELECTOR   REVISION\n" +
-		"disk   -         1m         check_disk   <all>      2\n" +
+	want := "NAME   CLUSTER   SCHEDULE   COMMAND      SELECTOR   REVISION   ORIGIN\n" +
+		"disk   -         1m         check_disk   <all>      2          -\n" +
 		"\n" +
 		"KIND   NAME   CLUSTER\n" +
 		"-             -\n"
@@ -265,5 +268,23 @@ func TestObjectsTableByKind(t *testing.T) {
 	}
 	if err := Objects(&out, JSON, objs); err == nil {
 		t.Errorf("JSON of an object without kind: no error")
+	}
+}
+
+// TestDocumentsOfRootObjects: the clusters' copies of an object root keeps
+// for every cluster print as one document without a cluster; a cluster's
+// own object keeps its cluster.
+func TestDocumentsOfRootObjects(t *testing.T) {
+	check := func(cluster, origin, interval string) *unyov1.Object {
+		return &unyov1.Object{Kind: &unyov1.Object_Check{Check: &unyov1.Check{Name: "load", Cluster: cluster, Origin: origin,
+			Spec: &unyov1.CheckSpec{Command: []string{"check_load"}, Interval: interval}}}}
+	}
+	var out bytes.Buffer
+	if err := Objects(&out, YAML, []*unyov1.Object{check("a", "root", "1m"), check("b", "root", "1m"), check("c", "", "5m")}); err != nil {
+		t.Fatal(err)
+	}
+	want := "kind: Check\nname: load\nspec:\n  command:\n    - check_load\n  interval: 1m\n---\nkind: Check\nname: load\ncluster: c\nspec:\n  command:\n    - check_load\n  interval: 5m\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -56,6 +56,9 @@ func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Reque
 	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: url, LastSeen: timestamppb.Now()}); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
 	}
+	// A new cluster, or one coming back, gets the objects meant for every
+	// cluster.
+	s.r.registered(m.GetName())
 	return connect.NewResponse(resp), nil
 }
 

@@ -56,7 +56,7 @@ func TestAddingAKindIsOneRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(results(resp.Msg.GetResults())); got != "[Maintenance/patch () created Check/disk (c1) created]" {
+	if got := fmt.Sprint(results(resp.Msg.GetResults())); got != "[Maintenance/patch () created Check/disk () created Check/disk (c1) created]" {
 		t.Errorf("apply results = %s", got)
 	}
 

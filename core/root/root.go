@@ -49,6 +49,10 @@ type Options struct {
 	// Kinds are the kinds of objects root serves; nil means every kind
 	// unyo has (builtin.Kinds).
 	Kinds *kinds.Registry
+	// SyncInterval is how often root brings every cluster up to date with
+	// the objects it keeps for every cluster (besides when a cluster
+	// registers); 0 means DefaultSyncInterval.
+	SyncInterval time.Duration
 }
 
 // Root serves the operator-facing API over all clusters.
@@ -66,6 +70,9 @@ type Root struct {
 
 	mu      sync.Mutex
 	clients map[clientKey]*client.Clients
+
+	// nudge names clusters that registered, for the sync loop.
+	nudge chan string
 }
 
 // clientKey names a cached client: root's credential is per cluster and is
@@ -83,9 +90,13 @@ func New(st store.Store, opts Options) *Root {
 	if opts.Kinds == nil {
 		opts.Kinds = builtin.Kinds()
 	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
+		nudge: make(chan string, 64),
 		audit: &rbac.Recorder{Store: st, Logger: log}}
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
@@ -94,8 +105,13 @@ func New(st store.Store, opts Options) *Root {
 }
 
 // Run keeps root's own state tidy until ctx ends: audit records past their
-// retention are pruned hourly.
+// retention are pruned hourly, and the clusters are kept up to date with
+// the objects root keeps for every cluster (globals.go).
 func (r *Root) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.syncLoop(ctx) }()
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

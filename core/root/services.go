@@ -2,8 +2,8 @@ package root
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -80,6 +80,8 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		return nil, err
 	}
 	resp := &unyov1.ApplyResponse{}
+	// Root's own objects and its copies of the objects meant for every
+	// cluster are stored first: a cluster down now converges on them later.
 	if len(mine) > 0 {
 		results, err := s.local.Apply(ctx, mine)
 		if err != nil {
@@ -104,6 +106,11 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		}
 		return resp.Msg, nil
 	}))
+	for _, e := range errs {
+		if slices.ContainsFunc(per[e.GetCluster()], func(o *unyov1.Object) bool { return kinds.Origin(o) == kinds.OriginRoot }) {
+			e.Error += "; root keeps the objects meant for every cluster and brings this cluster up to date when it answers again"
+		}
+	}
 	resp.ClusterErrors = errs
 	for _, a := range answers {
 		resp.Results = append(resp.Results, a.value.GetResults()...)
@@ -111,26 +118,39 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	return connect.NewResponse(resp), nil
 }
 
-// route splits an apply: the objects root keeps (mine), and per cluster
-// those it forwards, out of all the clusters root knows (read only when
-// some object goes to clusters).
+// route splits an apply: the objects root stores (mine: the kinds root
+// owns, and its copy of every object of an Everywhere kind meant for every
+// cluster), and per cluster those it forwards, out of all the clusters root
+// knows (read only when some object goes to clusters). Objects meant for
+// every cluster are marked as root's (origin "root"), those naming a
+// cluster as that cluster's own (origin "").
 func (s *objectService) route(ctx context.Context, objs []*unyov1.Object) (mine []*unyov1.Object, per map[string][]*unyov1.Object, all []*unyov1.ClusterInfo, err error) {
 	per = map[string][]*unyov1.Object{}
+	listed := false
 	for i, o := range objs {
-		if k, _, _ := s.r.opts.Kinds.Of(o); own(k) {
+		k, _, _ := s.r.opts.Kinds.Of(o)
+		if own(k) {
 			mine = append(mine, o)
 			continue
 		}
-		if all == nil {
+		name := kinds.Cluster(o)
+		global := name == "" && k.Everywhere
+		if global {
+			kinds.SetOrigin(o, kinds.OriginRoot)
+			mine = append(mine, o)
+		} else {
+			kinds.SetOrigin(o, "")
+		}
+		if !listed {
 			if all, err = s.r.targets(ctx, ""); err != nil {
 				return nil, nil, nil, err
 			}
-			if len(all) == 0 {
-				return nil, nil, nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("no cluster is registered with root yet; start a cluster server with cluster.root_url set"))
-			}
+			listed = true
+		}
+		if len(all) == 0 && !global {
+			return nil, nil, nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("objects[%d] (%s %q): no cluster is registered with root yet; start a cluster server with cluster.root_url set", i, k.Name, kinds.Name(o)))
 		}
 		// Group per cluster so each cluster gets one request.
-		name := kinds.Cluster(o)
 		if name == "" {
 			for _, c := range all {
 				per[c.GetName()] = append(per[c.GetName()], o)
@@ -172,13 +192,19 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 	}
 	resp := &unyov1.DeleteResponse{}
 	for i, ref := range refs {
-		if own(ks[i]) {
+		if own(ks[i]) || (ks[i].Everywhere && ref.GetCluster() == "") {
+			// Root's copy goes first: the clusters that miss the delete
+			// below drop theirs when root next brings them up to date.
 			result, err := s.local.Delete(ctx, ks[i], ref.GetName())
 			if err != nil {
 				return nil, err
 			}
-			resp.Results = append(resp.Results, result)
-			continue
+			if own(ks[i]) || result.GetAction() != "not found" {
+				resp.Results = append(resp.Results, result)
+			}
+			if own(ks[i]) {
+				continue
+			}
 		}
 		targets, err := s.r.targets(ctx, ref.GetCluster())
 		if err != nil {
@@ -195,6 +221,11 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		})
 		for _, a := range answers {
 			resp.Results = append(resp.Results, a.value.GetResults()...)
+		}
+		if ks[i].Everywhere && ref.GetCluster() == "" {
+			for _, e := range errs {
+				e.Error += "; root no longer keeps the object and deletes this cluster's copy when it answers again"
+			}
 		}
 		resp.ClusterErrors = append(resp.ClusterErrors, errs...)
 	}

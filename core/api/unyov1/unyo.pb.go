@@ -999,9 +999,14 @@ type Check struct {
 	Spec     *CheckSpec             `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
 	Revision int64                  `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
 	// "central" (applied through the API) or "local" (an agent's own config).
-	Source        string                 `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Source    string                 `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Who manages this copy: "root" (applied without a cluster; root keeps
+	// it and brings every cluster, also one that registers later, up to
+	// date), "defaults" (the rules a cluster starts with) or "" (applied to
+	// this cluster; it overrides a root object of the same name).
+	Origin        string `protobuf:"bytes,20,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1090,6 +1095,13 @@ func (x *Check) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Check) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
 }
 
 type PerfData struct {
@@ -2115,7 +2127,9 @@ type EventRule struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// How many events the rule matched (for filters: dropped).
-	Matched       int64 `protobuf:"varint,8,opt,name=matched,proto3" json:"matched,omitempty"`
+	Matched int64 `protobuf:"varint,8,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Who manages this copy; see Check.origin.
+	Origin        string `protobuf:"bytes,20,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2204,6 +2218,13 @@ func (x *EventRule) GetMatched() int64 {
 		return x.Matched
 	}
 	return 0
+}
+
+func (x *EventRule) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
 }
 
 // AggregateGroup is an aggregate rule's group of events while its window
@@ -8318,7 +8339,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05field\x18\x04 \x01(\tR\x05field\x12#\n" +
 	"\rfield_pattern\x18\x05 \x01(\tR\ffieldPattern\x12\x16\n" +
 	"\x06levels\x18\x06 \x03(\tR\x06levels\x12\x14\n" +
-	"\x05level\x18\a \x01(\tR\x05level\"\xf6\x02\n" +
+	"\x05level\x18\a \x01(\tR\x05level\"\x8e\x03\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x122\n" +
@@ -8329,7 +8350,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a9\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x16\n" +
+	"\x06origin\x18\x14 \x01(\tR\x06origin\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x01\n" +
@@ -8428,7 +8450,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04wait\x18\b \x01(\tR\x04wait\x12)\n" +
 	"\aactions\x18\t \x03(\v2\x0f.unyo.v1.ActionR\aactions\x12\x1a\n" +
 	"\bcontinue\x18\n" +
-	" \x01(\bR\bcontinue\"\x84\x03\n" +
+	" \x01(\bR\bcontinue\"\x9c\x03\n" +
 	"\tEventRule\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x126\n" +
@@ -8439,7 +8461,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
-	"\amatched\x18\b \x01(\x03R\amatched\x1a9\n" +
+	"\amatched\x18\b \x01(\x03R\amatched\x12\x16\n" +
+	"\x06origin\x18\x14 \x01(\tR\x06origin\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd0\x01\n" +

@@ -31,7 +31,7 @@ func Kinds() *kinds.Registry {
 func check() kinds.Kind {
 	return kinds.Define(kinds.Spec[*unyov1.Check]{
 		Noun: "checks", Help: "Checks applied centrally", Aliases: []string{"check"},
-		Owner:    kinds.ClusterTier,
+		Owner: kinds.ClusterTier, Everywhere: true,
 		Validate: func(c *unyov1.Check, _ time.Time) error { _, err := checks.Compile(c); return err },
 		Labels: func(c *unyov1.Check) []kinds.LabelSet {
 			return []kinds.LabelSet{{Field: "spec.node_selector", Labels: c.GetSpec().GetNodeSelector()}}
@@ -49,6 +49,7 @@ func check() kinds.Kind {
 			{Header: "COMMAND", Width: 40, Cell: func(c *unyov1.Check, _ time.Time) string { return checkWhat(c.GetSpec()) }},
 			{Header: "SELECTOR", Cell: func(c *unyov1.Check, _ time.Time) string { return cell.Labels(c.GetSpec().GetNodeSelector(), "<all>") }},
 			{Header: "REVISION", Cell: func(c *unyov1.Check, _ time.Time) string { return fmt.Sprint(c.GetRevision()) }},
+			{Header: "ORIGIN", Cell: func(c *unyov1.Check, _ time.Time) string { return c.GetOrigin() }},
 		},
 	})
 }
@@ -69,7 +70,7 @@ func checkWhat(s *unyov1.CheckSpec) string {
 func eventRule() kinds.Kind {
 	return kinds.Define(kinds.Spec[*unyov1.EventRule]{
 		Noun: "rules", Help: "Event rules: filter, silence, aggregate, action", Aliases: []string{"rule"},
-		Owner:    kinds.ClusterTier,
+		Owner: kinds.ClusterTier, Everywhere: true,
 		Validate: func(r *unyov1.EventRule, _ time.Time) error { _, err := eventrules.Compile(r); return err },
 		Labels: func(r *unyov1.EventRule) []kinds.LabelSet {
 			return []kinds.LabelSet{{Field: "spec.match.labels", Labels: r.GetSpec().GetMatch().GetLabels()}}
@@ -85,6 +86,7 @@ func eventRule() kinds.Kind {
 			{Header: "MATCHED", Cell: func(r *unyov1.EventRule, _ time.Time) string { return fmt.Sprint(r.GetMatched()) }},
 			{Header: "UNTIL", Cell: func(r *unyov1.EventRule, _ time.Time) string { return r.GetSpec().GetUntil() }},
 			{Header: "OWNER", Cell: func(r *unyov1.EventRule, _ time.Time) string { return r.GetSpec().GetOwner() }},
+			{Header: "ORIGIN", Cell: func(r *unyov1.EventRule, _ time.Time) string { return r.GetOrigin() }},
 		},
 	})
 }
