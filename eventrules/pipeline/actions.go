@@ -176,14 +176,12 @@ func notify(d *Decision, st *State, hook HookID, repeat time.Duration, ev *Event
 // resolveNotified sends the resolved notification of every hook that
 // notified ev's node/check firing and whose rule did not match the
 // recovery itself (a rule matching only critical results still tells its
-// receiver that the problem is over, once). The body carries the alert
-// the event's own rules resolved, if any (operations from firstOp).
+// receiver that the problem is over, once). The body carries the alert of
+// the hook's own rule (its create_alert key) that the event's rules
+// resolved, if any (operations from firstOp), so that it shows what the
+// firing notifications showed.
 func resolveNotified(d *Decision, st *State, ev *Event, firstOp int) {
 	nc := NodeCheck{Node: ev.GetNode(), Check: ev.GetCheck()}
-	var ops []int
-	for i := firstOp; i < len(d.Alerts); i++ {
-		ops = append(ops, i)
-	}
 	for _, h := range st.firingHooks(d, nc) {
 		last, _ := st.notified(d, nc, h)
 		d.setNotified(nc, h, nil)
@@ -194,11 +192,31 @@ func resolveNotified(d *Decision, st *State, ev *Event, firstOp int) {
 		a := r.Actions[h.Action]
 		job := ActionJob{
 			Key: jobKey(r.Name, ev.GetId(), h.Action), Rule: r.Name, EventID: ev.GetId(), Events: []*unyov1.Event{ev.Event},
-			Status: apihook.StatusResolved, Cluster: st.Cluster, Since: last.Since, Level: last.Level, AlertOps: ops,
+			Status: apihook.StatusResolved, Cluster: st.Cluster, Since: last.Since, Level: last.Level, AlertOps: ownAlertOps(d, r, ev, firstOp),
 		}
 		d.Actions = append(d.Actions, withAction(job, a))
 		ev.step("action", r.Name, fmt.Sprintf("%s: queued for %s (resolved; %s was notified at %s)", kind(a), target(a), last.Level.Name(), last.SentAt.UTC().Format(time.RFC3339)))
 	}
+}
+
+// ownAlertOps are the alert operations from firstOp on the keys rule r's
+// create_alert actions give ev.
+func ownAlertOps(d *Decision, r eventrules.Rule, ev *Event, firstOp int) []int {
+	keys := map[string]bool{}
+	for _, a := range r.Actions {
+		if a.CreateAlert != nil {
+			if k, err := a.CreateAlert.Key(ev.Event); err == nil {
+				keys[k] = true
+			}
+		}
+	}
+	var ops []int
+	for i := firstOp; i < len(d.Alerts); i++ {
+		if keys[d.Alerts[i].Key] {
+			ops = append(ops, i)
+		}
+	}
+	return ops
 }
 
 // status is a payload's status for subject.

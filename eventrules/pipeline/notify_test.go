@@ -69,8 +69,8 @@ func TestNotifyOnChange(t *testing.T) {
 			if !j.Since.Equal(t0) || j.Level != warn || j.Key != "page/e7/0" {
 				t.Errorf("resolved job: since %s, level %s, key %s; want the firing's start and last level", j.Since, j.Level.Name(), j.Key)
 			}
-			if len(j.AlertOps) != 1 || d.Alerts[j.AlertOps[0]].Key != "web1/disk" {
-				t.Errorf("the resolved notification carries alert ops %v, want resolve-on-recovery's", j.AlertOps)
+			if len(j.AlertOps) != 0 {
+				t.Errorf("the resolved notification of a rule without alert actions carries alert ops %v", j.AlertOps)
 			}
 		}
 	}
@@ -203,4 +203,23 @@ func TestReissueRefreshesAlerts(t *testing.T) {
 		t.Error("a suppressed repeat opened a new alert after the operator closed one")
 	}
 	want(t, outcomes(d), `no open alert with key "web1/disk" to refresh`)
+}
+
+// TestNotifyResolvedCarriesOwnAlert: the resolved notification of a rule
+// that opened an alert carries that alert as the recovery rule resolved it.
+func TestNotifyResolvedCarriesOwnAlert(t *testing.T) {
+	t.Parallel()
+	st := state(rules(t, map[string]string{
+		"page":                `{"type": "action", "priority": 50, "match": {"levels": ["critical"]}, "actions": [{"create_alert": {"level": "fatal"}}, {"api_hook": {"url": "https://pager.example/hook"}}]}`,
+		"other":               `{"type": "action", "priority": 40, "continue": true, "match": {"levels": ["success"]}, "actions": [{"delete_alert": {"key": "elsewhere"}}]}`,
+		"resolve-on-recovery": resolveOnRecovery,
+	}))
+	ds := run(st, t0, []*unyov1.Event{ev("e0", "web1", "disk", crit, t0)}, []*unyov1.Event{ev("e1", "web1", "disk", ok, t0.Add(time.Minute))})
+	d := ds[1]
+	if got := jobs(d); got != "page resolved" {
+		t.Fatalf("jobs %q", got)
+	}
+	if ops := d.Actions[0].AlertOps; len(ops) != 1 || d.Alerts[ops[0]].Key != "web1/disk" || d.Alerts[ops[0]].Rule != "resolve-on-recovery" {
+		t.Errorf("alert ops %v, want resolve-on-recovery's resolution of web1/disk", ops)
+	}
 }
