@@ -39,6 +39,10 @@ const (
 	// Alertmanager's default repeat_interval. MaxRepeatInterval bounds it.
 	DefaultRepeatInterval = 4 * time.Hour
 	MaxRepeatInterval     = 90 * 24 * time.Hour
+	// EveryResult is repeat_interval 0: the action runs for every event
+	// its rule matches, as a sink for every result rather than a
+	// notification.
+	EveryResult time.Duration = -1
 
 	// Payload formats of api_hook.format.
 	FormatUnyo         = "unyo"
@@ -89,8 +93,8 @@ type PluginAction struct {
 }
 
 // RepeatInterval is how often a notifying action (api_hook, plugin) is
-// sent again while its condition keeps firing; 0 for alert actions, which
-// act on every event.
+// sent again while its condition keeps firing (EveryResult: on every
+// event); 0 for alert actions, which act on every event.
 func (a Action) RepeatInterval() time.Duration {
 	switch {
 	case a.APIHook != nil:
@@ -534,7 +538,8 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 	return h, len(v.Fields) == n
 }
 
-// compileRepeat parses a repeat_interval: unset is DefaultRepeatInterval.
+// compileRepeat parses a repeat_interval: unset is DefaultRepeatInterval,
+// and 0 is EveryResult.
 func compileRepeat(v *validator, field, raw string) (time.Duration, bool) {
 	if raw == "" {
 		return DefaultRepeatInterval, true
@@ -543,8 +548,10 @@ func compileRepeat(v *validator, field, raw string) (time.Duration, bool) {
 	switch {
 	case !ok:
 		return DefaultRepeatInterval, false
-	case d <= 0:
-		v.Addf(field, "must be positive (unset means %s), got %q", DefaultRepeatInterval, raw)
+	case d == 0:
+		return EveryResult, true
+	case d < 0:
+		v.Addf(field, "must be positive, or 0 to send on every result (unset means %s), got %q", DefaultRepeatInterval, raw)
 	case d > MaxRepeatInterval:
 		v.Addf(field, "must be at most %s, got %q", MaxRepeatInterval, raw)
 	default:

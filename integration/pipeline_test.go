@@ -106,7 +106,7 @@ name: count
 spec:
   type: action
   match: {check: "flood|reissue"}
-  actions: [{create_alert: {}}, {api_hook: {url: %q}}]
+  actions: [{create_alert: {}}, {api_hook: {url: %q, repeat_interval: 0s}}] # every event, not per change
   owner: t
   reason: every processed event counts once
 ---

@@ -119,7 +119,7 @@ func runActions(d *Decision, st *State, r eventrules.Rule, subject *unyov1.Event
 			}})
 		case a.APIHook != nil || a.Plugin != nil:
 			job := ActionJob{Key: jobKey(r.Name, idem, i), Rule: r.Name, EventID: subject.GetId(), Events: members, Status: status(subject), Cluster: st.Cluster}
-			if ev != nil {
+			if ev != nil && a.RepeatInterval() != eventrules.EveryResult {
 				send, why := notify(d, st, HookID{Rule: r.Name, Action: i}, a.RepeatInterval(), ev, &job)
 				if !send {
 					steps = append(steps, Step("action", r.Name, kind(a)+": not sent to "+target(a)+": "+why, at))
@@ -141,7 +141,8 @@ func runActions(d *Decision, st *State, r eventrules.Rule, subject *unyov1.Event
 // notify decides whether hook sends a notification about ev, records what
 // it sends, and fills job's Since and Level; why says why not.
 //
-// A firing event is sent when the hook has not notified its node/check
+// An action with repeat_interval 0 (EveryResult) is not asked: it runs
+// for every event. A firing event is sent when the hook has not notified its node/check
 // firing, when the level changed, or when repeat has passed since the last
 // notification (in processing time, so results replayed after an outage do
 // not page again). A success event is sent once: when the hook had
@@ -186,7 +187,7 @@ func resolveNotified(d *Decision, st *State, ev *Event, firstOp int) {
 		last, _ := st.notified(d, nc, h)
 		d.setNotified(nc, h, nil)
 		r, ok := st.Rules.Named(h.Rule)
-		if !ok || h.Action >= len(r.Actions) || r.Actions[h.Action].RepeatInterval() == 0 {
+		if !ok || h.Action >= len(r.Actions) || r.Actions[h.Action].RepeatInterval() <= 0 {
 			continue // the rule or its action is gone: nobody to tell
 		}
 		a := r.Actions[h.Action]

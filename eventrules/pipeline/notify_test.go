@@ -223,3 +223,16 @@ func TestNotifyResolvedCarriesOwnAlert(t *testing.T) {
 		t.Errorf("alert ops %v, want resolve-on-recovery's resolution of web1/disk", ops)
 	}
 }
+
+// TestNotifyEveryResult: repeat_interval 0 sends on every result its rule
+// matches, as before notifications followed changes.
+func TestNotifyEveryResult(t *testing.T) {
+	t.Parallel()
+	st := state(rules(t, map[string]string{
+		"sink": `{"type": "action", "match": {"check": "disk"}, "actions": [{"api_hook": {"url": "https://sink.example/hook", "repeat_interval": "0s"}}]}`,
+	}))
+	d := run(st, t0, []*unyov1.Event{ev("a", "web1", "disk", crit, t0), ev("b", "web1", "disk", crit, t0), ev("c", "web1", "disk", ok, t0), ev("d", "web1", "disk", ok, t0)})[0]
+	if got := jobs(d); got != "sink firing, sink firing, sink resolved, sink resolved" {
+		t.Errorf("jobs %q", got)
+	}
+}
