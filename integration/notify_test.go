@@ -60,6 +60,7 @@ spec:
 	set(2)
 	f.agent("web1", "{role: web}", fmt.Sprintf(`  checks:
     - name: flip
+      labels: {team: storage}
       spec: {command: [sh, -c, 'c=$(cat %s); echo "FLIP $c"; exit $c'], interval: 1s}
     - name: disk
       spec: {command: [check_dummy, "2", "disk full"], interval: 1s}
@@ -95,6 +96,10 @@ spec:
 		}
 	}
 	waitFor("one notification when flip goes critical", "firing critical")
+	// The check's own labels reach the webhook's labels, beside the node's.
+	if labels := pager.all()[0]["alerts"].([]any)[0].(map[string]any)["labels"].(map[string]any); labels["team"] != "storage" || labels["role"] != "web" {
+		t.Errorf("webhook labels %v, want the check's team and the node's role", labels)
+	}
 	count := func() float64 {
 		as := f.alertsWhere("web1", "flip")
 		if len(as) != 1 {

@@ -93,7 +93,8 @@
 //
 //	status       "resolved" if the payload is resolved or the event is a
 //	             success, else "firing"
-//	labels       the event's node labels, then (overriding them)
+//	labels       the event's labels (the check's own, with the node's over
+//	             them), then (overriding them)
 //	             alertname = check, node, cluster, and severity = the
 //	             alert's level (fatal, critical, warning) or, without an
 //	             alert, the event's (critical, warning) or, for a success,

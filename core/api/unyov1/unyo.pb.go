@@ -1215,7 +1215,8 @@ type Event struct {
 	Explanation *Explanation `protobuf:"bytes,19,opt,name=explanation,proto3" json:"explanation,omitempty"`
 	// Set when a silence rule or a maintenance silenced the event.
 	SilencedBy string `protobuf:"bytes,20,opt,name=silenced_by,json=silencedBy,proto3" json:"silenced_by,omitempty"`
-	// Node labels at ingest, for rules that match on labels.
+	// The check's own labels with the node's labels at ingest over them, for
+	// rules that match on labels and for webhook labels.
 	Labels        map[string]string `protobuf:"bytes,21,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
