@@ -1542,7 +1542,8 @@ type EventMatch struct {
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// success, warning, critical.
 	Levels []string `protobuf:"bytes,4,rep,name=levels,proto3" json:"levels,omitempty"`
-	// Node labels that must be present with these values.
+	// Labels that must be present with these values: the check's own, with
+	// the node's over them.
 	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
