@@ -19,11 +19,7 @@ import (
 func TestNotifyOnChange(t *testing.T) {
 	f := newFleet(t, "")
 	pager, chat := newHookReceiver(t), newHookReceiver(t)
-	rules, err := os.ReadFile("../configs/resources/rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := fmt.Sprintf(`---
+	f.applyWithDefaultRules(fmt.Sprintf(`---
 kind: EventRule
 name: page-flip
 spec:
@@ -46,10 +42,7 @@ spec:
   actions: [{api_hook: {url: %q}}]
   owner: storage
   reason: a full array fires on every node at once
-`, pager.srv.URL, chat.srv.URL)
-	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "rules.yaml", string(rules)+extra)); err != nil {
-		t.Fatal(err)
-	}
+`, pager.srv.URL, chat.srv.URL))
 	level := filepath.Join(f.dir, "flip-level")
 	set := func(code int) {
 		t.Helper()
