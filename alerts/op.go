@@ -35,6 +35,10 @@ type Op struct {
 	Level   unyov1.AlertLevel
 	Summary string
 	Event   *unyov1.Event
+	// RefreshOnly fires only an open or acknowledged alert and otherwise
+	// does nothing: a repeat within the reissue window keeps an alert's
+	// count and last seen moving, but opens or reopens none.
+	RefreshOnly bool
 
 	// Resolve: why, and whether the alert is closed as well.
 	Reason string
@@ -53,6 +57,9 @@ func Apply(cur *unyov1.Alert, op Op) (next *unyov1.Alert, outcome string, err er
 	case OpFire:
 		if op.Event == nil {
 			return nil, "", errors.New("an alert firing needs the event that fired")
+		}
+		if op.RefreshOnly && (cur == nil || cur.GetState() == unyov1.AlertState_ALERT_STATE_RESOLVED) {
+			return nil, fmt.Sprintf("create_alert: no open alert with key %q to refresh; a repeat within the reissue window opens none", op.Key), nil
 		}
 		a, opened, reopened := Raise(cur, op.Key, op.Level, op.Summary, op.Event, op.Rule, op.At)
 		switch {

@@ -51,6 +51,7 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		Name:     c.GetName(),
 		Revision: c.GetRevision(),
 		Source:   c.GetSource(),
+		Labels:   maps.Clone(c.GetLabels()),
 	}
 	v.Name("name", d.Name)
 

@@ -234,13 +234,17 @@ func TestCompileUnnamed(t *testing.T) {
 
 func TestCompileCopiesInput(t *testing.T) {
 	spec := &unyov1.CheckSpec{Command: []string{"check_x"}, Interval: "1m", Env: map[string]string{"A": "1"}}
-	d, err := checks.Compile(check("x", spec))
+	c := check("x", spec)
+	c.Labels = map[string]string{"team": "storage"}
+	d, err := checks.Compile(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Command[0] = "changed"
 	spec.Env["A"] = "2"
-	if d.Command[0] != "check_x" || d.Env["A"] != "1" {
+	c.Labels["team"] = "changed"
+	// The check's labels are kept: its results carry them.
+	if d.Command[0] != "check_x" || d.Env["A"] != "1" || d.Labels["team"] != "storage" {
 		t.Errorf("Definition shares memory with the message: %+v", d)
 	}
 }

@@ -53,6 +53,9 @@ type Definition struct {
 	Reissue time.Duration
 	// NodeSelector labels a node must carry; empty selects every node.
 	NodeSelector map[string]string
+	// Labels are the check's own labels (metadata.labels): its results
+	// carry them, under the node's labels, to rules and webhooks.
+	Labels map[string]string
 	// Env is added to the plugin's environment.
 	Env map[string]string
 	// MetricsFormat is how a command check prints its metrics: Nagios

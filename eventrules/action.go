@@ -34,6 +34,16 @@ const (
 	DefaultHookRetries = 3
 	MaxHookRetries     = 20
 
+	// DefaultRepeatInterval is how often a notification (api_hook or plugin
+	// action) is sent again while its condition keeps firing at one level:
+	// Alertmanager's default repeat_interval. MaxRepeatInterval bounds it.
+	DefaultRepeatInterval = 4 * time.Hour
+	MaxRepeatInterval     = 90 * 24 * time.Hour
+	// EveryResult is repeat_interval 0: the action runs for every event
+	// its rule matches, as a sink for every result rather than a
+	// notification.
+	EveryResult time.Duration = -1
+
 	// Payload formats of api_hook.format.
 	FormatUnyo         = "unyo"
 	FormatAlertmanager = "alertmanager"
@@ -78,6 +88,21 @@ type Action struct {
 type PluginAction struct {
 	Name   string
 	Config *unyov1.PluginAction
+	// RepeatInterval: see APIHook.RepeatInterval.
+	RepeatInterval time.Duration
+}
+
+// RepeatInterval is how often a notifying action (api_hook, plugin) is
+// sent again while its condition keeps firing (EveryResult: on every
+// event); 0 for alert actions, which act on every event.
+func (a Action) RepeatInterval() time.Duration {
+	switch {
+	case a.APIHook != nil:
+		return a.APIHook.RepeatInterval
+	case a.Plugin != nil:
+		return a.Plugin.RepeatInterval
+	}
+	return 0
 }
 
 // CreateAlert opens an alert, or refreshes the open alert with the same key.
@@ -163,6 +188,10 @@ type APIHook struct {
 	// Retries is the number of attempts after the first.
 	Retries int
 	Headers map[string]string
+	// RepeatInterval is how long after the last notification a condition
+	// still firing at the same level is notified again. A notification is
+	// otherwise sent only on a change: firing, a level change, resolved.
+	RepeatInterval time.Duration
 }
 
 // templateData is what key and summary templates see. Levels and statuses
@@ -449,7 +478,8 @@ func compileAction(v *validator, field string, a *unyov1.Action) (Action, bool) 
 			v.Addf(f+".name", "%q must be a plugin name (the <name> in unyo-action-<name>), without slashes or spaces", name)
 			ok = false
 		}
-		return Action{Kind: ActionPlugin, Plugin: &PluginAction{Name: name, Config: proto.Clone(k.Plugin).(*unyov1.PluginAction)}}, ok
+		every, rok := compileRepeat(v, f+".repeat_interval", k.Plugin.GetRepeatInterval())
+		return Action{Kind: ActionPlugin, Plugin: &PluginAction{Name: name, Config: proto.Clone(k.Plugin).(*unyov1.PluginAction), RepeatInterval: every}}, ok && rok
 	}
 	v.Add(field, "give exactly one of create_alert, delete_alert, api_hook or plugin")
 	return Action{}, false
@@ -486,6 +516,7 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 			}
 		}
 	}
+	h.RepeatInterval, _ = compileRepeat(v, field+".repeat_interval", spec.GetRepeatInterval())
 	// proto3 cannot tell 0 from unset, so 0 means the default.
 	switch r := spec.GetRetries(); {
 	case r == 0:
@@ -505,6 +536,28 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 		}
 	}
 	return h, len(v.Fields) == n
+}
+
+// compileRepeat parses a repeat_interval: unset is DefaultRepeatInterval,
+// and 0 is EveryResult.
+func compileRepeat(v *validator, field, raw string) (time.Duration, bool) {
+	if raw == "" {
+		return DefaultRepeatInterval, true
+	}
+	d, ok := v.Duration(field, raw)
+	switch {
+	case !ok:
+		return DefaultRepeatInterval, false
+	case d == 0:
+		return EveryResult, true
+	case d < 0:
+		v.Addf(field, "must be positive, or 0 to send on every result (unset means %s), got %q", DefaultRepeatInterval, raw)
+	case d > MaxRepeatInterval:
+		v.Addf(field, "must be at most %s, got %q", MaxRepeatInterval, raw)
+	default:
+		return d, true
+	}
+	return DefaultRepeatInterval, false
 }
 
 func checkHookURL(raw string) error {

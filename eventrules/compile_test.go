@@ -54,7 +54,7 @@ func TestCompileDefaults(t *testing.T) {
 	if r.Actions[2].Kind != eventrules.ActionAPIHook || h == nil {
 		t.Fatalf("action 2 = %+v", r.Actions[2])
 	}
-	if h.URL != "https://hooks.example.com/unyo" || h.Format != eventrules.FormatUnyo || h.Timeout != 10*time.Second || h.Retries != 3 {
+	if h.URL != "https://hooks.example.com/unyo" || h.Format != eventrules.FormatUnyo || h.Timeout != 10*time.Second || h.Retries != 3 || h.RepeatInterval != 4*time.Hour {
 		t.Errorf("hook defaults = %+v", h)
 	}
 	if got := eventrules.ActionAPIHook.String(); got != "api_hook" {
@@ -256,6 +256,9 @@ func TestCompileInvalid(t *testing.T) {
 		{"hook bad timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "10" }), "spec.actions[0].api_hook.timeout", "invalid duration"},
 		{"hook zero timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "0s" }), "spec.actions[0].api_hook.timeout", "must be positive"},
 		{"hook long timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "6m" }), "spec.actions[0].api_hook.timeout", "at most 5m0s"},
+		{"hook negative repeat", "r", hook(func(h *unyov1.ApiHookAction) { h.RepeatInterval = "-1s" }), "spec.actions[0].api_hook.repeat_interval", "must be positive, or 0 to send on every result (unset means 4h0m0s)"},
+		{"hook long repeat", "r", hook(func(h *unyov1.ApiHookAction) { h.RepeatInterval = "2500h" }), "spec.actions[0].api_hook.repeat_interval", "at most 2160h0m0s"},
+		{"plugin bad repeat", "r", action(&unyov1.Action{Kind: &unyov1.Action_Plugin{Plugin: &unyov1.PluginAction{Name: "exec", RepeatInterval: "often"}}}), "spec.actions[0].plugin.repeat_interval", "invalid duration"},
 		{"hook negative retries", "r", hook(func(h *unyov1.ApiHookAction) { h.Retries = -1 }), "spec.actions[0].api_hook.retries", "between 1 and 20"},
 		{"hook many retries", "r", hook(func(h *unyov1.ApiHookAction) { h.Retries = 21 }), "spec.actions[0].api_hook.retries", "got 21"},
 		{"hook empty header", "r", hook(func(h *unyov1.ApiHookAction) { h.Headers = map[string]string{"": "x"} }), "spec.actions[0].api_hook.headers", "header name is empty"},

@@ -52,6 +52,19 @@ func (h *hookReceiver) all() []map[string]any {
 	return append([]map[string]any(nil), h.got...)
 }
 
+// applyWithDefaultRules applies configs/resources/rules.yaml followed by
+// extra (YAML documents starting with ---).
+func (f *fleet) applyWithDefaultRules(extra string) {
+	f.t.Helper()
+	rules, err := os.ReadFile("../configs/resources/rules.yaml")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.cli("apply", "-f", writeFile(f.t, f.dir, "rules.yaml", string(rules)+extra)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // alertsWhere returns the alerts (any state) for node/check.
 func (f *fleet) alertsWhere(node, check string) []map[string]any {
 	f.t.Helper()
@@ -65,11 +78,7 @@ func (f *fleet) alertsWhere(node, check string) []map[string]any {
 func TestAlertsEndToEnd(t *testing.T) {
 	f := newFleet(t, "  down_after: 6s\n")
 	plain, am := newHookReceiver(t), newHookReceiver(t)
-	rules, err := os.ReadFile("../configs/resources/rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := fmt.Sprintf(`---
+	f.applyWithDefaultRules(fmt.Sprintf(`---
 kind: EventRule
 name: page-web
 spec:
@@ -82,10 +91,7 @@ spec:
   continue: true
   owner: oncall
   reason: page for web nodes
-`, plain.srv.URL, am.srv.URL)
-	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "rules.yaml", string(rules)+hooks)); err != nil {
-		t.Fatal(err)
-	}
+`, plain.srv.URL, am.srv.URL))
 	failing := func(name, text string) string {
 		return fmt.Sprintf("    - name: %s\n      spec: {command: [check_dummy, \"2\", %q], interval: 1s}\n", name, text)
 	}

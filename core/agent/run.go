@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/google/uuid"
@@ -52,6 +53,8 @@ func (a *Agent) newEvent(d checks.Definition) *unyov1.Event {
 		Node:     a.opts.NodeName,
 		Check:    d.Name,
 		Sequence: a.seq.Add(1),
+		// The check's labels; the cluster adds the node's over them.
+		Labels: maps.Clone(d.Labels),
 		// The pipeline applies these; carrying them spares it a lookup and
 		// covers local checks, which the cluster does not know.
 		Occurrences: int32(d.Occurrences),

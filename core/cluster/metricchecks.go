@@ -180,12 +180,17 @@ func (r *metricRunner) evaluate(ctx context.Context, d checks.Definition, now ti
 		if status != res.raw {
 			out += fmt.Sprintf("; pending for %s of %s", held.Round(time.Second), m.For)
 		}
-		labels := maps.Clone(res.labels)
+		// The check's labels, the series', then the node's.
+		labels := maps.Clone(d.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, res.labels)
 		if n := nodes[res.node]; n != nil {
-			if labels == nil {
-				labels = map[string]string{}
-			}
 			maps.Copy(labels, n.GetLabels())
+		}
+		if len(labels) == 0 {
+			labels = nil
 		}
 		e := ingest.Synthetic{
 			Node: res.node, Check: d.Name, Status: status, UnknownLevel: d.UnknownLevel, Output: out, At: now, Labels: labels,

@@ -63,6 +63,9 @@ func (p *pipelineRunner) run(ctx context.Context) error {
 	p.state.Cluster = p.c.opts.Name
 	p.state.Counters, p.state.Issued = st.Counters, st.Issued
 	p.state.SetGroups(st.Groups)
+	if st.Notified != nil {
+		p.state.Notified = st.Notified
+	}
 	p.c.log.Info("event pipeline running", "cursor", st.Cursor, "open_groups", len(p.state.Groups))
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

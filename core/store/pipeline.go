@@ -50,6 +50,8 @@ type PipelineState struct {
 	Counters map[pipeline.NodeCheck]eventrules.Counter
 	Issued   map[pipeline.NodeCheck]eventrules.Issued
 	Groups   []*unyov1.AggregateGroup
+	// Notified is what notifying actions last sent per firing node/check.
+	Notified map[pipeline.NodeCheck]map[pipeline.HookID]pipeline.Notified
 }
 
 // Explained is the pipeline's verdict on one event.

@@ -41,6 +41,12 @@ type Payload struct {
 	// Status is StatusFiring or StatusResolved; empty means resolved when
 	// every event is a success and firing otherwise.
 	Status string
+	// Since is when the condition began firing, as the receiver was told
+	// (zero: unknown), and Level the firing level last notified. Without
+	// an alert they give a resolved notification its startsAt and
+	// severity; the event alone (a success) has neither.
+	Since time.Time
+	Level unyov1.Level
 }
 
 // Body renders the request body in cfg's format. See the package
@@ -189,7 +195,7 @@ func amAlertOf(cfg Config, p Payload, e *unyov1.Event) amAlert {
 	labels["alertname"] = e.GetCheck()
 	labels["node"] = e.GetNode()
 	labels["cluster"] = cluster
-	labels["severity"] = severity(p.Alert, e)
+	labels["severity"] = severity(p, e)
 	// As in Prometheus, an empty label value is no label.
 	maps.DeleteFunc(labels, func(_, v string) bool { return v == "" })
 
@@ -211,8 +217,11 @@ func amAlertOf(cfg Config, p Payload, e *unyov1.Event) amAlert {
 		GeneratorURL: cfg.ExternalURL,
 		Fingerprint:  fingerprint(labels, "severity"),
 	}
-	if p.Alert.GetFirstSeen() != nil {
+	switch {
+	case p.Alert.GetFirstSeen() != nil:
 		a.StartsAt = p.Alert.GetFirstSeen().AsTime()
+	case !p.Since.IsZero():
+		a.StartsAt = p.Since
 	}
 	// endsAt stays the zero time while firing, as Alertmanager sends it.
 	if p.Status == StatusResolved || !firing(e) {
@@ -223,15 +232,17 @@ func amAlertOf(cfg Config, p Payload, e *unyov1.Event) amAlert {
 }
 
 // severity is the alert's level when there is an alert, so that it stays
-// the same on the resolved notification; else the event's level, and none
-// for a success event.
-func severity(a *unyov1.Alert, e *unyov1.Event) string {
-	if l := a.GetLevel(); l != unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED {
+// the same on the resolved notification; else the event's level, else (a
+// success) the level last notified firing, and none when nothing fired.
+func severity(p Payload, e *unyov1.Event) string {
+	if l := p.Alert.GetLevel(); l != unyov1.AlertLevel_ALERT_LEVEL_UNSPECIFIED {
 		return l.Name()
 	}
-	switch l := e.GetLevel(); l {
-	case unyov1.Level_LEVEL_CRITICAL, unyov1.Level_LEVEL_WARNING:
-		return l.Name()
+	for _, l := range []unyov1.Level{e.GetLevel(), p.Level} {
+		switch l {
+		case unyov1.Level_LEVEL_CRITICAL, unyov1.Level_LEVEL_WARNING:
+			return l.Name()
+		}
 	}
 	return ""
 }

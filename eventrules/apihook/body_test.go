@@ -370,3 +370,24 @@ func TestBodyErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAlertmanagerResolvedWithoutAlert: a resolved notification sent by a
+// rule without alert actions still says when the problem began (before it
+// ended) and how severe it was, from what the pipeline notified.
+func TestAlertmanagerResolvedWithoutAlert(t *testing.T) {
+	se := success("ev-2", "web1", t0.Add(10*time.Minute))
+	body, err := apihook.Body(apihook.Config{Format: "alertmanager"}, apihook.Payload{
+		Key: "page/ev-2/0", Rule: "page", Events: []*unyov1.Event{se}, Status: "resolved",
+		Since: t0, Level: unyov1.Level_LEVEL_CRITICAL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := decodeAM(t, body).Alerts[0]
+	if a.Status != "resolved" || a.StartsAt != "2026-03-01T02:00:00Z" || a.EndsAt != "2026-03-01T02:10:00Z" {
+		t.Errorf("status %q, startsAt %q, endsAt %q: want resolved, the firing's start, the recovery", a.Status, a.StartsAt, a.EndsAt)
+	}
+	if a.Labels["severity"] != "critical" {
+		t.Errorf("severity = %q, want the level last notified", a.Labels["severity"])
+	}
+}

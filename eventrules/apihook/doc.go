@@ -93,14 +93,17 @@
 //
 //	status       "resolved" if the payload is resolved or the event is a
 //	             success, else "firing"
-//	labels       the event's node labels, then (overriding them)
+//	labels       the event's labels (the check's own, with the node's over
+//	             them), then (overriding them)
 //	             alertname = check, node, cluster, and severity = the
 //	             alert's level (fatal, critical, warning) or, without an
-//	             alert, the event's (critical, warning; none for success);
-//	             empty values are left out, as in Prometheus
+//	             alert, the event's (critical, warning) or, for a success,
+//	             the level last notified firing (Payload.Level); empty
+//	             values are left out, as in Prometheus
 //	annotations  summary = output, description = long_output, event_id,
 //	             and alert_id when there is an alert; empty ones left out
-//	startsAt     the alert's first_seen, else when the check ran
+//	startsAt     the alert's first_seen, else when the condition began
+//	             firing as notified (Payload.Since), else when the check ran
 //	endsAt       "0001-01-01T00:00:00Z" while firing; when resolved, when
 //	             the clearing check ran
 //	generatorURL Config.ExternalURL (the console), possibly empty
@@ -125,8 +128,7 @@
 // leaves severity out of fingerprint, groupLabels and groupKey, so the
 // warning, critical and resolved notifications of one check on one node
 // share them. Both are documented as opaque identifiers, which is how
-// receivers use them. For the same reason, pair an api_hook with
-// create_alert or delete_alert in the rule: the alert's level keeps
-// severity on the resolved notification, which a success event alone
-// cannot carry.
+// receivers use them. For the same reason the resolved notification keeps
+// the firing's severity and start: from the alert the rule's alert actions
+// left, else from what the pipeline recorded when it notified the firing.
 package apihook

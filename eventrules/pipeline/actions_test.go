@@ -107,15 +107,15 @@ func TestActionJobs(t *testing.T) {
 			{"plugin": {"name": "exec"}}]}`,
 		"plain": `{"type": "action", "priority": -1, "match": {"check": "load"}, "actions": [{"api_hook": {"url": "https://hooks.example.com/y"}}]}`,
 	}))
-	d := run(st, t0, []*unyov1.Event{ev("e1", "web1", "disk", ok, t0), ev("e2", "web1", "load", crit, t0)})[0]
+	d := run(st, t0, []*unyov1.Event{ev("e1", "web1", "disk", warn, t0), ev("e2", "web1", "load", crit, t0)})[0]
 	want(t, outcomes(d),
-		"e1 processed | action(notify): api_hook: queued for https://user:xxxxx@hooks.example.com/x?... | action(notify):  | action(notify): plugin: queued for action/exec",
-		"e2 processed | action(plain): api_hook: queued for https://hooks.example.com/y")
+		"e1 processed | action(notify): api_hook: queued for https://user:xxxxx@hooks.example.com/x?... (firing) | action(notify):  | action(notify): plugin: queued for action/exec (firing)",
+		"e2 processed | action(plain): api_hook: queued for https://hooks.example.com/y (firing)")
 	if len(d.Actions) != 3 {
 		t.Fatalf("%d jobs", len(d.Actions))
 	}
 	hook, plugin, plain := d.Actions[0], d.Actions[1], d.Actions[2]
-	if hook.Key != "notify/e1/0" || hook.Hook.GetFormat() != "alertmanager" || hook.Status != "resolved" || hook.Cluster != "tokyo" || hook.EventID != "e1" {
+	if hook.Key != "notify/e1/0" || hook.Hook.GetFormat() != "alertmanager" || hook.Status != "firing" || hook.Cluster != "tokyo" || hook.EventID != "e1" {
 		t.Errorf("hook job %+v", hook)
 	}
 	// The body carries the alert of the rule's create_alert, even though

@@ -16,10 +16,18 @@ import (
 // Aggregate adds an event matched by an aggregate rule to the rule's open
 // group for its GroupKey, opening one whose window ends the rule's wait
 // from now. The group's actions run once when the window ends (Flush).
+//
+// Grouping shapes notifications; it never decides whether an alert
+// exists, as in Alertmanager: a grouped event goes on to the action rules
+// all the same, so the default rules keep opening and refreshing alerts
+// for it.
 type Aggregate struct{}
 
 // Process implements Stage.
 func (Aggregate) Process(st *State, d *Decision, ev *Event) bool {
+	if ev.Suppressed {
+		return true // a repeat within the reissue window is no news for a group
+	}
 	r, ok := st.Rules.Aggregate(ev.Event, ev.At)
 	if !ok {
 		return true
@@ -35,9 +43,9 @@ func (Aggregate) Process(st *State, d *Decision, ev *Event) bool {
 	g.Members = append(g.Members, member)
 	d.putGroup(g)
 	ev.Explanation.Outcome = "grouped"
-	ev.step("aggregate", r.Name, fmt.Sprintf("grouped as %q with %d other event(s); the rule's actions run once for the group at %s",
+	ev.step("aggregate", r.Name, fmt.Sprintf("grouped as %q with %d other event(s); the rule's actions run once for the group at %s; action rules still run",
 		id.Key, len(g.Members)-1, g.GetFlushAt().AsTime().UTC().Format(time.RFC3339)))
-	return false
+	return true
 }
 
 // Flush runs the actions of the groups whose window has ended by now, once
@@ -73,7 +81,7 @@ func (p *Pipeline) Flush(st *State, now time.Time) *Decision {
 			steps = []*unyov1.ExplanationStep{Step("aggregate", g.GetRule(), "the rule was deleted before its window ended; no action ran", now)}
 		} else {
 			steps = append([]*unyov1.ExplanationStep{Step("aggregate", r.Name, fmt.Sprintf("window ended: actions ran once for %d events: %s", len(names), strings.Join(names, ", ")), now)},
-				runActions(d, st.Cluster, r, representative(g), g.GetMembers(), "group:"+g.GetKey()+":"+g.GetOpenedAt().AsTime().Format(time.RFC3339Nano), now)...)
+				runActions(d, st, r, representative(g), g.GetMembers(), "group:"+g.GetKey()+":"+g.GetOpenedAt().AsTime().Format(time.RFC3339Nano), now, nil)...)
 		}
 		for _, m := range g.GetMembers() {
 			d.Explained = append(d.Explained, Explained{ID: m.GetId(), Explanation: &unyov1.Explanation{

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/unyo-ops/unyo/alerts"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/eventrules"
@@ -15,6 +17,9 @@ type Decision struct {
 	// PutGroups are groups opened or grown, DeleteGroups groups flushed.
 	PutGroups    []*unyov1.AggregateGroup
 	DeleteGroups []*unyov1.AggregateGroup
+	// Notified are notification records written (nil: removed, after a
+	// resolved notification).
+	Notified map[NodeCheck]map[HookID]*Notified
 	// Alerts are applied in order, each to the active alert of its key.
 	Alerts []AlertOp
 	// Actions are queued in the actions outbox.
@@ -32,6 +37,7 @@ type Decision struct {
 func NewDecision() *Decision {
 	return &Decision{
 		Counters: map[NodeCheck]eventrules.Counter{}, Issued: map[NodeCheck]eventrules.Issued{},
+		Notified:    map[NodeCheck]map[HookID]*Notified{},
 		RuleMatches: map[string]int64{}, MaintenanceSilenced: map[string]int64{},
 		groups: map[GroupID]*unyov1.AggregateGroup{},
 	}
@@ -45,6 +51,14 @@ func (d *Decision) putGroup(g *unyov1.AggregateGroup) {
 		d.PutGroups = append(d.PutGroups, g)
 	}
 	d.groups[id] = g
+}
+
+// setNotified records what hook sent about nc; nil removes the record.
+func (d *Decision) setNotified(nc NodeCheck, h HookID, n *Notified) {
+	if d.Notified[nc] == nil {
+		d.Notified[nc] = map[HookID]*Notified{}
+	}
+	d.Notified[nc][h] = n
 }
 
 // AlertOp is an alert transition and the explanation step that reports
@@ -73,6 +87,12 @@ type ActionJob struct {
 	Events  []*unyov1.Event
 	Status  string
 	Cluster string
+	// Since and Level are what the receiver was told while the condition
+	// fired (when it began, at which level), so that a resolved
+	// notification without an alert still says when it started and how
+	// severe it was. Zero for a group or a first firing.
+	Since time.Time
+	Level unyov1.Level
 	// AlertOps index Decision.Alerts: the alert operations of the same
 	// rule; the body carries the alert the last of them that produced one
 	// left (none when empty).

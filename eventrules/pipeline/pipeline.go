@@ -31,6 +31,13 @@ type Event struct {
 	Explanation *unyov1.Explanation
 	// SilencedBy is "rule:NAME" or "maintenance:NAME" once silenced.
 	SilencedBy string
+	// Suppressed: a repeat within the reissue window. It still refreshes
+	// its alerts (count, last seen) but opens none, joins no group and
+	// notifies nobody.
+	Suppressed bool
+	// Recovered: a success after a processed non-success event of the same
+	// node/check, which a notifying action reports once as resolved.
+	Recovered bool
 }
 
 // step appends an explanation step at the event's time and returns it.

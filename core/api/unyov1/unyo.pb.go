@@ -1227,7 +1227,8 @@ type Event struct {
 	Explanation *Explanation `protobuf:"bytes,19,opt,name=explanation,proto3" json:"explanation,omitempty"`
 	// Set when a silence rule or a maintenance silenced the event.
 	SilencedBy string `protobuf:"bytes,20,opt,name=silenced_by,json=silencedBy,proto3" json:"silenced_by,omitempty"`
-	// Node labels at ingest, for rules that match on labels.
+	// The check's own labels with the node's labels at ingest over them, for
+	// rules that match on labels and for webhook labels.
 	Labels        map[string]string `protobuf:"bytes,21,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1553,7 +1554,8 @@ type EventMatch struct {
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// success, warning, critical.
 	Levels []string `protobuf:"bytes,4,rep,name=levels,proto3" json:"levels,omitempty"`
-	// Node labels that must be present with these values.
+	// Labels that must be present with these values: the check's own, with
+	// the node's over them.
 	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1749,10 +1751,15 @@ type ApiHookAction struct {
 	// Per attempt; default 10s.
 	Timeout string `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// Attempts after the first; default 3.
-	Retries       int32             `protobuf:"varint,4,opt,name=retries,proto3" json:"retries,omitempty"`
-	Headers       map[string]string `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Retries int32             `protobuf:"varint,4,opt,name=retries,proto3" json:"retries,omitempty"`
+	Headers map[string]string `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How often a notification is sent again while the condition it reported
+	// is still firing at the same level; default 4h (Alertmanager's
+	// repeat_interval). Notifications are sent on a change (firing, a level
+	// change, resolved once), not on every result.
+	RepeatInterval string `protobuf:"bytes,6,opt,name=repeat_interval,json=repeatInterval,proto3" json:"repeat_interval,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ApiHookAction) Reset() {
@@ -1818,6 +1825,13 @@ func (x *ApiHookAction) GetHeaders() map[string]string {
 		return x.Headers
 	}
 	return nil
+}
+
+func (x *ApiHookAction) GetRepeatInterval() string {
+	if x != nil {
+		return x.RepeatInterval
+	}
+	return ""
 }
 
 type Action struct {
@@ -1945,9 +1959,12 @@ type PluginAction struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Sent to the plugin as this action's params (plugin-wide settings are
 	// the plugin's config in cluster.plugins.enabled).
-	Config        *structpb.Struct `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Config *structpb.Struct `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// As api_hook.repeat_interval: the plugin runs on a change, and again
+	// after this long while the condition keeps firing; default 4h.
+	RepeatInterval string `protobuf:"bytes,3,opt,name=repeat_interval,json=repeatInterval,proto3" json:"repeat_interval,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PluginAction) Reset() {
@@ -1992,6 +2009,13 @@ func (x *PluginAction) GetConfig() *structpb.Struct {
 		return x.Config
 	}
 	return nil
+}
+
+func (x *PluginAction) GetRepeatInterval() string {
+	if x != nil {
+		return x.RepeatInterval
+	}
+	return ""
 }
 
 type EventRuleSpec struct {
@@ -8420,13 +8444,14 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\asummary\x18\x03 \x01(\tR\asummary\";\n" +
 	"\x11DeleteAlertAction\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05close\x18\x02 \x01(\bR\x05close\"\xe8\x01\n" +
+	"\x05close\x18\x02 \x01(\bR\x05close\"\x91\x02\n" +
 	"\rApiHookAction\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x18\n" +
 	"\atimeout\x18\x03 \x01(\tR\atimeout\x12\x18\n" +
 	"\aretries\x18\x04 \x01(\x05R\aretries\x12=\n" +
-	"\aheaders\x18\x05 \x03(\v2#.unyo.v1.ApiHookAction.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x05 \x03(\v2#.unyo.v1.ApiHookAction.HeadersEntryR\aheaders\x12'\n" +
+	"\x0frepeat_interval\x18\x06 \x01(\tR\x0erepeatInterval\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x01\n" +
@@ -8435,10 +8460,11 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\fdelete_alert\x18\x02 \x01(\v2\x1a.unyo.v1.DeleteAlertActionH\x00R\vdeleteAlert\x123\n" +
 	"\bapi_hook\x18\x03 \x01(\v2\x16.unyo.v1.ApiHookActionH\x00R\aapiHook\x12/\n" +
 	"\x06plugin\x18\x04 \x01(\v2\x15.unyo.v1.PluginActionH\x00R\x06pluginB\x06\n" +
-	"\x04kind\"S\n" +
+	"\x04kind\"|\n" +
 	"\fPluginAction\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
-	"\x06config\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06config\"\xa4\x02\n" +
+	"\x06config\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06config\x12'\n" +
+	"\x0frepeat_interval\x18\x03 \x01(\tR\x0erepeatInterval\"\xa4\x02\n" +
 	"\rEventRuleSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12)\n" +
 	"\x05match\x18\x02 \x01(\v2\x13.unyo.v1.EventMatchR\x05match\x12\x1a\n" +

@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,8 +112,9 @@ type Batch struct {
 	Source Source
 	// Node is the node reporting an Agent batch; every result must name it.
 	Node string
-	// Labels, when not nil, replace every event's labels: an agent's
-	// results carry its node's labels, whatever the agent sent.
+	// Labels, when not nil, are laid over every event's labels: an agent's
+	// results carry its check's labels and, overriding them, its node's,
+	// whatever the agent sent under a node label's name.
 	Labels map[string]string
 	Events []*unyov1.Event
 }
@@ -150,7 +152,7 @@ func (in *Ingester) Ingest(ctx context.Context, b Batch) (Result, error) {
 		e.Cluster = in.cluster
 		e.ReceivedAt = received
 		if b.Labels != nil {
-			e.Labels = b.Labels
+			e.Labels = overlay(e.Labels, b.Labels)
 		}
 		// The pipeline's to fill in, never the sender's.
 		e.Explanation, e.SilencedBy = nil, ""
@@ -192,3 +194,15 @@ func (in *Ingester) wakePipeline() {
 
 // NewID is a new event id: a UUIDv7, so ids sort by creation time.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// overlay is base with over's labels laid on top; over itself when base
+// is empty, as most results carry no labels of their own.
+func overlay(base, over map[string]string) map[string]string {
+	if len(base) == 0 {
+		return over
+	}
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
+}

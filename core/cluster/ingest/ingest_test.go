@@ -153,13 +153,14 @@ func TestFilterAppliesToEverySource(t *testing.T) {
 }
 
 // TestStamping: the cluster, the time of receipt and (for an agent) the
-// node's labels are the cluster's to set; what the pipeline fills in is
+// node's labels are the cluster's to set (over the check's own labels,
+// which the result keeps); what the pipeline fills in is
 // cleared; the cluster's own events get an id when they have none.
 func TestStamping(t *testing.T) {
 	f := newFixture(t)
 	now := f.clock.Now()
 	e := agentResult("r1", "web1", "disk", now.Add(-time.Minute))
-	e.Cluster, e.ReceivedAt, e.Labels = "elsewhere", timestamppb.New(now.Add(-time.Hour)), map[string]string{"role": "claimed"}
+	e.Cluster, e.ReceivedAt, e.Labels = "elsewhere", timestamppb.New(now.Add(-time.Hour)), map[string]string{"role": "claimed", "team": "storage"}
 	e.SilencedBy, e.Explanation = "rule:x", &unyov1.Explanation{Outcome: "claimed"}
 	f.ingest(t, ingest.Batch{Source: ingest.Agent, Node: "web1", Labels: map[string]string{"role": "web"}, Events: []*unyov1.Event{e}})
 
@@ -183,8 +184,8 @@ func TestStamping(t *testing.T) {
 			t.Errorf("event %s: silenced_by %q explanation %v, want the sender's cleared", id, s.GetSilencedBy(), s.GetExplanation())
 		}
 	}
-	if l := got["r1"].GetLabels(); len(l) != 1 || l["role"] != "web" {
-		t.Errorf("agent result labels %v, want the node's {role: web}", l)
+	if l := got["r1"].GetLabels(); len(l) != 2 || l["role"] != "web" || l["team"] != "storage" {
+		t.Errorf("agent result labels %v, want the check's team and the node's role: web over the claimed one", l)
 	}
 }
 

@@ -33,7 +33,7 @@ func insertAction(ctx context.Context, tx *sql.Tx, job pipeline.ActionJob, appli
 	if job.Hook != nil {
 		cfg.Format = job.Hook.GetFormat()
 	}
-	body, err := apihook.Body(cfg, apihook.Payload{Key: job.Key, Rule: job.Rule, Cluster: job.Cluster, Events: job.Events, Alert: alert, Status: job.Status})
+	body, err := apihook.Body(cfg, apihook.Payload{Key: job.Key, Rule: job.Rule, Cluster: job.Cluster, Events: job.Events, Alert: alert, Status: job.Status, Since: job.Since, Level: job.Level})
 	if err != nil {
 		return fmt.Errorf("build the body of action %s: %w", job.Key, err)
 	}

@@ -64,6 +64,9 @@ func (s *Store) LoadPipeline(ctx context.Context) (*store.PipelineState, error) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read occurrences: %w", err)
 	}
+	if st.Notified, err = s.loadNotified(ctx); err != nil {
+		return nil, err
+	}
 	grows, err := s.w.QueryContext(ctx, "SELECT body FROM aggregate_groups ORDER BY rule, key")
 	if err != nil {
 		return nil, fmt.Errorf("read aggregate groups: %w", err)
@@ -100,6 +103,9 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 			return fmt.Errorf("move cursor: %w", err)
 		}
 		if err := s.writePipelineChecks(ctx, tx, c); err != nil {
+			return err
+		}
+		if err := writeNotified(ctx, tx, c.Notified); err != nil {
 			return err
 		}
 		for _, g := range c.PutGroups {
@@ -145,6 +151,55 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 			return err
 		}
 		return fmt.Errorf("commit pipeline step to %d: %w", c.Cursor, err)
+	}
+	return nil
+}
+
+func (s *Store) loadNotified(ctx context.Context) (map[pipeline.NodeCheck]map[pipeline.HookID]pipeline.Notified, error) {
+	out := map[pipeline.NodeCheck]map[pipeline.HookID]pipeline.Notified{}
+	rows, err := s.w.QueryContext(ctx, "SELECT rule, action, node, check_name, level, since, sent_at FROM pipeline_notified")
+	if err != nil {
+		return nil, fmt.Errorf("read notification records: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h pipeline.HookID
+		var nc pipeline.NodeCheck
+		var level int32
+		var since, sent int64
+		if err := rows.Scan(&h.Rule, &h.Action, &nc.Node, &nc.Check, &level, &since, &sent); err != nil {
+			return nil, fmt.Errorf("read notification records: %w", err)
+		}
+		if out[nc] == nil {
+			out[nc] = map[pipeline.HookID]pipeline.Notified{}
+		}
+		out[nc][h] = pipeline.Notified{Level: unyov1.Level(level), Since: time.Unix(0, since), SentAt: time.Unix(0, sent)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read notification records: %w", err)
+	}
+	return out, nil
+}
+
+// writeNotified writes notification records; a nil record is removed.
+// There are few: one per notifying action and firing node/check, changed
+// only when a notification is sent.
+func writeNotified(ctx context.Context, tx *sql.Tx, recs map[pipeline.NodeCheck]map[pipeline.HookID]*pipeline.Notified) error {
+	for nc, hooks := range recs {
+		for h, n := range hooks {
+			var err error
+			if n == nil {
+				_, err = tx.ExecContext(ctx, "DELETE FROM pipeline_notified WHERE node = $1 AND check_name = $2 AND rule = $3 AND action = $4",
+					nc.Node, nc.Check, h.Rule, h.Action)
+			} else {
+				_, err = tx.ExecContext(ctx, `INSERT INTO pipeline_notified (rule, action, node, check_name, level, since, sent_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+					ON CONFLICT (node, check_name, rule, action) DO UPDATE SET level = excluded.level, since = excluded.since, sent_at = excluded.sent_at`,
+					h.Rule, h.Action, nc.Node, nc.Check, int32(n.Level), n.Since.UnixNano(), n.SentAt.UnixNano())
+			}
+			if err != nil {
+				return fmt.Errorf("store the notification record of rule %s for %s/%s: %w", h.Rule, nc.Node, nc.Check, err)
+			}
+		}
 	}
 	return nil
 }

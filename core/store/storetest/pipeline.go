@@ -116,6 +116,33 @@ func pipelineTests() []contractTest {
 				t.Errorf("groups after deleting: %v, %v", st.Groups, err)
 			}
 		}},
+		{"NotificationRecords", func(t *testing.T, s store.Store) {
+			// What notifying actions sent survives a commit and a reload, and
+			// a nil record removes it.
+			web1, web2 := pipeline.NodeCheck{Node: "web1", Check: "disk"}, pipeline.NodeCheck{Node: "web2", Check: "disk"}
+			page, chat := pipeline.HookID{Rule: "page", Action: 1}, pipeline.HookID{Rule: "chat", Action: 0}
+			n1 := pipeline.Notified{Level: critical, Since: at(1).AsTime(), SentAt: at(5).AsTime()}
+			d := pipeline.NewDecision()
+			d.Notified[web1] = map[pipeline.HookID]*pipeline.Notified{page: &n1, chat: &n1}
+			d.Notified[web2] = map[pipeline.HookID]*pipeline.Notified{page: &n1}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{Decision: *d}))
+			n2 := pipeline.Notified{Level: warning, Since: at(1).AsTime(), SentAt: at(9).AsTime()}
+			d = pipeline.NewDecision()
+			d.Notified[web1] = map[pipeline.HookID]*pipeline.Notified{page: &n2, chat: nil}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{Decision: *d}))
+			st, err := s.LoadPipeline(ctx(t))
+			must(t, err)
+			got := st.Notified
+			if len(got) != 2 || len(got[web1]) != 1 || len(got[web2]) != 1 {
+				t.Fatalf("loaded records %v, want page for web1 and web2", got)
+			}
+			if r := got[web1][page]; r.Level != warning || !r.Since.Equal(n2.Since) || !r.SentAt.Equal(n2.SentAt) {
+				t.Errorf("web1 record %+v, want %+v", r, n2)
+			}
+			if r := got[web2][page]; r.Level != critical || !r.SentAt.Equal(n1.SentAt) {
+				t.Errorf("web2 record %+v, want %+v", r, n1)
+			}
+		}},
 		{"ManyAlertKeys", func(t *testing.T, s store.Store) {
 			// More keys than one query reads at once, each fired twice in
 			// one commit: one alert per key, counted twice.
