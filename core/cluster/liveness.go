@@ -25,12 +25,23 @@ type nodeWatch struct {
 // turns Down only when the probe fails too after the longer threshold; two
 // good heartbeats make it Ready again. Every change is an event through
 // ingest and the pipeline, so rules and alerts apply.
+//
+// A monitor starts when its replica takes the controller lease: when the
+// cluster starts, or when another replica takes over. Heartbeats sent
+// while no replica was listening never arrived, so silence is counted from
+// the later of a node's last heartbeat and the monitor's start (as Nomad
+// gives nodes a grace period after a leader change): a restart of the
+// cluster makes no node Stale, and a node that really is gone turns Stale
+// stale_after after the start.
 type livenessMonitor struct {
 	store                 store.Store
 	ingest                *ingest.Ingester
 	staleAfter, downAfter time.Duration
 	// now is the wall clock, which heartbeats are stamped with.
 	now func() time.Time
+	// started is when the monitor started judging: the grace period ends
+	// staleAfter later.
+	started time.Time
 	log *slog.Logger
 	hc  *http.Client
 	// watch is what the monitor remembers about each node.
@@ -40,7 +51,7 @@ type livenessMonitor struct {
 func newLivenessMonitor(c *Cluster) *livenessMonitor {
 	return &livenessMonitor{
 		store: c.store, ingest: c.ingest, staleAfter: c.opts.StaleAfter, downAfter: c.opts.DownAfter,
-		now: time.Now, log: c.log,
+		now: time.Now, started: time.Now(), log: c.log,
 		// The probe goes only to the node's validated address (probeAddress),
 		// never where a redirect points.
 		hc:    &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
@@ -74,13 +85,15 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 			}
 			w.lastBeat = beat
 		}
-		silent := now.Sub(beat)
+		// silent is what the node's events say; counted is what is judged:
+		// silence while no monitor was listening does not count.
+		silent, counted := now.Sub(beat), now.Sub(latest(beat, l.started))
 		state := n.GetState()
 		// A change to Stale, Down or back to Ready raises an event of status.
 		next, raise, status, why := state, false, unyov1.CheckStatus_CHECK_STATUS_OK, ""
 		switch state {
 		case unyov1.NodeState_NODE_STATE_READY, unyov1.NodeState_NODE_STATE_UNSPECIFIED:
-			if silent > l.staleAfter {
+			if counted > l.staleAfter {
 				next, raise, status = unyov1.NodeState_NODE_STATE_STALE, true, unyov1.CheckStatus_CHECK_STATUS_WARNING
 				why = fmt.Sprintf("no heartbeat for %s (stale after %s); probing the agent", silent.Round(time.Second), l.staleAfter)
 				w.goodBeats = 0
@@ -92,7 +105,7 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 			case w.goodBeats >= 2:
 				next, raise, status = unyov1.NodeState_NODE_STATE_READY, true, unyov1.CheckStatus_CHECK_STATUS_OK
 				why = "heartbeats resumed"
-			case state == unyov1.NodeState_NODE_STATE_STALE && silent > l.downAfter:
+			case state == unyov1.NodeState_NODE_STATE_STALE && counted > l.downAfter:
 				if now.Sub(w.probedAt) >= 5*time.Second {
 					w.probeOK, w.probedAt = l.probe(ctx, n), now
 				}
@@ -139,4 +152,12 @@ func (l *livenessMonitor) probe(ctx context.Context, n *unyov1.Node) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// latest returns the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func TestLivenessThroughIngest(t *testing.T) {
 				}
 			}
 			l := newLivenessMonitor(c)
-			l.judge(ctx) // Ready, then silent for an hour: Stale
+			l.started = beat // judging for an hour, past the grace period
+			l.judge(ctx)     // Ready, then silent for an hour: Stale
 			n, err := st.GetNode(ctx, "web1")
 			if err != nil {
 				t.Fatal(err)
@@ -74,5 +76,88 @@ func TestLivenessThroughIngest(t *testing.T) {
 				t.Errorf("liveness event %v: want a stamped warning with the node's labels", e)
 			}
 		})
+	}
+}
+
+// TestLivenessGraceAfterStart: a monitor that has just started (the cluster
+// restarted, or another replica took the lease) does not count the time no
+// monitor was listening: no node turns Stale or Down, and no liveness event
+// is raised, until stale_after has passed since the start; then a silent
+// node turns Stale and one that heartbeats stays Ready.
+func TestLivenessGraceAfterStart(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := New(st, Options{Name: "c1", Replica: "r1", HeartbeatInterval: time.Second, StaleAfter: 30 * time.Second, DownAfter: 90 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	start := time.Now().Truncate(time.Second)
+	// Both nodes last heartbeat a minute before the cluster (re)started; web1
+	// was Stale already.
+	for _, n := range []*unyov1.Node{
+		{Name: "web1", State: unyov1.NodeState_NODE_STATE_STALE},
+		{Name: "web2", State: unyov1.NodeState_NODE_STATE_READY},
+		{Name: "web3", State: unyov1.NodeState_NODE_STATE_READY},
+	} {
+		n.LastHeartbeat = timestamppb.New(start.Add(-time.Minute))
+		if err := st.UpsertNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := start
+	l := newLivenessMonitor(c)
+	l.started, l.now = start, func() time.Time { return clock }
+	l.hc.Timeout = 10 * time.Millisecond
+	states := func() map[string]unyov1.NodeState {
+		t.Helper()
+		nodes, err := st.ListNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]unyov1.NodeState{}
+		for _, n := range nodes {
+			out[n.GetName()] = n.GetState()
+		}
+		return out
+	}
+	liveness := func() int {
+		t.Helper()
+		events, err := st.ListEvents(ctx, store.EventFilter{Check: ingest.LivenessCheck, History: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(events)
+	}
+	for _, step := range []struct {
+		at   time.Duration // since the start
+		beat bool          // web3 heartbeats
+		want map[string]unyov1.NodeState
+		// events is how many liveness events exist by then.
+		events int
+	}{
+		{0, false, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		{10 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		{30 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		// Grace over: web2 never heartbeat since the start.
+		{31 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		// Down is judged from the start too: web1 was Stale, its probe fails.
+		{89 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		{91 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_DOWN, "web2": unyov1.NodeState_NODE_STATE_DOWN, "web3": unyov1.NodeState_NODE_STATE_READY}, 3},
+	} {
+		clock = start.Add(step.at)
+		if step.beat {
+			if err := st.TouchNodes(ctx, map[string]time.Time{"web3": clock}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.judge(ctx)
+		if got := states(); !maps.Equal(got, step.want) {
+			t.Errorf("%s after the start: states %v, want %v", step.at, got, step.want)
+		}
+		if got := liveness(); got != step.events {
+			t.Errorf("%s after the start: %d liveness events, want %d", step.at, got, step.events)
+		}
 	}
 }
