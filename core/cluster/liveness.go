@@ -42,8 +42,8 @@ type livenessMonitor struct {
 	// started is when the monitor started judging: the grace period ends
 	// staleAfter later.
 	started time.Time
-	log *slog.Logger
-	hc  *http.Client
+	log     *slog.Logger
+	hc      *http.Client
 	// watch is what the monitor remembers about each node.
 	watch map[string]*nodeWatch
 }
