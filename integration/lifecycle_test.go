@@ -16,30 +16,7 @@ import (
 // commands go to it directly.
 func lifecycleCluster(t *testing.T, staleAfter time.Duration) *fleet {
 	t.Helper()
-	f := &fleet{t: t, dir: t.TempDir(), agents: map[string]*proc{}}
-	addr := freeAddr(t)
-	f.clURL = "http://" + addr
-	f.api = f.clURL
-	cfg := writeFile(t, f.dir, "cluster.yaml", fmt.Sprintf(`
-role: cluster
-data_dir: %s/cluster
-server:
-  listen: %s
-  admin_tokens: [%s]
-  join_tokens: [%s]
-store:
-  driver: sqlite
-cluster:
-  name: c1
-  heartbeat_interval: 1s
-  stale_after: %s
-  down_after: %s
-  lease_ttl: 3s
-metrics: {store: none}
-logs: {store: none}
-`, f.dir, addr, adminToken, joinToken, staleAfter, 3*staleAfter))
-	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", cfg)
-	f.waitClusterUp()
+	f := sqliteClusterLiveness(t, nil, staleAfter)
 	rules, err := os.ReadFile("../configs/resources/rules.yaml")
 	if err != nil {
 		t.Fatal(err)

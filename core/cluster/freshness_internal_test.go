@@ -1,10 +1,6 @@
 package cluster
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +9,6 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/core/store/sqlstore"
 )
 
 // TestFreshness: a check with a ttl whose results stop raises one UNKNOWN
@@ -22,12 +17,7 @@ import (
 // starts a new silence.
 func TestFreshness(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c := New(st, Options{Name: "c1", Replica: "r1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, st := quietCluster(t, Options{})
 	if _, err := st.PutCheck(ctx, &unyov1.Check{Name: "disk", Spec: &unyov1.CheckSpec{
 		Command: []string{"check_disk"}, Interval: "5s", Ttl: "10s", UnknownLevel: "warning", NodeSelector: map[string]string{"role": "web"}}}); err != nil {
 		t.Fatal(err)

@@ -80,8 +80,10 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		if err != nil {
 			return nil, err
 		}
-		if k.Name == "Check" && result.GetAction() == "deleted" {
-			// The check's latest events and alerts go with it.
+		if k.Name == "Check" {
+			// The check's latest events and alerts go with it; deleting a
+			// check that is gone already clears what came back since (a
+			// result an agent replayed from its spool long after).
 			by, reason := server.PrincipalFrom(ctx).String(), fmt.Sprintf("check %q deleted", ref.GetName())
 			if err := s.c.retire(ctx, store.ForgetFilter{Check: ref.GetName()}, by, reason); err != nil {
 				return nil, connect.NewError(connect.CodeUnavailable, err)

@@ -86,13 +86,7 @@ func TestLivenessThroughIngest(t *testing.T) {
 // node turns Stale and one that heartbeats stays Ready.
 func TestLivenessGraceAfterStart(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c := New(st, Options{Name: "c1", Replica: "r1", HeartbeatInterval: time.Second, StaleAfter: 30 * time.Second, DownAfter: 90 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, st := quietCluster(t, Options{HeartbeatInterval: time.Second, StaleAfter: 30 * time.Second, DownAfter: 90 * time.Second})
 	start := time.Now().Truncate(time.Second)
 	// Both nodes last heartbeat a minute before the cluster (re)started; web1
 	// was Stale already.
@@ -160,4 +154,17 @@ func TestLivenessGraceAfterStart(t *testing.T) {
 			t.Errorf("%s after the start: %d liveness events, want %d", step.at, got, step.events)
 		}
 	}
+}
+
+// quietCluster is cluster c1 (replica r1) on a new SQLite store, logging
+// nowhere; the store closes when the test ends.
+func quietCluster(t *testing.T, o Options) (*Cluster, *sqlstore.Store) {
+	t.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o.Name, o.Replica, o.Logger = "c1", "r1", slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(st, o), st
 }

@@ -23,16 +23,7 @@ func (s *Store) ForgetEvents(ctx context.Context, f store.ForgetFilter, by, reas
 		return nil, errors.New("forget events: name a node or a check")
 	}
 	what := forgetWhat(f)
-	var where []string
-	var args []any
-	if f.Node != "" {
-		args = append(args, f.Node)
-		where = append(where, fmt.Sprintf("node = $%d", len(args)))
-	}
-	if f.Check != "" {
-		args = append(args, f.Check)
-		where = append(where, fmt.Sprintf("check_name = $%d", len(args)))
-	}
+	where, args := whereNodeCheck(f.Node, f.Check)
 	cond := strings.Join(where, " AND ")
 	var resolved []*unyov1.Alert
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
