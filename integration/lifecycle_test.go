@@ -59,12 +59,14 @@ func TestClusterRestartGrace(t *testing.T) {
 	f.waitReady("web1")
 	f.waitReady("web2")
 
+	const away = staleAfter + 2*time.Second
 	f.cluster.stop(syscall.SIGTERM, 10*time.Second)
-	time.Sleep(staleAfter + 2*time.Second)
+	time.Sleep(away)
 	f.cluster.restart()
 	f.waitClusterUp()
-	// Through the grace period and past it, both stay Ready.
-	for end := time.Now().Add(staleAfter + 3*time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+	// Through the grace period (stale_after, after as long as the cluster
+	// was away, for the agents' backoff) and past it, both stay Ready.
+	for end := time.Now().Add(away + staleAfter + 5*time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		nodes, err := f.json("nodes", "ls")
 		if err != nil {
 			t.Fatal(err)

@@ -28,13 +28,15 @@ import (
 // Down node has its node-liveness event, which speaks for all its checks,
 // and a node the check no longer selects is not expected to run it. Like
 // node liveness, silence while no monitor was listening (the cluster was
-// down, or another replica held the lease) does not count.
+// down, or another replica held the lease, and the time agents take to
+// come back after that: countFrom) does not count.
 type freshnessMonitor struct {
 	store  store.Store
 	ingest *ingest.Ingester
 	now    func() time.Time
-	// started is when the monitor started judging.
-	started time.Time
+	// started is when the monitor started judging; from is when it counts
+	// silence from (countFrom), set at the first judgement.
+	started, from time.Time
 	log     *slog.Logger
 	// raised holds the id of the freshness event raised for a node/check:
 	// while it is the latest event there, nothing new arrived.
@@ -89,6 +91,9 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 		}
 		return
 	}
+	if m.from.IsZero() {
+		m.from = countFrom(m.started, nodes)
+	}
 	ready := make(map[string]*unyov1.Node, len(nodes))
 	for _, n := range nodes {
 		if n.GetState() == unyov1.NodeState_NODE_STATE_READY {
@@ -115,7 +120,7 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 				continue
 			}
 			last := e.GetReceivedAt().AsTime()
-			if now.Sub(latest(last, m.started)) <= d.TTL {
+			if now.Sub(latest(last, m.from)) <= d.TTL {
 				continue
 			}
 			ev := ingest.Synthetic{

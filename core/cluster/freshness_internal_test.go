@@ -48,7 +48,7 @@ func TestFreshness(t *testing.T) {
 	}
 	clock := start
 	m := newFreshnessMonitor(c)
-	m.started, m.now = start, func() time.Time { return clock }
+	m.started, m.from, m.now = start, start, func() time.Time { return clock } // no allowance: see TestCountFrom
 	history := func(node string) []*unyov1.Event {
 		t.Helper()
 		h, err := st.ListEvents(ctx, store.EventFilter{Node: node, Check: "disk", History: true})

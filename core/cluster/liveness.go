@@ -9,6 +9,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -29,21 +30,22 @@ type nodeWatch struct {
 // A monitor starts when its replica takes the controller lease: when the
 // cluster starts, or when another replica takes over. Heartbeats sent
 // while no replica was listening never arrived, so silence is counted from
-// the later of a node's last heartbeat and the monitor's start (as Nomad
-// gives nodes a grace period after a leader change): a restart of the
-// cluster makes no node Stale, and a node that really is gone turns Stale
-// stale_after after the start.
+// the later of a node's last heartbeat and the monitor's start, plus the
+// time agents may take to come back (countFrom), as Nomad gives nodes a
+// grace period after a leader change: a restart of the cluster makes no
+// node Stale, and a node that really is gone turns Stale stale_after after
+// that.
 type livenessMonitor struct {
 	store                 store.Store
 	ingest                *ingest.Ingester
 	staleAfter, downAfter time.Duration
 	// now is the wall clock, which heartbeats are stamped with.
 	now func() time.Time
-	// started is when the monitor started judging: the grace period ends
-	// staleAfter later.
-	started time.Time
-	log     *slog.Logger
-	hc      *http.Client
+	// started is when the monitor started judging; from is when it counts
+	// silence from (countFrom), set at the first judgement.
+	started, from time.Time
+	log           *slog.Logger
+	hc            *http.Client
 	// watch is what the monitor remembers about each node.
 	watch map[string]*nodeWatch
 }
@@ -70,6 +72,9 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 		}
 		return
 	}
+	if l.from.IsZero() {
+		l.from = countFrom(l.started, nodes)
+	}
 	now := l.now()
 	var events []*unyov1.Event
 	for _, n := range nodes {
@@ -87,7 +92,7 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 		}
 		// silent is what the node's events say; counted is what is judged:
 		// silence while no monitor was listening does not count.
-		silent, counted := now.Sub(beat), now.Sub(latest(beat, l.started))
+		silent, counted := now.Sub(beat), now.Sub(latest(beat, l.from))
 		state := n.GetState()
 		// A change to Stale, Down or back to Ready raises an event of status.
 		next, raise, status, why := state, false, unyov1.CheckStatus_CHECK_STATUS_OK, ""
@@ -152,6 +157,21 @@ func (l *livenessMonitor) probe(ctx context.Context, n *unyov1.Node) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// countFrom is when a judge of silence that started at started counts
+// from, given the nodes it found. Until started no judge listened: since
+// the newest heartbeat stored, if the cluster was down. Agents back off
+// while their cluster does not answer, up to limits.MaxHeartbeatRetry
+// between attempts, so each may take about as long as the cluster was away
+// (at most that) to come back; the count starts after that allowance.
+func countFrom(started time.Time, nodes []*unyov1.Node) time.Time {
+	var newest time.Time
+	for _, n := range nodes {
+		newest = latest(newest, n.GetLastHeartbeat().AsTime())
+	}
+	away := max(started.Sub(newest), 0)
+	return started.Add(min(away, limits.MaxHeartbeatRetry))
 }
 
 // latest returns the later of two times.

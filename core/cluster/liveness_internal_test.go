@@ -13,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 )
@@ -82,8 +83,9 @@ func TestLivenessThroughIngest(t *testing.T) {
 // TestLivenessGraceAfterStart: a monitor that has just started (the cluster
 // restarted, or another replica took the lease) does not count the time no
 // monitor was listening: no node turns Stale or Down, and no liveness event
-// is raised, until stale_after has passed since the start; then a silent
-// node turns Stale and one that heartbeats stays Ready.
+// is raised, until stale_after has passed since the start and the agents'
+// time to come back (countFrom); then a silent node turns Stale and one
+// that heartbeats stays Ready.
 func TestLivenessGraceAfterStart(t *testing.T) {
 	ctx := t.Context()
 	c, st := quietCluster(t, Options{HeartbeatInterval: time.Second, StaleAfter: 30 * time.Second, DownAfter: 90 * time.Second})
@@ -134,11 +136,13 @@ func TestLivenessGraceAfterStart(t *testing.T) {
 		{0, false, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
 		{10 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
 		{30 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		// The cluster was away a minute: agents may take up to 30s more.
+		{59 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
 		// Grace over: web2 never heartbeat since the start.
-		{31 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
-		// Down is judged from the start too: web1 was Stale, its probe fails.
-		{89 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
-		{91 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_DOWN, "web2": unyov1.NodeState_NODE_STATE_DOWN, "web3": unyov1.NodeState_NODE_STATE_READY}, 3},
+		{61 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		// Down is judged from then too: web1 was Stale, its probe fails.
+		{119 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		{121 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_DOWN, "web2": unyov1.NodeState_NODE_STATE_DOWN, "web3": unyov1.NodeState_NODE_STATE_READY}, 3},
 	} {
 		clock = start.Add(step.at)
 		if step.beat {
@@ -152,6 +156,31 @@ func TestLivenessGraceAfterStart(t *testing.T) {
 		}
 		if got := liveness(); got != step.events {
 			t.Errorf("%s after the start: %d liveness events, want %d", step.at, got, step.events)
+		}
+	}
+}
+
+// TestCountFrom: silence counts from the judge's start plus as long as the
+// cluster was away (since the newest heartbeat), at most the agents'
+// longest retry delay.
+func TestCountFrom(t *testing.T) {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	beat := func(d time.Duration) *unyov1.Node {
+		return &unyov1.Node{LastHeartbeat: timestamppb.New(start.Add(d))}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []*unyov1.Node
+		want  time.Duration
+	}{
+		{"no nodes", nil, limits.MaxHeartbeatRetry},
+		{"a failover: heartbeats kept arriving", []*unyov1.Node{beat(-time.Hour), beat(-time.Second)}, time.Second},
+		{"away 5s", []*unyov1.Node{beat(-5 * time.Second), beat(-time.Minute)}, 5 * time.Second},
+		{"away an hour", []*unyov1.Node{beat(-time.Hour)}, limits.MaxHeartbeatRetry},
+		{"a heartbeat after the start", []*unyov1.Node{beat(time.Second)}, 0},
+	} {
+		if got := countFrom(start, tc.nodes).Sub(start); got != tc.want {
+			t.Errorf("%s: counts from start+%s, want +%s", tc.name, got, tc.want)
 		}
 	}
 }
