@@ -37,7 +37,7 @@ type freshnessMonitor struct {
 	// started is when the monitor started judging; from is when it counts
 	// silence from (countFrom), set at the first judgement.
 	started, from time.Time
-	log     *slog.Logger
+	log           *slog.Logger
 	// raised holds the id of the freshness event raised for a node/check:
 	// while it is the latest event there, nothing new arrived.
 	raised map[pipeline.NodeCheck]string
