@@ -103,6 +103,8 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 	now := m.now()
 	var events []*unyov1.Event
 	var keys []pipeline.NodeCheck
+	// still is what raised keeps: the silences that go on.
+	still := make(map[pipeline.NodeCheck]string, len(m.raised))
 	for _, d := range m.defs {
 		// The latest result of the check on every node (up to the list
 		// limit, 10000 nodes a check).
@@ -115,8 +117,12 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 		}
 		for _, e := range results {
 			nc := pipeline.NodeCheck{Node: e.GetNode(), Check: d.Name}
+			if id, ok := m.raised[nc]; ok && id == e.GetId() {
+				still[nc] = id
+				continue
+			}
 			n := ready[nc.Node]
-			if n == nil || !d.Selects(n.GetLabels()) || m.raised[nc] == e.GetId() {
+			if n == nil || !d.Selects(n.GetLabels()) {
 				continue
 			}
 			last := e.GetReceivedAt().AsTime()
@@ -132,6 +138,7 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 			events, keys = append(events, ev), append(keys, nc)
 		}
 	}
+	m.raised = still
 	if len(events) == 0 {
 		return
 	}

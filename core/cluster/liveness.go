@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -77,6 +78,12 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 	}
 	now := l.now()
 	var events []*unyov1.Event
+	// Forget deleted nodes.
+	listed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		listed[n.GetName()] = true
+	}
+	maps.DeleteFunc(l.watch, func(name string, _ *nodeWatch) bool { return !listed[name] })
 	for _, n := range nodes {
 		w := l.watch[n.GetName()]
 		if w == nil {
