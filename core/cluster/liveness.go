@@ -175,7 +175,12 @@ func (l *livenessMonitor) probe(ctx context.Context, n *unyov1.Node) bool {
 func countFrom(started time.Time, nodes []*unyov1.Node) time.Time {
 	var newest time.Time
 	for _, n := range nodes {
-		newest = latest(newest, n.GetLastHeartbeat().AsTime())
+		if hb := n.GetLastHeartbeat(); hb != nil {
+			newest = latest(newest, hb.AsTime())
+		}
+	}
+	if newest.IsZero() {
+		return started // no heartbeat yet: no agent to wait for
 	}
 	away := max(started.Sub(newest), 0)
 	return started.Add(min(away, limits.MaxHeartbeatRetry))

@@ -173,7 +173,8 @@ func TestCountFrom(t *testing.T) {
 		nodes []*unyov1.Node
 		want  time.Duration
 	}{
-		{"no nodes", nil, limits.MaxHeartbeatRetry},
+		{"no nodes", nil, 0},
+		{"no heartbeat yet", []*unyov1.Node{{Name: "new"}}, 0},
 		{"a failover: heartbeats kept arriving", []*unyov1.Node{beat(-time.Hour), beat(-time.Second)}, time.Second},
 		{"away 5s", []*unyov1.Node{beat(-5 * time.Second), beat(-time.Minute)}, 5 * time.Second},
 		{"away an hour", []*unyov1.Node{beat(-time.Hour)}, limits.MaxHeartbeatRetry},
