@@ -27,6 +27,9 @@ type Op struct {
 	Key  string
 	// Rule signs the transition ("rule:NAME").
 	Rule string
+	// By, when set, signs the transition instead of Rule: the cluster
+	// itself acting on an operator's change (a check or node deleted).
+	By string
 	// At is the transition's time.
 	At time.Time
 
@@ -74,6 +77,9 @@ func Apply(cur *unyov1.Alert, op Op) (next *unyov1.Alert, outcome string, err er
 			return nil, fmt.Sprintf("delete_alert: no active alert with key %q", op.Key), nil
 		}
 		by := RuleActor(op.Rule)
+		if op.By != "" {
+			by = op.By
+		}
 		if err := Resolve(cur, by, op.Reason, op.At); err != nil {
 			return nil, "delete_alert: " + err.Error(), nil
 		}

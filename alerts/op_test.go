@@ -75,3 +75,25 @@ func TestApplyMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyBy: a resolution made by the cluster on an operator's behalf (a
+// check deleted) is signed by By, not as a rule.
+func TestApplyBy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		op alerts.Op
+		by string
+	}{
+		{alerts.Op{Kind: alerts.OpResolve, Key: "web1/disk", Rule: "page", At: t0, Reason: "cleared"}, "rule:page"},
+		{alerts.Op{Kind: alerts.OpResolve, Key: "web1/disk", By: "alice", At: t0, Reason: `check "disk" deleted`}, "alice"},
+	} {
+		next, _, err := alerts.Apply(alertIn(t, open), tc.op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := next.GetHistory()[len(next.GetHistory())-1]
+		if h.GetBy() != tc.by || h.GetReason() != tc.op.Reason {
+			t.Errorf("%+v: last transition by %q for %q, want by %q", tc.op, h.GetBy(), h.GetReason(), tc.by)
+		}
+	}
+}

@@ -177,6 +177,21 @@ func Compile(c *unyov1.Check) (Definition, error) {
 		}
 	}
 
+	if raw := spec.GetTtl(); raw != "" {
+		if ttl, ok := v.Duration("spec.ttl", raw); ok {
+			switch {
+			case commandless:
+				v.Add("spec.ttl", "only checks agents run (spec.command, spec.plugin) have a freshness ttl; a metric check reports no_data, a log check only on matches")
+			case ttl <= 0:
+				v.Addf("spec.ttl", "must be positive, got %q", raw)
+			case intervalOK && ttl <= d.Interval:
+				v.Addf("spec.ttl", "%q must be longer than spec.interval %q, or every result arrives late", raw, interval)
+			default:
+				d.TTL = ttl
+			}
+		}
+	}
+
 	d.NodeSelector = maps.Clone(spec.GetNodeSelector())
 	if _, ok := d.NodeSelector[""]; ok {
 		v.Add("spec.node_selector", "a label name is empty")

@@ -70,11 +70,12 @@ func TestCompileValid(t *testing.T) {
 				Env:           map[string]string{"LANG": "C"},
 				UnknownLevel:  "warning",
 				MetricsFormat: "prometheus",
+				Ttl:           "15m",
 			},
 			check: func(t *testing.T, d checks.Definition) {
 				if d.Timeout != 5*time.Minute || d.TimeoutStatus != unyov1.CheckStatus_CHECK_STATUS_CRITICAL ||
 					d.Occurrences != 3 || d.Reissue != time.Hour || d.UnknownLevel != unyov1.Level_LEVEL_WARNING ||
-					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != checks.MetricsPrometheus {
+					d.NodeSelector["role"] != "db" || d.Env["LANG"] != "C" || d.MetricsFormat != checks.MetricsPrometheus || d.TTL != 15*time.Minute {
 					t.Errorf("fields not applied: %+v", d)
 				}
 			},
@@ -173,6 +174,12 @@ func TestCompileInvalid(t *testing.T) {
 		{"negative occurrences", "disk", with(func(s *unyov1.CheckSpec) { s.Occurrences = -1 }), "spec.occurrences", "at least 1"},
 		{"bad reissue", "disk", with(func(s *unyov1.CheckSpec) { s.Reissue = "1 hour" }), "spec.reissue", "invalid duration"},
 		{"negative reissue", "disk", with(func(s *unyov1.CheckSpec) { s.Reissue = "-1m" }), "spec.reissue", "must not be negative"},
+		{"bad ttl", "disk", with(func(s *unyov1.CheckSpec) { s.Ttl = "a while" }), "spec.ttl", "invalid duration"},
+		{"ttl not over interval", "disk", with(func(s *unyov1.CheckSpec) { s.Ttl = "1m" }), "spec.ttl", `"1m" must be longer than spec.interval "1m"`},
+		{"negative ttl", "disk", with(func(s *unyov1.CheckSpec) { s.Interval, s.Cron, s.Ttl = "", "@hourly", "-1h" }), "spec.ttl", "must be positive"},
+		{"ttl of a metric check", "disk", with(func(s *unyov1.CheckSpec) {
+			s.Command, s.Metric, s.Ttl = nil, &unyov1.MetricCheck{Expr: "up", Critical: "1"}, "5m"
+		}), "spec.ttl", "only checks agents run"},
 		{"empty selector label", "disk", with(func(s *unyov1.CheckSpec) { s.NodeSelector = map[string]string{"": "x"} }), "spec.node_selector", "label name is empty"},
 		{"env name with =", "disk", with(func(s *unyov1.CheckSpec) { s.Env = map[string]string{"A=B": "x"} }), `spec.env["A=B"]`, "must not contain '='"},
 		{"env empty name", "disk", with(func(s *unyov1.CheckSpec) { s.Env = map[string]string{"": "x"} }), "spec.env", "variable name is empty"},

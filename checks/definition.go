@@ -51,6 +51,9 @@ type Definition struct {
 	// Reissue suppresses a repeat of the same node/check/level within this
 	// window; 0 disables suppression.
 	Reissue time.Duration
+	// TTL is the check's freshness: the cluster raises an UNKNOWN event
+	// for a Ready node whose results of it stop for longer; 0 disables it.
+	TTL time.Duration
 	// NodeSelector labels a node must carry; empty selects every node.
 	NodeSelector map[string]string
 	// Labels are the check's own labels (metadata.labels): its results

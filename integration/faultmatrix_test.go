@@ -40,6 +40,13 @@ func sqliteCluster(t *testing.T) *fleet {
 // environment.
 func sqliteClusterEnv(t *testing.T, env []string) *fleet {
 	t.Helper()
+	return sqliteClusterLiveness(t, env, 5*time.Second)
+}
+
+// sqliteClusterLiveness is sqliteClusterEnv with nodes turning Stale after
+// staleAfter (under a minute: Down stays at its default 90s).
+func sqliteClusterLiveness(t *testing.T, env []string, staleAfter time.Duration) *fleet {
+	t.Helper()
 	f := &fleet{t: t, dir: t.TempDir(), agents: map[string]*proc{}}
 	addr := freeAddr(t)
 	f.clURL = "http://" + addr
@@ -58,11 +65,11 @@ cluster:
   name: c1
   default_rules: false # the rules this test applies, and no others
   heartbeat_interval: 1s
-  stale_after: 5s
+  stale_after: %s
   lease_ttl: 3s
 metrics: {store: none}
 logs: {store: none}
-`, f.dir, addr, adminToken, joinToken))
+`, f.dir, addr, adminToken, joinToken, staleAfter))
 	f.cluster = startUnyo(t, "cluster", env, "server", "--config", cfg)
 	if env == nil {
 		f.waitClusterUp()

@@ -18,6 +18,7 @@ import (
 	"github.com/unyo-ops/unyo/core/atomicfile"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/limits"
 )
 
 // backoff grows a retry delay with jitter, so that a fleet of agents does
@@ -41,7 +42,7 @@ func (b *backoff) reset() { b.cur = 0 }
 // syncLoop registers the node, heartbeats, and refetches the central checks
 // whenever the cluster's checks revision moves.
 func (a *Agent) syncLoop(ctx context.Context) {
-	bo := backoff{min: 500 * time.Millisecond, max: 30 * time.Second}
+	bo := backoff{min: 500 * time.Millisecond, max: limits.MaxHeartbeatRetry}
 	for ctx.Err() == nil {
 		if !a.isRegistered() {
 			if err := a.register(ctx); err != nil {

@@ -39,6 +39,7 @@ func (c *Cluster) replicaComponents() []component {
 func (c *Cluster) controllerComponents() []component {
 	comps := []component{
 		{"liveness", newLivenessMonitor(c)},
+		{"freshness", newFreshnessMonitor(c)},
 		{"metric-checks", newMetricRunner(c)},
 		{"pipeline", loop(c.runPipeline)},
 		{"actions-outbox", loop(c.runActionsOutbox)},

@@ -162,7 +162,12 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	s.c.beats.mu.Lock()
 	delete(s.c.beats.seen, name)
 	s.c.beats.mu.Unlock()
-	s.c.log.Info("node deleted and its credential revoked", "node", name, "by", server.PrincipalFrom(ctx).String())
+	by := server.PrincipalFrom(ctx).String()
+	s.c.log.Info("node deleted and its credential revoked", "node", name, "by", by)
+	// Its latest events and alerts go with it.
+	if err := s.c.retire(ctx, store.ForgetFilter{Node: name}, by, fmt.Sprintf("node %q deleted", name)); err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
 	return connect.NewResponse(&unyov1.DeleteNodeResponse{Deleted: 1}), nil
 }
 

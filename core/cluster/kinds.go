@@ -10,6 +10,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/objects"
 	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
 )
 
 // objectService stores the objects operators apply to this cluster: the
@@ -78,6 +79,15 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 		result, err := s.local.Delete(ctx, k, ref.GetName())
 		if err != nil {
 			return nil, err
+		}
+		if k.Name == "Check" {
+			// The check's latest events and alerts go with it; deleting a
+			// check that is gone already clears what came back since (a
+			// result an agent replayed from its spool long after).
+			by, reason := server.PrincipalFrom(ctx).String(), fmt.Sprintf("check %q deleted", ref.GetName())
+			if err := s.c.retire(ctx, store.ForgetFilter{Check: ref.GetName()}, by, reason); err != nil {
+				return nil, connect.NewError(connect.CodeUnavailable, err)
+			}
 		}
 		resp.Results = append(resp.Results, result)
 	}

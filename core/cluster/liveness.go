@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -25,14 +27,26 @@ type nodeWatch struct {
 // turns Down only when the probe fails too after the longer threshold; two
 // good heartbeats make it Ready again. Every change is an event through
 // ingest and the pipeline, so rules and alerts apply.
+//
+// A monitor starts when its replica takes the controller lease: when the
+// cluster starts, or when another replica takes over. Heartbeats sent
+// while no replica was listening never arrived, so silence is counted from
+// the later of a node's last heartbeat and the monitor's start, plus the
+// time agents may take to come back (countFrom), as Nomad gives nodes a
+// grace period after a leader change: a restart of the cluster makes no
+// node Stale, and a node that really is gone turns Stale stale_after after
+// that.
 type livenessMonitor struct {
 	store                 store.Store
 	ingest                *ingest.Ingester
 	staleAfter, downAfter time.Duration
 	// now is the wall clock, which heartbeats are stamped with.
 	now func() time.Time
-	log *slog.Logger
-	hc  *http.Client
+	// started is when the monitor started judging; from is when it counts
+	// silence from (countFrom), set at the first judgement.
+	started, from time.Time
+	log           *slog.Logger
+	hc            *http.Client
 	// watch is what the monitor remembers about each node.
 	watch map[string]*nodeWatch
 }
@@ -40,7 +54,7 @@ type livenessMonitor struct {
 func newLivenessMonitor(c *Cluster) *livenessMonitor {
 	return &livenessMonitor{
 		store: c.store, ingest: c.ingest, staleAfter: c.opts.StaleAfter, downAfter: c.opts.DownAfter,
-		now: time.Now, log: c.log,
+		now: time.Now, started: time.Now(), log: c.log,
 		// The probe goes only to the node's validated address (probeAddress),
 		// never where a redirect points.
 		hc:    &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
@@ -59,8 +73,17 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 		}
 		return
 	}
+	if l.from.IsZero() {
+		l.from = countFrom(l.started, nodes)
+	}
 	now := l.now()
 	var events []*unyov1.Event
+	// Forget deleted nodes.
+	listed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		listed[n.GetName()] = true
+	}
+	maps.DeleteFunc(l.watch, func(name string, _ *nodeWatch) bool { return !listed[name] })
 	for _, n := range nodes {
 		w := l.watch[n.GetName()]
 		if w == nil {
@@ -74,13 +97,15 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 			}
 			w.lastBeat = beat
 		}
-		silent := now.Sub(beat)
+		// silent is what the node's events say; counted is what is judged:
+		// silence while no monitor was listening does not count.
+		silent, counted := now.Sub(beat), now.Sub(latest(beat, l.from))
 		state := n.GetState()
 		// A change to Stale, Down or back to Ready raises an event of status.
 		next, raise, status, why := state, false, unyov1.CheckStatus_CHECK_STATUS_OK, ""
 		switch state {
 		case unyov1.NodeState_NODE_STATE_READY, unyov1.NodeState_NODE_STATE_UNSPECIFIED:
-			if silent > l.staleAfter {
+			if counted > l.staleAfter {
 				next, raise, status = unyov1.NodeState_NODE_STATE_STALE, true, unyov1.CheckStatus_CHECK_STATUS_WARNING
 				why = fmt.Sprintf("no heartbeat for %s (stale after %s); probing the agent", silent.Round(time.Second), l.staleAfter)
 				w.goodBeats = 0
@@ -92,7 +117,7 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 			case w.goodBeats >= 2:
 				next, raise, status = unyov1.NodeState_NODE_STATE_READY, true, unyov1.CheckStatus_CHECK_STATUS_OK
 				why = "heartbeats resumed"
-			case state == unyov1.NodeState_NODE_STATE_STALE && silent > l.downAfter:
+			case state == unyov1.NodeState_NODE_STATE_STALE && counted > l.downAfter:
 				if now.Sub(w.probedAt) >= 5*time.Second {
 					w.probeOK, w.probedAt = l.probe(ctx, n), now
 				}
@@ -139,4 +164,32 @@ func (l *livenessMonitor) probe(ctx context.Context, n *unyov1.Node) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// countFrom is when a judge of silence that started at started counts
+// from, given the nodes it found. Until started no judge listened: since
+// the newest heartbeat stored, if the cluster was down. Agents back off
+// while their cluster does not answer, up to limits.MaxHeartbeatRetry
+// between attempts, so each may take about as long as the cluster was away
+// (at most that) to come back; the count starts after that allowance.
+func countFrom(started time.Time, nodes []*unyov1.Node) time.Time {
+	var newest time.Time
+	for _, n := range nodes {
+		if hb := n.GetLastHeartbeat(); hb != nil {
+			newest = latest(newest, hb.AsTime())
+		}
+	}
+	if newest.IsZero() {
+		return started // no heartbeat yet: no agent to wait for
+	}
+	away := max(started.Sub(newest), 0)
+	return started.Add(min(away, limits.MaxHeartbeatRetry))
+}
+
+// latest returns the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

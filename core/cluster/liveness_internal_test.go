@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 )
@@ -44,7 +46,8 @@ func TestLivenessThroughIngest(t *testing.T) {
 				}
 			}
 			l := newLivenessMonitor(c)
-			l.judge(ctx) // Ready, then silent for an hour: Stale
+			l.started = beat // judging for an hour, past the grace period
+			l.judge(ctx)     // Ready, then silent for an hour: Stale
 			n, err := st.GetNode(ctx, "web1")
 			if err != nil {
 				t.Fatal(err)
@@ -75,4 +78,123 @@ func TestLivenessThroughIngest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLivenessGraceAfterStart: a monitor that has just started (the cluster
+// restarted, or another replica took the lease) does not count the time no
+// monitor was listening: no node turns Stale or Down, and no liveness event
+// is raised, until stale_after has passed since the start and the agents'
+// time to come back (countFrom); then a silent node turns Stale and one
+// that heartbeats stays Ready.
+func TestLivenessGraceAfterStart(t *testing.T) {
+	ctx := t.Context()
+	c, st := quietCluster(t, Options{HeartbeatInterval: time.Second, StaleAfter: 30 * time.Second, DownAfter: 90 * time.Second})
+	start := time.Now().Truncate(time.Second)
+	// Both nodes last heartbeat a minute before the cluster (re)started; web1
+	// was Stale already.
+	for _, n := range []*unyov1.Node{
+		{Name: "web1", State: unyov1.NodeState_NODE_STATE_STALE},
+		{Name: "web2", State: unyov1.NodeState_NODE_STATE_READY},
+		{Name: "web3", State: unyov1.NodeState_NODE_STATE_READY},
+	} {
+		n.LastHeartbeat = timestamppb.New(start.Add(-time.Minute))
+		if err := st.UpsertNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := start
+	l := newLivenessMonitor(c)
+	l.started, l.now = start, func() time.Time { return clock }
+	l.hc.Timeout = 10 * time.Millisecond
+	states := func() map[string]unyov1.NodeState {
+		t.Helper()
+		nodes, err := st.ListNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]unyov1.NodeState{}
+		for _, n := range nodes {
+			out[n.GetName()] = n.GetState()
+		}
+		return out
+	}
+	liveness := func() int {
+		t.Helper()
+		events, err := st.ListEvents(ctx, store.EventFilter{Check: ingest.LivenessCheck, History: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(events)
+	}
+	for _, step := range []struct {
+		at   time.Duration // since the start
+		beat bool          // web3 heartbeats
+		want map[string]unyov1.NodeState
+		// events is how many liveness events exist by then.
+		events int
+	}{
+		{0, false, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		{10 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		{30 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		// The cluster was away a minute: agents may take up to 30s more.
+		{59 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_READY, "web3": unyov1.NodeState_NODE_STATE_READY}, 0},
+		// Grace over: web2 never heartbeat since the start.
+		{61 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		// Down is judged from then too: web1 was Stale, its probe fails.
+		{119 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_STALE, "web2": unyov1.NodeState_NODE_STATE_STALE, "web3": unyov1.NodeState_NODE_STATE_READY}, 1},
+		{121 * time.Second, true, map[string]unyov1.NodeState{"web1": unyov1.NodeState_NODE_STATE_DOWN, "web2": unyov1.NodeState_NODE_STATE_DOWN, "web3": unyov1.NodeState_NODE_STATE_READY}, 3},
+	} {
+		clock = start.Add(step.at)
+		if step.beat {
+			if err := st.TouchNodes(ctx, map[string]time.Time{"web3": clock}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.judge(ctx)
+		if got := states(); !maps.Equal(got, step.want) {
+			t.Errorf("%s after the start: states %v, want %v", step.at, got, step.want)
+		}
+		if got := liveness(); got != step.events {
+			t.Errorf("%s after the start: %d liveness events, want %d", step.at, got, step.events)
+		}
+	}
+}
+
+// TestCountFrom: silence counts from the judge's start plus as long as the
+// cluster was away (since the newest heartbeat), at most the agents'
+// longest retry delay.
+func TestCountFrom(t *testing.T) {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	beat := func(d time.Duration) *unyov1.Node {
+		return &unyov1.Node{LastHeartbeat: timestamppb.New(start.Add(d))}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []*unyov1.Node
+		want  time.Duration
+	}{
+		{"no nodes", nil, 0},
+		{"no heartbeat yet", []*unyov1.Node{{Name: "new"}}, 0},
+		{"a failover: heartbeats kept arriving", []*unyov1.Node{beat(-time.Hour), beat(-time.Second)}, time.Second},
+		{"away 5s", []*unyov1.Node{beat(-5 * time.Second), beat(-time.Minute)}, 5 * time.Second},
+		{"away an hour", []*unyov1.Node{beat(-time.Hour)}, limits.MaxHeartbeatRetry},
+		{"a heartbeat after the start", []*unyov1.Node{beat(time.Second)}, 0},
+	} {
+		if got := countFrom(start, tc.nodes).Sub(start); got != tc.want {
+			t.Errorf("%s: counts from start+%s, want +%s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// quietCluster is cluster c1 (replica r1) on a new SQLite store, logging
+// nowhere; the store closes when the test ends.
+func quietCluster(t *testing.T, o Options) (*Cluster, *sqlstore.Store) {
+	t.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o.Name, o.Replica, o.Logger = "c1", "r1", slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(st, o), st
 }

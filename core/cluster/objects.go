@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -59,7 +60,38 @@ func (s *eventService) ListEvents(ctx context.Context, req *connect.Request[unyo
 	if err != nil {
 		return nil, internal(fmt.Errorf("list events: %w", err))
 	}
+	if !m.GetHistory() {
+		if err := s.markStale(ctx, events); err != nil {
+			return nil, internal(fmt.Errorf("list events: %w", err))
+		}
+	}
 	return connect.NewResponse(&unyov1.ListEventsResponse{Events: events}), nil
+}
+
+// markStale marks the latest results of nodes that are Stale or Down: no
+// result arrives from them, so an OK there is only the last thing known,
+// not the node's state now.
+func (s *eventService) markStale(ctx context.Context, events []*unyov1.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	nodes, err := s.c.store.ListNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("read node states: %w", err)
+	}
+	why := map[string]string{}
+	for _, n := range nodes {
+		switch n.GetState() {
+		case unyov1.NodeState_NODE_STATE_STALE, unyov1.NodeState_NODE_STATE_DOWN:
+			why[n.GetName()] = fmt.Sprintf("node %s is %s: its results stopped arriving", n.GetName(), n.GetState().DisplayName())
+		}
+	}
+	for _, e := range events {
+		if e.GetCheck() != ingest.LivenessCheck {
+			e.Stale = why[e.GetNode()]
+		}
+	}
+	return nil
 }
 
 func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1.GetEventRequest]) (*connect.Response[unyov1.GetEventResponse], error) {

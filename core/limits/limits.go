@@ -42,6 +42,11 @@ const (
 	// MaxResultSkew is how far in the future a result's times may lie: the
 	// clock difference tolerated between an agent and its cluster.
 	MaxResultSkew = 10 * time.Minute
+	// MaxHeartbeatRetry is the longest an agent waits between attempts to
+	// heartbeat a cluster that does not answer (its backoff doubles up to
+	// this): after an outage, an agent may take that long to come back, and
+	// the cluster's liveness judge allows for it.
+	MaxHeartbeatRetry = 30 * time.Second
 )
 
 // Labels checks one label set against MaxLabels, MaxLabelKey and

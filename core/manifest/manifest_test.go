@@ -200,7 +200,7 @@ func TestDecodeDocument(t *testing.T) {
 			doc:   map[string]any{"name": "disk", "labels": map[string]any{"port": 8080}, "spec": map[string]any{"intervall": "1m", "occurrences": "three"}},
 			check: true,
 			wantErr: `agent.yaml: checks[0], Check "disk": labels.port: expected a string, got the integer 8080 (quote it: "8080")` + "\n" +
-				`agent.yaml: checks[0], Check "disk": spec.intervall: unknown field, did you mean interval? (known fields: command, interval, cron, timeout, timeout_status, occurrences, reissue, node_selector, env, unknown_level, metric, log, plugin, metrics_format)` + "\n" +
+				`agent.yaml: checks[0], Check "disk": spec.intervall: unknown field, did you mean interval? (known fields: command, interval, cron, timeout, timeout_status, occurrences, reissue, node_selector, env, unknown_level, metric, log, plugin, metrics_format, ttl)` + "\n" +
 				`agent.yaml: checks[0], Check "disk": spec.occurrences: expected an integer, got "three"`,
 		},
 		{

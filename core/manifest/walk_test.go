@@ -58,7 +58,7 @@ t.yaml: document 1 (line 5): spec.duration: expected a string, got the integer 5
 t.yaml: document 1 (line 6): spec.started_at: expected a string, got a list
 t.yaml: document 1 (line 7): spec.perfdata[0].value: expected a number, got "abc"
 t.yaml: document 1 (line 7): spec.perfdata[1]: expected a mapping, got the integer 3
-t.yaml: document 1 (line 8): spec.capacity: unknown field (known fields: id, cluster, node, check, level, status, output, long_output, perfdata, exit_code, timed_out, truncated, started_at, duration, received_at, sequence, occurrences, reissue, explanation, silenced_by, labels)`,
+t.yaml: document 1 (line 8): spec.capacity: unknown field (known fields: id, cluster, node, check, level, status, output, long_output, perfdata, exit_code, timed_out, truncated, started_at, duration, received_at, sequence, occurrences, reissue, explanation, silenced_by, labels, stale)`,
 		},
 		{
 			name: "node",

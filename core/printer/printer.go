@@ -273,7 +273,12 @@ func (p *printer) events(events []*unyov1.Event) error {
 			if e.GetTimedOut() {
 				output = strings.TrimSpace("(timed out) " + output)
 			}
-			t.add(e.GetNode(), e.GetCheck(), level(e.GetLevel()), status(e.GetStatus()),
+			st := status(e.GetStatus())
+			if e.GetStale() != "" {
+				// The node stopped reporting: the last result is not its state now.
+				st = "stale (was " + st + ")"
+			}
+			t.add(e.GetNode(), e.GetCheck(), level(e.GetLevel()), st,
 				age(p.now(), at), truncate(orDash(output), 60))
 		}
 		return t

@@ -196,6 +196,20 @@ type Events interface {
 	// PruneEvents keeps the newest keep history entries per node/check and
 	// returns how many it removed. The latest state is never pruned.
 	PruneEvents(ctx context.Context, keep int) (removed int, err error)
+	// ForgetEvents is what deleting a check or a node does to events, in
+	// one transaction: the active alerts that f's node or check opened are
+	// resolved (alerts.OpResolve, signed by, with reason), and its latest
+	// events are removed with the pipeline's occurrence and reissue state
+	// for them, so `events ls` no longer shows it. History stays. It
+	// returns the alerts it resolved.
+	ForgetEvents(ctx context.Context, f ForgetFilter, by, reason string, at time.Time) ([]*unyov1.Alert, error)
+}
+
+// ForgetFilter names what ForgetEvents forgets: every check of a node,
+// every node's results of a check, or (both set) one node/check. At least
+// one is set.
+type ForgetFilter struct {
+	Node, Check string
 }
 
 // Clusters are the clusters a root knows.

@@ -619,6 +619,11 @@ type CheckSpec struct {
 	// PERFDATA), "prometheus", "influx", "graphite" or "opentsdb" (one sample
 	// per line, parsed as those protocols; the status is still the exit code).
 	MetricsFormat string `protobuf:"bytes,14,opt,name=metrics_format,json=metricsFormat,proto3" json:"metrics_format,omitempty"`
+	// Freshness (Go duration, longer than interval; command and plugin checks):
+	// when a Ready node that ran the check sends no result of it for longer
+	// than ttl, the cluster raises an UNKNOWN event of the check for that node
+	// (its level follows unknown_level), once until a result arrives again.
+	Ttl           string `protobuf:"bytes,15,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +752,13 @@ func (x *CheckSpec) GetPlugin() *PluginCheck {
 func (x *CheckSpec) GetMetricsFormat() string {
 	if x != nil {
 		return x.MetricsFormat
+	}
+	return ""
+}
+
+func (x *CheckSpec) GetTtl() string {
+	if x != nil {
+		return x.Ttl
 	}
 	return ""
 }
@@ -1229,7 +1241,11 @@ type Event struct {
 	SilencedBy string `protobuf:"bytes,20,opt,name=silenced_by,json=silencedBy,proto3" json:"silenced_by,omitempty"`
 	// The check's own labels with the node's labels at ingest over them, for
 	// rules that match on labels and for webhook labels.
-	Labels        map[string]string `protobuf:"bytes,21,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,21,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Set by the cluster on reads of the latest state, never stored: why this
+	// result may no longer hold (its node is Stale or Down, so no result
+	// arrives). Empty: the result is current.
+	Stale         string `protobuf:"bytes,22,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1409,6 +1425,13 @@ func (x *Event) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Event) GetStale() string {
+	if x != nil {
+		return x.Stale
+	}
+	return ""
 }
 
 // Explanation says what the event pipeline did with one event.
@@ -8324,7 +8347,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\brestarts\x18\x05 \x01(\x05R\brestarts\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x120\n" +
-	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x92\x05\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xa4\x05\n" +
 	"\tCheckSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x1a\n" +
 	"\binterval\x18\x02 \x01(\tR\binterval\x12\x12\n" +
@@ -8340,7 +8363,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x06metric\x18\v \x01(\v2\x14.unyo.v1.MetricCheckR\x06metric\x12#\n" +
 	"\x03log\x18\f \x01(\v2\x11.unyo.v1.LogCheckR\x03log\x12,\n" +
 	"\x06plugin\x18\r \x01(\v2\x14.unyo.v1.PluginCheckR\x06plugin\x12%\n" +
-	"\x0emetrics_format\x18\x0e \x01(\tR\rmetricsFormat\x1a?\n" +
+	"\x0emetrics_format\x18\x0e \x01(\tR\rmetricsFormat\x12\x10\n" +
+	"\x03ttl\x18\x0f \x01(\tR\x03ttl\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -8388,7 +8412,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x03min\x18\x06 \x01(\x01H\x00R\x03min\x88\x01\x01\x12\x15\n" +
 	"\x03max\x18\a \x01(\x01H\x01R\x03max\x88\x01\x01B\x06\n" +
 	"\x04_minB\x06\n" +
-	"\x04_max\"\xd9\x06\n" +
+	"\x04_max\"\xef\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x12\x12\n" +
@@ -8415,7 +8439,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\vexplanation\x18\x13 \x01(\v2\x14.unyo.v1.ExplanationR\vexplanation\x12\x1f\n" +
 	"\vsilenced_by\x18\x14 \x01(\tR\n" +
 	"silencedBy\x122\n" +
-	"\x06labels\x18\x15 \x03(\v2\x1a.unyo.v1.Event.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x15 \x03(\v2\x1a.unyo.v1.Event.LabelsEntryR\x06labels\x12\x14\n" +
+	"\x05stale\x18\x16 \x01(\tR\x05stale\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x01\n" +

@@ -45,6 +45,7 @@ const (
 	Agent         Source = "agent"          // results an agent reports
 	MetricCheck   Source = "metric-check"   // metric checks the cluster evaluates
 	Liveness      Source = "liveness"       // a node's liveness changed
+	Freshness     Source = "freshness"      // a check with a ttl stopped reporting
 	ActionFailure Source = "action-failure" // a webhook or action plugin failed for good
 	PluginState   Source = "plugin-state"   // an action plugin of the cluster changed state
 	StoreLoss     Source = "store-loss"     // the store lost events it had acknowledged

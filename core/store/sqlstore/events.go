@@ -289,6 +289,20 @@ func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]boo
 	return inserted, nil
 }
 
+// whereNodeCheck is the conditions on node and check_name that select the
+// given ones (none for an empty name), with their arguments.
+func whereNodeCheck(node, check string) (where []string, args []any) {
+	if node != "" {
+		args = append(args, node)
+		where = append(where, fmt.Sprintf("node = $%d", len(args)))
+	}
+	if check != "" {
+		args = append(args, check)
+		where = append(where, fmt.Sprintf("check_name = $%d", len(args)))
+	}
+	return where, args
+}
+
 // GetEvent finds an event by id in the history, or else in the latest state
 // (whose entries outlive pruned history).
 func (s *Store) GetEvent(ctx context.Context, id string) (*unyov1.Event, error) {
@@ -318,19 +332,8 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 	if f.History {
 		table, order = "events", "started_at DESC, id DESC"
 	}
-	var (
-		q     strings.Builder
-		where []string
-		args  []any
-	)
-	if f.Node != "" {
-		args = append(args, f.Node)
-		where = append(where, fmt.Sprintf("node = $%d", len(args)))
-	}
-	if f.Check != "" {
-		args = append(args, f.Check)
-		where = append(where, fmt.Sprintf("check_name = $%d", len(args)))
-	}
+	var q strings.Builder
+	where, args := whereNodeCheck(f.Node, f.Check)
 	if len(f.Levels) > 0 {
 		var in strings.Builder
 		placeholders(&in, len(args)+1, len(f.Levels))

@@ -143,6 +143,63 @@ func pipelineTests() []contractTest {
 				t.Errorf("web2 record %+v, want %+v", r, n1)
 			}
 		}},
+		{"ForgetEvents", func(t *testing.T, s store.Store) {
+			// web1/disk and web2/disk critical with open alerts (one
+			// acknowledged), web1/load too; disk deleted: its alerts resolve
+			// with the reason, its latest events and pipeline state go, its
+			// history stays, and load is untouched.
+			evs := []*unyov1.Event{
+				event("f-1", "web1", "disk", critical, 1), event("f-2", "web2", "disk", critical, 2), event("f-3", "web1", "load", critical, 3),
+			}
+			appendEvents(t, s, 3, evs...)
+			d := pipeline.NewDecision()
+			for _, e := range evs {
+				nc := pipeline.NodeCheck{Node: e.GetNode(), Check: e.GetCheck()}
+				d.Counters[nc] = eventrules.Counter{Level: critical, Count: 1}
+				d.Issued[nc] = eventrules.Issued{Level: critical, At: at(5).AsTime()}
+				op := fire(e, step())
+				op.Key = nc.Node + "/" + nc.Check
+				d.Alerts = append(d.Alerts, op)
+			}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{Decision: *d}))
+			web2, err := s.ListAlerts(ctx(t), store.AlertFilter{Node: "web2"})
+			must(t, err)
+			_, err = s.UpdateAlert(ctx(t), web2[0].GetId(), func(a *unyov1.Alert) error { return alerts.Ack(a, "alice", "", at(6).AsTime()) })
+			must(t, err)
+
+			got, err := s.ForgetEvents(ctx(t), store.ForgetFilter{Check: "disk"}, "cluster", `check "disk" deleted`, at(10).AsTime())
+			must(t, err)
+			if len(got) != 2 {
+				t.Fatalf("resolved %v, want the two disk alerts", got)
+			}
+			for _, a := range got {
+				h := a.GetHistory()[len(a.GetHistory())-1]
+				if a.GetState() != unyov1.AlertState_ALERT_STATE_RESOLVED || a.GetCheck() != "disk" || h.GetBy() != "cluster" || h.GetReason() != `check "disk" deleted` {
+					t.Errorf("alert %v, want disk resolved by cluster with the reason", a)
+				}
+			}
+			wantIDs(t, s, store.EventFilter{}, "f-3")
+			wantIDs(t, s, store.EventFilter{Check: "disk", History: true}, "f-2 f-1")
+			st, err := s.LoadPipeline(ctx(t))
+			must(t, err)
+			if len(st.Counters) != 1 || len(st.Issued) != 1 {
+				t.Errorf("pipeline state after forgetting disk: %+v, want load's only", st)
+			}
+			if as, err := s.ListAlerts(ctx(t), store.AlertFilter{States: []unyov1.AlertState{unyov1.AlertState_ALERT_STATE_OPEN}}); err != nil || len(as) != 1 || as[0].GetCheck() != "load" {
+				t.Errorf("open alerts: %v, %v; want load's", as, err)
+			}
+			// Again: nothing left to resolve. A node: its load goes too.
+			if got, err := s.ForgetEvents(ctx(t), store.ForgetFilter{Check: "disk"}, "cluster", "again", at(11).AsTime()); err != nil || len(got) != 0 {
+				t.Errorf("forgetting disk again: %v, %v", got, err)
+			}
+			if got, err := s.ForgetEvents(ctx(t), store.ForgetFilter{Node: "web1"}, "cluster", `node "web1" deleted`, at(12).AsTime()); err != nil || len(got) != 1 || got[0].GetCheck() != "load" {
+				t.Errorf("forgetting web1: %v, %v", got, err)
+			}
+			wantIDs(t, s, store.EventFilter{}, "")
+			if _, err := s.ForgetEvents(ctx(t), store.ForgetFilter{}, "cluster", "all", at(13).AsTime()); err == nil {
+				t.Error("forgetting with neither node nor check was accepted")
+			}
+		}},
 		{"ManyAlertKeys", func(t *testing.T, s store.Store) {
 			// More keys than one query reads at once, each fired twice in
 			// one commit: one alert per key, counted twice.
