@@ -90,7 +90,7 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingA
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
 		node = e.GetNode()
 	}
-	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: "api-hook", Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: "api-hook", Status: unyov1.CheckStatus_CHECK_STATUS_CRITICAL,
 		Output: fmt.Sprintf("api_hook of rule %s to %s failed: %s", j.Rule, target, out.String()), Duration: out.Duration}); err != nil {
 		c.log.Warn("recording the hook failure as an event failed", "err", err)
 	}
@@ -129,7 +129,7 @@ func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingAction) {
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {
 		node = e.GetNode()
 	}
-	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: ActionPluginCheck, Status: unyov1.CheckStatus_CHECK_STATUS_WARNING,
+	if err := c.raise(ctx, ingest.ActionFailure, ingest.Synthetic{Node: node, Check: ActionPluginCheck, Status: unyov1.CheckStatus_CHECK_STATUS_CRITICAL,
 		Output: fmt.Sprintf("plugin action of rule %s (plugin %s) failed: %s", j.Rule, id, out.text), Duration: out.duration}); err != nil {
 		c.log.Warn("recording the plugin action failure as an event failed", "err", err)
 	}

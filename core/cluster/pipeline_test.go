@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/unyo-ops/unyo/configs"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
@@ -450,6 +451,35 @@ spec: {type: action, match: {check: api-hook}, actions: [{create_alert: {level: 
 			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" && strings.Contains(a.GetSummary(), "500") {
 				if strings.Contains(a.GetSummary(), "hook-secret") {
 					t.Fatalf("the URL's query leaked into the alert: %s", a.GetSummary())
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("alerts: %v", e.alerts())
+	})
+}
+
+// A notification that cannot be delivered is a critical event, so the
+// default rules alone open an alert about it: nobody was told of the
+// original one.
+func TestFailedNotificationAlertsWithDefaultRules(t *testing.T) {
+	e := newEnv(t, "web1")
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	t.Cleanup(dead.Close)
+	e.apply(string(configs.DefaultRules))
+	e.apply(fmt.Sprintf(`
+kind: EventRule
+name: page
+spec: {type: action, priority: 20, continue: true, match: {check: http}, actions: [{api_hook: {url: %q, retries: 0, timeout: 1s}}], owner: t, reason: t}
+`, dead.URL))
+	e.report("web1", "http", crit, "HTTP CRITICAL", 1, 0)
+	testutil.Eventually(t, 15*time.Second, "a critical alert about the failed notification, from the default rules", func() error {
+		for _, a := range e.alerts() {
+			if a.GetCheck() == "api-hook" && a.GetNode() == "web1" {
+				if a.GetLevel() != unyov1.AlertLevel_ALERT_LEVEL_CRITICAL || a.GetRule() != "critical-alerts" {
+					t.Fatalf("alert about the failed notification: level %s by rule %q, want critical by critical-alerts", a.GetLevel().Name(), a.GetRule())
 				}
 				return nil
 			}
