@@ -1,11 +1,11 @@
-// Command unyo-check-defective is a check, or provider, plugin written
+// Command unyo-check-defective is a check, provider or action plugin written
 // directly against the protobuf services, without the SDK, as a plugin in
 // another language would be. It is correct unless installed under the name
-// of one defect, unyo-check-<defect> or unyo-provider-<defect>, and then
-// broken in exactly that one way: the conformance harness's own tests
-// install it once per defect and expect exactly the case for the defect to
-// fail. Installed as unyo-provider-<name> it is the provider of
-// provider.go.
+// of one defect, unyo-<kind>-<defect>, and then broken in exactly that one
+// way: the conformance harness's own tests install it once per defect and
+// expect exactly the case for the defect to fail. Installed as
+// unyo-provider-<name> it is the provider of provider.go, as
+// unyo-action-<name> the action of action.go.
 //
 // Check targets: {"status": "ok|warning|critical|unknown", "sleep": "30s",
 // "large": true}; config: {} only.
@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -83,8 +84,13 @@ func main() {
 		}
 	}()
 	servers := base.Servers{Plugin: &pluginServer{p: p}, Check: &checkServer{p: p}}
-	if kind == pluginv1.Kind_KIND_PROVIDER {
+	switch kind {
+	case pluginv1.Kind_KIND_PROVIDER:
 		servers = base.Servers{Plugin: &pluginServer{p: p}, Provider: &providerServer{p: p}}
+	case pluginv1.Kind_KIND_ACTION:
+		// No idle connections: they would count as leaked descriptors.
+		client := http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		servers = base.Servers{Plugin: &pluginServer{p: p}, Action: &actionServer{p: p, client: client}}
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: base.Handshake(),
@@ -113,6 +119,7 @@ type server struct {
 	defect     string // the binary's name: one of the defects, or none
 	kind       pluginv1.Kind
 	stateDir   string // a provider's resources, one file each
+	url        string // what an action sends its GET to
 	stop       func()
 	configured atomic.Bool
 	calls      atomic.Int64
@@ -142,8 +149,11 @@ func (s *pluginServer) ConfigSchema(context.Context, *pluginv1.ConfigSchemaReque
 	if s.p.defect == schemaInvalid {
 		return &pluginv1.ConfigSchemaResponse{JsonSchema: `{"type":"objekt"}`}, nil
 	}
-	if s.p.kind == pluginv1.Kind_KIND_PROVIDER {
+	switch s.p.kind {
+	case pluginv1.Kind_KIND_PROVIDER:
 		return &pluginv1.ConfigSchemaResponse{JsonSchema: providerConfigSchema}, nil
+	case pluginv1.Kind_KIND_ACTION:
+		return &pluginv1.ConfigSchemaResponse{JsonSchema: actionConfigSchema}, nil
 	}
 	return &pluginv1.ConfigSchemaResponse{JsonSchema: `{"type":"object","additionalProperties":false}`}, nil
 }
@@ -155,7 +165,15 @@ func (s *pluginServer) Configure(_ context.Context, req *pluginv1.ConfigureReque
 	if v := req.GetApiVersion(); v != 1 && s.p.defect != acceptsAPIv99 {
 		return nil, status.Errorf(codes.FailedPrecondition, "API v%d is not spoken here", v)
 	}
-	if s.p.kind == pluginv1.Kind_KIND_PROVIDER {
+	known := map[pluginv1.Kind]string{pluginv1.Kind_KIND_PROVIDER: "state_dir", pluginv1.Kind_KIND_ACTION: "url"}[s.p.kind]
+	for k := range req.GetConfig().GetFields() {
+		if s.p.defect == acceptsAnyConfig || k == known {
+			continue
+		}
+		return nil, status.Errorf(codes.InvalidArgument, "config: unknown field %q", k)
+	}
+	switch s.p.kind {
+	case pluginv1.Kind_KIND_PROVIDER:
 		dir, err := providerConfig(req.GetConfig())
 		if err != nil {
 			return nil, err
@@ -163,12 +181,14 @@ func (s *pluginServer) Configure(_ context.Context, req *pluginv1.ConfigureReque
 		s.p.mu.Lock()
 		s.p.stateDir = dir
 		s.p.mu.Unlock()
-	}
-	for k := range req.GetConfig().GetFields() {
-		if s.p.defect == acceptsAnyConfig || (s.p.kind == pluginv1.Kind_KIND_PROVIDER && k == "state_dir") {
-			continue
+	case pluginv1.Kind_KIND_ACTION:
+		url, err := actionConfig(req.GetConfig())
+		if err != nil {
+			return nil, err
 		}
-		return nil, status.Errorf(codes.InvalidArgument, "config: unknown field %q", k)
+		s.p.mu.Lock()
+		s.p.url = url
+		s.p.mu.Unlock()
 	}
 	s.p.configured.Store(true)
 	return &pluginv1.ConfigureResponse{}, nil
