@@ -543,6 +543,8 @@ func caseProviderWatch(c *C) {
 			// Still watching when the harness stopped: the plugin may see
 			// the deadline a moment before the harness and end cleanly.
 			return
+		case status.Code(err) == codes.Unimplemented:
+			c.Fatalf("%s", advertisedButUnimplemented("Watch", err))
 		case err != nil:
 			c.Fatalf("Watch ended while the harness was still watching: %v", err)
 		case r.GetId() != id:
@@ -562,12 +564,21 @@ func caseProviderFingerprint(c *C) {
 		c.Fatalf("Fingerprint: %v", err)
 	}
 	r, err := st.Recv()
+	if status.Code(err) == codes.Unimplemented {
+		c.Fatalf("%s", advertisedButUnimplemented("Fingerprint", err))
+	}
 	if err != nil {
 		c.Fatalf("Fingerprint sent nothing within 5s: %v", err)
 	}
 	if r.GetAt() == nil {
 		c.Errorf("fingerprint without its time: %v", r)
 	}
+}
+
+// advertisedButUnimplemented says that an operation in Schema's operations
+// is not served: the host would rely on it.
+func advertisedButUnimplemented(op string, err error) string {
+	return fmt.Sprintf("%s is advertised in Schema's operations but answered UNIMPLEMENTED: %v", op, err)
 }
 
 // caseProviderUnadvertised calls every operation missing from Schema and

@@ -96,11 +96,19 @@ var defects = []struct{ kind, defect, failCase, message string }{
 	{"check", "runs-unconfigured", "base/not_configured", "check call before Configure: got rpc error: code = InvalidArgument"},
 	{"check", "accepts-api-v99", "base/version_negotiation", "Configure with API v99: got <nil>, want FAILED_PRECONDITION"},
 	{"check", "describe-mismatch", "base/describe", "describe says describe-mismatch 0.0.2, Info says describe-mismatch 0.0.1"},
+	{"check", "spawns-on-cancel", "check/no_zombie_children", "child processes still running"},
+	// The raw provider: unyo-check-defective installed as a provider.
+	{"provider", "watch-unimplemented", "provider/watch", "Watch is advertised in Schema's operations but answered UNIMPLEMENTED"},
+	{"provider", "fingerprint-unimplemented", "provider/fingerprint", "Fingerprint is advertised in Schema's operations but answered UNIMPLEMENTED"},
+	{"provider", "create-not-idempotent", "provider/no_strays", "strays: duplicates"},
+	{"provider", "list-any-label", "provider/list_by_labels", "must match ALL the labels"},
 	{"action", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
 	{"action", "acts-after-cancel", "action/cancel", "acted after it reported CANCELLED"},
 	// Observed through the helper HTTP server, with no effects file.
 	{"action-http", "acts-in-dry-run", "action/dry_run_no_side_effect", "dry runs acted 2 times"},
 	{"action-http", "acts-after-timeout", "action/timeout", "acted after it reported TIMED_OUT"},
+	// The raw action's word (replayed=true) against the helper server's count.
+	{"action-raw", "replays-by-rerunning", "action/idempotent_sequential", "two Executes with one key acted 2 times, want once"},
 }
 
 // wantOnlyFailure: exactly failCase failed ("" for none), with a message
@@ -118,19 +126,30 @@ func wantOnlyFailure(t *testing.T, rep *Report, failCase, message string) {
 }
 
 // defectFixtures are the fixtures of the defective plugin of kind;
-// "action-http" is the action plugin acting on the helper HTTP server.
+// "action-http" is the action plugin acting on the helper HTTP server,
+// "action-raw" the raw one.
 func defectFixtures(t *testing.T, kind string) *Fixtures {
-	if kind == "action-http" {
+	switch kind {
+	case "action-http":
 		return fixtures(t, "action-defective-http")
+	case "action-raw":
+		return fixtures(t, "action-raw-defective")
 	}
 	return fixtures(t, kind+"-defective")
 }
 
+// defectiveBinaries are the binaries that serve each kind of defect: the
+// raw provider and the raw action ("action-raw") are the raw check plugin
+// (no SDK) under a provider's or an action's name.
+var defectiveBinaries = map[string]string{"check": "unyo-check-defective", "provider": "unyo-check-defective",
+	"action": "unyo-action-defective", "action-http": "unyo-action-defective", "action-raw": "unyo-check-defective"}
+
 // install links the defective plugin of kind under name.
 func install(t *testing.T, kind, name string) string {
+	bin := defectiveBinaries[kind]
 	kind, _, _ = strings.Cut(kind, "-")
 	path := filepath.Join(t.TempDir(), "unyo-"+kind+"-"+name)
-	if err := os.Link(filepath.Join(binDir, "unyo-"+kind+"-defective"), path); err != nil {
+	if err := os.Link(filepath.Join(binDir, bin), path); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -139,7 +158,7 @@ func install(t *testing.T, kind, name string) string {
 // TestDefectivePlugins: the correct builds pass every case; each defect
 // fails exactly its case, with a message naming the defect.
 func TestDefectivePlugins(t *testing.T) {
-	for _, kind := range []string{"check", "action", "action-http"} {
+	for _, kind := range []string{"check", "provider", "action", "action-http", "action-raw"} {
 		t.Run(kind+"/correct", func(t *testing.T) {
 			Run(t, Binary(install(t, kind, "correct"), defectFixtures(t, kind)))
 		})

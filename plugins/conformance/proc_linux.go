@@ -4,6 +4,7 @@ package conformance
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -56,6 +57,27 @@ func zombies(pid int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// liveChildren lists pid's children that still run (not zombies).
+func liveChildren(pid int) []int {
+	var out []int
+	for _, c := range children(pid) {
+		if p, ok := procstat.Read(c); ok && p.State != 'Z' {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// describePIDs names processes by pid and command line, for a report.
+func describePIDs(pids []int) string {
+	parts := make([]string, 0, len(pids))
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		parts = append(parts, fmt.Sprintf("pid %d: %s", pid, strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\x00", " ")), " ")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func openFDs(pid int) (int, error) {

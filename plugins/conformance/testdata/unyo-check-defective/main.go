@@ -1,11 +1,13 @@
-// Command unyo-check-defective is a check plugin written directly against
-// the protobuf services, without the SDK, as a plugin in another language
-// would be. It is correct unless installed under the name of one defect,
-// unyo-check-<defect>, and then broken in exactly that one way: the
-// conformance harness's own tests install it once per defect and expect
-// exactly the case for the defect to fail.
+// Command unyo-check-defective is a check, provider or action plugin written
+// directly against the protobuf services, without the SDK, as a plugin in
+// another language would be. It is correct unless installed under the name
+// of one defect, unyo-<kind>-<defect>, and then broken in exactly that one
+// way: the conformance harness's own tests install it once per defect and
+// expect exactly the case for the defect to fail. Installed as
+// unyo-provider-<name> it is the provider of provider.go, as
+// unyo-action-<name> the action of action.go.
 //
-// Targets: {"status": "ok|warning|critical|unknown", "sleep": "30s",
+// Check targets: {"status": "ok|warning|critical|unknown", "sleep": "30s",
 // "large": true}; config: {} only.
 package main
 
@@ -13,7 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -52,19 +56,21 @@ const (
 	runsUnconfigured  = "runs-unconfigured"    // checks before Configure
 	acceptsAPIv99     = "accepts-api-v99"      // Configure takes an API version it does not speak
 	describeMismatch  = "describe-mismatch"    // describe names another version than Info
+	spawnsOnCancel    = "spawns-on-cancel"     // a slow check runs `sleep 1000` and leaves it running when cut short
 )
 
 const maxOutput = 64 << 10
 
 func main() {
-	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "unyo-check-")
-	p := &server{name: name, defect: name}
+	kindName, name, _ := strings.Cut(strings.TrimPrefix(filepath.Base(os.Args[0]), "unyo-"), "-")
+	kind, _ := base.ParseKind(kindName)
+	p := &server{name: name, defect: name, kind: kind}
 	if len(os.Args) == 2 && os.Args[1] == "describe" {
 		version := "0.0.1"
 		if p.defect == describeMismatch {
 			version = "0.0.2"
 		}
-		b, _ := json.Marshal(map[string]any{"name": name, "version": version, "kinds": []string{"check"}, "api_versions": p.apiVersions()})
+		b, _ := json.Marshal(map[string]any{"name": name, "version": version, "kinds": []string{kindName}, "api_versions": p.apiVersions()})
 		fmt.Println(string(b))
 		return
 	}
@@ -77,9 +83,18 @@ func main() {
 			os.Exit(0)
 		}
 	}()
+	servers := base.Servers{Plugin: &pluginServer{p: p}, Check: &checkServer{p: p}}
+	switch kind {
+	case pluginv1.Kind_KIND_PROVIDER:
+		servers = base.Servers{Plugin: &pluginServer{p: p}, Provider: &providerServer{p: p}}
+	case pluginv1.Kind_KIND_ACTION:
+		// No idle connections: they would count as leaked descriptors.
+		client := http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		servers = base.Servers{Plugin: &pluginServer{p: p}, Action: &actionServer{p: p, client: client}}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: base.Handshake(),
-		Plugins:         base.ServerPluginSet(base.Servers{Plugin: &pluginServer{p: p}, Check: &checkServer{p: p}}),
+		Plugins:         base.ServerPluginSet(servers),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			s := grpc.NewServer(opts...)
 			p.stop = s.Stop
@@ -102,6 +117,9 @@ func watchParent() {
 type server struct {
 	name       string
 	defect     string // the binary's name: one of the defects, or none
+	kind       pluginv1.Kind
+	stateDir   string // a provider's resources, one file each
+	url        string // what an action sends its GET to
 	stop       func()
 	configured atomic.Bool
 	calls      atomic.Int64
@@ -122,7 +140,7 @@ type pluginServer struct {
 }
 
 func (s *pluginServer) Info(_ context.Context, req *pluginv1.InfoRequest) (*pluginv1.InfoResponse, error) {
-	r := &pluginv1.InfoResponse{Name: s.p.name, Version: "0.0.1", Kinds: []pluginv1.Kind{pluginv1.Kind_KIND_CHECK}, ApiVersions: s.p.apiVersions()}
+	r := &pluginv1.InfoResponse{Name: s.p.name, Version: "0.0.1", Kinds: []pluginv1.Kind{s.p.kind}, ApiVersions: s.p.apiVersions()}
 	r.SelectedApiVersion, _ = base.Negotiate(req.GetHostApiVersions(), r.ApiVersions)
 	return r, nil
 }
@@ -130,6 +148,12 @@ func (s *pluginServer) Info(_ context.Context, req *pluginv1.InfoRequest) (*plug
 func (s *pluginServer) ConfigSchema(context.Context, *pluginv1.ConfigSchemaRequest) (*pluginv1.ConfigSchemaResponse, error) {
 	if s.p.defect == schemaInvalid {
 		return &pluginv1.ConfigSchemaResponse{JsonSchema: `{"type":"objekt"}`}, nil
+	}
+	switch s.p.kind {
+	case pluginv1.Kind_KIND_PROVIDER:
+		return &pluginv1.ConfigSchemaResponse{JsonSchema: providerConfigSchema}, nil
+	case pluginv1.Kind_KIND_ACTION:
+		return &pluginv1.ConfigSchemaResponse{JsonSchema: actionConfigSchema}, nil
 	}
 	return &pluginv1.ConfigSchemaResponse{JsonSchema: `{"type":"object","additionalProperties":false}`}, nil
 }
@@ -141,11 +165,30 @@ func (s *pluginServer) Configure(_ context.Context, req *pluginv1.ConfigureReque
 	if v := req.GetApiVersion(); v != 1 && s.p.defect != acceptsAPIv99 {
 		return nil, status.Errorf(codes.FailedPrecondition, "API v%d is not spoken here", v)
 	}
+	known := map[pluginv1.Kind]string{pluginv1.Kind_KIND_PROVIDER: "state_dir", pluginv1.Kind_KIND_ACTION: "url"}[s.p.kind]
 	for k := range req.GetConfig().GetFields() {
-		if s.p.defect == acceptsAnyConfig {
-			break
+		if s.p.defect == acceptsAnyConfig || k == known {
+			continue
 		}
 		return nil, status.Errorf(codes.InvalidArgument, "config: unknown field %q", k)
+	}
+	switch s.p.kind {
+	case pluginv1.Kind_KIND_PROVIDER:
+		dir, err := providerConfig(req.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		s.p.mu.Lock()
+		s.p.stateDir = dir
+		s.p.mu.Unlock()
+	case pluginv1.Kind_KIND_ACTION:
+		url, err := actionConfig(req.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		s.p.mu.Lock()
+		s.p.url = url
+		s.p.mu.Unlock()
 	}
 	s.p.configured.Store(true)
 	return &pluginv1.ConfigureResponse{}, nil
@@ -213,6 +256,15 @@ func (p *server) run(ctx context.Context, req *pluginv1.RunRequest) (*pluginv1.C
 	}
 	began := time.Now()
 	res := &pluginv1.CheckResult{Status: st, Output: f["status"].GetStringValue(), Started: timestamppb.New(began)}
+	if sleep > 0 && p.defect == spawnsOnCancel {
+		// The work of the check in a child, never killed nor waited for
+		// when the check is cut short: it outlives the call.
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not outliving the test
+		if cmd.Start() == nil {
+			_ = cmd.Process.Release() // its descriptor (pidfd) is not the defect
+		}
+	}
 	if sleep > 0 {
 		t := time.NewTimer(min(sleep, budget))
 		defer t.Stop()
