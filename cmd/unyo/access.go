@@ -143,7 +143,7 @@ func newAuditCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Audit(cmd.OutOrStdout(), g.output, resp.Msg.GetRecords()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Audit(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetRecords()), resp.Msg.GetClusterErrors())
 		},
 	}
 	f := ls.Flags()

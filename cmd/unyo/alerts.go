@@ -110,7 +110,7 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Alerts(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Alerts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
 		},
 	}
 	lsf.bind(ls)
@@ -128,7 +128,7 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.AlertDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.AlertDetails(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

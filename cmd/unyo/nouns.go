@@ -27,7 +27,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Nodes(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get := &cobra.Command{
@@ -42,7 +42,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Nodes(cmd.OutOrStdout(), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Nodes(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
 	del := &cobra.Command{
@@ -122,7 +122,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Events(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Events(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
 		},
 	}
 	f := ls.Flags()
@@ -145,7 +145,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.EventDetails(cmd.OutOrStdout(), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.EventDetails(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

@@ -194,7 +194,7 @@ func newGetCommand(g *globals) *cobra.Command {
 				objs = append(objs, resp.Msg.GetObjects()...)
 				cerrs = append(cerrs, resp.Msg.GetClusterErrors()...)
 			}
-			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, objs), cerrs)
+			return printed(cmd, printer.Objects(printer.Partial(cmd.OutOrStdout(), len(cerrs) > 0), g.output, objs), cerrs)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")

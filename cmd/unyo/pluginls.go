@@ -74,7 +74,7 @@ func newPluginLsCommand(g *globals) *cobra.Command {
 					cmp.Compare(a.Status.GetName(), b.Status.GetName()),
 				)
 			})
-			return printed(cmd, printer.Plugins(cmd.OutOrStdout(), g.output, rows), nodes.Msg.GetClusterErrors())
+			return printed(cmd, printer.Plugins(printer.Partial(cmd.OutOrStdout(), len(nodes.Msg.GetClusterErrors()) > 0), g.output, rows), nodes.Msg.GetClusterErrors())
 		},
 	}
 	cmd.Flags().StringVar(&clusterName, "cluster", "", "only this cluster")

@@ -29,7 +29,7 @@ func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Objects(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
 		},
 	}
 	get := &cobra.Command{
@@ -44,7 +44,7 @@ func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Objects(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")

@@ -61,7 +61,7 @@ func newStatsCommand(g *globals) *cobra.Command {
 					if err != nil {
 						return g.explain(err)
 					}
-					return printed(cmd, printer.DailyCounts(cmd.OutOrStdout(), g.output, kind, by, resp.Msg.GetCounts()), resp.Msg.GetClusterErrors())
+					return printed(cmd, printer.DailyCounts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, kind, by, resp.Msg.GetCounts()), resp.Msg.GetClusterErrors())
 				})
 			},
 		}

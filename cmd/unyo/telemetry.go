@@ -96,7 +96,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Series(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.Series(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	query.Flags().StringVar(&start, "start", "", "range start: a time (RFC 3339) or an age such as 1h")
@@ -120,7 +120,7 @@ func newMetricsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.SeriesLabels(cmd.OutOrStdout(), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.SeriesLabels(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetSeries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	series.Flags().StringVar(&start, "start", "", "only series with samples since (default 1h)")
@@ -177,7 +177,7 @@ func (g *globals) queryLogs(cmd *cobra.Command, clusterName string, filter logFi
 	if err != nil {
 		return g.explain(err)
 	}
-	return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
+	return printed(cmd, printer.LogEntries(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
 }
 
 func newLogsCommand(g *globals) *cobra.Command {
@@ -213,7 +213,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.LogBuckets(cmd.OutOrStdout(), g.output, by, resp.Msg.GetBuckets()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogBuckets(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, by, resp.Msg.GetBuckets()), resp.Msg.GetClusterErrors())
 		},
 	}
 	sf.bind(stats, false)
@@ -232,7 +232,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.LogEntries(cmd.OutOrStdout(), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
+			return printed(cmd, printer.LogEntries(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetEntries()), resp.Msg.GetClusterErrors())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")

@@ -57,7 +57,21 @@ type printer struct {
 	w      io.Writer
 	format string
 	now    func() time.Time
+	// partial: some clusters did not answer, so an empty list may not be.
+	partial bool
 }
+
+// Partial marks w as the output of an answer that some clusters did not
+// give (when partial): an empty table then says it holds what the
+// clusters that answered had, not that nothing exists.
+func Partial(w io.Writer, partial bool) io.Writer {
+	if partial {
+		return partialWriter{w}
+	}
+	return w
+}
+
+type partialWriter struct{ io.Writer }
 
 func newPrinter(w io.Writer, format string, now func() time.Time) (*printer, error) {
 	if err := CheckFormat(format); err != nil {
@@ -66,7 +80,11 @@ func newPrinter(w io.Writer, format string, now func() time.Time) (*printer, err
 	if format == "" {
 		format = Table
 	}
-	return &printer{w: w, format: format, now: now}, nil
+	p := &printer{w: w, format: format, now: now}
+	if pw, ok := w.(partialWriter); ok {
+		p.w, p.partial = pw.Writer, true
+	}
+	return p, nil
 }
 
 // Nodes prints nodes: in a table NAME, CLUSTER, STATE, CPUS, MEMORY, DISK,
@@ -358,6 +376,10 @@ func printList[M proto.Message](p *printer, what string, items []M, tab func() t
 
 // none tells a person that the list is empty (scripts use json or yaml).
 func (p *printer) none(what string) error {
+	if p.partial {
+		_, err := fmt.Fprintf(p.w, "No %s found in the clusters that answered.\n", what)
+		return err
+	}
 	_, err := fmt.Fprintf(p.w, "No %s found.\n", what)
 	return err
 }

@@ -288,3 +288,25 @@ func TestDocumentsOfRootObjects(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// An empty table from an answer some clusters did not give must not claim
+// that nothing exists; json and yaml stay the same for scripts.
+func TestPartialEmptyList(t *testing.T) {
+	for _, tc := range []struct {
+		partial bool
+		format  string
+		want    string
+	}{
+		{false, Table, "No nodes found.\n"},
+		{true, Table, "No nodes found in the clusters that answered.\n"},
+		{true, JSON, "{\n  \"items\": []\n}\n"},
+	} {
+		var b strings.Builder
+		if err := Nodes(Partial(&b, tc.partial), tc.format, nil); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("partial=%v -o %s: %q, want %q", tc.partial, tc.format, b.String(), tc.want)
+		}
+	}
+}
