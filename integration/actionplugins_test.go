@@ -115,7 +115,7 @@ spec:
 			return err
 		}
 		failed := ev["act1/action-plugin"]
-		if str(failed, "level") != "LEVEL_WARNING" || !strings.Contains(str(failed, "output"), "plugin action of rule broken-exec (plugin action/exec) failed: FAILED") {
+		if str(failed, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(failed, "output"), "plugin action of rule broken-exec (plugin action/exec) failed: FAILED") {
 			return fmt.Errorf("action-plugin: %v", failed)
 		}
 		if st := ev["c1/plugin-action-exec"]; str(st, "level") != "LEVEL_SUCCESS" {
