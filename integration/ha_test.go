@@ -13,28 +13,7 @@ import (
 // haReplica starts another replica of cluster c1 on the fleet's database
 // that registers its own URL at root, with extra YAML at the top level.
 func haReplica(t *testing.T, f *fleet, name, extra string) (*proc, string) {
-	addr := freeAddr(t)
-	cfg := writeFile(t, f.dir, name+".yaml", fmt.Sprintf(`
-role: cluster
-data_dir: %s/%s
-server:
-  listen: %s
-  admin_tokens: [%s]
-  join_tokens: [%s]
-store:
-  driver: postgres
-  dsn: %s
-cluster:
-  name: c1
-  default_rules: false # the rules this test applies, and no others
-  replica: %s
-  root_url: %s
-  root_token: %s
-  heartbeat_interval: 1s
-  stale_after: 5s
-  lease_ttl: 3s
-%s`, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name, f.rootURL, f.clusterToken, extra))
-	return startUnyo(t, name, nil, "server", "--config", cfg), "http://" + addr
+	return startReplica(t, f, name, fmt.Sprintf("  root_url: %s\n  root_token: %s\n", f.rootURL, f.clusterToken), extra)
 }
 
 // Two replicas of one cluster on one PostgreSQL, with no load balancer:

@@ -124,7 +124,7 @@ spec:
 	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "rules.yaml", rules)); err != nil {
 		t.Fatal(err)
 	}
-	second, secondURL := startReplica(t, f, "replica-2")
+	second, secondURL := startReplica(t, f, "replica-2", "", sharedStores)
 	r := newReporter(t, "gen", f.clURL, secondURL)
 
 	// 1. Two replicas; the lease holder is killed while events flow.
@@ -223,8 +223,10 @@ spec:
 	}
 }
 
-// startReplica starts another replica of cluster c1 on the fleet's database.
-func startReplica(t *testing.T, f *fleet, name string) (*proc, string) {
+// startReplica starts another replica of cluster c1 on the fleet's
+// database, with clusterExtra as more lines under `cluster:` and extra as
+// top-level YAML (its stores).
+func startReplica(t *testing.T, f *fleet, name, clusterExtra, extra string) (*proc, string) {
 	addr := freeAddr(t)
 	cfg := writeFile(t, f.dir, name+".yaml", fmt.Sprintf(`
 role: cluster
@@ -245,6 +247,6 @@ cluster:
   stale_after: 5s
   lease_ttl: 3s
   api_hook: {allow: [127.0.0.1/32]} # the tests' hook receivers
-%s`, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name, sharedStores))
+%s%s`, f.dir, name, addr, adminToken, joinToken, f.pg.DSN(), name, clusterExtra, extra))
 	return startUnyo(t, name, nil, "server", "--config", cfg), "http://" + addr
 }
