@@ -2774,6 +2774,14 @@ type Object struct {
 	//	*Object_Check
 	//	*Object_EventRule
 	//	*Object_Maintenance
+	//	*Object_Region
+	//	*Object_Datacenter
+	//	*Object_Floor
+	//	*Object_Rack
+	//	*Object_PhysicalResource
+	//	*Object_Flavor
+	//	*Object_Image
+	//	*Object_Network
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2843,6 +2851,78 @@ func (x *Object) GetMaintenance() *Maintenance {
 	return nil
 }
 
+func (x *Object) GetRegion() *Region {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Region); ok {
+			return x.Region
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetDatacenter() *Datacenter {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Datacenter); ok {
+			return x.Datacenter
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetFloor() *Floor {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Floor); ok {
+			return x.Floor
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetRack() *Rack {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Rack); ok {
+			return x.Rack
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetPhysicalResource() *PhysicalResource {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_PhysicalResource); ok {
+			return x.PhysicalResource
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetFlavor() *Flavor {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Flavor); ok {
+			return x.Flavor
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetImage() *Image {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Image); ok {
+			return x.Image
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetNetwork() *Network {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Network); ok {
+			return x.Network
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -2859,11 +2939,61 @@ type Object_Maintenance struct {
 	Maintenance *Maintenance `protobuf:"bytes,3,opt,name=maintenance,proto3,oneof"`
 }
 
+type Object_Region struct {
+	// Inventory (provision.proto), owned by root.
+	Region *Region `protobuf:"bytes,10,opt,name=region,proto3,oneof"`
+}
+
+type Object_Datacenter struct {
+	Datacenter *Datacenter `protobuf:"bytes,11,opt,name=datacenter,proto3,oneof"`
+}
+
+type Object_Floor struct {
+	Floor *Floor `protobuf:"bytes,12,opt,name=floor,proto3,oneof"`
+}
+
+type Object_Rack struct {
+	Rack *Rack `protobuf:"bytes,13,opt,name=rack,proto3,oneof"`
+}
+
+type Object_PhysicalResource struct {
+	PhysicalResource *PhysicalResource `protobuf:"bytes,14,opt,name=physical_resource,json=physicalResource,proto3,oneof"`
+}
+
+type Object_Flavor struct {
+	// Catalog (provision.proto), owned by root.
+	Flavor *Flavor `protobuf:"bytes,20,opt,name=flavor,proto3,oneof"`
+}
+
+type Object_Image struct {
+	Image *Image `protobuf:"bytes,21,opt,name=image,proto3,oneof"`
+}
+
+type Object_Network struct {
+	Network *Network `protobuf:"bytes,22,opt,name=network,proto3,oneof"`
+}
+
 func (*Object_Check) isObject_Kind() {}
 
 func (*Object_EventRule) isObject_Kind() {}
 
 func (*Object_Maintenance) isObject_Kind() {}
+
+func (*Object_Region) isObject_Kind() {}
+
+func (*Object_Datacenter) isObject_Kind() {}
+
+func (*Object_Floor) isObject_Kind() {}
+
+func (*Object_Rack) isObject_Kind() {}
+
+func (*Object_PhysicalResource) isObject_Kind() {}
+
+func (*Object_Flavor) isObject_Kind() {}
+
+func (*Object_Image) isObject_Kind() {}
+
+func (*Object_Network) isObject_Kind() {}
 
 type ObjectRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -8316,7 +8446,7 @@ var File_unyo_v1_unyo_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\n" +
-	"\x12unyo/v1/unyo.proto\x12\aunyo.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"`\n" +
+	"\x12unyo/v1/unyo.proto\x12\aunyo.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17unyo/v1/provision.proto\"`\n" +
 	"\bCapacity\x12\x12\n" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
@@ -8565,12 +8695,23 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
 	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
 	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
-	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xa7\x01\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xa1\x04\n" +
 	"\x06Object\x12&\n" +
 	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
 	"\n" +
 	"event_rule\x18\x02 \x01(\v2\x12.unyo.v1.EventRuleH\x00R\teventRule\x128\n" +
-	"\vmaintenance\x18\x03 \x01(\v2\x14.unyo.v1.MaintenanceH\x00R\vmaintenanceB\x06\n" +
+	"\vmaintenance\x18\x03 \x01(\v2\x14.unyo.v1.MaintenanceH\x00R\vmaintenance\x12)\n" +
+	"\x06region\x18\n" +
+	" \x01(\v2\x0f.unyo.v1.RegionH\x00R\x06region\x125\n" +
+	"\n" +
+	"datacenter\x18\v \x01(\v2\x13.unyo.v1.DatacenterH\x00R\n" +
+	"datacenter\x12&\n" +
+	"\x05floor\x18\f \x01(\v2\x0e.unyo.v1.FloorH\x00R\x05floor\x12#\n" +
+	"\x04rack\x18\r \x01(\v2\r.unyo.v1.RackH\x00R\x04rack\x12H\n" +
+	"\x11physical_resource\x18\x0e \x01(\v2\x19.unyo.v1.PhysicalResourceH\x00R\x10physicalResource\x12)\n" +
+	"\x06flavor\x18\x14 \x01(\v2\x0f.unyo.v1.FlavorH\x00R\x06flavor\x12&\n" +
+	"\x05image\x18\x15 \x01(\v2\x0e.unyo.v1.ImageH\x00R\x05image\x12,\n" +
+	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetworkB\x06\n" +
 	"\x04kind\"M\n" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -9209,6 +9350,14 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),    // 135: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),          // 136: google.protobuf.Struct
 	(*durationpb.Duration)(nil),      // 137: google.protobuf.Duration
+	(*Region)(nil),                   // 138: unyo.v1.Region
+	(*Datacenter)(nil),               // 139: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 140: unyo.v1.Floor
+	(*Rack)(nil),                     // 141: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 142: unyo.v1.PhysicalResource
+	(*Flavor)(nil),                   // 143: unyo.v1.Flavor
+	(*Image)(nil),                    // 144: unyo.v1.Image
+	(*Network)(nil),                  // 145: unyo.v1.Network
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
@@ -9271,188 +9420,196 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	6,   // 60: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	137, // 61: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 62: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 63: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 64: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 65: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 66: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 67: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 68: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 69: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 70: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 71: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 72: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 73: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 74: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 75: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 76: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 77: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 78: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 79: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 80: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 81: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 82: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 83: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 84: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 85: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 86: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 87: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 88: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 89: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 90: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 91: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 92: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 93: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 94: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 95: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 96: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 97: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 98: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	68,  // 99: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	135, // 100: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 101: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	129, // 102: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	130, // 103: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	76,  // 104: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	131, // 105: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	75,  // 106: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	79,  // 107: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	135, // 108: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 109: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	137, // 110: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	135, // 111: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	77,  // 112: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 113: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 114: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 115: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	78,  // 116: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 117: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 118: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	132, // 119: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	87,  // 120: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	135, // 121: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	135, // 122: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	133, // 123: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	90,  // 124: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	87,  // 125: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 126: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 127: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	90,  // 128: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	137, // 129: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	137, // 130: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	93,  // 131: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 132: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 133: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 134: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 135: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 136: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 137: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 138: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	134, // 139: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	135, // 140: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	99,  // 141: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 142: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 143: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 144: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	135, // 145: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	102, // 146: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 147: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 148: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 149: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	135, // 150: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	135, // 151: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	135, // 152: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	137, // 153: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	110, // 154: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	110, // 155: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	110, // 156: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	135, // 157: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	135, // 158: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	117, // 159: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 160: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 161: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 162: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 163: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 164: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 165: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 166: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 167: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 168: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 169: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	52,  // 170: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	54,  // 171: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	104, // 172: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	56,  // 173: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	58,  // 174: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	60,  // 175: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	62,  // 176: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	64,  // 177: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 178: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	66,  // 179: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	69,  // 180: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	71,  // 181: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	106, // 182: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	108, // 183: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	73,  // 184: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	80,  // 185: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	82,  // 186: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	83,  // 187: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	85,  // 188: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	88,  // 189: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	91,  // 190: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	94,  // 191: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	96,  // 192: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	98,  // 193: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	101, // 194: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	111, // 195: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	113, // 196: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	115, // 197: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	118, // 198: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 199: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 200: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 201: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 202: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 203: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 204: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 205: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 206: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 207: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	53,  // 208: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	55,  // 209: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	105, // 210: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	57,  // 211: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	59,  // 212: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	61,  // 213: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	63,  // 214: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	65,  // 215: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 216: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	67,  // 217: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	70,  // 218: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	72,  // 219: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	107, // 220: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	109, // 221: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	74,  // 222: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	81,  // 223: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	84,  // 224: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 225: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	86,  // 226: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	89,  // 227: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	92,  // 228: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	95,  // 229: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	97,  // 230: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	100, // 231: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	103, // 232: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	112, // 233: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	114, // 234: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	116, // 235: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	119, // 236: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	199, // [199:237] is the sub-list for method output_type
-	161, // [161:199] is the sub-list for method input_type
-	161, // [161:161] is the sub-list for extension type_name
-	161, // [161:161] is the sub-list for extension extendee
-	0,   // [0:161] is the sub-list for field type_name
+	138, // 60: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	139, // 61: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	140, // 62: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	141, // 63: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	142, // 64: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	143, // 65: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	144, // 66: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	145, // 67: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	6,   // 68: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	137, // 69: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 70: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 71: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 72: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 73: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 74: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 75: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 76: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 77: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 78: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 79: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 80: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 81: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 82: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 83: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 84: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 85: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 86: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 87: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 88: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 89: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 90: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 91: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 92: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 93: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 94: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 95: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 96: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 97: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 98: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 99: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 100: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 101: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 102: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 103: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 104: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	135, // 105: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 106: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	68,  // 107: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	135, // 108: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 109: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	129, // 110: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	130, // 111: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	76,  // 112: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	131, // 113: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	75,  // 114: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	79,  // 115: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	135, // 116: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 117: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	137, // 118: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	135, // 119: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	77,  // 120: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 121: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 122: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 123: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	78,  // 124: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 125: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 126: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	132, // 127: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	87,  // 128: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	135, // 129: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	135, // 130: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	133, // 131: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	90,  // 132: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	87,  // 133: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 134: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 135: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	90,  // 136: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	137, // 137: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	137, // 138: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	93,  // 139: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 140: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 141: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 142: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	87,  // 143: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 144: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 145: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 146: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	134, // 147: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	135, // 148: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	99,  // 149: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 150: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 151: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 152: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	135, // 153: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	102, // 154: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 155: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 156: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 157: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	135, // 158: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	135, // 159: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	135, // 160: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	137, // 161: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	110, // 162: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	110, // 163: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	110, // 164: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	135, // 165: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	135, // 166: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	117, // 167: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 168: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 169: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 170: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 171: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 172: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 173: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 174: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 175: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 176: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 177: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	52,  // 178: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	54,  // 179: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	104, // 180: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 181: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	58,  // 182: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	60,  // 183: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	62,  // 184: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	64,  // 185: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 186: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	66,  // 187: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	69,  // 188: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	71,  // 189: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	106, // 190: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	108, // 191: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	73,  // 192: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	80,  // 193: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	82,  // 194: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	83,  // 195: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	85,  // 196: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	88,  // 197: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	91,  // 198: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	94,  // 199: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	96,  // 200: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	98,  // 201: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	101, // 202: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	111, // 203: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	113, // 204: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	115, // 205: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	118, // 206: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 207: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 208: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 209: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 210: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 211: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 212: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 213: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 214: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 215: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	53,  // 216: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	55,  // 217: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	105, // 218: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 219: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	59,  // 220: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	61,  // 221: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	63,  // 222: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	65,  // 223: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 224: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	67,  // 225: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	70,  // 226: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	72,  // 227: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	107, // 228: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	109, // 229: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	74,  // 230: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	81,  // 231: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	84,  // 232: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 233: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	86,  // 234: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	89,  // 235: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	92,  // 236: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	95,  // 237: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	97,  // 238: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	100, // 239: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	103, // 240: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	112, // 241: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	114, // 242: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	116, // 243: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	119, // 244: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	207, // [207:245] is the sub-list for method output_type
+	169, // [169:207] is the sub-list for method input_type
+	169, // [169:169] is the sub-list for extension type_name
+	169, // [169:169] is the sub-list for extension extendee
+	0,   // [0:169] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9460,6 +9617,7 @@ func file_unyo_v1_unyo_proto_init() {
 	if File_unyo_v1_unyo_proto != nil {
 		return
 	}
+	file_unyo_v1_provision_proto_init()
 	file_unyo_v1_unyo_proto_msgTypes[8].OneofWrappers = []any{}
 	file_unyo_v1_unyo_proto_msgTypes[16].OneofWrappers = []any{
 		(*Action_CreateAlert)(nil),
@@ -9471,6 +9629,14 @@ func file_unyo_v1_unyo_proto_init() {
 		(*Object_Check)(nil),
 		(*Object_EventRule)(nil),
 		(*Object_Maintenance)(nil),
+		(*Object_Region)(nil),
+		(*Object_Datacenter)(nil),
+		(*Object_Floor)(nil),
+		(*Object_Rack)(nil),
+		(*Object_PhysicalResource)(nil),
+		(*Object_Flavor)(nil),
+		(*Object_Image)(nil),
+		(*Object_Network)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -21,7 +21,8 @@ import (
 // kind"); TestKindsCoverObject fails until Object's oneof and this list
 // agree.
 func Kinds() *kinds.Registry {
-	r, err := kinds.New(check(), eventRule(), maintenanceKind())
+	ks := append([]kinds.Kind{check(), eventRule(), maintenanceKind()}, inventory()...)
+	r, err := kinds.New(append(ks, catalog()...)...)
 	if err != nil {
 		panic(err) // a programming error that every test run finds
 	}
