@@ -370,7 +370,11 @@ type Node struct {
 	RegisteredAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=registered_at,json=registeredAt,proto3" json:"registered_at,omitempty"`
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
 	// The agent's check plugins as of its latest heartbeat that changed them.
-	Plugins       []*PluginStatus `protobuf:"bytes,12,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	Plugins []*PluginStatus `protobuf:"bytes,12,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// The PhysicalResource this node is (root's inventory), matched by the
+	// agent's configured resource name, else its hostname, else its serial
+	// number; empty when the inventory has no entry for it.
+	Resource      string `protobuf:"bytes,13,opt,name=resource,proto3" json:"resource,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -487,6 +491,13 @@ func (x *Node) GetPlugins() []*PluginStatus {
 		return x.Plugins
 	}
 	return nil
+}
+
+func (x *Node) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
 }
 
 // PluginStatus is one plugin's state as its host (an agent for check
@@ -8451,7 +8462,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x97\x04\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xb3\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -8465,7 +8476,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\rregistered_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\fregisteredAt\x12A\n" +
 	"\x0elast_heartbeat\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12/\n" +
-	"\aplugins\x18\f \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x1a9\n" +
+	"\aplugins\x18\f \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12\x1a\n" +
+	"\bresource\x18\r \x01(\tR\bresource\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
