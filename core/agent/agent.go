@@ -33,7 +33,11 @@ import (
 
 // Options configure an agent.
 type Options struct {
-	NodeName   string
+	NodeName string
+	// Resource names the PhysicalResource of root's inventory this node is
+	// (agent.resource); empty lets root match the hostname, then the
+	// serial number.
+	Resource   string
 	Labels     map[string]string
 	ClusterURL string
 	Token      string
@@ -144,6 +148,11 @@ func New(opts Options) (*Agent, error) {
 	}
 	if err := validate.Name(opts.NodeName); err != nil {
 		return nil, fmt.Errorf("agent.node_name %q: %w", opts.NodeName, err)
+	}
+	if opts.Resource != "" {
+		if err := validate.Name(opts.Resource); err != nil {
+			return nil, fmt.Errorf("agent.resource %q: %w", opts.Resource, err)
+		}
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 500

@@ -74,3 +74,25 @@ func osRelease(path string) string {
 	}
 	return ""
 }
+
+// dmiSerialPath is where Linux shows the machine's serial number (readable
+// by root only on most systems).
+const dmiSerialPath = "/sys/class/dmi/id/product_serial"
+
+// hardwareSerial reads the machine's serial number from path, for root to
+// match the node to its inventory entry. Unreadable, empty or placeholder
+// values (firmware that was never filled in) give "": many machines share
+// those, so they identify none.
+func hardwareSerial(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(data))
+	switch strings.ToLower(s) {
+	case "", "0", "none", "n/a", "not specified", "not applicable", "default string",
+		"to be filled by o.e.m.", "system serial number", "0123456789":
+		return ""
+	}
+	return s
+}

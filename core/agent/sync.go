@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -97,6 +98,7 @@ func (a *Agent) register(ctx context.Context) error {
 		Name: a.opts.NodeName, Labels: a.opts.Labels, Capacity: capacity,
 		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,
 		RegisteredAt: timestamppb.Now(), Plugins: a.pluginStatusProto(),
+		AgentResource: a.opts.Resource, Hostname: hostname(), Serial: hardwareSerial(dmiSerialPath),
 	}
 	req := &unyov1.RegisterRequest{Node: node}
 	var key *ecdsa.PrivateKey
@@ -243,4 +245,14 @@ func (a *Agent) explainRevoked(err error) {
 	if has && connect.CodeOf(err) == connect.CodeUnauthenticated {
 		a.log.Error("the cluster does not accept this node's credential any more (the node was deleted with `unyo nodes delete`, or the cluster's database was replaced); to enrol the node again, remove the credential file and restart the agent with a join token", "file", path)
 	}
+}
+
+// hostname is this machine's name, lowercased as node names are; "" when
+// unknown.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(h)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // agentService answers the agents of this cluster.
@@ -51,6 +52,9 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	}
 	n.Cluster = s.c.opts.Name
 	n.LastHeartbeat = timestamppb.Now()
+	// Where the node sits is root's to say (SetNodeTopology), not the
+	// agent's: it is kept from the node's record.
+	n.Resource, n.TopologyLabels, n.TopologyReason = old.GetResource(), old.GetTopologyLabels(), old.GetTopologyReason()
 	// A node registering again keeps its liveness state: only heartbeats
 	// make a Down node Ready, and that is an event.
 	n.State = unyov1.NodeState_NODE_STATE_UNSPECIFIED
@@ -74,6 +78,9 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	s.c.nodePlugins[n.GetName()] = n.GetPlugins()
 	s.c.knownMu.Unlock()
 	s.c.beats.add(n.GetName(), time.Now())
+	if old == nil || topology.NodeIdentity(old) != topology.NodeIdentity(n) {
+		s.c.nodeIdentityChanged()
+	}
 	s.c.log.Info("node registered", "node", n.GetName(), "labels", n.GetLabels(), "by", p.String(), "enrolled", token != "", "certificate_issued", cert != nil)
 	return connect.NewResponse(&unyov1.RegisterResponse{
 		Cluster:           s.c.opts.Name,
@@ -181,7 +188,7 @@ func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov
 	if err != nil {
 		return nil, internal(fmt.Errorf("read checks revision: %w", err))
 	}
-	return connect.NewResponse(&unyov1.HeartbeatResponse{ChecksRevision: rev}), nil
+	return connect.NewResponse(&unyov1.HeartbeatResponse{ChecksRevision: checksRevisionFor(rev, n)}), nil
 }
 
 // maxResultsPerReport bounds one request so a confused agent cannot make the
@@ -197,7 +204,7 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	if n := len(req.Msg.GetResults()); n > maxResultsPerReport {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("results: %d in one report, at most %d", n, maxResultsPerReport))
 	}
-	res, err := s.c.ingest.Ingest(ctx, ingest.Batch{Source: ingest.Agent, Node: node, Labels: n.GetLabels(), Events: req.Msg.GetResults()})
+	res, err := s.c.ingest.Ingest(ctx, ingest.Batch{Source: ingest.Agent, Node: node, Labels: topology.NodeLabels(n), Events: req.Msg.GetResults()})
 	if err != nil {
 		// Nothing is acknowledged: the agent keeps the batch and resends it.
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("results from node %q: %w", node, err))
@@ -226,7 +233,8 @@ func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov
 	if err != nil {
 		return nil, internal(fmt.Errorf("list checks: %w", err))
 	}
-	resp := &unyov1.GetChecksResponse{Revision: rev}
+	resp := &unyov1.GetChecksResponse{Revision: checksRevisionFor(rev, n)}
+	labels := topology.NodeLabels(n)
 	for _, ch := range all {
 		d, err := checks.Compile(ch)
 		if err != nil {
@@ -234,7 +242,7 @@ func (s *agentService) GetChecks(ctx context.Context, req *connect.Request[unyov
 			continue
 		}
 		// Metric checks run in the cluster (metricchecks.go), not on agents.
-		if d.Metric == nil && d.Selects(n.GetLabels()) {
+		if d.Metric == nil && d.Selects(labels) {
 			resp.Checks = append(resp.Checks, ch)
 		}
 	}

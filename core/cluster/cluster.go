@@ -87,7 +87,10 @@ type Cluster struct {
 	// ingest is the one way events enter the store, from every source.
 	ingest *ingest.Ingester
 	// ingested wakes the pipeline when ingest stored events on this replica.
-	ingested  chan struct{}
+	ingested chan struct{}
+	// rootNudge makes RegisterAtRoot register again at once (a node
+	// registered, so root should derive its topology).
+	rootNudge chan struct{}
 	knownMu   sync.Mutex
 	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
 	revisions revisionCache
@@ -143,14 +146,15 @@ func New(st store.Store, opts Options) *Cluster {
 	}
 	log := opts.Logger.With("cluster", opts.Name)
 	c := &Cluster{
-		opts:     opts,
-		store:    st,
-		log:      log,
-		started:  time.Now(),
-		beats:    &heartbeats{store: st, log: log, seen: map[string]time.Time{}},
-		known:    map[string]*unyov1.Node{},
-		kinds:    builtin.Kinds(),
-		ingested: make(chan struct{}, 1),
+		opts:      opts,
+		store:     st,
+		log:       log,
+		started:   time.Now(),
+		beats:     &heartbeats{store: st, log: log, seen: map[string]time.Time{}},
+		known:     map[string]*unyov1.Node{},
+		kinds:     builtin.Kinds(),
+		ingested:  make(chan struct{}, 1),
+		rootNudge: make(chan struct{}, 1),
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		auth:         identity.NewAuthenticator(st, credentialKinds),

@@ -11,6 +11,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules/pipeline"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // freshnessMonitor raises an event when a check with spec.ttl stops
@@ -122,7 +123,7 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 				continue
 			}
 			n := ready[nc.Node]
-			if n == nil || !d.Selects(n.GetLabels()) {
+			if n == nil || !d.Selects(topology.NodeLabels(n)) {
 				continue
 			}
 			last := e.GetReceivedAt().AsTime()
@@ -131,7 +132,7 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 			}
 			ev := ingest.Synthetic{
 				Node: nc.Node, Check: d.Name, Status: unyov1.CheckStatus_CHECK_STATUS_UNKNOWN, UnknownLevel: d.UnknownLevel,
-				At: now, Labels: n.GetLabels(),
+				At: now, Labels: topology.NodeLabels(n),
 				Output: fmt.Sprintf("no result of check %s from node %s for %s (ttl %s); the last one was %s: %s",
 					d.Name, nc.Node, now.Sub(last).Round(time.Second), d.TTL, e.GetStatus().Name(), e.GetOutput()),
 			}.Event()

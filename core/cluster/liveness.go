@@ -12,6 +12,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // nodeWatch is what the liveness judge remembers about one node.
@@ -137,7 +138,7 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 		l.log.Info("node state changed", "node", n.GetName(), "from", state, "to", next, "why", why)
 		if raise {
 			events = append(events, ingest.Synthetic{
-				Node: n.GetName(), Check: ingest.LivenessCheck, Status: status, At: now, Labels: n.GetLabels(),
+				Node: n.GetName(), Check: ingest.LivenessCheck, Status: status, At: now, Labels: topology.NodeLabels(n),
 				Output: fmt.Sprintf("node %s is %s: %s", n.GetName(), next.DisplayName(), why),
 			}.Event())
 		}

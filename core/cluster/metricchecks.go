@@ -17,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // metricRunner evaluates the cluster's metric checks on the lease holder.
@@ -187,7 +188,7 @@ func (r *metricRunner) evaluate(ctx context.Context, d checks.Definition, now ti
 		}
 		maps.Copy(labels, res.labels)
 		if n := nodes[res.node]; n != nil {
-			maps.Copy(labels, n.GetLabels())
+			maps.Copy(labels, topology.NodeLabels(n))
 		}
 		if len(labels) == 0 {
 			labels = nil

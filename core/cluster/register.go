@@ -43,6 +43,17 @@ func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token string, roo
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-c.rootNudge:
 		}
+	}
+}
+
+// nodeIdentityChanged registers at root again soon, since a node came or
+// reported another resource name, hostname or serial: root answers a
+// registration by bringing the cluster up to date, node topology included.
+func (c *Cluster) nodeIdentityChanged() {
+	select {
+	case c.rootNudge <- struct{}{}:
+	default: // one is pending already
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // maxPlugins bounds the plugin statuses one node reports.
@@ -20,6 +21,16 @@ func validNode(n *unyov1.Node) error {
 	}
 	if err := limits.Labels("node.labels", n.GetLabels()); err != nil {
 		return err
+	}
+	for k := range n.GetLabels() {
+		if topology.IsTopologyLabel(k) {
+			return fmt.Errorf("node.labels: %q: labels under %s are root's, derived from its inventory; remove it from agent.labels (agent.resource names the node's PhysicalResource)", k, topology.Prefix)
+		}
+	}
+	for _, f := range [...]struct{ field, v string }{{"node.agent_resource", n.GetAgentResource()}, {"node.hostname", n.GetHostname()}, {"node.serial", n.GetSerial()}} {
+		if err := limits.Text(f.field, f.v, limits.MaxText); err != nil {
+			return err
+		}
 	}
 	if err := limits.Address("node.address", n.GetAddress()); err != nil {
 		return err

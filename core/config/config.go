@@ -179,7 +179,11 @@ type Root struct {
 
 // Agent is used by role agent (and dev).
 type Agent struct {
-	NodeName   string            `yaml:"node_name" mapstructure:"node_name"` // default: the hostname
+	NodeName string `yaml:"node_name" mapstructure:"node_name"` // default: the hostname
+	// Resource names the PhysicalResource of root's inventory this node is
+	// (env UNYO_AGENT_RESOURCE); empty: root matches the node by its
+	// hostname, then by its serial number.
+	Resource   string            `yaml:"resource" mapstructure:"resource"`
 	Labels     map[string]string `yaml:"labels" mapstructure:"labels"`
 	ClusterURL string            `yaml:"cluster_url" mapstructure:"cluster_url" want:"URL"`
 	Token      string            `yaml:"token" mapstructure:"token"` // a join token of the cluster

@@ -34,6 +34,7 @@ func BindFlags(fs *pflag.FlagSet, role string) {
 	if role == RoleAgent {
 		bind("cluster-url", "agent.cluster_url", "URL of the cluster to report to")
 		bind("node-name", "agent.node_name", "name this node reports as (default: the hostname)")
+		bind("resource", "agent.resource", "the PhysicalResource of root's inventory this node is (default: matched by hostname, then serial number)")
 		bind("status-listen", "agent.status_listen", `address of the status endpoint, host:port ("" turns it off)`)
 		fs.StringToString("label", nil, "node label name=value; repeatable, replaces the configured labels (config agent.labels)")
 		_ = fs.SetAnnotation("label", FlagKeyAnnotation, []string{"agent.labels"})

@@ -331,7 +331,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 	}
 	plugins := pluginConfigs(c.Agent.Plugins)
 	return agent.New(agent.Options{
-		NodeName: c.Agent.NodeName, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token, TLS: clientTLS(c.Agent.TLS),
+		NodeName: c.Agent.NodeName, Resource: c.Agent.Resource, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token, TLS: clientTLS(c.Agent.TLS),
 		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
 		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
 		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,

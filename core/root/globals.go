@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/kinds"
 )
 
@@ -74,6 +75,8 @@ func (r *Root) syncLoop(ctx context.Context) {
 			return
 		case name := <-r.nudge:
 			pending[name] = due{at: time.Now().Add(syncAfterRegister), wait: syncRetry}
+		case <-r.nudgeAll:
+			all()
 		case <-full.C:
 			all()
 		case <-tick.C:
@@ -93,11 +96,32 @@ func (r *Root) syncLoop(ctx context.Context) {
 	}
 }
 
-// syncCluster brings one cluster up to date with root's objects meant for
+// syncCluster brings one cluster up to date with root: the objects meant
+// for every cluster, and where its nodes sit (topology.go).
+func (r *Root) syncCluster(ctx context.Context, name string) error {
+	ci, err := r.store.GetCluster(ctx, name)
+	if err != nil {
+		return fmt.Errorf("read cluster %q: %w", name, err)
+	}
+	cl, err := r.client(ctx, ci)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
+	defer cancel()
+	gerr := r.syncGlobals(ctx, name, ci, cl)
+	terr := r.syncTopology(ctx, name, cl)
+	if terr != nil {
+		terr = fmt.Errorf("node topology: %w", clusterHints.Explain(ci.GetUrl(), terr))
+	}
+	return errors.Join(gerr, terr)
+}
+
+// syncGlobals brings one cluster up to date with root's objects meant for
 // every cluster: it applies those the cluster lacks or holds an older copy
 // of (the cluster's store leaves an equal copy untouched) and deletes the
 // copies of objects root no longer has.
-func (r *Root) syncCluster(ctx context.Context, name string) error {
+func (r *Root) syncGlobals(ctx context.Context, name string, ci *unyov1.ClusterInfo, cl *client.Clients) error {
 	var everywhere []string
 	for _, k := range r.opts.Kinds.Kinds() {
 		if k.Everywhere && !own(k) {
@@ -109,16 +133,6 @@ func (r *Root) syncCluster(ctx context.Context, name string) error {
 	if rev, err := r.store.ObjectsRevision(ctx, everywhere...); err != nil || rev == 0 {
 		return err
 	}
-	ci, err := r.store.GetCluster(ctx, name)
-	if err != nil {
-		return fmt.Errorf("read cluster %q: %w", name, err)
-	}
-	cl, err := r.client(ctx, ci)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.ClusterTimeout)
-	defer cancel()
 	var apply []*unyov1.Object
 	var del []*unyov1.ObjectRef
 	for _, k := range r.opts.Kinds.Kinds() {

@@ -73,6 +73,9 @@ type Root struct {
 
 	// nudge names clusters that registered, for the sync loop.
 	nudge chan string
+	// nudgeAll asks the sync loop to bring every cluster up to date (the
+	// inventory changed, so node topology may have).
+	nudgeAll chan struct{}
 }
 
 // clientKey names a cached client: root's credential is per cluster and is
@@ -96,7 +99,7 @@ func New(st store.Store, opts Options) *Root {
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
-		nudge: make(chan string, 64),
+		nudge: make(chan string, 64), nudgeAll: make(chan struct{}, 1),
 		audit: &rbac.Recorder{Store: st, Logger: log}}
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")

@@ -88,6 +88,7 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 			return nil, err
 		}
 		resp.Results = results
+		s.noteInventory(results)
 	}
 	var clusters []*unyov1.ClusterInfo
 	for _, c := range all {
@@ -116,6 +117,21 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		resp.Results = append(resp.Results, a.value.GetResults()...)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// noteInventory has root bring node topology up to date when an inventory
+// object was created, changed or deleted.
+func (s *objectService) noteInventory(results []*unyov1.ApplyResult) {
+	for _, res := range results {
+		switch res.GetAction() {
+		case "unchanged", "not found":
+			continue
+		}
+		if isInventoryKind(res.GetRef().GetKind()) {
+			s.r.inventoryChanged()
+			return
+		}
+	}
 }
 
 // route splits an apply: the objects root stores (mine: the kinds root
@@ -202,6 +218,7 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 			if own(ks[i]) || result.GetAction() != "not found" {
 				resp.Results = append(resp.Results, result)
 			}
+			s.noteInventory([]*unyov1.ApplyResult{result})
 			if own(ks[i]) {
 				continue
 			}

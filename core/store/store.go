@@ -114,6 +114,10 @@ type Nodes interface {
 	// SetNodePlugins replaces the plugin statuses kept with a node, leaving
 	// the rest of it (state included) as it is.
 	SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error
+	// SetNodeTopology replaces what root derived for a node from its
+	// inventory (Node.resource, topology_labels, topology_reason), leaving
+	// the rest; it says whether anything changed.
+	SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (changed bool, err error)
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
 	// DeleteNode removes a node, its credential and its log positions;

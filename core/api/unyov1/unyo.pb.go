@@ -374,9 +374,22 @@ type Node struct {
 	// The PhysicalResource this node is (root's inventory), matched by the
 	// agent's configured resource name, else its hostname, else its serial
 	// number; empty when the inventory has no entry for it.
-	Resource      string `protobuf:"bytes,13,opt,name=resource,proto3" json:"resource,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Resource string `protobuf:"bytes,13,opt,name=resource,proto3" json:"resource,omitempty"`
+	// What the agent says to be matched by (set at register): its configured
+	// resource name (agent.resource), its hostname, and its serial number
+	// (/sys/class/dmi/id/product_serial, when readable).
+	AgentResource string `protobuf:"bytes,14,opt,name=agent_resource,json=agentResource,proto3" json:"agent_resource,omitempty"`
+	Hostname      string `protobuf:"bytes,15,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Serial        string `protobuf:"bytes,16,opt,name=serial,proto3" json:"serial,omitempty"`
+	// The node's topology.unyo.dev/* labels, derived by root from its
+	// inventory and pushed to the cluster; kept beside the agent's labels and
+	// winning over them on their keys wherever node labels are used (check
+	// selectors, event labels). An agent cannot set them.
+	TopologyLabels map[string]string `protobuf:"bytes,17,rep,name=topology_labels,json=topologyLabels,proto3" json:"topology_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Why the node has no inventory entry (root's words), when it has none.
+	TopologyReason string `protobuf:"bytes,18,opt,name=topology_reason,json=topologyReason,proto3" json:"topology_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -496,6 +509,41 @@ func (x *Node) GetPlugins() []*PluginStatus {
 func (x *Node) GetResource() string {
 	if x != nil {
 		return x.Resource
+	}
+	return ""
+}
+
+func (x *Node) GetAgentResource() string {
+	if x != nil {
+		return x.AgentResource
+	}
+	return ""
+}
+
+func (x *Node) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *Node) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *Node) GetTopologyLabels() map[string]string {
+	if x != nil {
+		return x.TopologyLabels
+	}
+	return nil
+}
+
+func (x *Node) GetTopologyReason() string {
+	if x != nil {
+		return x.TopologyReason
 	}
 	return ""
 }
@@ -4116,6 +4164,167 @@ func (x *ListResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+// NodeTopology is where one node sits, as root's inventory says.
+type NodeTopology struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The PhysicalResource the node is; empty when the inventory has none.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// topology.unyo.dev/* labels; empty without a resource.
+	Labels map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Why no resource matched (empty when one did).
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeTopology) Reset() {
+	*x = NodeTopology{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeTopology) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeTopology) ProtoMessage() {}
+
+func (x *NodeTopology) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeTopology.ProtoReflect.Descriptor instead.
+func (*NodeTopology) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *NodeTopology) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeTopology) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *NodeTopology) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *NodeTopology) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type SetNodeTopologyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []*NodeTopology        `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeTopologyRequest) Reset() {
+	*x = SetNodeTopologyRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeTopologyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeTopologyRequest) ProtoMessage() {}
+
+func (x *SetNodeTopologyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeTopologyRequest.ProtoReflect.Descriptor instead.
+func (*SetNodeTopologyRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SetNodeTopologyRequest) GetNodes() []*NodeTopology {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+type SetNodeTopologyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Nodes whose inventory entry or topology labels changed.
+	Changed       []string `protobuf:"bytes,1,rep,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeTopologyResponse) Reset() {
+	*x = SetNodeTopologyResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeTopologyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeTopologyResponse) ProtoMessage() {}
+
+func (x *SetNodeTopologyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeTopologyResponse.ProtoReflect.Descriptor instead.
+func (*SetNodeTopologyResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *SetNodeTopologyResponse) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
 type ListNodesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
@@ -4125,7 +4334,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4346,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4359,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -4170,7 +4379,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4391,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4404,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4222,7 +4431,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4443,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4456,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -4274,7 +4483,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4495,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4508,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -4331,7 +4540,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4343,7 +4552,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4356,7 +4565,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -4411,7 +4620,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4632,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4645,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -4463,7 +4672,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4684,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4697,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -4515,7 +4724,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4527,7 +4736,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4540,7 +4749,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -4572,7 +4781,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4584,7 +4793,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4597,7 +4806,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -4652,7 +4861,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4664,7 +4873,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4677,7 +4886,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -4704,7 +4913,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4716,7 +4925,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4729,7 +4938,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -4756,7 +4965,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4977,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4990,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -4810,7 +5019,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4822,7 +5031,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4835,7 +5044,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -4875,7 +5084,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4887,7 +5096,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4900,7 +5109,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -4921,7 +5130,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4933,7 +5142,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4946,7 +5155,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -4980,7 +5189,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4992,7 +5201,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5005,7 +5214,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -5039,7 +5248,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5051,7 +5260,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5064,7 +5273,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -5126,7 +5335,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5138,7 +5347,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5151,7 +5360,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -5180,7 +5389,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5192,7 +5401,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5205,7 +5414,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RegisterClusterResponse) GetRootToken() string {
@@ -5223,7 +5432,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5235,7 +5444,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5248,7 +5457,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 type ListClustersResponse struct {
@@ -5260,7 +5469,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5272,7 +5481,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5285,7 +5494,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -5303,7 +5512,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5315,7 +5524,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5328,7 +5537,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 type GetStatusResponse struct {
@@ -5348,7 +5557,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5569,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5582,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -5440,7 +5649,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5452,7 +5661,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5465,7 +5674,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Sample) GetName() string {
@@ -5506,7 +5715,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5518,7 +5727,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5531,7 +5740,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -5558,7 +5767,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5570,7 +5779,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5583,7 +5792,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -5609,7 +5818,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5621,7 +5830,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5634,7 +5843,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -5671,7 +5880,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5683,7 +5892,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5696,7 +5905,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -5750,7 +5959,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5762,7 +5971,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5775,7 +5984,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -5808,7 +6017,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5820,7 +6029,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5833,7 +6042,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -5857,7 +6066,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +6078,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +6091,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -5932,7 +6141,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5944,7 +6153,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5957,7 +6166,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5991,7 +6200,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6003,7 +6212,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6016,7 +6225,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -6047,7 +6256,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6059,7 +6268,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6072,7 +6281,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -6113,7 +6322,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6125,7 +6334,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6138,7 +6347,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -6183,7 +6392,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6195,7 +6404,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6208,7 +6417,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -6305,7 +6514,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6317,7 +6526,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6330,7 +6539,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -6360,7 +6569,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6372,7 +6581,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6385,7 +6594,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -6432,7 +6641,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6444,7 +6653,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6457,7 +6666,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -6533,7 +6742,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6754,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6558,7 +6767,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -6586,7 +6795,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6598,7 +6807,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6611,7 +6820,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6641,7 +6850,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6653,7 +6862,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6666,7 +6875,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6717,7 +6926,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6729,7 +6938,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6742,7 +6951,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6786,7 +6995,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6798,7 +7007,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6811,7 +7020,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -6854,7 +7063,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6866,7 +7075,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6879,7 +7088,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -6921,7 +7130,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6933,7 +7142,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6946,7 +7155,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6981,7 +7190,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6993,7 +7202,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7006,7 +7215,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -7073,7 +7282,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7085,7 +7294,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7098,7 +7307,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -7184,7 +7393,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7196,7 +7405,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7209,7 +7418,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -7249,7 +7458,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7261,7 +7470,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7274,7 +7483,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -7327,7 +7536,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7339,7 +7548,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7352,7 +7561,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -7410,7 +7619,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7422,7 +7631,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7435,7 +7644,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -7477,7 +7686,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7489,7 +7698,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7502,7 +7711,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -7530,7 +7739,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7542,7 +7751,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7555,7 +7764,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -7584,7 +7793,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7596,7 +7805,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7609,7 +7818,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -7637,7 +7846,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7649,7 +7858,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7662,7 +7871,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -7681,7 +7890,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7693,7 +7902,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7706,7 +7915,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -7724,7 +7933,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7736,7 +7945,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7749,7 +7958,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -7779,7 +7988,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7791,7 +8000,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7804,7 +8013,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Token) GetId() string {
@@ -7899,7 +8108,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7911,7 +8120,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7924,7 +8133,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -7980,7 +8189,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7992,7 +8201,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8005,7 +8214,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -8030,7 +8239,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8042,7 +8251,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8055,7 +8264,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 type ListTokensResponse struct {
@@ -8067,7 +8276,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8079,7 +8288,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8092,7 +8301,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -8111,7 +8320,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8123,7 +8332,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8136,7 +8345,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -8155,7 +8364,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8167,7 +8376,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8180,7 +8389,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -8217,7 +8426,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8229,7 +8438,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8242,7 +8451,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -8338,7 +8547,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8350,7 +8559,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8363,7 +8572,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -8411,7 +8620,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8423,7 +8632,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8436,7 +8645,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -8462,7 +8671,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xb3\x04\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xc6\x06\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -8477,8 +8686,16 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\fregisteredAt\x12A\n" +
 	"\x0elast_heartbeat\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x12/\n" +
 	"\aplugins\x18\f \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12\x1a\n" +
-	"\bresource\x18\r \x01(\tR\bresource\x1a9\n" +
+	"\bresource\x18\r \x01(\tR\bresource\x12%\n" +
+	"\x0eagent_resource\x18\x0e \x01(\tR\ragentResource\x12\x1a\n" +
+	"\bhostname\x18\x0f \x01(\tR\bhostname\x12\x16\n" +
+	"\x06serial\x18\x10 \x01(\tR\x06serial\x12J\n" +
+	"\x0ftopology_labels\x18\x11 \x03(\v2!.unyo.v1.Node.TopologyLabelsEntryR\x0etopologyLabels\x12'\n" +
+	"\x0ftopology_reason\x18\x12 \x01(\tR\x0etopologyReason\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
+	"\x13TopologyLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
 	"\fPluginStatus\x12\x12\n" +
@@ -8791,7 +9008,19 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x02 \x01(\tR\acluster\"w\n" +
 	"\fListResponse\x12)\n" +
 	"\aobjects\x18\x01 \x03(\v2\x0f.unyo.v1.ObjectR\aobjects\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\",\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xcc\x01\n" +
+	"\fNodeTopology\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x129\n" +
+	"\x06labels\x18\x03 \x03(\v2!.unyo.v1.NodeTopology.LabelsEntryR\x06labels\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x16SetNodeTopologyRequest\x12+\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x15.unyo.v1.NodeTopologyR\x05nodes\"3\n" +
+	"\x17SetNodeTopologyResponse\x12\x18\n" +
+	"\achanged\x18\x01 \x03(\tR\achanged\",\n" +
 	"\x10ListNodesRequest\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\"v\n" +
 	"\x11ListNodesResponse\x12#\n" +
@@ -9159,12 +9388,13 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
 	"\x03Get\x12\x13.unyo.v1.GetRequest\x1a\x14.unyo.v1.GetResponse\x123\n" +
-	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xd6\x01\n" +
+	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xac\x02\n" +
 	"\vNodeService\x12B\n" +
 	"\tListNodes\x12\x19.unyo.v1.ListNodesRequest\x1a\x1a.unyo.v1.ListNodesResponse\x12<\n" +
 	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse\x12E\n" +
 	"\n" +
-	"DeleteNode\x12\x1a.unyo.v1.DeleteNodeRequest\x1a\x1b.unyo.v1.DeleteNodeResponse2\x96\x01\n" +
+	"DeleteNode\x12\x1a.unyo.v1.DeleteNodeRequest\x1a\x1b.unyo.v1.DeleteNodeResponse\x12T\n" +
+	"\x0fSetNodeTopology\x12\x1f.unyo.v1.SetNodeTopologyRequest\x1a .unyo.v1.SetNodeTopologyResponse2\x96\x01\n" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
@@ -9222,7 +9452,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 130)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 135)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -9276,352 +9506,362 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*GetResponse)(nil),              // 49: unyo.v1.GetResponse
 	(*ListRequest)(nil),              // 50: unyo.v1.ListRequest
 	(*ListResponse)(nil),             // 51: unyo.v1.ListResponse
-	(*ListNodesRequest)(nil),         // 52: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 53: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),           // 54: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 55: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),        // 56: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),       // 57: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),          // 58: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),         // 59: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),        // 60: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),       // 61: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),          // 62: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),         // 63: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),       // 64: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),      // 65: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),    // 66: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),   // 67: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),              // 68: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),   // 69: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil),  // 70: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),      // 71: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),     // 72: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),         // 73: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 74: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                   // 75: unyo.v1.Sample
-	(*Point)(nil),                    // 76: unyo.v1.Point
-	(*Series)(nil),                   // 77: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 78: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 79: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 80: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 81: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 82: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 83: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 84: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 85: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 86: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 87: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 88: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 89: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 90: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 91: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 92: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 93: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 94: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 95: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 96: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 97: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 98: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 99: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 100: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 101: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 102: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 103: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 104: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 105: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),        // 106: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 107: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 108: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 109: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 110: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 111: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 112: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 113: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 114: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 115: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 116: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 117: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 118: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 119: unyo.v1.ListAuditResponse
-	nil,                              // 120: unyo.v1.Node.LabelsEntry
-	nil,                              // 121: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 122: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 123: unyo.v1.Check.LabelsEntry
-	nil,                              // 124: unyo.v1.Event.LabelsEntry
-	nil,                              // 125: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 126: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 127: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 128: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 129: unyo.v1.Sample.LabelsEntry
-	nil,                              // 130: unyo.v1.Series.LabelsEntry
-	nil,                              // 131: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 132: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 133: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 134: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 135: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 136: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 137: google.protobuf.Duration
-	(*Region)(nil),                   // 138: unyo.v1.Region
-	(*Datacenter)(nil),               // 139: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 140: unyo.v1.Floor
-	(*Rack)(nil),                     // 141: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 142: unyo.v1.PhysicalResource
-	(*Flavor)(nil),                   // 143: unyo.v1.Flavor
-	(*Image)(nil),                    // 144: unyo.v1.Image
-	(*Network)(nil),                  // 145: unyo.v1.Network
+	(*NodeTopology)(nil),             // 52: unyo.v1.NodeTopology
+	(*SetNodeTopologyRequest)(nil),   // 53: unyo.v1.SetNodeTopologyRequest
+	(*SetNodeTopologyResponse)(nil),  // 54: unyo.v1.SetNodeTopologyResponse
+	(*ListNodesRequest)(nil),         // 55: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 56: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),           // 57: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 58: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),        // 59: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),       // 60: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),          // 61: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),         // 62: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),        // 63: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),       // 64: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),          // 65: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),         // 66: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),       // 67: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),      // 68: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),    // 69: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),   // 70: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),              // 71: unyo.v1.ClusterInfo
+	(*RegisterClusterRequest)(nil),   // 72: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),  // 73: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),      // 74: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),     // 75: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),         // 76: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 77: unyo.v1.GetStatusResponse
+	(*Sample)(nil),                   // 78: unyo.v1.Sample
+	(*Point)(nil),                    // 79: unyo.v1.Point
+	(*Series)(nil),                   // 80: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 81: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 82: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 83: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 84: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 85: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 86: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 87: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 88: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 89: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 90: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 91: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 92: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 93: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 94: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 95: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 96: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 97: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 98: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 99: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 100: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 101: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 102: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 103: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 104: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 105: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 106: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 107: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 108: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),        // 109: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 110: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 111: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 112: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 113: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 114: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 115: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 116: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 117: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 118: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 119: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 120: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 121: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 122: unyo.v1.ListAuditResponse
+	nil,                              // 123: unyo.v1.Node.LabelsEntry
+	nil,                              // 124: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 125: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 126: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 127: unyo.v1.Check.LabelsEntry
+	nil,                              // 128: unyo.v1.Event.LabelsEntry
+	nil,                              // 129: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 130: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 131: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 132: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 133: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 134: unyo.v1.Sample.LabelsEntry
+	nil,                              // 135: unyo.v1.Series.LabelsEntry
+	nil,                              // 136: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 137: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 138: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 139: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 140: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 141: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 142: google.protobuf.Duration
+	(*Region)(nil),                   // 143: unyo.v1.Region
+	(*Datacenter)(nil),               // 144: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 145: unyo.v1.Floor
+	(*Rack)(nil),                     // 146: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 147: unyo.v1.PhysicalResource
+	(*Flavor)(nil),                   // 148: unyo.v1.Flavor
+	(*Image)(nil),                    // 149: unyo.v1.Image
+	(*Network)(nil),                  // 150: unyo.v1.Network
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	123, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	135, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	140, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	140, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	135, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	121, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	122, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
-	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
-	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	136, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	123, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	135, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	135, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	135, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	137, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	135, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	137, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	124, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	135, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	135, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	125, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	126, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	136, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
-	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	127, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	135, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	135, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	135, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	135, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	128, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	135, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	135, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	135, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	135, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	135, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	138, // 60: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	139, // 61: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	140, // 62: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	141, // 63: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	142, // 64: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	143, // 65: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	144, // 66: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	145, // 67: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	6,   // 68: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	137, // 69: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 70: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 71: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 72: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 73: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 74: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 75: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 76: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 77: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 78: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 79: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 80: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 81: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 82: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 83: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 84: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 85: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 86: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 87: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 88: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 89: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 90: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 91: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 92: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 93: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 94: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 95: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 96: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 97: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 98: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 99: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 100: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 101: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 102: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 103: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 104: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 105: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 106: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	68,  // 107: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	135, // 108: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 109: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	129, // 110: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	130, // 111: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	76,  // 112: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	131, // 113: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	75,  // 114: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	79,  // 115: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	135, // 116: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 117: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	137, // 118: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	135, // 119: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	77,  // 120: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 121: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 122: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 123: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	78,  // 124: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 125: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 126: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	132, // 127: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	87,  // 128: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	135, // 129: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	135, // 130: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	133, // 131: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	90,  // 132: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	87,  // 133: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 134: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 135: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	90,  // 136: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	137, // 137: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	137, // 138: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	93,  // 139: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 140: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 141: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 142: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 143: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 144: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 145: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 146: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	134, // 147: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	135, // 148: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	99,  // 149: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 150: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 151: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 152: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	135, // 153: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	102, // 154: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 155: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 156: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 157: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	135, // 158: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	135, // 159: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	135, // 160: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	137, // 161: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	110, // 162: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	110, // 163: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	110, // 164: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	135, // 165: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	135, // 166: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	117, // 167: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 168: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 169: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 170: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 171: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 172: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 173: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 174: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 175: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 176: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 177: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	52,  // 178: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	54,  // 179: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	104, // 180: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	56,  // 181: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	58,  // 182: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	60,  // 183: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	62,  // 184: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	64,  // 185: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 186: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	66,  // 187: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	69,  // 188: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	71,  // 189: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	106, // 190: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	108, // 191: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	73,  // 192: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	80,  // 193: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	82,  // 194: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	83,  // 195: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	85,  // 196: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	88,  // 197: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	91,  // 198: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	94,  // 199: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	96,  // 200: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	98,  // 201: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	101, // 202: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	111, // 203: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	113, // 204: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	115, // 205: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	118, // 206: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 207: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 208: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 209: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 210: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 211: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 212: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 213: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 214: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 215: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	53,  // 216: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	55,  // 217: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	105, // 218: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	57,  // 219: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	59,  // 220: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	61,  // 221: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	63,  // 222: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	65,  // 223: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 224: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	67,  // 225: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	70,  // 226: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	72,  // 227: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	107, // 228: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	109, // 229: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	74,  // 230: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	81,  // 231: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	84,  // 232: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 233: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	86,  // 234: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	89,  // 235: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	92,  // 236: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	95,  // 237: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	97,  // 238: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	100, // 239: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	103, // 240: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	112, // 241: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	114, // 242: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	116, // 243: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	119, // 244: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	207, // [207:245] is the sub-list for method output_type
-	169, // [169:207] is the sub-list for method input_type
-	169, // [169:169] is the sub-list for extension type_name
-	169, // [169:169] is the sub-list for extension extendee
-	0,   // [0:169] is the sub-list for field type_name
+	124, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	140, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	125, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	126, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	10,  // 10: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	11,  // 11: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	9,   // 12: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
+	141, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	127, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	8,   // 15: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	140, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	140, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 18: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 19: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	13,  // 20: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	140, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	142, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	140, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	142, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	15,  // 25: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	128, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	16,  // 27: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	140, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	140, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	129, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	130, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	18,  // 32: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	19,  // 33: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	20,  // 34: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	22,  // 35: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
+	141, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	17,  // 37: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	21,  // 38: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	131, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	23,  // 40: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	140, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	140, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	140, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	140, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	14,  // 45: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	132, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	26,  // 47: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	140, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	140, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	140, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 51: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 52: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 53: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 54: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	140, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	140, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	28,  // 57: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	12,  // 58: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	24,  // 59: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	27,  // 60: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	143, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	144, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	145, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	146, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	147, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	148, // 66: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	149, // 67: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	150, // 68: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	6,   // 69: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	142, // 70: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 71: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 72: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 73: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 74: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 75: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 76: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 77: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 78: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 79: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 80: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 81: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 82: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 83: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 84: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 85: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 86: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	133, // 87: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	52,  // 88: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 89: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 90: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 91: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 92: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 93: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 94: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 95: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 96: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 97: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 98: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 99: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 100: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 101: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 102: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 103: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 104: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 105: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 106: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 107: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	140, // 108: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 109: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	71,  // 110: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	140, // 111: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 112: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	134, // 113: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	135, // 114: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	79,  // 115: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	136, // 116: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	78,  // 117: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	82,  // 118: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	140, // 119: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	140, // 120: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	142, // 121: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	140, // 122: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	80,  // 123: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 124: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 125: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	140, // 126: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	81,  // 127: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 128: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 129: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	137, // 130: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	90,  // 131: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	140, // 132: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	140, // 133: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	138, // 134: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	93,  // 135: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	90,  // 136: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 137: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 138: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	93,  // 139: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	142, // 140: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	142, // 141: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	96,  // 142: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 143: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 144: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	140, // 145: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	90,  // 146: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 147: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 148: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	140, // 149: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	139, // 150: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	140, // 151: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	102, // 152: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 153: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 154: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	140, // 155: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	140, // 156: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	105, // 157: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 158: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 159: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	140, // 160: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	140, // 161: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	140, // 162: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	140, // 163: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	142, // 164: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	113, // 165: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	113, // 166: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	113, // 167: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	140, // 168: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	140, // 169: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	120, // 170: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 171: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 172: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 173: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 174: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 175: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 176: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 177: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 178: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 179: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 180: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 181: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 182: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	107, // 183: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 184: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	59,  // 185: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 186: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 187: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 188: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 189: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 190: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 191: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	72,  // 192: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	74,  // 193: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	109, // 194: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	111, // 195: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	76,  // 196: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	83,  // 197: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	85,  // 198: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	86,  // 199: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	88,  // 200: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	91,  // 201: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	94,  // 202: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	97,  // 203: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	99,  // 204: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	101, // 205: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	104, // 206: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	114, // 207: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	116, // 208: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	118, // 209: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	121, // 210: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 211: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 212: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 213: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 214: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 215: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 216: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 217: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 218: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 219: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 220: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 221: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	108, // 222: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 223: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	60,  // 224: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 225: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 226: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 227: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 228: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 229: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 230: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	73,  // 231: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	75,  // 232: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	110, // 233: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	112, // 234: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	77,  // 235: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	84,  // 236: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	87,  // 237: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	87,  // 238: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	89,  // 239: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	92,  // 240: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	95,  // 241: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	98,  // 242: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	100, // 243: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	103, // 244: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	106, // 245: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	115, // 246: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	117, // 247: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	119, // 248: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	122, // 249: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	211, // [211:250] is the sub-list for method output_type
+	172, // [172:211] is the sub-list for method input_type
+	172, // [172:172] is the sub-list for extension type_name
+	172, // [172:172] is the sub-list for extension extendee
+	0,   // [0:172] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9656,7 +9896,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   130,
+			NumMessages:   135,
 			NumExtensions: 0,
 			NumServices:   13,
 		},

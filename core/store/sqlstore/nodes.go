@@ -133,6 +133,40 @@ func (s *Store) SetNodePlugins(ctx context.Context, name string, plugins []*unyo
 	return nil
 }
 
+// SetNodeTopology replaces the fields root derives in a node's body; the
+// body is written only when they change.
+func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (bool, error) {
+	changed := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var body []byte
+		if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", name).Scan(&body); err != nil {
+			return err
+		}
+		n := &unyov1.Node{}
+		if err := proto.Unmarshal(body, n); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		if n.GetResource() == t.GetResource() && n.GetTopologyReason() == t.GetReason() && maps.Equal(n.GetTopologyLabels(), t.GetLabels()) {
+			return nil
+		}
+		n.Resource, n.TopologyLabels, n.TopologyReason = t.GetResource(), t.GetLabels(), t.GetReason()
+		body, err := proto.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		changed = true
+		_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, name)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("set topology: %w", notFound("node", name))
+	}
+	if err != nil {
+		return false, fmt.Errorf("set topology of node %q: %w", name, err)
+	}
+	return changed, nil
+}
+
 const nodeColumns = "name, state, registered_at, last_heartbeat, body"
 
 func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) {

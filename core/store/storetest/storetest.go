@@ -302,6 +302,30 @@ func nodeTests() []contractTest {
 			}
 			wantNotFound(t, s.SetNodePlugins(ctx(t), "ghost", plugins), `"ghost"`)
 		}},
+		{"SetNodeTopology", func(t *testing.T, s store.Store) {
+			n := node("web1")
+			n.Labels = map[string]string{"role": "web"}
+			must(t, s.UpsertNode(ctx(t), n))
+			top := &unyov1.NodeTopology{Resource: "srv-1", Labels: map[string]string{"topology.unyo.dev/rack": "r1"}}
+			if changed, err := s.SetNodeTopology(ctx(t), "web1", top); err != nil || !changed {
+				t.Fatalf("first set: changed %v, err %v; want a change", changed, err)
+			}
+			got := getNode(t, s, "web1")
+			if got.GetResource() != "srv-1" || got.GetTopologyLabels()["topology.unyo.dev/rack"] != "r1" || got.GetLabels()["role"] != "web" {
+				t.Errorf("node = %v: want the resource and topology beside the agent's labels", got)
+			}
+			if changed, err := s.SetNodeTopology(ctx(t), "web1", top); err != nil || changed {
+				t.Errorf("same again: changed %v, err %v; want no change", changed, err)
+			}
+			if changed, err := s.SetNodeTopology(ctx(t), "web1", &unyov1.NodeTopology{Reason: "gone"}); err != nil || !changed {
+				t.Errorf("resource gone: changed %v, err %v; want a change", changed, err)
+			}
+			if got := getNode(t, s, "web1"); got.GetResource() != "" || len(got.GetTopologyLabels()) != 0 || got.GetTopologyReason() != "gone" {
+				t.Errorf("node after its resource went = %v", got)
+			}
+			_, err := s.SetNodeTopology(ctx(t), "ghost", top)
+			wantNotFound(t, err, `"ghost"`)
+		}},
 	}
 }
 

@@ -86,6 +86,9 @@ const (
 	NodeServiceGetNodeProcedure = "/unyo.v1.NodeService/GetNode"
 	// NodeServiceDeleteNodeProcedure is the fully-qualified name of the NodeService's DeleteNode RPC.
 	NodeServiceDeleteNodeProcedure = "/unyo.v1.NodeService/DeleteNode"
+	// NodeServiceSetNodeTopologyProcedure is the fully-qualified name of the NodeService's
+	// SetNodeTopology RPC.
+	NodeServiceSetNodeTopologyProcedure = "/unyo.v1.NodeService/SetNodeTopology"
 	// EventServiceListEventsProcedure is the fully-qualified name of the EventService's ListEvents RPC.
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
@@ -483,6 +486,10 @@ type NodeServiceClient interface {
 	// DeleteNode removes a node and revokes its credential (admin). Its agent
 	// must enrol again with a join token.
 	DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error)
+	// SetNodeTopology records, for nodes of this cluster, the inventory entry
+	// and topology labels root derived for them (root's credential, or an
+	// admin). Nodes not named are left alone; unknown nodes are skipped.
+	SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error)
 }
 
 // NewNodeServiceClient constructs a client for the unyo.v1.NodeService service. By default, it uses
@@ -514,14 +521,21 @@ func NewNodeServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(nodeServiceMethods.ByName("DeleteNode")),
 			connect.WithClientOptions(opts...),
 		),
+		setNodeTopology: connect.NewClient[unyov1.SetNodeTopologyRequest, unyov1.SetNodeTopologyResponse](
+			httpClient,
+			baseURL+NodeServiceSetNodeTopologyProcedure,
+			connect.WithSchema(nodeServiceMethods.ByName("SetNodeTopology")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // nodeServiceClient implements NodeServiceClient.
 type nodeServiceClient struct {
-	listNodes  *connect.Client[unyov1.ListNodesRequest, unyov1.ListNodesResponse]
-	getNode    *connect.Client[unyov1.GetNodeRequest, unyov1.GetNodeResponse]
-	deleteNode *connect.Client[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse]
+	listNodes       *connect.Client[unyov1.ListNodesRequest, unyov1.ListNodesResponse]
+	getNode         *connect.Client[unyov1.GetNodeRequest, unyov1.GetNodeResponse]
+	deleteNode      *connect.Client[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse]
+	setNodeTopology *connect.Client[unyov1.SetNodeTopologyRequest, unyov1.SetNodeTopologyResponse]
 }
 
 // ListNodes calls unyo.v1.NodeService.ListNodes.
@@ -539,6 +553,11 @@ func (c *nodeServiceClient) DeleteNode(ctx context.Context, req *connect.Request
 	return c.deleteNode.CallUnary(ctx, req)
 }
 
+// SetNodeTopology calls unyo.v1.NodeService.SetNodeTopology.
+func (c *nodeServiceClient) SetNodeTopology(ctx context.Context, req *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error) {
+	return c.setNodeTopology.CallUnary(ctx, req)
+}
+
 // NodeServiceHandler is an implementation of the unyo.v1.NodeService service.
 type NodeServiceHandler interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
@@ -546,6 +565,10 @@ type NodeServiceHandler interface {
 	// DeleteNode removes a node and revokes its credential (admin). Its agent
 	// must enrol again with a join token.
 	DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error)
+	// SetNodeTopology records, for nodes of this cluster, the inventory entry
+	// and topology labels root derived for them (root's credential, or an
+	// admin). Nodes not named are left alone; unknown nodes are skipped.
+	SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error)
 }
 
 // NewNodeServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -573,6 +596,12 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(nodeServiceMethods.ByName("DeleteNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	nodeServiceSetNodeTopologyHandler := connect.NewUnaryHandler(
+		NodeServiceSetNodeTopologyProcedure,
+		svc.SetNodeTopology,
+		connect.WithSchema(nodeServiceMethods.ByName("SetNodeTopology")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.NodeService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case NodeServiceListNodesProcedure:
@@ -581,6 +610,8 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 			nodeServiceGetNodeHandler.ServeHTTP(w, r)
 		case NodeServiceDeleteNodeProcedure:
 			nodeServiceDeleteNodeHandler.ServeHTTP(w, r)
+		case NodeServiceSetNodeTopologyProcedure:
+			nodeServiceSetNodeTopologyHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -600,6 +631,10 @@ func (UnimplementedNodeServiceHandler) GetNode(context.Context, *connect.Request
 
 func (UnimplementedNodeServiceHandler) DeleteNode(context.Context, *connect.Request[unyov1.DeleteNodeRequest]) (*connect.Response[unyov1.DeleteNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.DeleteNode is not implemented"))
+}
+
+func (UnimplementedNodeServiceHandler) SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.SetNodeTopology is not implemented"))
 }
 
 // EventServiceClient is a client for the unyo.v1.EventService service.

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+
+	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
+	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/topology"
+)
+
+// SetNodeTopology records where root's inventory says nodes sit. Root calls
+// it when a node registers, when the inventory changes, and on its periodic
+// pass; nodes this cluster does not have are skipped (root learns of them
+// with its next pass).
+func (s *nodeService) SetNodeTopology(ctx context.Context, req *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error) {
+	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not set the topology of nodes of cluster %q", p, s.c.opts.Name))
+	}
+	for i, t := range req.Msg.GetNodes() {
+		if err := validTopology(fmt.Sprintf("nodes[%d]", i), t); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+	}
+	resp := &unyov1.SetNodeTopologyResponse{}
+	for _, t := range req.Msg.GetNodes() {
+		changed, err := s.c.store.SetNodeTopology(ctx, t.GetNode(), t)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, err)
+		}
+		if !changed {
+			continue
+		}
+		resp.Changed = append(resp.Changed, t.GetNode())
+		// The node's cached copy gives heartbeats and results its labels.
+		if n, err := s.c.store.GetNode(ctx, t.GetNode()); err == nil {
+			s.c.remember(n)
+		}
+		s.c.log.Info("node topology changed", "node", t.GetNode(), "resource", t.GetResource(), "labels", t.GetLabels(), "reason", t.GetReason())
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func validTopology(field string, t *unyov1.NodeTopology) error {
+	if err := validate.Name(t.GetNode()); err != nil {
+		return fmt.Errorf("%s.node: %w", field, err)
+	}
+	if t.GetResource() != "" {
+		if err := validate.Name(t.GetResource()); err != nil {
+			return fmt.Errorf("%s.resource: %w", field, err)
+		}
+	}
+	if err := limits.Labels(field+".labels", t.GetLabels()); err != nil {
+		return err
+	}
+	for k := range t.GetLabels() {
+		if !topology.IsTopologyLabel(k) {
+			return fmt.Errorf("%s.labels: %q is not a topology label (%s*)", field, k, topology.Prefix)
+		}
+	}
+	return limits.Text(field+".reason", t.GetReason(), limits.MaxText)
+}
+
+// checksRevisionFor is the checks revision a node's agent is told: the
+// revision of the checks, changed also when the node's topology labels
+// change, since check selectors may select by them. The agent only
+// compares it for equality.
+func checksRevisionFor(rev int64, n *unyov1.Node) int64 {
+	labels := n.GetTopologyLabels()
+	if len(labels) == 0 {
+		return rev
+	}
+	h := fnv.New32a()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		fmt.Fprintf(h, "%s=%s\n", k, labels[k])
+	}
+	return rev ^ int64(h.Sum32())<<32
+}
