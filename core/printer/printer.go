@@ -191,14 +191,23 @@ func ClusterErrors(w io.Writer, errs []*unyov1.ClusterError) error {
 
 func (p *printer) nodes(nodes []*unyov1.Node) error {
 	return printList(p, "nodes", nodes, func() table {
-		t := table{header: []string{"NAME", "CLUSTER", "STATE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
+		// RESOURCE, RACK and ZONE are where root's inventory says the node
+		// sits (all its topology labels show with -o yaml); "<none>": the
+		// inventory has no entry for it.
+		t := table{header: []string{"NAME", "CLUSTER", "STATE", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
 		for _, n := range nodes {
 			c := n.GetCapacity()
 			cpus := "-"
 			if c.GetCpus() > 0 {
 				cpus = fmt.Sprint(c.GetCpus())
 			}
-			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(), cpus,
+			resource := n.GetResource()
+			if resource == "" {
+				resource = "<none>"
+			}
+			top := n.GetTopologyLabels()
+			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(),
+				resource, orDash(top["topology.unyo.dev/rack"]), orDash(top["topology.unyo.dev/zone"]), cpus,
 				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
 				cell.Labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
 		}
