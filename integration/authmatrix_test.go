@@ -29,6 +29,7 @@ var callerMay = map[string]string{
 	"ClusterService/AddCluster":      "admin",
 	"ClusterService/DeleteCluster":   "admin",
 	"NodeService/DeleteNode":         "admin",
+	"NodeService/SetNodeTopology":    "admin", // and root's credential at a cluster
 	"TokenService/CreateToken":       "admin",
 	"TokenService/ListTokens":        "admin",
 	"TokenService/RevokeToken":       "admin",

@@ -52,7 +52,10 @@ var procedures = map[string]Access{
 	unyov1connect.ClusterServiceAddClusterProcedure:      AccessAdmin,
 	unyov1connect.ClusterServiceDeleteClusterProcedure:   AccessAdmin,
 	unyov1connect.NodeServiceDeleteNodeProcedure:         AccessAdmin,
-	unyov1connect.StatusServiceGetStatusProcedure:        AccessAnyone,
+	// Root records where nodes sit (with its credential, as for every
+	// call to a cluster); admins may too.
+	unyov1connect.NodeServiceSetNodeTopologyProcedure: AccessAdmin,
+	unyov1connect.StatusServiceGetStatusProcedure:     AccessAnyone,
 
 	unyov1connect.ObjectServiceApplyProcedure:  AccessWrite,
 	unyov1connect.ObjectServiceDeleteProcedure: AccessWrite,
