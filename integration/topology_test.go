@@ -54,21 +54,8 @@ func TestNodeTopology(t *testing.T) {
 	op := func(args ...string) (string, error) {
 		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
 	}
-	clAddr := freeAddr(t)
-	startUnyo(t, "cluster", nil, "server", "--config", writeFile(t, dir, "cluster.yaml", fmt.Sprintf(`
-role: cluster
-data_dir: %s/cluster
-server:
-  listen: %s
-  admin_tokens: [%s]
-  join_tokens: [%s]
-cluster:
-  name: c1
-  root_url: %s
-  root_token: %s
-  heartbeat_interval: 1s
-  default_rules: false
-%s`, dir, clAddr, adminToken, joinToken, rootURL, addClusterAt(t, rootURL, "c1"), lightCluster)))
+	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
+		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
 	// Both agents run on this machine, so they share its hostname: each
 	// names its resource (agent.resource; UNYO_AGENT_RESOURCE for A).
 	for _, a := range []struct{ node, resource string }{{"node-a", ""}, {"node-b", "  resource: srv-b\n"}} {
@@ -81,12 +68,12 @@ role: agent
 data_dir: %s/%s
 agent:
   node_name: %s
-  cluster_url: http://%s
+  cluster_url: %s
   token: %s
   labels: {role: web}
   flush_interval: 100ms
   status_listen: 127.0.0.1:0
-%s`, dir, a.node, a.node, clAddr, joinToken, a.resource)))
+%s`, dir, a.node, a.node, clURL, joinToken, a.resource)))
 	}
 
 	// where reads each node's resource, rack and zone from `nodes ls -o json`.

@@ -85,9 +85,14 @@ func (r *Root) syncTopology(ctx context.Context, name string, cl *client.Clients
 	if err != nil {
 		return fmt.Errorf("list the cluster's nodes: %w", err)
 	}
+	ids := map[string]topology.Identity{}
+	for _, n := range resp.Msg.GetNodes() {
+		ids[n.GetName()] = topology.NodeIdentity(n)
+	}
+	derived := inv.DeriveAll(ids)
 	var set []*unyov1.NodeTopology
 	for _, n := range resp.Msg.GetNodes() {
-		res := inv.Derive(topology.NodeIdentity(n))
+		res := derived[n.GetName()]
 		if topology.Same(n, res) {
 			continue
 		}

@@ -139,6 +139,31 @@ func (inv *Inventory) Derive(id Identity) Result {
 	return Result{Reason: strings.Join(why, "; ")}
 }
 
+// DeriveAll derives where each of a set of nodes sits (node name ->
+// identity). A resource is one node: when several nodes match the same
+// resource, none of them gets it, and the reason names them all.
+func (inv *Inventory) DeriveAll(nodes map[string]Identity) map[string]Result {
+	out := make(map[string]Result, len(nodes))
+	claims := map[string][]string{} // resource -> node names
+	for name, id := range nodes {
+		r := inv.Derive(id)
+		out[name] = r
+		if r.Resource != "" {
+			claims[r.Resource] = append(claims[r.Resource], name)
+		}
+	}
+	for resource, names := range claims {
+		if len(names) < 2 {
+			continue
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			out[n] = Result{Reason: fmt.Sprintf("PhysicalResource %q matches several nodes (%s); set agent.resource on each", resource, strings.Join(names, ", "))}
+		}
+	}
+	return out
+}
+
 // result is the match of a known resource: its labels follow its rack up
 // to the region; links the inventory lacks leave their labels out.
 func (inv *Inventory) result(name string) Result {

@@ -126,3 +126,23 @@ func TestSame(t *testing.T) {
 		t.Error("a node whose resource went reported as the same")
 	}
 }
+
+func TestDeriveAllRefusesTwoNodesOneResource(t *testing.T) {
+	got := inventory().DeriveAll(map[string]topology.Identity{
+		"a":     {Resource: "srv-1"},
+		"b":     {Hostname: "srv-1"},
+		"c":     {Hostname: "srv-2"},
+		"alone": {Hostname: "laptop"},
+	})
+	for _, n := range []string{"a", "b"} {
+		if got[n].Resource != "" || !strings.Contains(got[n].Reason, `PhysicalResource "srv-1" matches several nodes (a, b)`) {
+			t.Errorf("node %s: %+v, want no resource and a reason naming both nodes", n, got[n])
+		}
+	}
+	if got["c"].Resource != "srv-2" {
+		t.Errorf("node c: %+v, want srv-2", got["c"])
+	}
+	if got["alone"].Resource != "" || got["alone"].Reason == "" {
+		t.Errorf("node alone: %+v", got["alone"])
+	}
+}

@@ -107,35 +107,29 @@ func (s *Store) SetNodeState(ctx context.Context, name string, state unyov1.Node
 // SetNodePlugins replaces the plugin statuses in a node's body; the columns
 // the liveness logic and heartbeats maintain are not written.
 func (s *Store) SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var body []byte
-		if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", name).Scan(&body); err != nil {
-			return err
-		}
-		n := &unyov1.Node{}
-		if err := proto.Unmarshal(body, n); err != nil {
-			return fmt.Errorf("decode: %w", err)
-		}
+	_, err := s.updateNodeBody(ctx, name, "plugins", func(n *unyov1.Node) bool {
 		n.Plugins = plugins
-		body, err := proto.Marshal(n)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, name)
-		return err
+		return true
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("set plugins: %w", notFound("node", name))
-	}
-	if err != nil {
-		return fmt.Errorf("set plugins of node %q: %w", name, err)
-	}
-	return nil
+	return err
 }
 
 // SetNodeTopology replaces the fields root derives in a node's body; the
 // body is written only when they change.
 func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (bool, error) {
+	return s.updateNodeBody(ctx, name, "topology", func(n *unyov1.Node) bool {
+		if n.GetResource() == t.GetResource() && n.GetTopologyReason() == t.GetReason() && maps.Equal(n.GetTopologyLabels(), t.GetLabels()) {
+			return false
+		}
+		n.Resource, n.TopologyLabels, n.TopologyReason = t.GetResource(), t.GetLabels(), t.GetReason()
+		return true
+	})
+}
+
+// updateNodeBody changes a node's body with change in one transaction,
+// writing it when change says it changed something (what names it in
+// errors).
+func (s *Store) updateNodeBody(ctx context.Context, name, what string, change func(*unyov1.Node) bool) (bool, error) {
 	changed := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var body []byte
@@ -146,23 +140,21 @@ func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.Node
 		if err := proto.Unmarshal(body, n); err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
-		if n.GetResource() == t.GetResource() && n.GetTopologyReason() == t.GetReason() && maps.Equal(n.GetTopologyLabels(), t.GetLabels()) {
+		if changed = change(n); !changed {
 			return nil
 		}
-		n.Resource, n.TopologyLabels, n.TopologyReason = t.GetResource(), t.GetLabels(), t.GetReason()
 		body, err := proto.Marshal(n)
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		changed = true
 		_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, name)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("set topology: %w", notFound("node", name))
+		return false, fmt.Errorf("set %s: %w", what, notFound("node", name))
 	}
 	if err != nil {
-		return false, fmt.Errorf("set topology of node %q: %w", name, err)
+		return false, fmt.Errorf("set %s of node %q: %w", what, name, err)
 	}
 	return changed, nil
 }
