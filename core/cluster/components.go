@@ -31,6 +31,7 @@ func (c *Cluster) replicaComponents() []component {
 		{"action-plugins", loop(func(ctx context.Context) { c.startPlugins(ctx); close(c.pluginsReady) })},
 		{"heartbeats", c.beats},
 		{"controller-lease", loop(func(ctx context.Context) { c.lease.Run(ctx, c.controller) })},
+		{"node-topology", loop(func(ctx context.Context) { every(ctx, topologyRefresh, c.refreshTopology) })},
 	}
 }
 

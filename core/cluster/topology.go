@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -87,4 +88,29 @@ func checksRevisionFor(rev int64, n *unyov1.Node) int64 {
 		fmt.Fprintf(h, "%s=%s\n", k, labels[k])
 	}
 	return rev ^ int64(h.Sum32())<<32
+}
+
+// topologyRefresh is how often a replica rereads the nodes' topology: root
+// records it through one replica, and the others answer heartbeats and
+// take results from the nodes they keep in memory.
+const topologyRefresh = 10 * time.Second
+
+// refreshTopology replaces the remembered nodes whose resource or topology
+// labels changed in the store.
+func (c *Cluster) refreshTopology(ctx context.Context) {
+	nodes, err := c.store.ListNodes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("reading the nodes' topology failed; will retry", "err", err)
+		}
+		return
+	}
+	c.knownMu.Lock()
+	defer c.knownMu.Unlock()
+	for _, n := range nodes {
+		k, ok := c.known[n.GetName()]
+		if ok && (k.GetResource() != n.GetResource() || !maps.Equal(k.GetTopologyLabels(), n.GetTopologyLabels())) {
+			c.known[n.GetName()] = n
+		}
+	}
 }

@@ -2,13 +2,19 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 )
 
 // TestNodeTopology: the topology root records for a node sits beside the
@@ -122,4 +128,53 @@ spec:
 		{Node: "web-1", Labels: map[string]string{"team": "x"}},
 	}}))
 	checkRefusal(t, err, `nodes[0].labels: "team" is not a topology label`)
+}
+
+// TestNodeTopologyReachesEveryReplica: root records a node's topology
+// through one replica; another, which answers the node's agent from
+// memory, picks it up and tells the agent to fetch its checks again.
+func TestNodeTopologyReachesEveryReplica(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	agentSide, rootSide := startCluster(t, st), startCluster(t, st)
+	if _, err := agentSide.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web-1"}})); err != nil {
+		t.Fatal(err)
+	}
+	checks := func() (int64, int) {
+		resp, err := agentSide.Agent.GetChecks(ctx, connect.NewRequest(&unyov1.GetChecksRequest{Node: "web-1"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Msg.GetRevision(), len(resp.Msg.GetChecks())
+	}
+	objs, err := manifest.Decode(strings.NewReader("kind: Check\nname: in-r1\nspec: {command: [check_dummy, \"0\"], interval: 1m, node_selector: {topology.unyo.dev/rack: r1}}\n"), "check.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rootSide.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs})); err != nil {
+		t.Fatal(err)
+	}
+	rev0, _ := checks()
+	if _, err := rootSide.Nodes.SetNodeTopology(ctx, connect.NewRequest(&unyov1.SetNodeTopologyRequest{Nodes: []*unyov1.NodeTopology{
+		{Node: "web-1", Resource: "srv-1", Labels: map[string]string{"topology.unyo.dev/rack": "r1"}},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the other replica to select the rack check for the node", func() error {
+		beat, err := agentSide.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "web-1"}))
+		if err != nil {
+			return err
+		}
+		if beat.Msg.GetChecksRevision() == rev0 {
+			return fmt.Errorf("the heartbeat's checks revision is still %d", rev0)
+		}
+		if _, n := checks(); n != 1 {
+			return fmt.Errorf("%d checks for the node", n)
+		}
+		return nil
+	})
 }
