@@ -122,6 +122,19 @@ agent:
 		}
 		return out, nil
 	}
+	ranOn := func(node string) {
+		t.Helper()
+		testutil.Eventually(t, 30*time.Second, "the rack check to run on "+node, func() error {
+			got, err := ran()
+			if err != nil {
+				return err
+			}
+			if !got[node] {
+				return fmt.Errorf("the check ran on %v", got)
+			}
+			return nil
+		})
+	}
 
 	inv := writeFile(t, dir, "inventory.yaml", topologyInventory("r2"))
 	if out, err := op("apply", "-f", inv); err != nil {
@@ -156,16 +169,7 @@ spec:
 	if out, err := op("apply", "-f", check); err != nil {
 		t.Fatalf("apply the check: %v\n%s", err, out)
 	}
-	testutil.Eventually(t, 30*time.Second, "the rack check to run on node-a", func() error {
-		got, err := ran()
-		if err != nil {
-			return err
-		}
-		if !got["node-a"] {
-			return fmt.Errorf("the check ran on %v", got)
-		}
-		return nil
-	})
+	ranOn("node-a")
 	// A few of its runs later, node-b (rack r2) still has none.
 	time.Sleep(3 * time.Second)
 	if got, err := ran(); err != nil || got["node-b"] {
@@ -180,16 +184,7 @@ spec:
 		"node-a": {resource: "srv-a", rack: "r1", zone: "az1"},
 		"node-b": {resource: "srv-b", rack: "r1", zone: "az1"},
 	})
-	testutil.Eventually(t, 30*time.Second, "the rack check to run on node-b", func() error {
-		got, err := ran()
-		if err != nil {
-			return err
-		}
-		if !got["node-b"] {
-			return fmt.Errorf("the check ran on %v", got)
-		}
-		return nil
-	})
+	ranOn("node-b")
 
 	// srv-b goes: node-b is listed without an inventory entry.
 	if out, err := op("delete", "resource", "srv-b"); err != nil {
