@@ -103,7 +103,7 @@ func WatchersOf(assigned map[string][]string, cluster string) []string {
 // Look is one look at a watched cluster: its answer, or why there was none.
 type Look struct {
 	At     time.Time
-	Err    error                // it did not answer
+	Err    error                 // it did not answer
 	Health *unyov1.ClusterHealth // what it answered (nil from an older cluster)
 }
 
