@@ -147,6 +147,9 @@ func (w *Watch) Observe(l Look, th Thresholds) Verdict {
 }
 
 func (w *Watch) judge(l Look, th Thresholds) Verdict {
+	if l.Err == nil && l.Health.GetError() != "" {
+		l.Err = fmt.Errorf("it answers but cannot read its own state: %s", l.Health.GetError())
+	}
 	if l.Err != nil {
 		if !w.LastSeen.IsZero() && w.LastSeen.After(w.since) {
 			w.since = w.LastSeen // it answered since: silence counts from then
@@ -154,10 +157,10 @@ func (w *Watch) judge(l Look, th Thresholds) Verdict {
 		silent := l.At.Sub(w.since)
 		if silent > th.Unreachable {
 			return Verdict{StatusDown, unyov1.CheckStatus_CHECK_STATUS_CRITICAL,
-				fmt.Sprintf("cluster %s does not answer for %s (down after %s)%s: %v", w.Cluster, round(silent), th.Unreachable, seen(w.LastSeen), l.Err)}
+				fmt.Sprintf("cluster %s has not answered for %s (down after %s)%s: %v", w.Cluster, round(silent), th.Unreachable, seen(w.LastSeen), l.Err)}
 		}
 		return Verdict{StatusUnreachable, unyov1.CheckStatus_CHECK_STATUS_WARNING,
-			fmt.Sprintf("cluster %s does not answer for %s (down after %s)%s: %v", w.Cluster, round(silent), th.Unreachable, seen(w.LastSeen), l.Err)}
+			fmt.Sprintf("cluster %s has not answered for %s (down after %s)%s: %v", w.Cluster, round(silent), th.Unreachable, seen(w.LastSeen), l.Err)}
 	}
 	w.LastSeen, w.since = l.At, l.At
 	h := l.Health

@@ -80,9 +80,9 @@ func TestObserve(t *testing.T) {
 		{"healthy", []look{{0, nil, healthy, peerwatch.StatusOK, "controller b-1"}}},
 		{"killed and back", []look{
 			{0, nil, healthy, peerwatch.StatusOK, ""},
-			{10 * time.Second, down, nil, peerwatch.StatusUnreachable, "does not answer for 10s (down after 30s)"},
+			{10 * time.Second, down, nil, peerwatch.StatusUnreachable, "has not answered for 10s (down after 30s)"},
 			{30 * time.Second, down, nil, peerwatch.StatusUnreachable, "for 30s"}, // 30 s after the last answer, not more
-			{31 * time.Second, down, nil, peerwatch.StatusDown, "does not answer for 31s (down after 30s), last seen 2026-01-02T03:04:05Z: connection refused"},
+			{31 * time.Second, down, nil, peerwatch.StatusDown, "has not answered for 31s (down after 30s), last seen 2026-01-02T03:04:05Z: connection refused"},
 			{50 * time.Second, nil, healthy, peerwatch.StatusOK, ""},
 			{55 * time.Second, down, nil, peerwatch.StatusUnreachable, "for 5s"}, // counted from the last answer
 		}},
@@ -103,6 +103,10 @@ func TestObserve(t *testing.T) {
 		}},
 		{"no results", []look{{0, nil, starved, peerwatch.StatusStuck, "no agent result for 6m0s"}}},
 		{"no checks, no results due", []look{{0, nil, noChecks, peerwatch.StatusOK, ""}}},
+		{"store fails", []look{
+			{0, nil, healthy, peerwatch.StatusOK, ""},
+			{31 * time.Second, nil, &unyov1.ClusterHealth{Error: "read the pipeline cursor: disk I/O error"}, peerwatch.StatusDown, "cannot read its own state: read the pipeline cursor"},
+		}},
 		{"older cluster", []look{{0, nil, nil, peerwatch.StatusOK, "reports no health"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +123,7 @@ func TestObserve(t *testing.T) {
 				if o.GetStatus() != v.Status || o.GetWatcher() != "a" || o.GetCluster() != "b" || !o.GetCheckedAt().AsTime().Equal(t0.Add(l.after)) {
 					t.Fatalf("look %d: observation %v", i, o)
 				}
-				if l.err == nil && !o.GetLastSeen().AsTime().Equal(t0.Add(l.after)) {
+				if answered := v.Status == peerwatch.StatusOK || v.Status == peerwatch.StatusStuck; answered && !o.GetLastSeen().AsTime().Equal(t0.Add(l.after)) {
 					t.Fatalf("look %d: last seen %v, want the look's time", i, o.GetLastSeen())
 				}
 			}

@@ -227,8 +227,8 @@ type Clusters interface {
 	ListClusters(ctx context.Context) ([]*unyov1.ClusterInfo, error)
 	GetCluster(ctx context.Context, name string) (*unyov1.ClusterInfo, error)
 	// DeleteCluster forgets a cluster and the credentials root keeps for
-	// it (CredCluster, CredRootToCluster); ErrNotFound if root knows
-	// neither.
+	// it (CredCluster, CredRootToCluster, CredPeerToken); ErrNotFound if
+	// root knows neither.
 	DeleteCluster(ctx context.Context, name string) error
 }
 

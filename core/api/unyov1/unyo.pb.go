@@ -5558,8 +5558,11 @@ type ClusterHealth struct {
 	// Registered nodes and applied checks: without both no results are due.
 	Nodes int32 `protobuf:"varint,6,opt,name=nodes,proto3" json:"nodes,omitempty"`
 	// What this cluster saw of the peers it watches.
-	Peers         []*PeerObservation `protobuf:"bytes,7,rep,name=peers,proto3" json:"peers,omitempty"`
-	Checks        int32              `protobuf:"varint,8,opt,name=checks,proto3" json:"checks,omitempty"`
+	Peers  []*PeerObservation `protobuf:"bytes,7,rep,name=peers,proto3" json:"peers,omitempty"`
+	Checks int32              `protobuf:"varint,8,opt,name=checks,proto3" json:"checks,omitempty"`
+	// What the cluster could not read of the above (its state store fails);
+	// a watcher counts it as not answering.
+	Error         string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5648,6 +5651,13 @@ func (x *ClusterHealth) GetChecks() int32 {
 		return x.Checks
 	}
 	return 0
+}
+
+func (x *ClusterHealth) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 type Sample struct {
@@ -9110,7 +9120,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12/\n" +
 	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12.\n" +
-	"\x06health\x18\b \x01(\v2\x16.unyo.v1.ClusterHealthR\x06health\"\xf7\x02\n" +
+	"\x06health\x18\b \x01(\v2\x16.unyo.v1.ClusterHealthR\x06health\"\x8d\x03\n" +
 	"\rClusterHealth\x12!\n" +
 	"\flease_holder\x18\x01 \x01(\tR\vleaseHolder\x12D\n" +
 	"\x10lease_expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12'\n" +
@@ -9120,7 +9130,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"ingest_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\tingestAge\x12\x14\n" +
 	"\x05nodes\x18\x06 \x01(\x05R\x05nodes\x12.\n" +
 	"\x05peers\x18\a \x03(\v2\x18.unyo.v1.PeerObservationR\x05peers\x12\x16\n" +
-	"\x06checks\x18\b \x01(\x05R\x06checks\"\xbb\x01\n" +
+	"\x06checks\x18\b \x01(\x05R\x06checks\x12\x14\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\xbb\x01\n" +
 	"\x06Sample\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Sample.LabelsEntryR\x06labels\x12\x17\n" +

@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
@@ -71,6 +73,13 @@ func watchedTests() []contractTest {
 			must(t, err)
 			if len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" || got[0].Hash != "ha" {
 				t.Errorf("peer credentials = %+v, want a and b", got)
+			}
+			// Root's peer token of a deleted cluster goes with it.
+			must(t, s.UpsertCluster(ctx(t), &unyov1.ClusterInfo{Name: "a", Url: "http://a"}))
+			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredPeerToken, Name: "a", Hash: "pa", Secret: "tok"}))
+			must(t, s.DeleteCluster(ctx(t), "a"))
+			if _, err := s.GetCredential(ctx(t), store.CredPeerToken, "a"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("peer token of a deleted cluster: %v", err)
 			}
 		}},
 	}
