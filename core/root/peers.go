@@ -13,6 +13,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/peerwatch"
 )
@@ -188,7 +189,8 @@ func (r *Root) peersOf(ctx context.Context, cluster string, resp *unyov1.Registe
 }
 
 // watchedBy fills every cluster's watched_by: root's observation, then
-// each assigned peer's, from the statuses the peers answered with.
+// each assigned peer's, from the statuses the peers answered with. Peers
+// outside the caller's cluster scope are left out, as their clusters are.
 func (r *Root) watchedBy(ctx context.Context, clusters []*unyov1.ClusterInfo, statuses map[string]*unyov1.GetStatusResponse) {
 	names := make([]string, len(clusters))
 	for i, c := range clusters {
@@ -203,6 +205,9 @@ func (r *Root) watchedBy(ctx context.Context, clusters []*unyov1.ClusterInfo, st
 	for _, c := range clusters {
 		obs := []*unyov1.PeerObservation{r.watch.observation(c.GetName())}
 		for _, w := range peerwatch.WatchersOf(assigned, c.GetName()) {
+			if !server.PrincipalFrom(ctx).InCluster(w) {
+				continue
+			}
 			st, answered := statuses[w]
 			i := slices.IndexFunc(st.GetHealth().GetPeers(), func(o *unyov1.PeerObservation) bool { return o.GetCluster() == c.GetName() })
 			switch {
