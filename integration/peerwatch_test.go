@@ -26,20 +26,7 @@ func TestClustersWatchEachOther(t *testing.T) {
 	}
 	procs := map[string]*proc{}
 	for _, name := range []string{"a", "b", "c"} {
-		procs[name] = startUnyo(t, name, nil, "server", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
-role: cluster
-data_dir: %s/%s
-server:
-  listen: %s
-  admin_tokens: [%s]
-cluster:
-  name: %s
-  heartbeat_interval: 1s
-  stale_after: 3s
-  down_after: 6s
-  root_url: %s
-  root_token: %s
-%s%s`, dir, name, freeAddr(t), adminToken, name, rootURL, addClusterAt(t, rootURL, name), watch, lightCluster)))
+		procs[name], _ = startClusterServer(t, dir, name, rootURL, watch)
 	}
 
 	// seen returns, per cluster, "watcher:status" of every watcher.

@@ -1,16 +1,13 @@
-package cluster
+package cluster_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
@@ -19,35 +16,20 @@ import (
 // TestPeerCredentials: a cluster accepts exactly the watchers root last
 // listed, for StatusService only, and answers them with its health.
 func TestPeerCredentials(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "c.db"))
+	st, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := New(st, Options{Name: "b", Replica: "b-1", Logger: log})
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log, Auth: server.Auth{AdminTokens: []string{"admin"}}})
-	c.Register(srv)
-	ln, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-
+	c := cluster.New(st, cluster.Options{Name: "b", Replica: "b-1"})
 	tok, err := identity.NewToken("unyo-peer-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer, err := client.New(client.Options{URL: "http://" + ln.Addr().String(), Token: tok, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer := serveWith(t, c, server.Auth{AdminTokens: []string{"admin"}}, tok)
 	keep := func(watchers ...*unyov1.PeerWatcher) {
 		t.Helper()
-		if err := c.keepPeers(t.Context(), &unyov1.RegisterClusterResponse{Watchers: watchers}, client.TLSOptions{}); err != nil {
+		if err := cluster.KeepPeers(c, t.Context(), &unyov1.RegisterClusterResponse{Watchers: watchers}); err != nil {
 			t.Fatal(err)
 		}
 	}
