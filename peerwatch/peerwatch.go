@@ -199,6 +199,38 @@ func summary(h *unyov1.ClusterHealth) string {
 	return strings.Join(parts, ", ")
 }
 
+// The labels of a watcher's event about a cluster: with the event's level,
+// output and time they are the watcher's observation, kept in its store
+// (see ObservationOf), so that every replica of the watcher tells it.
+const (
+	LabelWatcher  = "watcher"
+	LabelStatus   = "peer_status"
+	LabelLastSeen = "peer_last_seen"
+)
+
+// Labels are the labels of the event raised after the last look.
+func (w *Watch) Labels(watcher string) map[string]string {
+	l := map[string]string{LabelWatcher: watcher, LabelStatus: w.Last.Status}
+	if !w.LastSeen.IsZero() {
+		l[LabelLastSeen] = w.LastSeen.UTC().Format(time.RFC3339Nano)
+	}
+	return l
+}
+
+// ObservationOf reads a watcher's observation back from its latest event
+// about the cluster.
+func ObservationOf(e *unyov1.Event) *unyov1.PeerObservation {
+	o := &unyov1.PeerObservation{Cluster: e.GetNode(), Watcher: e.GetLabels()[LabelWatcher], Status: e.GetLabels()[LabelStatus],
+		Level: e.GetLevel(), Message: e.GetOutput(), CheckedAt: e.GetStartedAt()}
+	if t, err := time.Parse(time.RFC3339Nano, e.GetLabels()[LabelLastSeen]); err == nil {
+		o.LastSeen = timestamppb.New(t)
+	}
+	if o.Status == "" {
+		o.Status = StatusUnknown
+	}
+	return o
+}
+
 // Observation is the watch as the API shows it, for a watcher's name.
 func (w *Watch) Observation(watcher string) *unyov1.PeerObservation {
 	o := &unyov1.PeerObservation{Cluster: w.Cluster, Watcher: watcher, Status: w.Last.Status, Message: w.Last.Message}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -120,6 +121,11 @@ func TestObserve(t *testing.T) {
 					t.Fatalf("look %d (+%s): %+v, want %s with %q", i, l.after, v, l.status, l.msg)
 				}
 				o := w.Observation("a")
+				// The event raised keeps the observation.
+				e := &unyov1.Event{Node: "b", Level: o.GetLevel(), Output: v.Message, StartedAt: o.GetCheckedAt(), Labels: w.Labels("a")}
+				if back := peerwatch.ObservationOf(e); !proto.Equal(back, o) {
+					t.Fatalf("look %d: observation from the event %v, want %v", i, back, o)
+				}
 				if o.GetStatus() != v.Status || o.GetWatcher() != "a" || o.GetCluster() != "b" || !o.GetCheckedAt().AsTime().Equal(t0.Add(l.after)) {
 					t.Fatalf("look %d: observation %v", i, o)
 				}

@@ -29,7 +29,7 @@ import (
 // raises an event about it through ingest (check cluster-peer, node = the
 // peer's name), so that rules and alerts apply; every replica answers
 // GetStatus with the cluster's health from the shared store, and what the
-// controller last saw of its peers.
+// controller last saw of its peers, read back from those events.
 
 // peerState is what the cluster knows of inter-cluster monitoring.
 type peerState struct {
@@ -39,9 +39,6 @@ type peerState struct {
 	// tls verifies the peers' certificates: cluster.root_tls, since root
 	// and clusters share a CA in the setups unyo documents.
 	tls client.TLSOptions
-	// seen is what the controller last saw of each peer (nil on replicas
-	// that do not hold the lease).
-	seen []*unyov1.PeerObservation
 	// accepted is when this replica last accepted an agent's result (unix
 	// nanoseconds), noted in the store by the results-clock component.
 	accepted atomic.Int64
@@ -53,16 +50,30 @@ func (p *peerState) assignment() []*unyov1.PeerAssignment {
 	return p.assigned
 }
 
-func (p *peerState) observations() []*unyov1.PeerObservation {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seen
-}
-
-func (p *peerState) setSeen(seen []*unyov1.PeerObservation) {
-	p.mu.Lock()
-	p.seen = seen
-	p.mu.Unlock()
+// peerObservations is what the controller last saw of each assigned peer:
+// its latest cluster-peer event about it.
+func (c *Cluster) peerObservations(ctx context.Context) ([]*unyov1.PeerObservation, error) {
+	peers := c.peers.assignment()
+	if len(peers) == 0 {
+		return nil, nil
+	}
+	events, err := c.store.ListEvents(ctx, store.EventFilter{Check: ingest.PeerCheck})
+	if err != nil {
+		return nil, fmt.Errorf("read the peers' events: %w", err)
+	}
+	latest := map[string]*unyov1.Event{}
+	for _, e := range events {
+		latest[e.GetNode()] = e
+	}
+	obs := make([]*unyov1.PeerObservation, len(peers))
+	for i, p := range peers {
+		if e := latest[p.GetName()]; e != nil {
+			obs[i] = peerwatch.ObservationOf(e)
+			continue
+		}
+		obs[i] = peerwatch.NewWatch(p.GetName(), time.Now()).Observation(c.opts.Name)
+	}
+	return obs, nil
 }
 
 // keepPeers takes root's answer to a registration: the peers to watch, and
@@ -108,8 +119,11 @@ func (c *Cluster) keepPeers(ctx context.Context, resp *unyov1.RegisterClusterRes
 // health is the cluster's health as its watchers judge it, read from the
 // shared store so that every replica answers the same.
 func (c *Cluster) health(ctx context.Context) *unyov1.ClusterHealth {
-	h := &unyov1.ClusterHealth{Peers: c.peers.observations()}
+	h := &unyov1.ClusterHealth{}
 	var errs []error
+	var err error
+	h.Peers, err = c.peerObservations(ctx)
+	errs = append(errs, err)
 	holder, until, err := c.store.LeaseHolder(ctx, c.lease.Name)
 	errs = append(errs, err)
 	if holder != "" {
@@ -189,10 +203,7 @@ func newPeerWatcher(c *Cluster) *peerWatcher {
 		watches: map[string]*peerwatch.Watch{}, clients: map[clientKey]*client.Clients{}}
 }
 
-func (w *peerWatcher) Run(ctx context.Context) {
-	defer w.c.peers.setSeen(nil) // another replica watches now
-	every(ctx, w.interval, w.round)
-}
+func (w *peerWatcher) Run(ctx context.Context) { every(ctx, w.interval, w.round) }
 
 // round looks at every assigned peer once, side by side, and raises an
 // event about each.
@@ -211,8 +222,9 @@ func (w *peerWatcher) round(ctx context.Context) {
 		delete(w.watches, name)
 		if pw.Last.Status != peerwatch.StatusOK && pw.Last.Status != peerwatch.StatusUnknown {
 			// Resolve what this watcher raised, as it will say no more.
-			events = append(events, w.event(name, unyov1.CheckStatus_CHECK_STATUS_OK, now,
-				fmt.Sprintf("cluster %s is no longer watched by cluster %s (root assigned it other peers, or the cluster was deleted)", name, w.c.opts.Name)))
+			events = append(events, ingest.Synthetic{Node: name, Check: ingest.PeerCheck, Status: unyov1.CheckStatus_CHECK_STATUS_OK, At: now,
+				Output: fmt.Sprintf("cluster %s is no longer watched by cluster %s (root assigned it other peers, or the cluster was deleted)", name, w.c.opts.Name),
+				Labels: map[string]string{peerwatch.LabelWatcher: w.c.opts.Name}}.Event())
 		}
 	}
 	looks := make([]peerwatch.Look, len(peers))
@@ -233,7 +245,6 @@ func (w *peerWatcher) round(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // the lease was lost or the cluster stops: judge nothing
 	}
-	seen := make([]*unyov1.PeerObservation, 0, len(peers))
 	for i, p := range peers {
 		pw := w.watches[p.GetName()]
 		if pw == nil {
@@ -242,21 +253,15 @@ func (w *peerWatcher) round(ctx context.Context) {
 		}
 		looks[i].At = now
 		v := pw.Observe(looks[i], w.thresholds)
-		seen = append(seen, pw.Observation(w.c.opts.Name))
-		events = append(events, w.event(p.GetName(), v.CheckStatus, now, v.Message))
+		events = append(events, ingest.Synthetic{Node: p.GetName(), Check: ingest.PeerCheck, Status: v.CheckStatus, At: now, Output: v.Message,
+			Labels: pw.Labels(w.c.opts.Name)}.Event())
 	}
-	w.c.peers.setSeen(seen)
 	if len(events) == 0 {
 		return
 	}
 	if _, err := w.c.ingest.Ingest(ctx, ingest.Batch{Source: ingest.PeerWatch, Events: events}); err != nil && ctx.Err() == nil {
 		w.c.log.Warn("recording what this cluster saw of its peers failed", "err", err)
 	}
-}
-
-func (w *peerWatcher) event(peer string, status unyov1.CheckStatus, at time.Time, msg string) *unyov1.Event {
-	return ingest.Synthetic{Node: peer, Check: ingest.PeerCheck, Status: status, At: at, Output: msg,
-		Labels: map[string]string{"watcher": w.c.opts.Name}}.Event()
 }
 
 // look asks one peer for its status, within the interval.
