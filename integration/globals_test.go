@@ -22,25 +22,7 @@ func TestObjectsForEveryClusterNowAndLater(t *testing.T) {
 	op := func(args ...string) (string, error) {
 		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
 	}
-	startCluster := func(name, rootURL string) (*proc, string) {
-		addr := freeAddr(t)
-		register := ""
-		if rootURL != "" {
-			register = fmt.Sprintf("  root_url: %s\n  root_token: %s\n", rootURL, addClusterAt(t, rootURL, name))
-		}
-		return startUnyo(t, name, nil, "server", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
-role: cluster
-data_dir: %s/%s
-server:
-  listen: %s
-  admin_tokens: [%s]
-cluster:
-  name: %s
-  heartbeat_interval: 1s
-  stale_after: 3s
-  down_after: 6s
-%s%s`, dir, name, addr, adminToken, name, register, lightCluster))), "http://" + addr
-	}
+	startCluster := func(name, rootURL string) (*proc, string) { return startClusterServer(t, dir, name, rootURL, "") }
 	// names lists "name:origin" of a kind's objects in a cluster, from the
 	// table (ORIGIN is its last column; JSON and YAML print documents).
 	names := func(server, noun, cluster string) ([]string, error) {
@@ -151,6 +133,31 @@ spec: {command: ["true"], interval: 1m}
 	if err := lacks(sURL, "rules", "", "critical-alerts")(); err != nil {
 		t.Errorf("a default rule deleted came back after a restart: %v", err)
 	}
+}
+
+// startClusterServer starts a light cluster (1s heartbeats) with the
+// admin token and its data under dir, registered at rootURL unless it is
+// empty, with extra YAML added to its cluster section, and returns it and
+// its URL.
+func startClusterServer(t *testing.T, dir, name, rootURL, extra string) (*proc, string) {
+	t.Helper()
+	addr := freeAddr(t)
+	register := ""
+	if rootURL != "" {
+		register = fmt.Sprintf("  root_url: %s\n  root_token: %s\n", rootURL, addClusterAt(t, rootURL, name))
+	}
+	return startUnyo(t, name, nil, "server", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
+role: cluster
+data_dir: %s/%s
+server:
+  listen: %s
+  admin_tokens: [%s]
+cluster:
+  name: %s
+  heartbeat_interval: 1s
+  stale_after: 3s
+  down_after: 6s
+%s%s%s`, dir, name, addr, adminToken, name, register, extra, lightCluster))), "http://" + addr
 }
 
 // startRootServer starts a root with the admin token and its data under

@@ -209,6 +209,9 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 		// Nothing is acknowledged: the agent keeps the batch and resends it.
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("results from node %q: %w", node, err))
 	}
+	if res.Stored+res.Duplicates+res.Filtered > 0 {
+		s.c.noteAccepted() // the cluster's ingest age, for its watchers
+	}
 	resp := &unyov1.ReportResultsResponse{
 		Accepted: int32(res.Stored), Duplicates: int32(res.Duplicates), Filtered: int32(res.Filtered), Rejected: res.Rejected,
 	}

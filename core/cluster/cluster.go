@@ -23,6 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
+	"github.com/unyo-ops/unyo/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -72,6 +73,16 @@ type Options struct {
 	// Now is the controller's clock (retention and statistics); default
 	// time.Now. Tests run days of it in moments.
 	Now func() time.Time
+	// PeerWatch is how the controller watches the peers root assigns.
+	PeerWatch PeerWatchOptions
+}
+
+// PeerWatchOptions configure the watching of peer clusters.
+type PeerWatchOptions struct {
+	// Interval between looks at each peer; default 10s.
+	Interval time.Duration
+	// Thresholds' zero fields are peerwatch.DefaultThresholds'.
+	Thresholds peerwatch.Thresholds
 }
 
 // Cluster holds one cluster replica's services and loops.
@@ -109,6 +120,10 @@ type Cluster struct {
 	// audit records every write to this cluster.
 	audit *rbac.Recorder
 
+	// peers is inter-cluster monitoring: the peers root assigned, and what
+	// the controller saw of them (peers.go).
+	peers peerState
+
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins
 	// pluginsReady is closed once the plugins' first start is over.
@@ -140,6 +155,9 @@ func New(st store.Store, opts Options) *Cluster {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.PeerWatch.Interval <= 0 {
+		opts.PeerWatch.Interval = 10 * time.Second
 	}
 	if opts.NodeCertTTL <= 0 {
 		opts.NodeCertTTL = identity.DefaultNodeCertTTL

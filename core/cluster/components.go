@@ -30,6 +30,7 @@ func (c *Cluster) replicaComponents() []component {
 		// outbox, so every replica starts the action plugins.
 		{"action-plugins", loop(func(ctx context.Context) { c.startPlugins(ctx); close(c.pluginsReady) })},
 		{"heartbeats", c.beats},
+		{"results-clock", &resultsClock{c: c}},
 		{"controller-lease", loop(func(ctx context.Context) { c.lease.Run(ctx, c.controller) })},
 		{"node-topology", loop(func(ctx context.Context) { every(ctx, topologyRefresh, c.refreshTopology) })},
 	}
@@ -46,6 +47,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"actions-outbox", loop(c.runActionsOutbox)},
 		{"history-retention", &historyPruner{store: c.store, keep: c.opts.HistoryPerCheck, log: c.log}},
 		{"log-retention", c.newLogPruner()},
+		{"peer-watch", newPeerWatcher(c)},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

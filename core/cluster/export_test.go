@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -29,4 +30,9 @@ func RecordHistory(c *Cluster, ctx context.Context, events []*unyov1.Event) {
 		seq[i] = store.SeqEvent{Seq: int64(i + 1), Event: e}
 	}
 	c.recordHistory(ctx, seq, nil)
+}
+
+// KeepPeers takes root's answer to a registration as RegisterAtRoot does.
+func KeepPeers(c *Cluster, ctx context.Context, resp *unyov1.RegisterClusterResponse) error {
+	return c.keepPeers(ctx, resp, client.TLSOptions{})
 }

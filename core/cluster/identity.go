@@ -19,8 +19,9 @@ import (
 )
 
 // credentialKinds are the stored credentials a cluster accepts: its nodes'
-// and root's.
-var credentialKinds = map[string]server.Kind{store.CredNode: server.KindNode, store.CredRoot: server.KindRoot}
+// root's, and those of the peer clusters that watch it (which may call
+// StatusService only: the access every authenticated caller has).
+var credentialKinds = map[string]server.Kind{store.CredNode: server.KindNode, store.CredRoot: server.KindRoot, store.CredPeer: server.KindCluster}
 
 // enrol issues a node's own credential when a join token or an admin
 // registers a node that has none, and returns it ("" when none is issued:

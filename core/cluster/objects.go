@@ -111,7 +111,7 @@ func (s *eventService) GetEvent(ctx context.Context, req *connect.Request[unyov1
 // statusService tells who this server is and which leases it holds.
 type statusService struct{ c *Cluster }
 
-func (s *statusService) GetStatus(context.Context, *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
+func (s *statusService) GetStatus(ctx context.Context, _ *connect.Request[unyov1.GetStatusRequest]) (*connect.Response[unyov1.GetStatusResponse], error) {
 	resp := &unyov1.GetStatusResponse{
 		Role: "cluster", Version: s.c.opts.Version, Cluster: s.c.opts.Name,
 		Replica: s.c.opts.Replica, StartedAt: timestamppb.New(s.c.started),
@@ -121,5 +121,6 @@ func (s *statusService) GetStatus(context.Context, *connect.Request[unyov1.GetSt
 	}
 	sort.Strings(resp.Leases)
 	resp.Plugins = s.c.pluginStatus()
+	resp.Health = s.c.health(ctx)
 	return connect.NewResponse(resp), nil
 }

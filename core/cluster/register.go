@@ -27,6 +27,9 @@ func (c *Cluster) RegisterAtRoot(ctx context.Context, rootURL, token string, roo
 			// Until it is kept, root cannot call this cluster: try again soon.
 			err = c.keepRootToken(ctx, resp.Msg.GetRootToken())
 		}
+		if err == nil {
+			err = c.keepPeers(ctx, resp.Msg, rootTLS)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.log.Warn("registering at root failed; will retry", "root", rootURL, "err", cl.Explain(err))

@@ -38,9 +38,14 @@ func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 // serveOnly serves a cluster's API without running its loops, so the test
 // alone decides when the controller works.
 func serveOnly(t *testing.T, cl *cluster.Cluster) *client.Clients {
+	return serveWith(t, cl, server.Auth{}, "")
+}
+
+// serveWith is serveOnly with auth, and clients that present token.
+func serveWith(t *testing.T, cl *cluster.Cluster, auth server.Auth, token string) *client.Clients {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet})
+	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: quiet, Auth: auth})
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -50,7 +55,7 @@ func serveOnly(t *testing.T, cl *cluster.Cluster) *client.Clients {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
+	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String(), Token: token, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

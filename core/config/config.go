@@ -146,6 +146,23 @@ type Cluster struct {
 	// alerts for critical results and for nodes that are down. Applied
 	// once, so a default rule deleted later stays deleted.
 	DefaultRules bool `yaml:"default_rules" mapstructure:"default_rules"`
+	// PeerWatch is how this cluster watches the peers root assigns it.
+	PeerWatch PeerWatch `yaml:"peer_watch" mapstructure:"peer_watch"`
+}
+
+// PeerWatch is inter-cluster monitoring (cluster.peer_watch and
+// root.peer_watch): how often a watcher looks at each cluster it watches
+// and when it judges one down or stuck (see package peerwatch).
+type PeerWatch struct {
+	Interval time.Duration `yaml:"interval" mapstructure:"interval"`
+	// UnreachableAfter: a cluster not answering for longer is down
+	// (critical); so is one with no controller for longer.
+	UnreachableAfter time.Duration `yaml:"unreachable_after" mapstructure:"unreachable_after"`
+	// LagAfter: an event waiting longer for the pipeline makes it stuck.
+	LagAfter time.Duration `yaml:"lag_after" mapstructure:"lag_after"`
+	// IngestAfter: no agent result for longer, with nodes and checks,
+	// makes it stuck.
+	IngestAfter time.Duration `yaml:"ingest_after" mapstructure:"ingest_after"`
 }
 
 // NodeCA is cluster.node_ca: the CA certificate and key that sign node
@@ -175,6 +192,10 @@ type Root struct {
 	ClusterToken string `yaml:"cluster_token" mapstructure:"cluster_token"`
 	// ClusterTLS verifies the clusters' certificates (https advertise URLs).
 	ClusterTLS ClientTLS `yaml:"cluster_tls" mapstructure:"cluster_tls"`
+	// Peers is how many clusters root assigns each cluster to watch.
+	Peers int `yaml:"peers" mapstructure:"peers"`
+	// PeerWatch is how root itself watches every cluster.
+	PeerWatch PeerWatch `yaml:"peer_watch" mapstructure:"peer_watch"`
 }
 
 // Agent is used by role agent (and dev).
@@ -349,6 +370,9 @@ func Defaults(role string) *Config {
 	return c
 }
 
+// defaultPeerWatch is peerwatch.DefaultThresholds with a look every 10s.
+var defaultPeerWatch = PeerWatch{Interval: 10 * time.Second, UnreachableAfter: 30 * time.Second, LagAfter: 2 * time.Minute, IngestAfter: 10 * time.Minute}
+
 // staticDefaults are the defaults without the derived values: Load must
 // derive those after merging, from the data_dir and listen address actually
 // in effect.
@@ -374,7 +398,9 @@ func staticDefaults(role string) *Config {
 			APIHook:           APIHook{Allow: []string{}},
 			NodeCertTTL:       30 * 24 * time.Hour,
 			DefaultRules:      true,
+			PeerWatch:         defaultPeerWatch,
 		},
+		Root: Root{Peers: 2, PeerWatch: defaultPeerWatch},
 		Agent: Agent{
 			Labels:              map[string]string{},
 			ClusterURL:          "http://127.0.0.1:7401",

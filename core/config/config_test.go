@@ -90,7 +90,7 @@ func TestLoadValidFiles(t *testing.T) {
 				ShutdownTimeout: 30 * time.Second, MaxRequestBytes: 32 * MiB,
 			})
 			equal(t, "store", c.Store, Store{Driver: "postgres", DSN: "postgres://unyo@db/unyo_root", HistoryPerCheck: 100})
-			equal(t, "root", c.Root, Root{ClusterToken: "cluster-admin"})
+			equal(t, "root", c.Root, Root{ClusterToken: "cluster-admin", Peers: 2, PeerWatch: defaultPeerWatch})
 		}},
 		{"testdata/valid_cluster.yaml", RoleServer, func(t *testing.T, c *Config) {
 			equal(t, "role", c.Role, RoleCluster)
@@ -112,6 +112,7 @@ func TestLoadValidFiles(t *testing.T) {
 					Env: []string{"HTTPS_PROXY"}},
 				APIHook:     APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
 				NodeCertTTL: 30 * 24 * time.Hour,
+				PeerWatch:   defaultPeerWatch,
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
@@ -220,6 +221,19 @@ func TestLoadProblems(t *testing.T) {
 				`cluster.api_hook.allow[1]: "ftp://x/" is not an http or https URL prefix`,
 				`agent.check_env[1]: UNYO_AGENT_TOKEN: unyo's own settings (UNYO_*) hold its tokens and are never passed to checks or plugins; give a check the value it needs in its spec.env instead`,
 				`agent.plugins.env[0]: unyo_root_cluster_token: unyo's own settings (UNYO_*) hold its tokens and are never passed to checks or plugins; give a check the value it needs in its spec.env instead`,
+			},
+		},
+		{
+			name: "peer watch thresholds must outlast the interval",
+			opts: LoadOptions{Role: RoleDev, Env: []string{
+				"UNYO_CLUSTER_PEER_WATCH_INTERVAL=1m",
+				"UNYO_ROOT_PEER_WATCH_INTERVAL=0s",
+				"UNYO_ROOT_PEERS=0",
+			}},
+			want: []string{
+				`environment UNYO_ROOT_PEER_WATCH_INTERVAL: must be positive, got 0s`,
+				`environment UNYO_ROOT_PEERS: must be at least 1, got 0 (how many clusters each cluster watches)`,
+				`cluster.peer_watch.unreachable_after: must be longer than cluster.peer_watch.interval (1m0s), got 30s`,
 			},
 		},
 		{
@@ -771,6 +785,7 @@ func TestDefaults(t *testing.T) {
 		APIHook:           APIHook{Allow: []string{}},
 		NodeCertTTL:       30 * 24 * time.Hour,
 		DefaultRules:      true,
+		PeerWatch:         defaultPeerWatch,
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,

@@ -91,6 +91,10 @@ func (c *Config) problems() []Problem {
 
 	if c.Role == RoleDev || c.Role == RoleRoot {
 		ps = append(ps, clientTLSProblems("root.cluster_tls", c.Root.ClusterTLS)...)
+		ps = append(ps, peerWatchProblems("root.peer_watch", c.Root.PeerWatch)...)
+		if c.Root.Peers < 1 {
+			bad("root.peers", "must be at least 1, got %d (how many clusters each cluster watches)", c.Root.Peers)
+		}
 	}
 
 	if isCluster {
@@ -131,6 +135,7 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.DownAfter <= c.Cluster.StaleAfter {
 			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
 		}
+		ps = append(ps, peerWatchProblems("cluster.peer_watch", c.Cluster.PeerWatch)...)
 		ps = append(ps, pluginProblems("cluster.plugins", c.Cluster.Plugins, "action")...)
 		if _, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow); err != nil {
 			for _, e := range unjoin(err) {
@@ -233,6 +238,25 @@ func clientTLSProblems(key string, t ClientTLS) []Problem {
 	}
 	if t.KeyFile != "" && t.CertFile == "" {
 		ps = append(ps, Problem{Key: key + ".cert_file", Msg: "required when " + key + ".key_file is set (set both or neither)"})
+	}
+	return ps
+}
+
+// peerWatchProblems checks a watcher's interval and thresholds: a
+// threshold at or below the interval would judge a cluster down (or stuck)
+// between two looks.
+func peerWatchProblems(key string, p PeerWatch) []Problem {
+	var ps []Problem
+	if p.Interval <= 0 {
+		return []Problem{{Key: key + ".interval", Msg: fmt.Sprintf("must be positive, got %s", p.Interval)}}
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"unreachable_after", p.UnreachableAfter}, {"lag_after", p.LagAfter}, {"ingest_after", p.IngestAfter}} {
+		if t.d <= p.Interval {
+			ps = append(ps, Problem{Key: key + "." + t.name, Msg: fmt.Sprintf("must be longer than %s.interval (%s), got %s", key, p.Interval, t.d)})
+		}
 	}
 	return ps
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
+	"github.com/unyo-ops/unyo/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -117,7 +118,8 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, Logger: log})
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, Logger: log,
+		Peers: c.Root.Peers, PeerWatch: root.PeerWatchOptions{Interval: c.Root.PeerWatch.Interval, Thresholds: thresholds(c.Root.PeerWatch)}})
 	r.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -241,6 +243,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		AuditRetention:    c.Audit.Retention,
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
 		NodeCA:            nodeCA, NodeCertTTL: c.Cluster.NodeCertTTL,
+		PeerWatch: cluster.PeerWatchOptions{Interval: c.Cluster.PeerWatch.Interval, Thresholds: thresholds(c.Cluster.PeerWatch)},
 	})
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {
 		return err
@@ -275,6 +278,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	err = srv.Serve(ctx, ln)
 	cancel()
 	return err
+}
+
+// thresholds are a watcher's peerwatch thresholds as configured.
+func thresholds(p config.PeerWatch) peerwatch.Thresholds {
+	return peerwatch.Thresholds{Unreachable: p.UnreachableAfter, Lag: p.LagAfter, Ingest: p.IngestAfter}
 }
 
 // ackedMarkFile, in the data directory, records the highest event sequence

@@ -142,7 +142,9 @@ func Events(w io.Writer, format string, events []*unyov1.Event) error {
 }
 
 // Clusters prints the clusters a root knows: in a table NAME, URL,
-// REACHABLE, LAST SEEN, and ERROR when a cluster has one.
+// REACHABLE, WATCHED-BY (root and the peers that watch it), PEER STATUS
+// (what each of them saw), LAST SEEN (the last answer to any watcher or
+// registration), and ERROR when a cluster has one.
 func Clusters(w io.Writer, format string, clusters []*unyov1.ClusterInfo) error {
 	p, err := newPrinter(w, format, time.Now)
 	if err != nil {
@@ -314,7 +316,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 
 func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 	return printList(p, "clusters", clusters, func() table {
-		t := table{header: []string{"NAME", "URL", "REACHABLE", "LAST SEEN"}}
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
 		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
 		if withErrors {
 			t.header = append(t.header, "ERROR")
@@ -324,7 +326,13 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 			if c.GetReachable() {
 				reachable = "yes"
 			}
-			row := []string{c.GetName(), c.GetUrl(), reachable, age(p.now(), c.GetLastSeen())}
+			// Who watches the cluster, and what each saw: "root:ok b:down".
+			var by, seen []string
+			for _, o := range c.GetWatchedBy() {
+				by = append(by, o.GetWatcher())
+				seen = append(seen, o.GetWatcher()+":"+o.GetStatus())
+			}
+			row := []string{c.GetName(), c.GetUrl(), reachable, orDash(strings.Join(by, ",")), orDash(strings.Join(seen, " ")), age(p.now(), c.GetLastSeen())}
 			if withErrors {
 				row = append(row, truncate(orDash(c.GetError()), 80))
 			}

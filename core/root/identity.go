@@ -56,6 +56,12 @@ func (s *clusterService) RegisterCluster(ctx context.Context, req *connect.Reque
 	if err := s.r.store.UpsertCluster(ctx, &unyov1.ClusterInfo{Name: m.GetName(), Url: url, LastSeen: timestamppb.Now()}); err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
 	}
+	// Its peers and watchers: an answer without them would make the
+	// cluster revoke its watchers, so a failure fails the registration,
+	// which the cluster repeats.
+	if err := s.r.peersOf(ctx, m.GetName(), resp); err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("register cluster %q: %w", m.GetName(), err))
+	}
 	// A new cluster, or one coming back, gets the objects meant for every
 	// cluster.
 	s.r.registered(m.GetName())
@@ -158,6 +164,9 @@ func (s *clusterService) DeleteCluster(ctx context.Context, req *connect.Request
 	}
 	s.r.auth.Forget(server.KindCluster, name)
 	s.r.forgetClients(name)
+	s.r.watch.mu.Lock()
+	delete(s.r.watch.watches, name)
+	s.r.watch.mu.Unlock()
 	s.r.log.Info("cluster deleted and its credentials revoked", "cluster", name, "by", server.PrincipalFrom(ctx).String())
 	return connect.NewResponse(&unyov1.DeleteClusterResponse{}), nil
 }

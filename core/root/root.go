@@ -27,6 +27,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/peerwatch"
 )
 
 // Options configure the root.
@@ -53,6 +54,11 @@ type Options struct {
 	// the objects it keeps for every cluster (besides when a cluster
 	// registers); 0 means DefaultSyncInterval.
 	SyncInterval time.Duration
+	// Peers is how many clusters each cluster watches (peers.go); 0 means
+	// peerwatch.DefaultPeers.
+	Peers int
+	// PeerWatch is how root itself watches every cluster.
+	PeerWatch PeerWatchOptions
 }
 
 // Root serves the operator-facing API over all clusters.
@@ -76,6 +82,9 @@ type Root struct {
 	// nudgeAll asks the sync loop to bring every cluster up to date (the
 	// inventory changed, so node topology may have).
 	nudgeAll chan struct{}
+
+	// watch is what root saw of every cluster (peers.go).
+	watch rootWatch
 }
 
 // clientKey names a cached client: root's credential is per cluster and is
@@ -96,10 +105,17 @@ func New(st store.Store, opts Options) *Root {
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = DefaultSyncInterval
 	}
+	if opts.Peers <= 0 {
+		opts.Peers = peerwatch.DefaultPeers
+	}
+	if opts.PeerWatch.Interval <= 0 {
+		opts.PeerWatch.Interval = 10 * time.Second
+	}
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
 		nudge: make(chan string, 64), nudgeAll: make(chan struct{}, 1),
+		watch: rootWatch{watches: map[string]*peerwatch.Watch{}},
 		audit: &rbac.Recorder{Store: st, Logger: log}}
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
@@ -108,13 +124,15 @@ func New(st store.Store, opts Options) *Root {
 }
 
 // Run keeps root's own state tidy until ctx ends: audit records past their
-// retention are pruned hourly, and the clusters are kept up to date with
-// the objects root keeps for every cluster (globals.go).
+// retention are pruned hourly, the clusters are kept up to date with the
+// objects root keeps for every cluster (globals.go), and root watches
+// every cluster (peers.go).
 func (r *Root) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.syncLoop(ctx) }()
+	go func() { defer wg.Done(); r.watchLoop(ctx) }()
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

@@ -34,9 +34,11 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	})
 	reachable := map[string]bool{}
 	plugins := map[string][]*unyov1.PluginStatus{}
+	statuses := map[string]*unyov1.GetStatusResponse{}
 	for _, a := range answers {
 		reachable[a.cluster] = true
 		plugins[a.cluster] = a.value.GetPlugins()
+		statuses[a.cluster] = a.value
 	}
 	failed := map[string]string{}
 	for _, e := range errs {
@@ -47,6 +49,7 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 		c.Error = failed[c.GetName()]
 		c.Plugins = plugins[c.GetName()]
 	}
+	s.r.watchedBy(ctx, all, statuses)
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
 }
 

@@ -30,6 +30,7 @@ type Store interface {
 	Credentials
 	Tokens
 	Audit
+	Watched
 	Close() error
 }
 
@@ -48,6 +49,12 @@ const (
 	// CredRootToCluster is the token root presents to the cluster it is
 	// named by: root keeps it in Secret because it must send it.
 	CredRootToCluster = "root-to-cluster"
+	// CredPeerToken is the token the cluster it is named by presents to
+	// the peers it watches, kept by root (in Secret) which hands it out.
+	CredPeerToken = "peer-token"
+	// CredPeer is the credential of a peer cluster (named) watching this
+	// one, kept by the watched cluster as root last listed its watchers.
+	CredPeer = "peer"
 )
 
 // Credential binds the SHA-256 (hex) of a token to who presents it.
@@ -77,6 +84,8 @@ type Credentials interface {
 	// DeleteCredential revokes the credential of kind and name; no error
 	// when there is none.
 	DeleteCredential(ctx context.Context, kind, name string) error
+	// ListCredentials returns every credential of kind, sorted by name.
+	ListCredentials(ctx context.Context, kind string) ([]Credential, error)
 }
 
 // ErrExists is returned (wrapped) when something to be created exists.
@@ -222,9 +231,32 @@ type Clusters interface {
 	ListClusters(ctx context.Context) ([]*unyov1.ClusterInfo, error)
 	GetCluster(ctx context.Context, name string) (*unyov1.ClusterInfo, error)
 	// DeleteCluster forgets a cluster and the credentials root keeps for
-	// it (CredCluster, CredRootToCluster); ErrNotFound if root knows
-	// neither.
+	// it (CredCluster, CredRootToCluster, CredPeerToken); ErrNotFound if
+	// root knows neither.
 	DeleteCluster(ctx context.Context, name string) error
+}
+
+// PipelineLag is how far a cluster's event pipeline is behind its ingest.
+type PipelineLag struct {
+	// Behind counts the stored events not yet processed.
+	Behind int64
+	// OldestReceived is when the oldest of them was received; zero when
+	// none is behind.
+	OldestReceived time.Time
+}
+
+// Watched is what a cluster's watchers judge it by (package peerwatch),
+// the same whichever replica answers.
+type Watched interface {
+	// LeaseHolder returns who holds the named lease and until when; ""
+	// when nobody does or the lease expired.
+	LeaseHolder(ctx context.Context, name string) (holder string, expires time.Time, err error)
+	PipelineLag(ctx context.Context) (PipelineLag, error)
+	// NoteResultsAccepted records that agents' results were accepted at
+	// at, keeping the latest time noted by any replica.
+	NoteResultsAccepted(ctx context.Context, at time.Time) error
+	// ResultsAcceptedAt returns the latest time noted; zero if none.
+	ResultsAcceptedAt(ctx context.Context) (time.Time, error)
 }
 
 // Leases let one of several server replicas on a shared database run a

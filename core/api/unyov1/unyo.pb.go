@@ -5241,7 +5241,10 @@ type ClusterInfo struct {
 	Reachable bool   `protobuf:"varint,5,opt,name=reachable,proto3" json:"reachable,omitempty"`
 	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// Filled by ListClusters from the cluster's status: its action plugins.
-	Plugins       []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	Plugins []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// Filled by ListClusters: what the cluster's watchers saw of it, root's
+	// own watch first, then its peers' (inter-cluster monitoring).
+	WatchedBy     []*PeerObservation `protobuf:"bytes,8,rep,name=watched_by,json=watchedBy,proto3" json:"watched_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5325,6 +5328,232 @@ func (x *ClusterInfo) GetPlugins() []*PluginStatus {
 	return nil
 }
 
+func (x *ClusterInfo) GetWatchedBy() []*PeerObservation {
+	if x != nil {
+		return x.WatchedBy
+	}
+	return nil
+}
+
+// PeerObservation is what a watcher (root, or a peer cluster) last saw of
+// one cluster.
+type PeerObservation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster watched.
+	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Who watched: "root" or the watching cluster's name.
+	Watcher string `protobuf:"bytes,2,opt,name=watcher,proto3" json:"watcher,omitempty"`
+	// The verdict: ok, unreachable (not yet for long), down (unreachable
+	// beyond the threshold), stuck (answers, but its pipeline or ingest is
+	// behind beyond a threshold), unknown (not checked yet).
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// The level of the watcher's last event about the cluster.
+	Level   Level  `protobuf:"varint,4,opt,name=level,proto3,enum=unyo.v1.Level" json:"level,omitempty"`
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The last time the cluster answered the watcher.
+	LastSeen *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	// When the watcher last checked.
+	CheckedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=checked_at,json=checkedAt,proto3" json:"checked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerObservation) Reset() {
+	*x = PeerObservation{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerObservation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerObservation) ProtoMessage() {}
+
+func (x *PeerObservation) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerObservation.ProtoReflect.Descriptor instead.
+func (*PeerObservation) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *PeerObservation) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *PeerObservation) GetWatcher() string {
+	if x != nil {
+		return x.Watcher
+	}
+	return ""
+}
+
+func (x *PeerObservation) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *PeerObservation) GetLevel() Level {
+	if x != nil {
+		return x.Level
+	}
+	return Level_LEVEL_UNSPECIFIED
+}
+
+func (x *PeerObservation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PeerObservation) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *PeerObservation) GetCheckedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CheckedAt
+	}
+	return nil
+}
+
+// PeerAssignment is a cluster root assigned to a watcher: where it
+// answers, and the credential the watcher presents there (it can call only
+// StatusService there).
+type PeerAssignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Token         string                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerAssignment) Reset() {
+	*x = PeerAssignment{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerAssignment) ProtoMessage() {}
+
+func (x *PeerAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerAssignment.ProtoReflect.Descriptor instead.
+func (*PeerAssignment) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *PeerAssignment) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PeerAssignment) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *PeerAssignment) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+// PeerWatcher is a cluster that watches the registering one: the hash of
+// the credential it presents, which the registering cluster accepts.
+type PeerWatcher struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TokenHash     string                 `protobuf:"bytes,2,opt,name=token_hash,json=tokenHash,proto3" json:"token_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerWatcher) Reset() {
+	*x = PeerWatcher{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerWatcher) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerWatcher) ProtoMessage() {}
+
+func (x *PeerWatcher) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerWatcher.ProtoReflect.Descriptor instead.
+func (*PeerWatcher) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *PeerWatcher) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PeerWatcher) GetTokenHash() string {
+	if x != nil {
+		return x.TokenHash
+	}
+	return ""
+}
+
 type RegisterClusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -5335,7 +5564,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5347,7 +5576,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5360,7 +5589,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -5382,14 +5611,18 @@ type RegisterClusterResponse struct {
 	// The credential root presents to this cluster (and to no other), given
 	// to a cluster that registered with its own credential. The cluster keeps
 	// its hash and accepts it as root's.
-	RootToken     string `protobuf:"bytes,1,opt,name=root_token,json=rootToken,proto3" json:"root_token,omitempty"`
+	RootToken string `protobuf:"bytes,1,opt,name=root_token,json=rootToken,proto3" json:"root_token,omitempty"`
+	// The clusters this one watches (inter-cluster monitoring).
+	Peers []*PeerAssignment `protobuf:"bytes,2,rep,name=peers,proto3" json:"peers,omitempty"`
+	// The clusters that watch this one; it accepts exactly their credentials.
+	Watchers      []*PeerWatcher `protobuf:"bytes,3,rep,name=watchers,proto3" json:"watchers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5401,7 +5634,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5414,7 +5647,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RegisterClusterResponse) GetRootToken() string {
@@ -5422,6 +5655,20 @@ func (x *RegisterClusterResponse) GetRootToken() string {
 		return x.RootToken
 	}
 	return ""
+}
+
+func (x *RegisterClusterResponse) GetPeers() []*PeerAssignment {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
+func (x *RegisterClusterResponse) GetWatchers() []*PeerWatcher {
+	if x != nil {
+		return x.Watchers
+	}
+	return nil
 }
 
 type ListClustersRequest struct {
@@ -5432,7 +5679,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5444,7 +5691,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5457,7 +5704,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 type ListClustersResponse struct {
@@ -5469,7 +5716,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5481,7 +5728,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5494,7 +5741,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -5512,7 +5759,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5771,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5784,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 type GetStatusResponse struct {
@@ -5550,14 +5797,16 @@ type GetStatusResponse struct {
 	Leases    []string               `protobuf:"bytes,5,rep,name=leases,proto3" json:"leases,omitempty"`
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// A cluster server's action plugins.
-	Plugins       []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	Plugins []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// A cluster server's health as its peers and root watch it.
+	Health        *ClusterHealth `protobuf:"bytes,8,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5569,7 +5818,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5582,7 +5831,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -5634,6 +5883,133 @@ func (x *GetStatusResponse) GetPlugins() []*PluginStatus {
 	return nil
 }
 
+func (x *GetStatusResponse) GetHealth() *ClusterHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+// ClusterHealth is what a cluster's watchers judge it by.
+type ClusterHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica holding the controller lease ("" when none does) and
+	// until when.
+	LeaseHolder    string                 `protobuf:"bytes,1,opt,name=lease_holder,json=leaseHolder,proto3" json:"lease_holder,omitempty"`
+	LeaseExpiresAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`
+	// Events stored but not yet through the pipeline, and how long ago the
+	// oldest of them was received. Ages are measured on the cluster's own
+	// clock, so that a watcher's clock does not skew them.
+	PipelineBehind int64                `protobuf:"varint,3,opt,name=pipeline_behind,json=pipelineBehind,proto3" json:"pipeline_behind,omitempty"`
+	PipelineLag    *durationpb.Duration `protobuf:"bytes,4,opt,name=pipeline_lag,json=pipelineLag,proto3" json:"pipeline_lag,omitempty"`
+	// How long ago the cluster last accepted an agent's result (unset: not
+	// since its store began recording it).
+	IngestAge *durationpb.Duration `protobuf:"bytes,5,opt,name=ingest_age,json=ingestAge,proto3" json:"ingest_age,omitempty"`
+	// Registered nodes and applied checks: without both no results are due.
+	Nodes int32 `protobuf:"varint,6,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// What this cluster saw of the peers it watches.
+	Peers  []*PeerObservation `protobuf:"bytes,7,rep,name=peers,proto3" json:"peers,omitempty"`
+	Checks int32              `protobuf:"varint,8,opt,name=checks,proto3" json:"checks,omitempty"`
+	// What the cluster could not read of the above (its state store fails);
+	// a watcher counts it as not answering.
+	Error         string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterHealth) Reset() {
+	*x = ClusterHealth{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterHealth) ProtoMessage() {}
+
+func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterHealth.ProtoReflect.Descriptor instead.
+func (*ClusterHealth) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ClusterHealth) GetLeaseHolder() string {
+	if x != nil {
+		return x.LeaseHolder
+	}
+	return ""
+}
+
+func (x *ClusterHealth) GetLeaseExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseExpiresAt
+	}
+	return nil
+}
+
+func (x *ClusterHealth) GetPipelineBehind() int64 {
+	if x != nil {
+		return x.PipelineBehind
+	}
+	return 0
+}
+
+func (x *ClusterHealth) GetPipelineLag() *durationpb.Duration {
+	if x != nil {
+		return x.PipelineLag
+	}
+	return nil
+}
+
+func (x *ClusterHealth) GetIngestAge() *durationpb.Duration {
+	if x != nil {
+		return x.IngestAge
+	}
+	return nil
+}
+
+func (x *ClusterHealth) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *ClusterHealth) GetPeers() []*PeerObservation {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
+func (x *ClusterHealth) GetChecks() int32 {
+	if x != nil {
+		return x.Checks
+	}
+	return 0
+}
+
+func (x *ClusterHealth) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type Sample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Metric name (Prometheus __name__).
@@ -5649,7 +6025,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5661,7 +6037,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5674,7 +6050,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Sample) GetName() string {
@@ -5715,7 +6091,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5727,7 +6103,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5740,7 +6116,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -5767,7 +6143,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5779,7 +6155,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5792,7 +6168,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -5818,7 +6194,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +6206,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +6219,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -5880,7 +6256,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5892,7 +6268,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5905,7 +6281,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -5959,7 +6335,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5971,7 +6347,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5984,7 +6360,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -6017,7 +6393,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6029,7 +6405,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6042,7 +6418,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -6066,7 +6442,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6078,7 +6454,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6091,7 +6467,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -6141,7 +6517,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6153,7 +6529,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6166,7 +6542,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -6200,7 +6576,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6212,7 +6588,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6225,7 +6601,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -6256,7 +6632,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6268,7 +6644,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6281,7 +6657,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -6322,7 +6698,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6334,7 +6710,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6347,7 +6723,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -6392,7 +6768,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6404,7 +6780,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6417,7 +6793,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -6514,7 +6890,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6526,7 +6902,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6539,7 +6915,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -6569,7 +6945,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6581,7 +6957,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6594,7 +6970,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -6641,7 +7017,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6653,7 +7029,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6666,7 +7042,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -6742,7 +7118,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6754,7 +7130,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6767,7 +7143,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -6795,7 +7171,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6807,7 +7183,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6820,7 +7196,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6850,7 +7226,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6862,7 +7238,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6875,7 +7251,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6926,7 +7302,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6938,7 +7314,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6951,7 +7327,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6995,7 +7371,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7007,7 +7383,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7020,7 +7396,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -7063,7 +7439,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7075,7 +7451,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7088,7 +7464,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -7130,7 +7506,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7142,7 +7518,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7155,7 +7531,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -7190,7 +7566,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7202,7 +7578,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7215,7 +7591,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -7282,7 +7658,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7294,7 +7670,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7307,7 +7683,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -7393,7 +7769,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7405,7 +7781,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7418,7 +7794,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -7458,7 +7834,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7470,7 +7846,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7483,7 +7859,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -7536,7 +7912,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7548,7 +7924,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7561,7 +7937,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -7619,7 +7995,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7631,7 +8007,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7644,7 +8020,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -7686,7 +8062,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7698,7 +8074,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7711,7 +8087,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -7739,7 +8115,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7751,7 +8127,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7764,7 +8140,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -7793,7 +8169,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7805,7 +8181,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7818,7 +8194,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -7846,7 +8222,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7858,7 +8234,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7871,7 +8247,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -7890,7 +8266,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7902,7 +8278,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7915,7 +8291,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -7933,7 +8309,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7945,7 +8321,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7958,7 +8334,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -7988,7 +8364,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8000,7 +8376,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8013,7 +8389,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *Token) GetId() string {
@@ -8108,7 +8484,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8120,7 +8496,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8133,7 +8509,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -8189,7 +8565,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8201,7 +8577,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8214,7 +8590,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -8239,7 +8615,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8251,7 +8627,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8264,7 +8640,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 type ListTokensResponse struct {
@@ -8276,7 +8652,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8288,7 +8664,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8301,7 +8677,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -8320,7 +8696,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8332,7 +8708,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8345,7 +8721,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -8364,7 +8740,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8376,7 +8752,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8389,7 +8765,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -8426,7 +8802,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8438,7 +8814,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8451,7 +8827,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -8547,7 +8923,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8559,7 +8935,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8572,7 +8948,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -8620,7 +8996,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8632,7 +9008,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8645,7 +9021,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -9077,7 +9453,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
 	"\x16EndMaintenanceResponse\x128\n" +
 	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x92\x02\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xcb\x02\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
@@ -9085,17 +9461,38 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\tlast_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x1c\n" +
 	"\treachable\x18\x05 \x01(\bR\treachable\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
-	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\">\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x127\n" +
+	"\n" +
+	"watched_by\x18\b \x03(\v2\x18.unyo.v1.PeerObservationR\twatchedBy\"\x91\x02\n" +
+	"\x0fPeerObservation\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x18\n" +
+	"\awatcher\x18\x02 \x01(\tR\awatcher\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12$\n" +
+	"\x05level\x18\x04 \x01(\x0e2\x0e.unyo.v1.LevelR\x05level\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x127\n" +
+	"\tlast_seen\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x129\n" +
+	"\n" +
+	"checked_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcheckedAt\"L\n" +
+	"\x0ePeerAssignment\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\"@\n" +
+	"\vPeerWatcher\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"token_hash\x18\x02 \x01(\tR\ttokenHash\">\n" +
 	"\x16RegisterClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\"8\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"\x99\x01\n" +
 	"\x17RegisterClusterResponse\x12\x1d\n" +
 	"\n" +
-	"root_token\x18\x01 \x01(\tR\trootToken\"\x15\n" +
+	"root_token\x18\x01 \x01(\tR\trootToken\x12-\n" +
+	"\x05peers\x18\x02 \x03(\v2\x17.unyo.v1.PeerAssignmentR\x05peers\x120\n" +
+	"\bwatchers\x18\x03 \x03(\v2\x14.unyo.v1.PeerWatcherR\bwatchers\"\x15\n" +
 	"\x13ListClustersRequest\"H\n" +
 	"\x14ListClustersResponse\x120\n" +
 	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"\x12\n" +
-	"\x10GetStatusRequest\"\xf9\x01\n" +
+	"\x10GetStatusRequest\"\xa9\x02\n" +
 	"\x11GetStatusResponse\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -9104,7 +9501,19 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x06leases\x18\x05 \x03(\tR\x06leases\x129\n" +
 	"\n" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12/\n" +
-	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\"\xbb\x01\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12.\n" +
+	"\x06health\x18\b \x01(\v2\x16.unyo.v1.ClusterHealthR\x06health\"\x8d\x03\n" +
+	"\rClusterHealth\x12!\n" +
+	"\flease_holder\x18\x01 \x01(\tR\vleaseHolder\x12D\n" +
+	"\x10lease_expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0eleaseExpiresAt\x12'\n" +
+	"\x0fpipeline_behind\x18\x03 \x01(\x03R\x0epipelineBehind\x12<\n" +
+	"\fpipeline_lag\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vpipelineLag\x128\n" +
+	"\n" +
+	"ingest_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\tingestAge\x12\x14\n" +
+	"\x05nodes\x18\x06 \x01(\x05R\x05nodes\x12.\n" +
+	"\x05peers\x18\a \x03(\v2\x18.unyo.v1.PeerObservationR\x05peers\x12\x16\n" +
+	"\x06checks\x18\b \x01(\x05R\x06checks\x12\x14\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\xbb\x01\n" +
 	"\x06Sample\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Sample.LabelsEntryR\x06labels\x12\x17\n" +
@@ -9452,7 +9861,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 135)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 139)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -9526,158 +9935,162 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*EndMaintenanceRequest)(nil),    // 69: unyo.v1.EndMaintenanceRequest
 	(*EndMaintenanceResponse)(nil),   // 70: unyo.v1.EndMaintenanceResponse
 	(*ClusterInfo)(nil),              // 71: unyo.v1.ClusterInfo
-	(*RegisterClusterRequest)(nil),   // 72: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil),  // 73: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),      // 74: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),     // 75: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),         // 76: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 77: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                   // 78: unyo.v1.Sample
-	(*Point)(nil),                    // 79: unyo.v1.Point
-	(*Series)(nil),                   // 80: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 81: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 82: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 83: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 84: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 85: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 86: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 87: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 88: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 89: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 90: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 91: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 92: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 93: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 94: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 95: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 96: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 97: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 98: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 99: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 100: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 101: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 102: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 103: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 104: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 105: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 106: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 107: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 108: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),        // 109: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 110: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 111: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 112: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 113: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 114: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 115: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 116: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 117: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 118: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 119: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 120: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 121: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 122: unyo.v1.ListAuditResponse
-	nil,                              // 123: unyo.v1.Node.LabelsEntry
-	nil,                              // 124: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 125: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 126: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 127: unyo.v1.Check.LabelsEntry
-	nil,                              // 128: unyo.v1.Event.LabelsEntry
-	nil,                              // 129: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 130: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 131: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 132: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 133: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 134: unyo.v1.Sample.LabelsEntry
-	nil,                              // 135: unyo.v1.Series.LabelsEntry
-	nil,                              // 136: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 137: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 138: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 139: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 140: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 141: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 142: google.protobuf.Duration
-	(*Region)(nil),                   // 143: unyo.v1.Region
-	(*Datacenter)(nil),               // 144: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 145: unyo.v1.Floor
-	(*Rack)(nil),                     // 146: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 147: unyo.v1.PhysicalResource
-	(*Flavor)(nil),                   // 148: unyo.v1.Flavor
-	(*Image)(nil),                    // 149: unyo.v1.Image
-	(*Network)(nil),                  // 150: unyo.v1.Network
+	(*PeerObservation)(nil),          // 72: unyo.v1.PeerObservation
+	(*PeerAssignment)(nil),           // 73: unyo.v1.PeerAssignment
+	(*PeerWatcher)(nil),              // 74: unyo.v1.PeerWatcher
+	(*RegisterClusterRequest)(nil),   // 75: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),  // 76: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),      // 77: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),     // 78: unyo.v1.ListClustersResponse
+	(*GetStatusRequest)(nil),         // 79: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 80: unyo.v1.GetStatusResponse
+	(*ClusterHealth)(nil),            // 81: unyo.v1.ClusterHealth
+	(*Sample)(nil),                   // 82: unyo.v1.Sample
+	(*Point)(nil),                    // 83: unyo.v1.Point
+	(*Series)(nil),                   // 84: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 85: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 86: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 87: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 88: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 89: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 90: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 91: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 92: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 93: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 94: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 95: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 96: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 97: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 98: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 99: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 100: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 101: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 102: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 103: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 104: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 105: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 106: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 107: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 108: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 109: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 110: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 111: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 112: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),        // 113: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 114: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 115: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 116: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 117: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 118: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 119: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 120: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 121: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 122: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 123: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 124: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 125: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 126: unyo.v1.ListAuditResponse
+	nil,                              // 127: unyo.v1.Node.LabelsEntry
+	nil,                              // 128: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 129: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 130: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 131: unyo.v1.Check.LabelsEntry
+	nil,                              // 132: unyo.v1.Event.LabelsEntry
+	nil,                              // 133: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 134: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 135: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 136: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 137: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 138: unyo.v1.Sample.LabelsEntry
+	nil,                              // 139: unyo.v1.Series.LabelsEntry
+	nil,                              // 140: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 141: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 142: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 143: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 144: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 145: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 146: google.protobuf.Duration
+	(*Region)(nil),                   // 147: unyo.v1.Region
+	(*Datacenter)(nil),               // 148: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 149: unyo.v1.Floor
+	(*Rack)(nil),                     // 150: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 151: unyo.v1.PhysicalResource
+	(*Flavor)(nil),                   // 152: unyo.v1.Flavor
+	(*Image)(nil),                    // 153: unyo.v1.Image
+	(*Network)(nil),                  // 154: unyo.v1.Network
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	123, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	127, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	140, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	140, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	144, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	144, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	124, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
-	140, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	125, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	126, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	128, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	144, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	129, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	130, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 10: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 11: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 12: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	141, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	127, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	145, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	131, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 15: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	140, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	140, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	144, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	144, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 18: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 19: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 20: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	140, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	142, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	140, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	142, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	144, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	146, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	144, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	146, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 25: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	128, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	132, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 27: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	140, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	140, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	129, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	130, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	144, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	144, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	133, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	134, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 32: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 33: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 34: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 35: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	141, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	145, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 37: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 38: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	131, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	135, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 40: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	140, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	140, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	140, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	140, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	144, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	144, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	144, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	144, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 45: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	132, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	136, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 47: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	140, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	140, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	140, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	144, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	144, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	144, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 51: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 52: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 53: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 54: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	140, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	140, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	144, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	144, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 57: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 58: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 59: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 60: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	143, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	144, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	145, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	146, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	147, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	148, // 66: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	149, // 67: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	150, // 68: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	147, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	148, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	149, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	150, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	151, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	152, // 66: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	153, // 67: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	154, // 68: unyo.v1.Object.network:type_name -> unyo.v1.Network
 	6,   // 69: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	142, // 70: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	146, // 70: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 71: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 72: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 73: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -9694,7 +10107,7 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	32,  // 84: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	30,  // 85: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
 	32,  // 86: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	133, // 87: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	137, // 87: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
 	52,  // 88: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
 	6,   // 89: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
 	32,  // 90: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
@@ -9714,154 +10127,165 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 104: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 105: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 106: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 107: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	140, // 108: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	144, // 107: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	144, // 108: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 109: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	71,  // 110: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	140, // 111: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 112: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	134, // 113: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	135, // 114: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	79,  // 115: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	136, // 116: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	78,  // 117: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	82,  // 118: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	140, // 119: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	140, // 120: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	142, // 121: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	140, // 122: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	80,  // 123: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 124: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 125: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	140, // 126: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	81,  // 127: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 128: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 129: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	137, // 130: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	90,  // 131: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	140, // 132: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	140, // 133: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	138, // 134: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	93,  // 135: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	90,  // 136: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 137: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 138: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	93,  // 139: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	142, // 140: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	142, // 141: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	96,  // 142: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 143: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 144: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	140, // 145: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	90,  // 146: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 147: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 148: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	140, // 149: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	139, // 150: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	140, // 151: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	102, // 152: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 153: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 154: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	140, // 155: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	140, // 156: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	105, // 157: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 158: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 159: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	140, // 160: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	140, // 161: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	140, // 162: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	140, // 163: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	142, // 164: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	113, // 165: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	113, // 166: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	113, // 167: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	140, // 168: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	140, // 169: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	120, // 170: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 171: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 172: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 173: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 174: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 175: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 176: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 177: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 178: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 179: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 180: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 181: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 182: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	107, // 183: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 184: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	59,  // 185: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 186: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 187: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 188: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 189: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 190: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 191: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	72,  // 192: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	74,  // 193: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	109, // 194: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	111, // 195: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	76,  // 196: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	83,  // 197: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	85,  // 198: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	86,  // 199: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	88,  // 200: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	91,  // 201: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	94,  // 202: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	97,  // 203: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	99,  // 204: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	101, // 205: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	104, // 206: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	114, // 207: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	116, // 208: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	118, // 209: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	121, // 210: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 211: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 212: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 213: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 214: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 215: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 216: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 217: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 218: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 219: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 220: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 221: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	108, // 222: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 223: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	60,  // 224: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 225: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 226: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 227: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 228: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 229: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 230: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	73,  // 231: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	75,  // 232: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	110, // 233: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	112, // 234: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	77,  // 235: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	84,  // 236: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	87,  // 237: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	87,  // 238: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	89,  // 239: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	92,  // 240: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	95,  // 241: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	98,  // 242: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	100, // 243: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	103, // 244: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	106, // 245: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	115, // 246: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	117, // 247: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	119, // 248: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	122, // 249: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	211, // [211:250] is the sub-list for method output_type
-	172, // [172:211] is the sub-list for method input_type
-	172, // [172:172] is the sub-list for extension type_name
-	172, // [172:172] is the sub-list for extension extendee
-	0,   // [0:172] is the sub-list for field type_name
+	72,  // 110: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 111: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	144, // 112: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	144, // 113: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	73,  // 114: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	74,  // 115: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	71,  // 116: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	144, // 117: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 118: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	81,  // 119: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	144, // 120: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	146, // 121: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	146, // 122: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	72,  // 123: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	138, // 124: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	139, // 125: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	83,  // 126: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	140, // 127: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	82,  // 128: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	86,  // 129: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	144, // 130: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	144, // 131: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	146, // 132: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	144, // 133: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	84,  // 134: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 135: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 136: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	144, // 137: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	85,  // 138: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 139: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 140: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	141, // 141: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	94,  // 142: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	144, // 143: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	144, // 144: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	142, // 145: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	97,  // 146: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	94,  // 147: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 148: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 149: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	97,  // 150: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	146, // 151: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	146, // 152: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	100, // 153: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 154: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 155: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 156: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	94,  // 157: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 158: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 159: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 160: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	143, // 161: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	144, // 162: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	106, // 163: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 164: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 165: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 166: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	144, // 167: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	109, // 168: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 169: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 170: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 171: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	144, // 172: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	144, // 173: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	144, // 174: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	146, // 175: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	117, // 176: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	117, // 177: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	117, // 178: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	144, // 179: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	144, // 180: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	124, // 181: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 182: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 183: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 184: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 185: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 186: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 187: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 188: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 189: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 190: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 191: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 192: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 193: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	111, // 194: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 195: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	59,  // 196: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 197: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 198: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 199: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 200: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 201: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 202: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 203: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 204: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	113, // 205: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	115, // 206: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 207: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	87,  // 208: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	89,  // 209: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	90,  // 210: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	92,  // 211: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	95,  // 212: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	98,  // 213: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	101, // 214: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	103, // 215: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	105, // 216: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	108, // 217: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	118, // 218: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	120, // 219: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	122, // 220: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	125, // 221: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 222: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 223: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 224: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 225: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 226: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 227: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 228: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 229: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 230: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 231: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 232: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	112, // 233: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 234: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	60,  // 235: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 236: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 237: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 238: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 239: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 240: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 241: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 242: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 243: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	114, // 244: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	116, // 245: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 246: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	88,  // 247: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	91,  // 248: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	91,  // 249: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	93,  // 250: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	96,  // 251: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	99,  // 252: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	102, // 253: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	104, // 254: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	107, // 255: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	110, // 256: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	119, // 257: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	121, // 258: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	123, // 259: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	126, // 260: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	222, // [222:261] is the sub-list for method output_type
+	183, // [183:222] is the sub-list for method input_type
+	183, // [183:183] is the sub-list for extension type_name
+	183, // [183:183] is the sub-list for extension extendee
+	0,   // [0:183] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9896,7 +10320,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   135,
+			NumMessages:   139,
 			NumExtensions: 0,
 			NumServices:   13,
 		},

@@ -33,6 +33,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/internal/failpoint"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/peerwatch"
 )
 
 // Source says where a batch of events comes from. Agent results are judged
@@ -49,11 +50,17 @@ const (
 	ActionFailure Source = "action-failure" // a webhook or action plugin failed for good
 	PluginState   Source = "plugin-state"   // an action plugin of the cluster changed state
 	StoreLoss     Source = "store-loss"     // the store lost events it had acknowledged
+	PeerWatch     Source = "peer-watch"     // a peer cluster this one watches is down, stuck or back
 )
 
 // LivenessCheck is the check of node liveness events: the cluster's own
 // judgement of a node, which its agent may not report.
 const LivenessCheck = "node-liveness"
+
+// PeerCheck is the check of the events a cluster raises about a peer
+// cluster it watches (the event's node is the peer's name); agents may not
+// report it either.
+const PeerCheck = peerwatch.Check
 
 // Store is what ingest needs of the state store.
 type Store interface {

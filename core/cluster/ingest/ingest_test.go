@@ -123,6 +123,7 @@ func TestFilterAppliesToEverySource(t *testing.T) {
 		{ingest.ActionFailure, "api-hook", func(now time.Time) *unyov1.Event { return synthetic("web1", "api-hook", now) }},
 		{ingest.PluginState, "plugin-action-Mail_X", func(now time.Time) *unyov1.Event { return synthetic("c1", "plugin-action-Mail_X", now) }},
 		{ingest.StoreLoss, "cluster-store", func(now time.Time) *unyov1.Event { return synthetic("c1", "cluster-store", now) }},
+		{ingest.PeerWatch, ingest.PeerCheck, func(now time.Time) *unyov1.Event { return synthetic("c2", ingest.PeerCheck, now) }},
 	} {
 		t.Run(string(tc.source), func(t *testing.T) {
 			f := newFixture(t)
@@ -205,11 +206,12 @@ func TestValidation(t *testing.T) {
 		agentResult("r4", "web1", "disk", now.Add(-400*24*time.Hour)), // too old
 		noLevel,
 		agentResult("", "web1", "disk", now), // an agent's result needs its own id
+		agentResult("r7", "web1", ingest.PeerCheck, now), // a cluster's judgement of a peer
 	}})
-	if res.Stored != 1 || len(res.Rejected) != 6 {
-		t.Fatalf("result %+v: want 1 stored, 6 rejected", res)
+	if res.Stored != 1 || len(res.Rejected) != 7 {
+		t.Fatalf("result %+v: want 1 stored, 7 rejected", res)
 	}
-	for i, want := range []string{"results[1] (id \"r1\"): node", "results[2] (id \"r2\"): check", "results[3] (id \"r3\"): check", "results[4] (id \"r4\"): started_at", "results[5] (id \"r5\"): level", "results[6] (id \"\"): id"} {
+	for i, want := range []string{"results[1] (id \"r1\"): node", "results[2] (id \"r2\"): check", "results[3] (id \"r3\"): check", "results[4] (id \"r4\"): started_at", "results[5] (id \"r5\"): level", "results[6] (id \"\"): id", "results[7] (id \"r7\"): check"} {
 		if !strings.HasPrefix(res.Rejected[i], want) {
 			t.Errorf("rejection %d: %q, want it to start with %q", i, res.Rejected[i], want)
 		}

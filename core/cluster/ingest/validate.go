@@ -23,6 +23,8 @@ func validEvent(e *unyov1.Event, b Batch, now time.Time) error {
 		return fmt.Errorf("node: %q differs from the reporting node %q", limits.Abbrev(e.GetNode()), b.Node)
 	case b.Source == Agent && e.GetCheck() == LivenessCheck:
 		return fmt.Errorf("check: %q is the cluster's own judgement of the node; agents may not report it", LivenessCheck)
+	case b.Source == Agent && e.GetCheck() == PeerCheck:
+		return fmt.Errorf("check: %q is a cluster's judgement of a peer cluster; agents may not report it", PeerCheck)
 	case e.GetStartedAt() == nil:
 		return errors.New("started_at: must be set")
 	case e.GetLevel() == unyov1.Level_LEVEL_UNSPECIFIED:

@@ -151,7 +151,7 @@ func (s *Store) DeleteCluster(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("delete cluster %q: %w", name, err)
 		}
-		res, err = tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind IN ($1, $2) AND name = $3", store.CredCluster, store.CredRootToCluster, name)
+		res, err = tx.ExecContext(ctx, "DELETE FROM credentials WHERE kind IN ($1, $2, $3) AND name = $4", store.CredCluster, store.CredRootToCluster, store.CredPeerToken, name)
 		if err != nil {
 			return fmt.Errorf("revoke the credentials of cluster %q: %w", name, err)
 		}
