@@ -23,7 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
-	"github.com/unyo-ops/unyo/peerwatch"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 

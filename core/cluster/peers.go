@@ -17,7 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/peerwatch"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Inter-cluster monitoring, the cluster's part. Root assigns each cluster

@@ -36,7 +36,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
-	"github.com/unyo-ops/unyo/peerwatch"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/peerwatch"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Inter-cluster monitoring, root's part. Root assigns the watchers: the

@@ -33,7 +33,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/internal/failpoint"
 	"github.com/unyo-ops/unyo/core/limits"
-	"github.com/unyo-ops/unyo/peerwatch"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Source says where a batch of events comes from. Agent results are judged
