@@ -22,6 +22,7 @@ import (
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	// is configured, and their services say so. The caller closes them.
 	Metrics tsdb.Store
 	Logs    logstore.Store
+	// TelemetryWAL, if set, is where samples, log lines and event history
+	// are made durable before they are acknowledged (see durable.go); call
+	// ReplayTelemetry before serving. The caller closes it.
+	TelemetryWAL *wal.WAL
 	// LogRetention is how long log lines are kept (the controller drops
 	// older days); 0 means logstore.DefaultRetention.
 	LogRetention time.Duration

@@ -25,13 +25,18 @@ func (l loop) Run(ctx context.Context) { l(ctx) }
 
 // replicaComponents run on every replica.
 func (c *Cluster) replicaComponents() []component {
-	return []component{
+	comps := []component{
 		// Any replica may come to hold the lease and run the actions
 		// outbox, so every replica starts the action plugins.
 		{"action-plugins", loop(func(ctx context.Context) { c.startPlugins(ctx); close(c.pluginsReady) })},
 		{"heartbeats", c.beats},
 		{"controller-lease", loop(func(ctx context.Context) { c.lease.Run(ctx, c.controller) })},
 	}
+	if c.opts.TelemetryWAL != nil {
+		// Every replica takes telemetry, each into its own WAL.
+		comps = append(comps, component{"telemetry-wal", walTrimmer{c}})
+	}
+	return comps
 }
 
 // controllerComponents run only on the replica holding the controller

@@ -40,33 +40,28 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()
-	points, nSeries := len(legacy), 0
-	for _, b := range batches {
+	points := len(req.Msg.GetSamples())
+	for _, b := range req.Msg.GetBatches() {
 		points += metricbatch.Points(b)
-		nSeries += len(b.GetPointCounts())
 	}
 	if points > maxSamplesPerWrite {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples: %d in one request, at most %d", points, maxSamplesPerWrite))
 	}
-	if len(legacy) > 0 {
-		if err := writeError(node, len(legacy), db.Write(ctx, legacySamples(node, legacy))); err != nil {
+	w, err := convertSamples(req.Msg)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	if s.c.opts.TelemetryWAL != nil {
+		rec, err := metricsRecord(req.Msg)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("encode samples for the telemetry WAL: %w", err))
+		}
+		if err := s.c.logTelemetry(ctx, "samples", rec); err != nil {
 			return nil, err
 		}
 	}
-	if len(batches) > 0 {
-		// The node label comes from the request, so an agent cannot write
-		// another node's series.
-		set := tsdb.Label{Name: "node", Value: node}
-		series := make([]tsdb.SeriesPoints, 0, min(nSeries, points))
-		for i, b := range batches {
-			if series, err = metricbatch.Series(series, b, set); err != nil {
-				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("metric batch %d of %d from node %q: %w", i+1, len(batches), node, err))
-			}
-		}
-		if err := writeError(node, points-len(legacy), db.WriteSeries(ctx, series)); err != nil {
-			return nil, err
-		}
+	if err := writeError(node, points, w.write(ctx, db)); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(points)}), nil
 }

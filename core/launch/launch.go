@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/unyo-ops/unyo/core/agent"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -35,6 +36,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
@@ -210,6 +212,13 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if logs != nil {
 		defer closeLogged(log, "log store", logs)
 	}
+	var telemetryWAL *wal.WAL
+	if metrics != nil || logs != nil {
+		if telemetryWAL, err = openTelemetryWAL(c, log); err != nil {
+			return err
+		}
+		defer closeLogged(log, "telemetry WAL", telemetryWAL)
+	}
 	hooks, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow)
 	if err != nil {
 		return err // Validate reported it already
@@ -235,7 +244,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
-		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
+		Metrics: metrics, Logs: logs, TelemetryWAL: telemetryWAL, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
 		Stats:             statsOptions(c),
 		AuditRetention:    c.Audit.Retention,
@@ -243,6 +252,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		NodeCA:            nodeCA, NodeCertTTL: c.Cluster.NodeCertTTL,
 	})
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {
+		return err
+	}
+	// Before serving: an agent resending log lines must find the replayed
+	// lines' positions recorded.
+	if err := cl.ReplayTelemetry(ctx); err != nil {
 		return err
 	}
 	if c.Cluster.DefaultRules {
@@ -275,6 +289,29 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	err = srv.Serve(ctx, ln)
 	cancel()
 	return err
+}
+
+// telemetryWALDir, in the data directory, holds the cluster's telemetry
+// write-ahead log (core/wal).
+const telemetryWALDir = "telemetry-wal"
+
+// Telemetry WAL bounds. telemetryWALKeep is how long a closed segment is
+// kept: several times the longest the stores take to flush to disk on
+// their own (embedded VictoriaMetrics: about 12s, its pending rows and
+// in-memory parts; embedded VictoriaLogs: 2s; ClickHouse and a remote
+// VictoriaMetrics acknowledge writes they hold).
+const (
+	telemetryWALMaxBytes = 1 << 30
+	telemetryWALKeep     = 60 * time.Second
+)
+
+func openTelemetryWAL(c *config.Config, log *slog.Logger) (*wal.WAL, error) {
+	dir := filepath.Join(c.DataDir, telemetryWALDir)
+	w, err := wal.Open(wal.Options{Dir: dir, MaxBytes: telemetryWALMaxBytes, Keep: telemetryWALKeep, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open the telemetry write-ahead log in %s: %w", dir, err)
+	}
+	return w, nil
 }
 
 // ackedMarkFile, in the data directory, records the highest event sequence

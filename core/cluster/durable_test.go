@@ -1,0 +1,158 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster"
+	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
+	"github.com/unyo-ops/unyo/core/wal"
+)
+
+// TestTelemetryWALReplay: what a cluster acknowledged is in its WAL; a
+// cluster started on that WAL with stores that lost it (a kill) writes it
+// back, and replaying again (another kill before the WAL was trimmed)
+// doubles nothing. A resent log request is then a duplicate.
+func TestTelemetryWALReplay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	openWAL := func() *wal.WAL {
+		w, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	openLogs := func(name string) *vlembed.Store {
+		l, err := vlembed.Open(vlembed.Options{Path: filepath.Join(dir, name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+
+	// The first run takes samples and lines; its stores are then thrown
+	// away, as a kill throws away their memory buffers.
+	w := openWAL()
+	m1, err := vmembed.Open(vmembed.Options{DataDir: filepath.Join(dir, "metrics1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1 := openLogs("logs1")
+	c := startCluster(t, st, cluster.Options{Metrics: m1, Logs: l1, TelemetryWAL: w})
+	if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	metrics := &unyov1.WriteMetricsRequest{Node: "web1"}
+	for i := range 100 {
+		metrics.Samples = append(metrics.Samples, &unyov1.Sample{Name: "replayed", TimeMs: base.Add(time.Duration(i) * time.Second).UnixMilli(), Value: float64(i)})
+	}
+	if _, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(metrics)); err != nil {
+		t.Fatal(err)
+	}
+	logs := &unyov1.WriteLogsRequest{Node: "web1"}
+	for i := range 50 {
+		logs.Entries = append(logs.Entries, &unyov1.LogEntry{FileId: "f", Sequence: uint64(i + 1), Offset: int64(i+1) * 10, App: "app", Message: fmt.Sprintf("line %d", i%25)}) // each text twice
+	}
+	if _, err := c.Logs.WriteLogs(ctx, connect.NewRequest(logs)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m1.Close()
+	l1.Close()
+
+	count := func(l logstore.Store) int {
+		got, err := l.Query(ctx, logstore.Query{App: "app", Limit: logstore.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	// Replayed into empty stores, then again into the same stores.
+	m2, err := vmembed.Open(vmembed.Options{DataDir: filepath.Join(dir, "metrics2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2 := openLogs("logs2")
+	defer l2.Close()
+	for run := 1; run <= 2; run++ {
+		w := openWAL()
+		cl := cluster.New(st, cluster.Options{Name: "c1", Replica: "r1", Logger: quiet, Metrics: m2, Logs: l2, TelemetryWAL: w})
+		if err := cl.ReplayTelemetry(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if n := count(l2); n != 50 {
+			t.Fatalf("replay %d: %d lines in the log store, want 50", run, n)
+		}
+		if err := m2.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(100 * time.Second)
+		series, err := m2.Query(ctx, `count_over_time(replayed[2h])`, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(series) != 1 || series[0].Points[0].V != 100 {
+			t.Fatalf("replay %d: samples %v, want a count of 100", run, series)
+		}
+	}
+
+	// The replayed lines' positions are recorded: the agent, which had no
+	// answer, resends them and they are duplicates.
+	w = openWAL()
+	defer w.Close()
+	c2 := startCluster(t, st, cluster.Options{Metrics: m2, Logs: l2, TelemetryWAL: w})
+	resp, err := c2.Logs.WriteLogs(ctx, connect.NewRequest(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Msg.GetDuplicates() != 50 {
+		t.Errorf("resent lines: %d duplicates, want 50", resp.Msg.GetDuplicates())
+	}
+}
+
+// TestTelemetryWALFull: a full WAL refuses telemetry with a retryable code
+// (the agent keeps it in its spool) and says why.
+func TestTelemetryWALFull(t *testing.T) {
+	w, err := wal.Open(wal.Options{Dir: t.TempDir(), MaxBytes: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l, err := vlembed.Open(vlembed.Options{Path: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := startTelemetryCluster(t, cluster.Options{Logs: l, TelemetryWAL: w})
+	req := &unyov1.WriteLogsRequest{Node: "web1", Entries: []*unyov1.LogEntry{{App: "a", Message: strings.Repeat("x", 300), Time: timestamppb.Now()}}}
+	_, err = c.Logs.WriteLogs(t.Context(), connect.NewRequest(req))
+	wantCode(t, "WriteLogs into a full WAL", err, connect.CodeResourceExhausted)
+	if !strings.Contains(err.Error(), "write-ahead log full") || !strings.Contains(err.Error(), "retry") {
+		t.Errorf("error %q does not say the WAL is full and to retry", err)
+	}
+}
