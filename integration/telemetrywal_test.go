@@ -71,23 +71,32 @@ func TestTelemetryDurableAcrossKills(t *testing.T) {
 	// Every acknowledged sample once: the values are 0..n-1, so the count
 	// and the sum together catch a missing or doubled one.
 	at := s.base.Add(time.Duration(samples)*time.Millisecond + time.Second)
-	query := func(expr string) float64 {
+	query := func(expr string) (float64, error) {
 		resp, err := c.Metrics.Query(ctx, connect.NewRequest(&unyov1.QueryMetricsRequest{Expr: expr, Time: timestamppb.New(at)}))
 		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
+			return 0, fmt.Errorf("%s: %w", expr, err)
 		}
 		ss := resp.Msg.GetSeries()
 		if len(ss) != 1 || len(ss[0].GetPoints()) != 1 {
-			t.Fatalf("%s: %d series, want 1", expr, len(ss))
+			return 0, fmt.Errorf("%s: %d series, want 1", expr, len(ss))
 		}
-		return ss[0].GetPoints()[0].GetValue()
+		return ss[0].GetPoints()[0].GetValue(), nil
 	}
-	if got := query(`count_over_time(wal_durable[1h])`); got != float64(samples) {
-		t.Errorf("%v samples stored, want the %d acknowledged", got, samples)
-	}
-	if got, want := query(`sum_over_time(wal_durable[1h])`), float64(samples)*float64(samples-1)/2; got != want {
-		t.Errorf("the stored samples sum to %v, want %v (each of 0..%d once)", got, want, samples-1)
-	}
+	// The TSDB makes samples searchable within seconds.
+	testutil.Eventually(t, 30*time.Second, "every acknowledged sample once", func() error {
+		n, err := query(`count_over_time(wal_durable[1h])`)
+		if err != nil {
+			return err
+		}
+		sum, err := query(`sum_over_time(wal_durable[1h])`)
+		if err != nil {
+			return err
+		}
+		if want := float64(samples) * float64(samples-1) / 2; n != float64(samples) || sum != want {
+			return fmt.Errorf("%v samples summing to %v stored; want the %d acknowledged, 0..%d once each, summing to %v", n, sum, samples, samples-1, want)
+		}
+		return nil
+	})
 
 	// Every acknowledged log line once.
 	stored := queryLines(t, c, &unyov1.LogFilter{App: "waltest"})
