@@ -118,14 +118,10 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a zig-zag encoded uvarint.
 func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err, r.b = errors.New("bad number"), nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (r *reader) string() string {
@@ -172,7 +168,8 @@ type historyBatch struct {
 // replayed is what the WAL held from before the start.
 type replayed struct {
 	metrics []*unyov1.WriteMetricsRequest
-	lines   []logstore.Entry
+	// lines are the L records' lines, one slice per record.
+	lines [][]logstore.Entry
 	// positions are the log positions of the L records, per node and file.
 	positions map[string]map[string]store.LogPosition
 	history   []historyBatch
@@ -205,7 +202,7 @@ func (rp *replayed) add(rec []byte) error {
 				rp.positions[node][id] = store.LogPosition{Sequence: seq, Offset: off}
 			}
 		}
-		rp.lines = append(rp.lines, r.entries()...)
+		rp.lines = append(rp.lines, r.entries())
 	case recHistory:
 		h := historyBatch{expect: r.varint(), cursor: r.varint()}
 		h.entries = r.entries()
@@ -275,7 +272,7 @@ func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
 			case rp.aborted[key]:
 				dropped++
 			case h.cursor <= st.Cursor:
-				lines = append(lines, h.entries...)
+				lines = append(lines, h.entries)
 				committed++
 			default:
 				rec, _ := historyRecord(recHistoryAbort, h.expect, h.cursor, nil)
@@ -307,7 +304,7 @@ func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
 	}
 	written := 0
 	if len(lines) > 0 && c.opts.Logs == nil {
-		c.log.Warn("telemetry WAL: log lines from before the restart dropped: logs.store is none now", "lines", len(lines))
+		c.log.Warn("telemetry WAL: log lines from before the restart dropped: logs.store is none now", "requests", len(lines))
 	} else if len(lines) > 0 {
 		var err error
 		if written, err = replayLines(ctx, c.opts.Logs, lines); err != nil {
@@ -320,7 +317,7 @@ func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
 		}
 	}
 	c.log.Info("telemetry WAL replayed", "records", rp.records, "samples", samples,
-		"lines", len(lines), "lines_written", written, "history_batches", committed, "history_batches_uncommitted", dropped)
+		"lines_written", written, "history_batches", committed, "history_batches_uncommitted", dropped)
 	return nil
 }
 
@@ -357,37 +354,48 @@ func lineKey(e logstore.Entry) string {
 	return b.String()
 }
 
-// replayLines writes the lines the log store does not hold yet: the store
-// flushed some of them before the kill, and log stores keep duplicates.
-// Lines are compared by everything stored about them, a line the WAL holds
-// n times being written until the store holds it n times. It returns how
-// many lines it wrote.
-func replayLines(ctx context.Context, db logstore.Store, lines []logstore.Entry) (int, error) {
+// replayLines writes the lines of records the log store does not hold yet:
+// the store flushed some of them before the kill, and log stores keep
+// duplicates. Lines are compared by everything stored about them. A line
+// is owed as many times as the one record holding it most often holds it:
+// the same line in two records is a request sent again after a failed
+// write, not a second line. It returns how many lines it wrote.
+func replayLines(ctx context.Context, db logstore.Store, records [][]logstore.Entry) (int, error) {
 	type group struct{ host, app string }
-	groups := map[group][]logstore.Entry{}
-	for _, e := range lines {
-		g := group{e.Host, e.App}
-		groups[g] = append(groups[g], e)
+	type owed struct {
+		n     int
+		entry logstore.Entry
+	}
+	groups := map[group]map[string]*owed{}
+	spans := map[group][2]time.Time{}
+	for _, rec := range records {
+		inRecord := map[string]int{}
+		for _, e := range rec {
+			g, k := group{e.Host, e.App}, lineKey(e)
+			if groups[g] == nil {
+				groups[g], spans[g] = map[string]*owed{}, [2]time.Time{e.Time, e.Time}
+			}
+			sp := spans[g]
+			spans[g] = [2]time.Time{minTime(sp[0], e.Time), maxTime(sp[1], e.Time)}
+			inRecord[k]++
+			if o := groups[g][k]; o == nil {
+				groups[g][k] = &owed{n: 1, entry: e}
+			} else {
+				o.n = max(o.n, inRecord[k])
+			}
+		}
 	}
 	var missing []logstore.Entry
-	for g, es := range groups {
-		want := map[string]int{}
-		first, last := es[0].Time, es[0].Time
-		for _, e := range es {
-			want[lineKey(e)]++
-			first, last = minTime(first, e.Time), maxTime(last, e.Time)
-		}
+	for g, lines := range groups {
 		have := map[string]int{}
-		if err := countStored(ctx, db, logstore.Query{Host: g.host, App: g.app, Since: first, Until: last.Add(time.Nanosecond)}, have); err != nil {
+		sp := spans[g]
+		if err := countStored(ctx, db, logstore.Query{Host: g.host, App: g.app, Since: sp[0], Until: sp[1].Add(time.Nanosecond)}, have); err != nil {
 			return 0, err
 		}
-		for _, e := range es {
-			k := lineKey(e)
-			if have[k] > 0 {
-				have[k]--
-				continue
+		for k, o := range lines {
+			for range o.n - have[k] {
+				missing = append(missing, o.entry)
 			}
-			missing = append(missing, e)
 		}
 	}
 	if len(missing) == 0 {

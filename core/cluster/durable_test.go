@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/wal"
@@ -28,27 +30,8 @@ import (
 // doubles nothing. A resent log request is then a duplicate.
 func TestTelemetryWALReplay(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	openWAL := func() *wal.WAL {
-		w, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	openLogs := func(name string) *vlembed.Store {
-		l, err := vlembed.Open(vlembed.Options{Path: filepath.Join(dir, name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	f := newWALFixture(t)
+	st, dir, openWAL, openLogs := f.st, f.dir, f.openWAL, f.openLogs
 
 	// The first run takes samples and lines; its stores are then thrown
 	// away, as a kill throws away their memory buffers.
@@ -99,12 +82,7 @@ func TestTelemetryWALReplay(t *testing.T) {
 	l2 := openLogs("logs2")
 	defer l2.Close()
 	for run := 1; run <= 2; run++ {
-		w := openWAL()
-		cl := cluster.New(st, cluster.Options{Name: "c1", Replica: "r1", Logger: quiet, Metrics: m2, Logs: l2, TelemetryWAL: w})
-		if err := cl.ReplayTelemetry(ctx); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
+		f.restart(cluster.Options{Metrics: m2, Logs: l2})
 		if n := count(l2); n != 50 {
 			t.Fatalf("replay %d: %d lines in the log store, want 50", run, n)
 		}
@@ -135,6 +113,103 @@ func TestTelemetryWALReplay(t *testing.T) {
 	}
 }
 
+// walFixture is a state store and the makings of a cluster's WAL and log
+// store in one directory, reopened as a restarted cluster would.
+type walFixture struct {
+	t     *testing.T
+	dir   string
+	st    *sqlstore.Store
+	quiet *slog.Logger
+}
+
+func newWALFixture(t *testing.T) *walFixture {
+	dir := t.TempDir()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &walFixture{t: t, dir: dir, st: st, quiet: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func (f *walFixture) openWAL() *wal.WAL {
+	w, err := wal.Open(wal.Options{Dir: filepath.Join(f.dir, "wal"), Logger: f.quiet})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}
+
+func (f *walFixture) openLogs(name string) *vlembed.Store {
+	l, err := vlembed.Open(vlembed.Options{Path: filepath.Join(f.dir, name)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return l
+}
+
+// restart is a cluster started on the fixture's WAL after a kill: it
+// replays the WAL into logs.
+func (f *walFixture) restart(opts cluster.Options) {
+	f.t.Helper()
+	w := f.openWAL()
+	defer w.Close()
+	opts.Name, opts.Replica, opts.Logger, opts.TelemetryWAL = "c1", "r1", f.quiet, w
+	if err := cluster.New(f.st, opts).ReplayTelemetry(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestReplayHistoryCommittedOnly: the event history of a pipeline batch is
+// in the WAL before its commit; replay writes it only if the commit
+// happened, marks the other batches so that a later replay (the cursor has
+// moved past them since) does not take them for committed, and writes
+// nothing twice.
+func TestReplayHistoryCommittedOnly(t *testing.T) {
+	ctx := context.Background()
+	f := newWALFixture(t)
+	logs := f.openLogs("logs")
+	defer logs.Close()
+	commit := func(expect, cursor int64) {
+		if err := f.st.CommitPipeline(ctx, &store.PipelineCommit{ExpectCursor: expect, Cursor: cursor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	history := func() map[string]int {
+		got, err := logs.Query(ctx, logstore.Query{App: logstore.EventsApp, Limit: logstore.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]int{}
+		for _, e := range got {
+			ids[e.Fields[logstore.FieldEventID]]++
+		}
+		return ids
+	}
+
+	// Batch (0,3] was committed, batch (3,7] was logged but the kill came
+	// before its commit.
+	w := f.openWAL()
+	c := cluster.New(f.st, cluster.Options{Name: "c1", Replica: "r1", Logger: f.quiet, Logs: logs, TelemetryWAL: w})
+	if !cluster.LogHistory(c, ctx, 0, 3, "committed") || !cluster.LogHistory(c, ctx, 3, 7, "uncommitted") {
+		t.Fatal("the history was not logged")
+	}
+	commit(0, 3)
+	w.Close()
+
+	f.restart(cluster.Options{Logs: logs})
+	if got := history(); got["committed"] != 1 || got["uncommitted"] != 0 {
+		t.Fatalf("after the first replay: %v, want committed once and uncommitted not", got)
+	}
+	// The pipeline processes events 4..9 again and commits them; killed
+	// again before the WAL was trimmed, the cluster replays once more.
+	commit(3, 9)
+	f.restart(cluster.Options{Logs: logs})
+	if got := history(); got["committed"] != 1 || got["uncommitted"] != 0 {
+		t.Fatalf("after the second replay: %v, want committed once and uncommitted not", got)
+	}
+}
+
 // TestTelemetryWALFull: a full WAL refuses telemetry with a retryable code
 // (the agent keeps it in its spool) and says why.
 func TestTelemetryWALFull(t *testing.T) {
@@ -154,5 +229,41 @@ func TestTelemetryWALFull(t *testing.T) {
 	wantCode(t, "WriteLogs into a full WAL", err, connect.CodeResourceExhausted)
 	if !strings.Contains(err.Error(), "write-ahead log full") || !strings.Contains(err.Error(), "retry") {
 		t.Errorf("error %q does not say the WAL is full and to retry", err)
+	}
+}
+
+// TestReplayLinesOwed: replay writes a line as many times as one record
+// holds it, less what the store holds: the same line in two records is a
+// request sent again, not a second line.
+func TestReplayLinesOwed(t *testing.T) {
+	ctx := context.Background()
+	f := newWALFixture(t)
+	logs := f.openLogs("logs")
+	defer logs.Close()
+	at := time.Now().Truncate(time.Millisecond)
+	line := func(msg string) logstore.Entry {
+		return logstore.Entry{Time: at, Host: "web1", App: "app", Level: "info", Message: msg}
+	}
+	if err := logs.Write(ctx, []logstore.Entry{line("b")}); err != nil {
+		t.Fatal(err)
+	}
+	records := [][]logstore.Entry{
+		{line("a"), line("a"), line("b")},
+		{line("a"), line("b"), line("c")}, // resent, with one line more
+	}
+	n, err := cluster.ReplayLines(ctx, logs, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := logs.Query(ctx, logstore.Query{App: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, e := range got {
+		count[e.Message]++
+	}
+	if want := map[string]int{"a": 2, "b": 1, "c": 1}; n != 3 || !maps.Equal(count, want) {
+		t.Fatalf("wrote %d lines, the store holds %v; want 3 written and %v", n, count, want)
 	}
 }

@@ -57,8 +57,9 @@ func (c *Cluster) recordHistory(ctx context.Context, events []store.SeqEvent, ex
 	c.writeHistory(ctx, c.historyEntries(events, explained))
 }
 
-// historyEntries are the history lines of processed events, prepared as the
-// log store keeps them (so that the WAL holds the lines the store will).
+// historyEntries are the history lines of processed events; with a WAL,
+// prepared as the log store keeps them, so that the WAL holds the lines the
+// store will and replay recognises them.
 func (c *Cluster) historyEntries(events []store.SeqEvent, explained []store.Explained) []logstore.Entry {
 	if c.opts.Logs == nil || len(events) == 0 {
 		return nil
@@ -90,7 +91,10 @@ func (c *Cluster) historyEntries(events []store.SeqEvent, explained []store.Expl
 		entry.Level = historyLevel(e.GetLevel())
 		entries = append(entries, entry)
 	}
-	return prepareLines(entries)
+	if c.opts.TelemetryWAL != nil {
+		entries = prepareLines(entries)
+	}
+	return entries
 }
 
 // logHistory makes the history lines of a pipeline batch durable before the

@@ -51,16 +51,24 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	if s.c.opts.TelemetryWAL != nil {
+	// The WAL's fsync and the TSDB's write run side by side; the answer
+	// waits for both. Samples in the TSDB but not in the WAL (a full WAL)
+	// are harmless: the agent resends them and rewriting samples is too.
+	logged := make(chan error, 1)
+	if s.c.opts.TelemetryWAL == nil {
+		logged <- nil
+	} else {
 		rec, err := metricsRecord(req.Msg)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("encode samples for the telemetry WAL: %w", err))
 		}
-		if err := s.c.logTelemetry(ctx, "samples", rec); err != nil {
-			return nil, err
-		}
+		go func() { logged <- s.c.logTelemetry(ctx, "samples", rec) }()
 	}
-	if err := writeError(node, points, w.write(ctx, db)); err != nil {
+	werr := w.write(ctx, db)
+	if err := <-logged; err != nil {
+		return nil, err
+	}
+	if err := writeError(node, points, werr); err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(points)}), nil

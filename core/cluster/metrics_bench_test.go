@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/metricbatch"
-	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/sysmetrics"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
@@ -61,15 +59,7 @@ func BenchmarkMetricsIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	c := startCluster(b, st, cluster.Options{Metrics: db})
-	if _, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
-		b.Fatal(err)
-	}
+	c := startTelemetryCluster(b, cluster.Options{Metrics: db})
 	// A cluster with its telemetry WAL, as `unyo server` runs it, on the
 	// same TSDB: samples are fsync'd before the ack.
 	w, err := wal.Open(wal.Options{Dir: b.TempDir(), MaxBytes: 1 << 40})
@@ -77,15 +67,7 @@ func BenchmarkMetricsIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	stw, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stw.Close()
-	cw := startCluster(b, stw, cluster.Options{Metrics: db, TelemetryWAL: w})
-	if _, err := cw.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
-		b.Fatal(err)
-	}
+	cw := startTelemetryCluster(b, cluster.Options{Metrics: db, TelemetryWAL: w})
 	start := time.Now().Add(-time.Hour)
 
 	for _, sh := range ingestShapes {
