@@ -295,19 +295,16 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 // write-ahead log (core/wal).
 const telemetryWALDir = "telemetry-wal"
 
-// Telemetry WAL bounds. telemetryWALKeep is how long a closed segment is
+// telemetryWALKeep is how long a closed segment of the telemetry WAL is
 // kept: several times the longest the stores take to flush to disk on
 // their own (embedded VictoriaMetrics: about 12s, its pending rows and
 // in-memory parts; embedded VictoriaLogs: 2s; ClickHouse and a remote
 // VictoriaMetrics acknowledge writes they hold).
-const (
-	telemetryWALMaxBytes = 1 << 30
-	telemetryWALKeep     = 60 * time.Second
-)
+const telemetryWALKeep = 60 * time.Second
 
 func openTelemetryWAL(c *config.Config, log *slog.Logger) (*wal.WAL, error) {
 	dir := filepath.Join(c.DataDir, telemetryWALDir)
-	w, err := wal.Open(wal.Options{Dir: dir, MaxBytes: telemetryWALMaxBytes, Keep: telemetryWALKeep, Logger: log})
+	w, err := wal.Open(wal.Options{Dir: dir, MaxBytes: int64(c.Cluster.TelemetryWALMaxBytes), Keep: telemetryWALKeep, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open the telemetry write-ahead log in %s: %w", dir, err)
 	}
