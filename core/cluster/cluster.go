@@ -111,6 +111,10 @@ type Cluster struct {
 	// audit records every write to this cluster.
 	audit *rbac.Recorder
 
+	// replayPending is the telemetry WAL's replay the stores could not take
+	// at start; the telemetry-wal component retries it.
+	replayPending *replayed
+
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins
 	// pluginsReady is closed once the plugins' first start is over.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/convert"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/metricbatch"
 	"github.com/unyo-ops/unyo/core/store"
@@ -175,6 +174,8 @@ type replayed struct {
 	history   []historyBatch
 	aborted   map[[2]int64]bool
 	records   int
+	// historyBatches counts the committed history batches, moved to lines.
+	historyBatches int
 }
 
 func (rp *replayed) add(rec []byte) error {
@@ -216,20 +217,22 @@ func (rp *replayed) add(rec []byte) error {
 }
 
 // ReplayTelemetry writes what the telemetry WAL holds from before the start
-// into the TSDB and the log store; the cluster calls it before it serves,
-// so that an agent resending lines finds their positions recorded. It
-// retries while a store fails, until ctx ends.
+// into the TSDB and the log store. Call it before Run and before serving:
+// it first records the log positions of the lines it holds, so that an
+// agent resending them has them dropped as duplicates, and decides which
+// event history was committed. When a store cannot take the replay (a
+// remote store down), the cluster serves anyway and the telemetry-wal
+// component retries; the WAL then keeps every segment until the replay is
+// done.
 func (c *Cluster) ReplayTelemetry(ctx context.Context) error {
 	w := c.opts.TelemetryWAL
 	if w == nil {
 		return nil
 	}
 	rp := &replayed{positions: map[string]map[string]store.LogPosition{}, aborted: map[[2]int64]bool{}}
-	bad := 0
 	if err := w.Replay(func(rec []byte) error {
 		if err := rp.add(rec); err != nil {
 			// The checksum matched, so this is a record of another version.
-			bad++
 			c.log.Warn("telemetry WAL: a record cannot be read; dropped", "err", err)
 		}
 		return nil
@@ -240,27 +243,26 @@ func (c *Cluster) ReplayTelemetry(ctx context.Context) error {
 		w.Replayed()
 		return nil
 	}
-	for {
-		err := c.replay(ctx, rp)
-		if err == nil {
-			break
-		}
-		c.log.Warn("telemetry WAL: replay into the stores failed; retrying", "err", err)
-		if !ctxwait.Sleep(ctx, 2*time.Second) {
-			return fmt.Errorf("replay the telemetry WAL: %w", err)
-		}
+	if err := c.settleReplay(ctx, rp); err != nil {
+		return fmt.Errorf("replay the telemetry WAL: %w", err)
+	}
+	if err := c.replayIntoStores(ctx, rp); err != nil {
+		c.log.Warn("telemetry WAL: the stores cannot take the replay yet; serving meanwhile, retrying every 5s", "err", err)
+		c.replayPending = rp
+		return nil
 	}
 	w.Replayed()
 	return nil
 }
 
-func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
+// settleReplay decides which event history batches were committed and
+// records the replayed lines' log positions: what must be settled before
+// the cluster serves and runs its pipeline.
+func (c *Cluster) settleReplay(ctx context.Context, rp *replayed) error {
 	// History batches whose commit did not happen are dropped: the pipeline
 	// processes those events again and writes their history then. An A
 	// record marks them, so that a later replay, when the cursor has moved
 	// past them, does not take them for committed.
-	lines := slices.Clone(rp.lines)
-	committed, dropped := 0, 0
 	if len(rp.history) > 0 {
 		st, err := c.store.LoadPipeline(ctx)
 		if err != nil {
@@ -270,20 +272,32 @@ func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
 			key := [2]int64{h.expect, h.cursor}
 			switch {
 			case rp.aborted[key]:
-				dropped++
 			case h.cursor <= st.Cursor:
-				lines = append(lines, h.entries)
-				committed++
+				rp.lines = append(rp.lines, h.entries)
+				rp.historyBatches++
 			default:
 				rec, _ := historyRecord(recHistoryAbort, h.expect, h.cursor, nil)
 				if err := c.opts.TelemetryWAL.Append(ctx, rec); err != nil {
 					return fmt.Errorf("mark uncommitted event history: %w", err)
 				}
 				rp.aborted[key] = true
-				dropped++
+			}
+		}
+		rp.history = nil
+	}
+	if c.opts.Logs != nil {
+		for node, pos := range rp.positions {
+			if err := c.advanceLogPositions(ctx, node, pos); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// replayIntoStores writes the replayed samples and lines; it may be
+// called again after a failure.
+func (c *Cluster) replayIntoStores(ctx context.Context, rp *replayed) error {
 	samples := 0
 	if len(rp.metrics) > 0 && c.opts.Metrics == nil {
 		c.log.Warn("telemetry WAL: samples from before the restart dropped: metrics.store is none now", "requests", len(rp.metrics))
@@ -303,21 +317,16 @@ func (c *Cluster) replay(ctx context.Context, rp *replayed) error {
 		}
 	}
 	written := 0
-	if len(lines) > 0 && c.opts.Logs == nil {
-		c.log.Warn("telemetry WAL: log lines from before the restart dropped: logs.store is none now", "requests", len(lines))
-	} else if len(lines) > 0 {
+	if len(rp.lines) > 0 && c.opts.Logs == nil {
+		c.log.Warn("telemetry WAL: log lines from before the restart dropped: logs.store is none now", "requests", len(rp.lines))
+	} else if len(rp.lines) > 0 {
 		var err error
-		if written, err = replayLines(ctx, c.opts.Logs, lines); err != nil {
+		if written, err = replayLines(ctx, c.opts.Logs, rp.lines); err != nil {
 			return err
-		}
-		for node, pos := range rp.positions {
-			if err := c.advanceLogPositions(ctx, node, pos); err != nil {
-				return err
-			}
 		}
 	}
 	c.log.Info("telemetry WAL replayed", "records", rp.records, "samples", samples,
-		"lines_written", written, "history_batches", committed, "history_batches_uncommitted", dropped)
+		"lines_written", written, "history_batches", rp.historyBatches)
 	return nil
 }
 
@@ -448,9 +457,20 @@ func maxTime(a, b time.Time) time.Time {
 type walTrimmer struct{ c *Cluster }
 
 func (t walTrimmer) Run(ctx context.Context) {
-	every(ctx, time.Second, func(context.Context) {
-		if err := t.c.opts.TelemetryWAL.Trim(); err != nil {
-			t.c.log.Warn("telemetry WAL: trimming failed", "err", err)
+	c, last := t.c, time.Time{}
+	every(ctx, time.Second, func(ctx context.Context) {
+		// Only this component touches replayPending once Run started.
+		if rp := c.replayPending; rp != nil && time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			if err := c.replayIntoStores(ctx, rp); err != nil {
+				c.log.Warn("telemetry WAL: the stores still cannot take the replay", "err", err)
+			} else {
+				c.replayPending = nil
+				c.opts.TelemetryWAL.Replayed()
+			}
+		}
+		if err := c.opts.TelemetryWAL.Trim(); err != nil {
+			c.log.Warn("telemetry WAL: trimming failed", "err", err)
 		}
 	})
 }

@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/store/sqlstore"
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/wal"
 )
@@ -266,4 +269,67 @@ func TestReplayLinesOwed(t *testing.T) {
 	if want := map[string]int{"a": 2, "b": 1, "c": 1}; n != 3 || !maps.Equal(count, want) {
 		t.Fatalf("wrote %d lines, the store holds %v; want 3 written and %v", n, count, want)
 	}
+}
+
+// failingLogs is a log store that is down while fail is set.
+type failingLogs struct {
+	*vlembed.Store
+	fail atomic.Bool
+}
+
+func (f *failingLogs) Write(ctx context.Context, entries []logstore.Entry) error {
+	if f.fail.Load() {
+		return errors.New("log store down")
+	}
+	return f.Store.Write(ctx, entries)
+}
+
+func (f *failingLogs) Query(ctx context.Context, q logstore.Query) ([]logstore.Entry, error) {
+	if f.fail.Load() {
+		return nil, errors.New("log store down")
+	}
+	return f.Store.Query(ctx, q)
+}
+
+// TestReplayWhileStoreDown: a cluster whose log store is down at start
+// serves anyway and replays the WAL into the store once it is back.
+func TestReplayWhileStoreDown(t *testing.T) {
+	ctx := context.Background()
+	f := newWALFixture(t)
+	w := f.openWAL()
+	l1 := f.openLogs("logs1")
+	c := startCluster(t, f.st, cluster.Options{Logs: l1, TelemetryWAL: w})
+	if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
+		t.Fatal(err)
+	}
+	req := &unyov1.WriteLogsRequest{Node: "web1"}
+	for i := range 10 {
+		req.Entries = append(req.Entries, &unyov1.LogEntry{FileId: "f", Sequence: uint64(i + 1), App: "app", Message: fmt.Sprintf("line %d", i)})
+	}
+	if _, err := c.Logs.WriteLogs(ctx, connect.NewRequest(req)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	l1.Close()
+
+	l2 := &failingLogs{Store: f.openLogs("logs2")}
+	defer l2.Close()
+	l2.fail.Store(true)
+	w2 := f.openWAL()
+	defer w2.Close()
+	c2 := startCluster(t, f.st, cluster.Options{Logs: l2, TelemetryWAL: w2})
+	if _, err := c2.Status.GetStatus(ctx, connect.NewRequest(&unyov1.GetStatusRequest{})); err != nil {
+		t.Fatalf("the cluster does not serve while its log store is down: %v", err)
+	}
+	l2.fail.Store(false)
+	testutil.Eventually(t, 30*time.Second, "the replay once the store is back", func() error {
+		got, err := l2.Query(ctx, logstore.Query{App: "app"})
+		if err != nil {
+			return err
+		}
+		if len(got) != 10 {
+			return fmt.Errorf("%d lines in the store, want 10", len(got))
+		}
+		return nil
+	})
 }

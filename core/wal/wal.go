@@ -12,7 +12,8 @@
 // a closed segment is deleted by Trim Options.Keep after it was closed: by
 // then the stores have flushed what it holds (the caller picks Keep from
 // the stores' flush guarantees). Segments found at Open belong to the
-// previous run: Replay reads them and Replayed hands them to Trim.
+// previous run: Replay reads them and Replayed hands them to Trim, which
+// deletes nothing before.
 //
 // Format: a segment starts with the 8-byte magic "UNYOWAL1"; each record is
 //
@@ -396,7 +397,8 @@ func replaySegment(path string, log *slog.Logger, fn func([]byte) error) error {
 }
 
 // Trim closes the active segment if it has taken records for longer than
-// RotateAfter, and deletes the closed segments older than Keep.
+// RotateAfter, and deletes the closed segments older than Keep, once the
+// segments found at Open are replayed.
 func (w *WAL) Trim() error {
 	now := w.opts.Now()
 	w.mu.Lock()
@@ -409,6 +411,12 @@ func (w *WAL) Trim() error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.old) > 0 {
+		// Until the previous run's segments are replayed, every segment
+		// stays: later ones may hold what replay needs (marks of records
+		// not to replay), and the bound turns writers away meanwhile.
+		return nil
+	}
 	var errs []error
 	kept := w.segments[:0]
 	removed := false

@@ -148,8 +148,8 @@ func TestDamagedTail(t *testing.T) {
 	}
 }
 
-// TestTrim: a segment is deleted only Keep after it was closed; the
-// segments of the previous run only once replayed.
+// TestTrim: a segment is deleted only Keep after it was closed, and none
+// before the segments of the previous run are replayed.
 func TestTrim(t *testing.T) {
 	dir, clk, log := t.TempDir(), &clock{t: time.Unix(1e9, 0)}, &bytes.Buffer{}
 	opts := func(o *wal.Options) { o.RotateAfter, o.Keep = 5*time.Second, time.Minute }
@@ -166,28 +166,38 @@ func TestTrim(t *testing.T) {
 	if n := len(segments(t, dir)); n != 3 {
 		t.Fatalf("%d segments after the first trim, want 3 (old, closed, active)", n)
 	}
-	appendAll(t, w, "two")
-	clk.add(59 * time.Second)
+	if got := replayAll(t, w); !slices.Equal(got, []string{"old"}) {
+		t.Fatalf("old segments replayed %q, want [old]", got)
+	}
+	clk.add(time.Hour)
 	if err := w.Trim(); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(segments(t, dir)); n != 4 {
-		t.Fatalf("%d segments before Keep passed, want 4 (old, one, two closed now, active)", n)
-	}
-	clk.add(2 * time.Second)
-	if err := w.Trim(); err != nil { // "one" goes
 		t.Fatal(err)
 	}
 	if n := len(segments(t, dir)); n != 3 {
-		t.Fatalf("%d segments once Keep passed for one, want 3", n)
-	}
-	if got := replayAll(t, w); !slices.Equal(got, []string{"old"}) {
-		t.Fatalf("old segments replayed %q, want [old]: they await replay", got)
+		t.Fatalf("%d segments before Replayed, want 3: nothing is deleted before", n)
 	}
 	w.Replayed()
-	clk.add(time.Minute)
-	if err := w.Trim(); err != nil {
+	appendAll(t, w, "two")
+	clk.add(59 * time.Second)
+	if err := w.Trim(); err != nil { // "one" goes (closed an hour ago), "two" is closed now
 		t.Fatal(err)
+	}
+	if n := len(segments(t, dir)); n != 3 {
+		t.Fatalf("%d segments before Keep passed for two, want 3 (old, two, active)", n)
+	}
+	clk.add(2 * time.Second)
+	if err := w.Trim(); err != nil { // "old" goes, Keep after Replayed
+		t.Fatal(err)
+	}
+	if n := len(segments(t, dir)); n != 2 {
+		t.Fatalf("%d segments once Keep passed for old, want 2 (two, active)", n)
+	}
+	clk.add(time.Minute)
+	if err := w.Trim(); err != nil { // "two" goes
+		t.Fatal(err)
+	}
+	if n := len(segments(t, dir)); n != 1 {
+		t.Fatalf("%d segments once Keep passed for two, want the active one", n)
 	}
 	w.Close()
 	w = open(t, dir, log, clk, nil)
