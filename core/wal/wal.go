@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/internal/datasync"
 )
 
 const (
@@ -294,7 +296,7 @@ func (w *WAL) sync(target uint64) error {
 	w.mu.Lock()
 	f, upto := w.f, w.pos
 	w.mu.Unlock()
-	if err := datasync(f); err != nil {
+	if err := datasync.File(f); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
 	w.synced = upto
@@ -311,7 +313,7 @@ func (w *WAL) rotate(force bool) error {
 	if w.closed || (!force && w.active.size <= headerLen) {
 		return nil
 	}
-	if err := datasync(w.f); err != nil {
+	if err := datasync.File(w.f); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
 	if err := w.f.Close(); err != nil {
@@ -466,7 +468,7 @@ func (w *WAL) Close() error {
 		return nil
 	}
 	w.closed = true
-	err := datasync(w.f)
+	err := datasync.File(w.f)
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
