@@ -18,12 +18,13 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
+	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
-	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -41,6 +42,10 @@ type Options struct {
 	// is configured, and their services say so. The caller closes them.
 	Metrics tsdb.Store
 	Logs    logstore.Store
+	// TelemetryWAL, if set, is where samples, log lines and event history
+	// are made durable before they are acknowledged (see durable.go); call
+	// ReplayTelemetry before serving. The caller closes it.
+	TelemetryWAL *wal.WAL
 	// LogRetention is how long log lines are kept (the controller drops
 	// older days); 0 means logstore.DefaultRetention.
 	LogRetention time.Duration
@@ -123,6 +128,9 @@ type Cluster struct {
 	// peers is inter-cluster monitoring: the peers root assigned, and what
 	// the controller saw of them (peers.go).
 	peers peerState
+	// replayPending is the telemetry WAL's replay the stores could not take
+	// at start; the telemetry-wal component retries it.
+	replayPending *replayed
 
 	pluginsMu sync.Mutex
 	plugins   *host.Host // nil without plugins

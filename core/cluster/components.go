@@ -25,7 +25,7 @@ func (l loop) Run(ctx context.Context) { l(ctx) }
 
 // replicaComponents run on every replica.
 func (c *Cluster) replicaComponents() []component {
-	return []component{
+	comps := []component{
 		// Any replica may come to hold the lease and run the actions
 		// outbox, so every replica starts the action plugins.
 		{"action-plugins", loop(func(ctx context.Context) { c.startPlugins(ctx); close(c.pluginsReady) })},
@@ -34,6 +34,11 @@ func (c *Cluster) replicaComponents() []component {
 		{"controller-lease", loop(func(ctx context.Context) { c.lease.Run(ctx, c.controller) })},
 		{"node-topology", loop(func(ctx context.Context) { every(ctx, topologyRefresh, c.refreshTopology) })},
 	}
+	if c.opts.TelemetryWAL != nil {
+		// Every replica takes telemetry, each into its own WAL.
+		comps = append(comps, component{"telemetry-wal", walTrimmer{c}})
+	}
+	return comps
 }
 
 // controllerComponents run only on the replica holding the controller

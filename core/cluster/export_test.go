@@ -6,6 +6,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/store"
 )
 
@@ -36,3 +37,17 @@ func RecordHistory(c *Cluster, ctx context.Context, events []*unyov1.Event) {
 func KeepPeers(c *Cluster, ctx context.Context, resp *unyov1.RegisterClusterResponse) error {
 	return c.keepPeers(ctx, resp, client.TLSOptions{})
 }
+
+// LogHistory puts the history lines of events ids into the telemetry WAL as
+// the pipeline does before it commits the batch (expect, cursor].
+func LogHistory(c *Cluster, ctx context.Context, expect, cursor int64, ids ...string) bool {
+	entries := make([]logstore.Entry, len(ids))
+	for i, id := range ids {
+		entries[i] = logstore.EventRecord{Time: time.Now(), Host: "web1", EventID: id, Kind: "check", Outcome: "stored", Message: id}.Entry()
+	}
+	return c.logHistory(ctx, expect, cursor, prepareLines(entries))
+}
+
+// ReplayLines writes the lines of WAL records the log store lacks, as
+// replay does.
+var ReplayLines = replayLines

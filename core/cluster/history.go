@@ -52,20 +52,31 @@ func historyMessage(check, outcome, output string) string {
 }
 
 // recordHistory writes processed events with their outcome to the log
-// store, the long-term event history. It runs after the pipeline committed
-// and is best effort: the state store keeps the recent history either way.
+// store, the long-term event history.
 func (c *Cluster) recordHistory(ctx context.Context, events []store.SeqEvent, explained []store.Explained) {
+	c.writeHistory(ctx, c.historyEntries(events, explained))
+}
+
+// historyEntries are the history lines of processed events; with a WAL,
+// prepared as the log store keeps them, so that the WAL holds the lines the
+// store will and replay recognises them.
+func (c *Cluster) historyEntries(events []store.SeqEvent, explained []store.Explained) []logstore.Entry {
 	if c.opts.Logs == nil || len(events) == 0 {
-		return
+		return nil
 	}
-	outcome := make(map[string]*unyov1.Explanation, len(explained))
+	outcome := make(map[string]store.Explained, len(explained))
 	for _, x := range explained {
-		outcome[x.ID] = x.Explanation
+		outcome[x.ID] = x
 	}
 	entries := make([]logstore.Entry, 0, len(events))
 	for _, se := range events {
 		e := se.Event
-		ex := outcome[e.GetId()]
+		x, found := outcome[e.GetId()]
+		ex := x.Explanation
+		silencedBy := e.GetSilencedBy()
+		if found {
+			silencedBy = x.SilencedBy
+		}
 		var rules []string
 		for _, s := range ex.GetSteps() {
 			if s.GetRule() != "" {
@@ -75,10 +86,52 @@ func (c *Cluster) recordHistory(ctx context.Context, events []store.SeqEvent, ex
 		entry := logstore.EventRecord{
 			Time: eventTime(e), Host: e.GetNode(), Cluster: c.opts.Name, EventID: e.GetId(), Kind: "check",
 			Outcome: ex.GetOutcome(), Message: historyMessage(e.GetCheck(), ex.GetOutcome(), e.GetOutput()),
-			Fields: map[string]string{logstore.FieldCheck: e.GetCheck(), logstore.FieldSilencedBy: e.GetSilencedBy(), logstore.FieldRules: strings.Join(rules, ",")},
+			Fields: map[string]string{logstore.FieldCheck: e.GetCheck(), logstore.FieldSilencedBy: silencedBy, logstore.FieldRules: strings.Join(rules, ",")},
 		}.Entry()
 		entry.Level = historyLevel(e.GetLevel())
 		entries = append(entries, entry)
+	}
+	if c.opts.TelemetryWAL != nil {
+		entries = prepareLines(entries)
+	}
+	return entries
+}
+
+// logHistory makes the history lines of a pipeline batch durable before the
+// batch is committed (expect and cursor are the commit's cursors), so that
+// no committed batch loses its history to a kill. It is best effort: when
+// the WAL cannot take them (full, say), the pipeline goes on, since alerts
+// matter more than the history, and the lines are written as before.
+func (c *Cluster) logHistory(ctx context.Context, expect, cursor int64, entries []logstore.Entry) bool {
+	if c.opts.TelemetryWAL == nil || len(entries) == 0 {
+		return false
+	}
+	rec, err := historyRecord(recHistory, expect, cursor, entries)
+	if err == nil {
+		err = c.opts.TelemetryWAL.Append(ctx, rec)
+	}
+	if err != nil {
+		c.log.Warn("event history is not durable until the log store flushes it: the telemetry WAL cannot take it", "events", len(entries), "err", err)
+		return false
+	}
+	return true
+}
+
+// abortHistory marks a batch logged by logHistory whose commit failed, so
+// that replay does not write its lines.
+func (c *Cluster) abortHistory(ctx context.Context, expect, cursor int64) {
+	rec, _ := historyRecord(recHistoryAbort, expect, cursor, nil)
+	if err := c.opts.TelemetryWAL.Append(ctx, rec); err != nil {
+		c.log.Warn("telemetry WAL: cannot mark uncommitted event history", "cursor", cursor, "err", err)
+	}
+}
+
+// writeHistory writes history lines to the log store. It runs after the
+// pipeline committed and is best effort: the state store keeps the recent
+// history either way, and the WAL has the lines when there is one.
+func (c *Cluster) writeHistory(ctx context.Context, entries []logstore.Entry) {
+	if c.opts.Logs == nil || len(entries) == 0 {
+		return
 	}
 	if err := c.opts.Logs.Write(ctx, entries); err != nil && ctx.Err() == nil {
 		c.log.Warn("writing event history to the log store failed", "events", len(entries), "err", err)

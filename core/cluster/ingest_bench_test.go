@@ -58,6 +58,10 @@ func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so serve
 	srv := server.New(so)
 	o.Name, o.Replica, o.Logger = "c1", "r1", so.Logger
 	cl := cluster.New(st, o)
+	// As `unyo server` does before serving.
+	if err := cl.ReplayTelemetry(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	cl.Register(srv)
 	ln, err := srv.Listen()
 	if err != nil {

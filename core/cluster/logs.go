@@ -67,6 +67,18 @@ func (s *logsService) WriteLogs(ctx context.Context, req *connect.Request[unyov1
 		}
 		entries = append(entries, convert.EntryFromProto(e, node, s.c.opts.Name))
 	}
+	if len(entries) > 0 && s.c.opts.TelemetryWAL != nil {
+		// The WAL holds the lines as the store will, and the positions, so
+		// that replay neither doubles the lines nor lets a resend double them.
+		entries = prepareLines(entries)
+		rec, err := logsRecord(node, changed, entries)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("encode log lines for the telemetry WAL: %w", err))
+		}
+		if err := s.c.logTelemetry(ctx, "log lines", rec); err != nil {
+			return nil, err
+		}
+	}
 	if len(entries) > 0 {
 		err := db.Write(ctx, entries)
 		switch {

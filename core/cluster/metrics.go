@@ -40,33 +40,36 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	legacy, batches := req.Msg.GetSamples(), req.Msg.GetBatches()
-	points, nSeries := len(legacy), 0
-	for _, b := range batches {
+	points := len(req.Msg.GetSamples())
+	for _, b := range req.Msg.GetBatches() {
 		points += metricbatch.Points(b)
-		nSeries += len(b.GetPointCounts())
 	}
 	if points > maxSamplesPerWrite {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("samples: %d in one request, at most %d", points, maxSamplesPerWrite))
 	}
-	if len(legacy) > 0 {
-		if err := writeError(node, len(legacy), db.Write(ctx, legacySamples(node, legacy))); err != nil {
-			return nil, err
-		}
+	w, err := convertSamples(req.Msg)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	if len(batches) > 0 {
-		// The node label comes from the request, so an agent cannot write
-		// another node's series.
-		set := tsdb.Label{Name: "node", Value: node}
-		series := make([]tsdb.SeriesPoints, 0, min(nSeries, points))
-		for i, b := range batches {
-			if series, err = metricbatch.Series(series, b, set); err != nil {
-				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("metric batch %d of %d from node %q: %w", i+1, len(batches), node, err))
-			}
+	// The WAL's fsync and the TSDB's write run side by side; the answer
+	// waits for both. Samples in the TSDB but not in the WAL (a full WAL)
+	// are harmless: the agent resends them and rewriting samples is too.
+	logged := make(chan error, 1)
+	if s.c.opts.TelemetryWAL == nil {
+		logged <- nil
+	} else {
+		rec, err := metricsRecord(req.Msg)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("encode samples for the telemetry WAL: %w", err))
 		}
-		if err := writeError(node, points-len(legacy), db.WriteSeries(ctx, series)); err != nil {
-			return nil, err
-		}
+		go func() { logged <- s.c.logTelemetry(ctx, "samples", rec) }()
+	}
+	werr := w.write(ctx, db)
+	if err := <-logged; err != nil {
+		return nil, err
+	}
+	if err := writeError(node, points, werr); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(points)}), nil
 }

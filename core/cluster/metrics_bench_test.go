@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,12 +10,13 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/metricbatch"
-	"github.com/unyo-ops/unyo/core/store/sqlstore"
 	"github.com/unyo-ops/unyo/core/sysmetrics"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
+	"github.com/unyo-ops/unyo/core/wal"
 )
 
 // benchBatch is the number of samples per write on both sides (and of log
@@ -46,26 +46,28 @@ var ingestShapes = []ingestShape{
 // in-memory collections (sysmetrics.Sample) through the agent's encoding
 // (one metric batch per collection, spooled as a record and read back, disk
 // aside), protobuf over HTTP, the cluster's checks and node label, into the
-// same store. Every iteration does both, in alternating order, each timed on
-// its own, so that load from elsewhere on the machine and the store's
-// background merges weigh on both alike. The target: the API path at no
-// less than half the direct rate (api/direct >= 50%), and at least 200,000
-// samples/s.
+// same store; and the same through a cluster with its telemetry WAL (the
+// samples fsync'd before the ack, as `unyo server` runs). Every iteration
+// does all three, each first in turn, each timed on its own, so that load
+// from elsewhere on the machine and the store's background merges weigh on
+// all alike. The targets: the API path at no less than half the direct rate
+// (api/direct >= 50%, api-wal/direct too), at least 200,000 samples/s, and
+// the WAL costing at most 25% of the API's rate (wal-cost <= 25%).
 func BenchmarkMetricsIngest(b *testing.B) {
 	db, err := vmembed.Open(vmembed.Options{DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+	c := startTelemetryCluster(b, cluster.Options{Metrics: db})
+	// A cluster with its telemetry WAL, as `unyo server` runs it, on the
+	// same TSDB: samples are fsync'd before the ack.
+	w, err := wal.Open(wal.Options{Dir: b.TempDir(), MaxBytes: 1 << 40})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
-	c := startCluster(b, st, cluster.Options{Metrics: db})
-	if _, err := c.Agent.Register(context.Background(), connect.NewRequest(&unyov1.RegisterRequest{Node: &unyov1.Node{Name: "web1"}})); err != nil {
-		b.Fatal(err)
-	}
+	defer w.Close()
+	cw := startTelemetryCluster(b, cluster.Options{Metrics: db, TelemetryWAL: w})
 	start := time.Now().Add(-time.Hour)
 
 	for _, sh := range ingestShapes {
@@ -91,64 +93,81 @@ func BenchmarkMetricsIngest(b *testing.B) {
 				}
 			}
 
-			// Agent API: the same samples as the agent's collector holds them.
-			collection := make([]sysmetrics.Sample, sh.series)
-			for k := range collection {
-				collection[k] = sysmetrics.Sample{Name: "bench_api_" + suffix, Labels: []sysmetrics.Label{{Name: "series", Value: strconv.Itoa(k)}}}
-			}
+			// Agent API: the same samples as the agent's collector holds
+			// them, each side with its own metric name.
 			var bl metricbatch.Builder // the agent keeps its builder, as metricsLoop does
-			writeAPI := func(i int) {
-				// The agent: one record per collection into the spool ...
-				records := make([][]byte, sh.collections)
-				for j := range records {
-					for k := range collection {
-						collection[k].Value = float64(i*benchBatch + j*sh.series + k)
-					}
-					ms := at(i, j).UnixMilli()
-					for _, s := range collection {
-						bl.Add(s.Name, s.Labels, ms, s.Value)
-					}
-					var err error
-					if records[j], err = metricbatch.AppendRecord(nil, bl.Take()); err != nil {
-						b.Fatal(err)
-					}
+			writeVia := func(c *client.Clients, name string) func(i int) {
+				collection := make([]sysmetrics.Sample, sh.series)
+				for k := range collection {
+					collection[k] = sysmetrics.Sample{Name: name + suffix, Labels: []sysmetrics.Label{{Name: "series", Value: strconv.Itoa(k)}}}
 				}
-				// ... and out of it into a request, as sendMetrics does.
-				batches, bad, err := metricbatch.DecodeRecords(records, benchBatch)
-				if bad > 0 {
-					b.Fatal(err)
-				}
-				req := &unyov1.WriteMetricsRequest{Node: "web1"}
-				metricbatch.SetBatches(req, batches)
-				resp, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(req))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n := resp.Msg.GetAccepted(); n != benchBatch {
-					b.Fatalf("the cluster accepted %d samples, want %d", n, benchBatch)
-				}
+				return func(i int) { writeAPIWith(b, c, &bl, collection, sh, at, i) }
 			}
+			writeAPI, writeWAL := writeVia(c, "bench_api_"), writeVia(cw, "bench_wal_")
 
-			var tDirect, tAPI time.Duration
+			var tDirect, tAPI, tWAL time.Duration
 			timed := func(d *time.Duration, write func(int), i int) {
 				t0 := time.Now()
 				write(i)
 				*d += time.Since(t0)
 			}
+			sides := []struct {
+				d     *time.Duration
+				write func(int)
+			}{{&tDirect, writeDirect}, {&tAPI, writeAPI}, {&tWAL, writeWAL}}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if i%2 == 0 {
-					timed(&tDirect, writeDirect, i)
-					timed(&tAPI, writeAPI, i)
-				} else {
-					timed(&tAPI, writeAPI, i)
-					timed(&tDirect, writeDirect, i)
+				// Each side first, second and third in turn.
+				for k := range sides {
+					sd := sides[(i+k)%len(sides)]
+					timed(sd.d, sd.write, i)
 				}
 			}
 			n := float64(b.N * benchBatch)
 			b.ReportMetric(n/tDirect.Seconds(), "direct-samples/s")
 			b.ReportMetric(n/tAPI.Seconds(), "api-samples/s")
+			b.ReportMetric(n/tWAL.Seconds(), "api-wal-samples/s")
 			b.ReportMetric(100*tDirect.Seconds()/tAPI.Seconds(), "api/direct-%")
+			b.ReportMetric(100*tDirect.Seconds()/tWAL.Seconds(), "api-wal/direct-%")
+			// What the WAL costs: the share of the API's rate it takes away.
+			b.ReportMetric(100*(1-tAPI.Seconds()/tWAL.Seconds()), "wal-cost-%")
 		})
+	}
+}
+
+// writeAPIWith sends write i of the benchmark through the agent API of c,
+// from the agent's in-memory collections: the agent's encoding (one metric
+// batch per collection, spooled as a record and read back, disk aside),
+// protobuf over HTTP, the cluster's checks and node label, into the store.
+func writeAPIWith(b *testing.B, c *client.Clients, bl *metricbatch.Builder, collection []sysmetrics.Sample, sh ingestShape, at func(i, j int) time.Time, i int) {
+	ctx := context.Background()
+	// The agent: one record per collection into the spool ...
+	records := make([][]byte, sh.collections)
+	for j := range records {
+		for k := range collection {
+			collection[k].Value = float64(i*benchBatch + j*sh.series + k)
+		}
+		ms := at(i, j).UnixMilli()
+		for _, s := range collection {
+			bl.Add(s.Name, s.Labels, ms, s.Value)
+		}
+		var err error
+		if records[j], err = metricbatch.AppendRecord(nil, bl.Take()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// ... and out of it into a request, as sendMetrics does.
+	batches, bad, err := metricbatch.DecodeRecords(records, benchBatch)
+	if bad > 0 {
+		b.Fatal(err)
+	}
+	req := &unyov1.WriteMetricsRequest{Node: "web1"}
+	metricbatch.SetBatches(req, batches)
+	resp, err := c.Metrics.WriteMetrics(ctx, connect.NewRequest(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := resp.Msg.GetAccepted(); n != benchBatch {
+		b.Fatalf("the cluster accepted %d samples, want %d", n, benchBatch)
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Inter-cluster monitoring, the cluster's part. Root assigns each cluster

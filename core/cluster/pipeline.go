@@ -147,15 +147,18 @@ func (p *pipelineRunner) process(ctx context.Context, events []store.SeqEvent, n
 		batch[i] = se.Event
 	}
 	d := p.stages.Decide(p.state, batch, now)
-	cursor := events[len(events)-1].Seq
+	expect, cursor := p.cursor, events[len(events)-1].Seq
+	// The history records how each event was silenced; it is in the WAL
+	// before the commit, so a kill after the commit does not lose it.
+	history := p.c.historyEntries(events, d.Explained)
+	logged := p.c.logHistory(ctx, expect, cursor, history)
 	if err := p.commit(ctx, d, cursor); err != nil {
+		if logged {
+			p.c.abortHistory(context.WithoutCancel(ctx), expect, cursor)
+		}
 		return fmt.Errorf("commit %d processed events: %w", len(events), err)
 	}
-	// The history records how each event was silenced.
-	for i, x := range d.Explained {
-		events[i].Event.SilencedBy = x.SilencedBy
-	}
-	p.c.recordHistory(ctx, events, d.Explained)
+	p.c.writeHistory(ctx, history)
 	return nil
 }
 

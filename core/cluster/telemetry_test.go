@@ -28,7 +28,7 @@ import (
 
 // startTelemetryCluster starts a cluster on SQLite with the given stores and
 // registers node web1.
-func startTelemetryCluster(t *testing.T, opts cluster.Options) *client.Clients {
+func startTelemetryCluster(t testing.TB, opts cluster.Options) *client.Clients {
 	t.Helper()
 	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {

@@ -146,6 +146,10 @@ type Cluster struct {
 	// alerts for critical results and for nodes that are down. Applied
 	// once, so a default rule deleted later stays deleted.
 	DefaultRules bool `yaml:"default_rules" mapstructure:"default_rules"`
+	// TelemetryWALMaxBytes bounds the telemetry write-ahead log under
+	// <data_dir>/telemetry-wal; beyond it agents' samples and log lines
+	// are refused (retryably) until the stores catch up.
+	TelemetryWALMaxBytes Size `yaml:"telemetry_wal_max_bytes" mapstructure:"telemetry_wal_max_bytes"`
 	// PeerWatch is how this cluster watches the peers root assigns it.
 	PeerWatch PeerWatch `yaml:"peer_watch" mapstructure:"peer_watch"`
 }
@@ -390,15 +394,16 @@ func staticDefaults(role string) *Config {
 		},
 		Store: Store{Driver: "sqlite", HistoryPerCheck: 100},
 		Cluster: Cluster{
-			LeaseTTL:          15 * time.Second,
-			HeartbeatInterval: 10 * time.Second,
-			StaleAfter:        30 * time.Second,
-			DownAfter:         90 * time.Second,
-			Plugins:           Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
-			APIHook:           APIHook{Allow: []string{}},
-			NodeCertTTL:       30 * 24 * time.Hour,
-			DefaultRules:      true,
-			PeerWatch:         defaultPeerWatch,
+			LeaseTTL:             15 * time.Second,
+			HeartbeatInterval:    10 * time.Second,
+			StaleAfter:           30 * time.Second,
+			DownAfter:            90 * time.Second,
+			Plugins:              Plugins{Dirs: []string{DefaultPluginDir}, Enabled: []Plugin{}, Env: []string{}},
+			APIHook:              APIHook{Allow: []string{}},
+			NodeCertTTL:          30 * 24 * time.Hour,
+			DefaultRules:         true,
+			PeerWatch:            defaultPeerWatch,
+			TelemetryWALMaxBytes: 1024 * MiB,
 		},
 		Root: Root{Peers: 2, PeerWatch: defaultPeerWatch},
 		Agent: Agent{

@@ -110,9 +110,10 @@ func TestLoadValidFiles(t *testing.T) {
 					SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 					Config: map[string]any{"command": []any{"/usr/local/bin/notify", "--quiet"}}}},
 					Env: []string{"HTTPS_PROXY"}},
-				APIHook:     APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
-				NodeCertTTL: 30 * 24 * time.Hour,
-				PeerWatch:   defaultPeerWatch,
+				APIHook:              APIHook{Allow: []string{"10.0.0.0/8", "hooks.example.com", "https://alerts.example.com/unyo/"}},
+				NodeCertTTL:          30 * 24 * time.Hour,
+				PeerWatch:            defaultPeerWatch,
+				TelemetryWALMaxBytes: 256 * MiB,
 			})
 			equal(t, "metrics", c.Metrics, Metrics{Store: "remote", URL: "http://vm.example.internal:8428", Retention: 30 * 24 * time.Hour, MaxSeries: 100_000, MaxPointsPerSeries: 30_000})
 			equal(t, "logs", c.Logs, Logs{Store: "clickhouse", ClickHouse: ClickHouse{Addr: "ch.example.internal:9000", Database: "logs"}, Retention: 14 * 24 * time.Hour})
@@ -347,6 +348,13 @@ func TestLoadProblems(t *testing.T) {
 			want: []string{
 				`testdata/node_ca.yaml: cluster.node_ca: needs server.tls.cert_file and key_file: nodes present their certificates only over TLS (and server.tls.client_ca_file, which defaults to cluster.node_ca.cert_file, verifies them)`,
 				`testdata/node_ca.yaml: cluster.node_cert_ttl: must be at least 10s, got 1s (agents renew their certificates at 2/3 of it)`,
+			},
+		},
+		{
+			name: "a telemetry WAL too small for a request",
+			opts: LoadOptions{File: "testdata/telemetry_wal.yaml"},
+			want: []string{
+				`testdata/telemetry_wal.yaml: cluster.telemetry_wal_max_bytes: must be at least 1MiB, got 1000 bytes (a request of samples takes up to several MiB)`,
 			},
 		},
 		{
@@ -775,17 +783,18 @@ func TestDefaults(t *testing.T) {
 	equal(t, "root log", root.Log, Log{Level: "info", Format: "text"})
 	equal(t, "cluster server.listen", cluster.Server.Listen, "127.0.0.1:7401")
 	equal(t, "cluster", cluster.Cluster, Cluster{
-		AdvertiseURL:      "http://127.0.0.1:7401",
-		Replica:           host + "-" + strconv.Itoa(os.Getpid()),
-		LeaseTTL:          15 * time.Second,
-		HeartbeatInterval: 10 * time.Second,
-		StaleAfter:        30 * time.Second,
-		DownAfter:         90 * time.Second,
-		Plugins:           Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
-		APIHook:           APIHook{Allow: []string{}},
-		NodeCertTTL:       30 * 24 * time.Hour,
-		DefaultRules:      true,
-		PeerWatch:         defaultPeerWatch,
+		AdvertiseURL:         "http://127.0.0.1:7401",
+		Replica:              host + "-" + strconv.Itoa(os.Getpid()),
+		LeaseTTL:             15 * time.Second,
+		HeartbeatInterval:    10 * time.Second,
+		StaleAfter:           30 * time.Second,
+		DownAfter:            90 * time.Second,
+		Plugins:              Plugins{Dirs: []string{"/usr/lib/unyo/plugins"}, Enabled: []Plugin{}, Env: []string{}},
+		APIHook:              APIHook{Allow: []string{}},
+		NodeCertTTL:          30 * 24 * time.Hour,
+		DefaultRules:         true,
+		PeerWatch:            defaultPeerWatch,
+		TelemetryWALMaxBytes: 1024 * MiB,
 	})
 	equal(t, "agent", agent.Agent, Agent{
 		NodeName:            host,

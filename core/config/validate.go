@@ -127,6 +127,9 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.NodeCertTTL < 10*time.Second {
 			bad("cluster.node_cert_ttl", "must be at least 10s, got %s (agents renew their certificates at 2/3 of it)", c.Cluster.NodeCertTTL)
 		}
+		if c.Cluster.TelemetryWALMaxBytes < MiB {
+			bad("cluster.telemetry_wal_max_bytes", "must be at least 1MiB, got %d bytes (a request of samples takes up to several MiB)", int64(c.Cluster.TelemetryWALMaxBytes))
+		}
 		positive("cluster.lease_ttl", c.Cluster.LeaseTTL)
 		positive("cluster.heartbeat_interval", c.Cluster.HeartbeatInterval)
 		if c.Cluster.HeartbeatInterval > 0 && c.Cluster.StaleAfter <= c.Cluster.HeartbeatInterval {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/unyo-ops/unyo/core/agent"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -28,6 +29,7 @@ import (
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/manifest"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/root"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -35,8 +37,8 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
-	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
@@ -212,6 +214,13 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 	if logs != nil {
 		defer closeLogged(log, "log store", logs)
 	}
+	var telemetryWAL *wal.WAL
+	if metrics != nil || logs != nil {
+		if telemetryWAL, err = openTelemetryWAL(c, log); err != nil {
+			return err
+		}
+		defer closeLogged(log, "telemetry WAL", telemetryWAL)
+	}
 	hooks, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow)
 	if err != nil {
 		return err // Validate reported it already
@@ -237,7 +246,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
-		Metrics: metrics, Logs: logs, LogRetention: c.Logs.Retention, Logger: log,
+		Metrics: metrics, Logs: logs, TelemetryWAL: telemetryWAL, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
 		Stats:             statsOptions(c),
 		AuditRetention:    c.Audit.Retention,
@@ -246,6 +255,11 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		PeerWatch: cluster.PeerWatchOptions{Interval: c.Cluster.PeerWatch.Interval, Thresholds: thresholds(c.Cluster.PeerWatch)},
 	})
 	if err := checkAcked(ctx, c, st, cl, log); err != nil {
+		return err
+	}
+	// Before serving: an agent resending log lines must find the replayed
+	// lines' positions recorded.
+	if err := cl.ReplayTelemetry(ctx); err != nil {
 		return err
 	}
 	if c.Cluster.DefaultRules {
@@ -283,6 +297,26 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 // thresholds are a watcher's peerwatch thresholds as configured.
 func thresholds(p config.PeerWatch) peerwatch.Thresholds {
 	return peerwatch.Thresholds{Unreachable: p.UnreachableAfter, Lag: p.LagAfter, Ingest: p.IngestAfter}
+}
+
+// telemetryWALDir, in the data directory, holds the cluster's telemetry
+// write-ahead log (core/wal).
+const telemetryWALDir = "telemetry-wal"
+
+// telemetryWALKeep is how long a closed segment of the telemetry WAL is
+// kept: several times the longest the stores take to flush to disk on
+// their own (embedded VictoriaMetrics: about 12s, its pending rows and
+// in-memory parts; embedded VictoriaLogs: 2s; ClickHouse and a remote
+// VictoriaMetrics acknowledge writes they hold).
+const telemetryWALKeep = 60 * time.Second
+
+func openTelemetryWAL(c *config.Config, log *slog.Logger) (*wal.WAL, error) {
+	dir := filepath.Join(c.DataDir, telemetryWALDir)
+	w, err := wal.Open(wal.Options{Dir: dir, MaxBytes: int64(c.Cluster.TelemetryWALMaxBytes), Keep: telemetryWALKeep, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open the telemetry write-ahead log in %s: %w", dir, err)
+	}
+	return w, nil
 }
 
 // ackedMarkFile, in the data directory, records the highest event sequence

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/unyo-ops/unyo/core/internal/datasync"
 )
 
 // Batch is a run of the oldest unacknowledged records, returned by Peek and
@@ -399,7 +401,7 @@ func (s *Spool) writePosition(p position) error {
 		return fmt.Errorf("save spool read position: %w", err)
 	}
 	if s.opts.Sync == SyncAlways {
-		if err := datasync(s.r.posF); err != nil {
+		if err := datasync.File(s.r.posF); err != nil {
 			return fmt.Errorf("save spool read position: %w", err)
 		}
 	}
