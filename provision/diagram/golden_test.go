@@ -31,33 +31,7 @@ func fixture(t testing.TB) Inventory {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		g, w := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
-		for i := range max(len(g), len(w)) {
-			var gl, wl []byte
-			if i < len(g) {
-				gl = g[i]
-			}
-			if i < len(w) {
-				wl = w[i]
-			}
-			if !bytes.Equal(gl, wl) {
-				t.Errorf("%s differs from the golden file (go test -update rewrites it) first at line %d:\n got %s\nwant %s", path, i+1, gl, wl)
-				return
-			}
-		}
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // wellFormed fails the test unless svg parses as XML with an <svg> root.

@@ -58,6 +58,17 @@ text{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:10px;fill
 <defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#f0f0f0"/><line x1="0" y1="0" x2="0" y2="6" stroke="#c8c8c8" stroke-width="2"/></pattern></defs>
 `
 
+// svgOpen starts a drawing of width by height pixels on white, with the
+// shared style and a title; the caller closes the svg element and flushes.
+func svgOpen(w io.Writer, width, height int, title string) *bufio.Writer {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, height, width, height)
+	b.WriteString(svgStyle)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
+	fmt.Fprintf(b, `<text class="title" x="%d" y="%d">%s</text>`+"\n", svgMargin, svgMargin+16, esc(title))
+	return b
+}
+
 // kindClass is the CSS class colouring a resource of kind.
 func kindClass(kind string) string {
 	switch kind {
@@ -139,11 +150,7 @@ func RacksSVG(w io.Writer, v *Racks) error {
 	}
 	height := y + len(lines)*svgLineH + svgMargin
 
-	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, height, width, height)
-	b.WriteString(svgStyle)
-	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
-	fmt.Fprintf(b, `<text class="title" x="%d" y="%d">Racks of %s</text>`+"\n", svgMargin, svgMargin+16, esc(v.Title))
+	b := svgOpen(w, width, height, "Racks of "+v.Title)
 	for _, l := range labels {
 		fmt.Fprintf(b, `<text class="%s" x="%d" y="%d">%s</text>`+"\n", l.class, l.x, l.y, esc(l.text))
 	}
@@ -299,11 +306,7 @@ func NetworkSVG(w io.Writer, n *Network) error {
 		height += len(notes) * svgLineH
 	}
 
-	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, height, width, height)
-	b.WriteString(svgStyle)
-	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
-	fmt.Fprintf(b, `<text class="title" x="%d" y="%d">Network of %s</text>`+"\n", svgMargin, svgMargin+16, esc(n.From))
+	b := svgOpen(w, width, height, "Network of "+n.From)
 	for i, r := range rows {
 		fmt.Fprintf(b, `<text class="label" x="%d" y="%d">%s</text>`+"\n", svgMargin, top+i*svgTierGap+svgNodeH/2+4, esc(r.label))
 	}
