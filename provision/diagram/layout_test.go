@@ -135,6 +135,15 @@ func TestRackRowsAndOrder(t *testing.T) {
 	if want := "row A: a1,a2 | row B: b1 | no row: x"; strings.Join(got, " | ") != want {
 		t.Errorf("rows: got %q, want %q", strings.Join(got, " | "), want)
 	}
+	// A mistyped height does not make a drawing without bound.
+	inv.Racks = append(inv.Racks, rack("huge", "f3", "A", 1, 1<<30))
+	v, err = FloorRacks(inv, "f3", RackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(v.Rows[0].Racks[0].Slots); got != maxUnits || len(v.Notes) != 1 || v.Notes[0] != "rack huge has 1073741824 units; only the lowest 100 are drawn" {
+		t.Errorf("a rack of 2^30 units: %d slots, notes %q", got, v.Notes)
+	}
 	// A floor with no racks is drawn empty; f2 is known from its rack.
 	for _, f := range []string{"empty", "f2"} {
 		if _, err := FloorRacks(inv, f, RackOptions{}); err != nil {

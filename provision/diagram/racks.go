@@ -8,8 +8,13 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
-// defaultUnits is a rack's height when its spec gives none.
-const defaultUnits = 42
+// defaultUnits is a rack's height when its spec gives none; maxUnits is
+// the most drawn, so that a mistyped height cannot make a drawing (and its
+// memory) without bound.
+const (
+	defaultUnits = 42
+	maxUnits     = 100
+)
 
 // Racks is a rack elevation drawing: racks grouped in rows, each drawn unit
 // by unit, and what could not be drawn listed apart.
@@ -201,6 +206,9 @@ func layoutRacks(title string, racks []*unyov1.Rack, items, foreign []*unyov1.Ph
 	placed := map[string]bool{}
 	for _, r := range racks {
 		rack, apart := layoutRack(r, byRack[r.GetName()], foreignByRack[r.GetName()], opt)
+		if n := r.GetSpec().GetUnits(); n > maxUnits {
+			v.Notes = append(v.Notes, fmt.Sprintf("rack %s has %d units; only the lowest %d are drawn", r.GetName(), n, maxUnits))
+		}
 		placed[r.GetName()] = true
 		v.Apart = append(v.Apart, apart...)
 		label := "row " + rack.Row
@@ -263,6 +271,7 @@ func layoutRack(r *unyov1.Rack, items, foreign []*unyov1.PhysicalResource, opt R
 	if rack.Units <= 0 {
 		rack.Units = defaultUnits
 	}
+	rack.Units = min(rack.Units, maxUnits)
 	// holder[u] is the index into placed of what holds unit u, or -1.
 	holder := make([]int, rack.Units+1)
 	for i := range holder {

@@ -181,7 +181,7 @@ func svgRack(b *bufio.Writer, r Rack, x, y int) {
 		case s.Item == nil:
 			fmt.Fprintf(b, `<rect class="empty" x="%d" y="%d" width="%d" height="%d"><title>unit %d: empty</title></rect>`+"\n", x, sy, svgRackW, h, s.Top)
 		default:
-			svgItem(b, *s.Item, x, sy, h)
+			svgItem(b, *s.Item, x, sy, h, r.Name, r.Floor)
 		}
 	}
 	fmt.Fprintf(b, `<rect class="frame" x="%d" y="%d" width="%d" height="%d"/>`+"\n", x, y, svgRackW, r.Units*svgUnitH)
@@ -197,7 +197,7 @@ func unitsWord(bottom, top int) string {
 
 // svgItem draws a resource's box: its name, then (given room) its kind and
 // model, then what runs on it.
-func svgItem(b *bufio.Writer, it Item, x, y, h int) {
+func svgItem(b *bufio.Writer, it Item, x, y, h int, prefixes ...string) {
 	tip := fmt.Sprintf("%s\nkind: %s", it.Name, orDash(it.Kind))
 	if it.Role != "" {
 		tip += "\nrole: " + it.Role
@@ -220,9 +220,10 @@ func svgItem(b *bufio.Writer, it Item, x, y, h int) {
 		detail += " " + it.Model
 	}
 	suffix, more := itemMore(detail, it.Children, h/svgUnitH)
-	lines := []string{ellipsis(it.Name, n)}
+	name := func(n int) string { return strings.ReplaceAll(shorten(it.Name, n, prefixes...), "~", "…") }
+	lines := []string{name(n)}
 	if suffix != "" {
-		lines[0] = ellipsis(it.Name, n-runes(suffix)-1) + " " + suffix
+		lines[0] = name(n-runes(suffix)-1) + " " + suffix
 	}
 	for _, l := range more {
 		lines = append(lines, ellipsis(l, n))

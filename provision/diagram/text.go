@@ -151,7 +151,7 @@ func rackLines(r Rack, inner int) []string {
 		case s.Item == nil:
 			lines[s.Top] = pad(" .", inner)
 		default:
-			content := itemLines(*s.Item, inner, s.Top-s.Bottom+1)
+			content := itemLines(*s.Item, inner, s.Top-s.Bottom+1, r.Name, r.Floor)
 			for i, u := 0, s.Top; u >= s.Bottom; i, u = i+1, u-1 {
 				lines[u] = content[i]
 			}
@@ -187,7 +187,9 @@ func itemMore(head string, children []Child, rows int) (suffix string, more []st
 
 // itemLines are a resource's lines in its units: name and kind on the top
 // one; on the ones below, marked with ':', its model and what runs on it.
-func itemLines(it Item, inner, height int) []string {
+// A name too long loses first the rack's or floor's name it begins with
+// (prefixes), which the drawing shows above the rack.
+func itemLines(it Item, inner, height int, prefixes ...string) []string {
 	suffix, more := itemMore(it.Model, it.Children, height)
 	kind := orDash(it.Kind)
 	if suffix != "" {
@@ -197,9 +199,9 @@ func itemLines(it Item, inner, height int) []string {
 	nameRoom := room - 1 - runes(kind)
 	first := ""
 	if nameRoom < 6 {
-		first = pad(fit(it.Name, room), room)
+		first = pad(shorten(it.Name, room, prefixes...), room)
 	} else {
-		name := fit(it.Name, nameRoom)
+		name := shorten(it.Name, nameRoom, prefixes...)
 		first = name + strings.Repeat(" ", room-runes(name)-runes(kind)) + kind
 	}
 	out := []string{" " + first + " "}
@@ -301,6 +303,22 @@ func pad(s string, n int) string {
 		return s + strings.Repeat(" ", n-r)
 	}
 	return s
+}
+
+// shorten fits name in n columns: if it is longer, the longest of prefixes
+// it begins with (with its dash) is replaced by '~' ("rack-1-1-server3" in
+// rack rack-1-1 is "~server3"), and what is still too long is cut by fit.
+func shorten(name string, n int, prefixes ...string) string {
+	if runes(name) <= n {
+		return name
+	}
+	best := name
+	for _, p := range prefixes {
+		if p != "" && strings.HasPrefix(name, p+"-") && len(name)-len(p) < len(best) {
+			best = "~" + name[len(p)+1:]
+		}
+	}
+	return fit(best, n)
 }
 
 // fit cuts s to n columns, replacing a part with '~': resource names go
