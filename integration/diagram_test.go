@@ -61,7 +61,7 @@ func TestDiagramCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"racks", "diagram", "--floor", "floor-1-1-2"}, `floor "floor-1-1-2" is not in the inventory (known: floor-1-1-1, floor-1-0-1)`},
+		{[]string{"racks", "diagram", "--floor", "floor-1-1-2"}, `floor "floor-1-1-2" is not in the inventory (known: floor-1-1-1, floor-1-2-1)`},
 		{[]string{"networks", "diagram", "--from", "rack-1-1-server3"}, `resource "rack-1-1-server3" is not in the inventory (known: rack-1-1-server1, rack-1-1-server2, rack-1-1-pdu1,`},
 		{[]string{"racks", "diagram", "--cluster", "nope"}, `cluster "nope" is not registered with root`},
 	}

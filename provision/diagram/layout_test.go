@@ -155,7 +155,7 @@ func TestRackRowsAndOrder(t *testing.T) {
 func TestUnknownNamesListKnownOnes(t *testing.T) {
 	inv := fixture(t)
 	_, err := FloorRacks(inv, "floor-1-1-9", RackOptions{})
-	if err == nil || err.Error() != `floor "floor-1-1-9" is not in the inventory (known: floor-1-1-1, floor-1-0-1)` {
+	if err == nil || err.Error() != `floor "floor-1-1-9" is not in the inventory (known: floor-1-1-1, floor-1-2-1)` {
 		t.Errorf("unknown floor: %v", err)
 	}
 	_, err = NetworkFrom(inv, "rack-1-1-server9")
