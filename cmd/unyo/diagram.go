@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -19,6 +21,19 @@ import (
 type diagramFlags struct {
 	format string
 	width  int
+}
+
+// check refuses a format the drawing does not have, and -o, which is for
+// lists: a diagram's format is --format.
+func (d *diagramFlags) check(g *globals, what string, formats ...string) error {
+	if g.output != "table" {
+		return fmt.Errorf("-o %s: diagrams are not lists; use --format %s", g.output, strings.Join(formats, "|"))
+	}
+	if !slices.Contains(formats, d.format) {
+		last := len(formats) - 1
+		return fmt.Errorf("--format %q: %s are drawn as %s or %s", d.format, what, strings.Join(formats[:last], ", "), formats[last])
+	}
+	return nil
 }
 
 func (d *diagramFlags) bind(cmd *cobra.Command, formats string) {
@@ -40,8 +55,8 @@ func addRackDiagramCommand(g *globals, cmd *cobra.Command) {
 			if (floor == "") == (clusterName == "") {
 				return fmt.Errorf("give either --floor or --cluster")
 			}
-			if d.format != "text" && d.format != "svg" {
-				return fmt.Errorf("--format %q: racks are drawn as text or svg (dot draws networks)", d.format)
+			if err := d.check(g, "racks", "text", "svg"); err != nil {
+				return err
 			}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -103,8 +118,8 @@ func addNetworkDiagramCommand(g *globals, cmd *cobra.Command) {
 			if from == "" {
 				return fmt.Errorf("--from RESOURCE is required")
 			}
-			if d.format != "text" && d.format != "svg" && d.format != "dot" {
-				return fmt.Errorf("--format %q: networks are drawn as text, svg or dot", d.format)
+			if err := d.check(g, "networks", "text", "svg", "dot"); err != nil {
+				return err
 			}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {

@@ -43,7 +43,8 @@ func TestDiagramFlags(t *testing.T) {
 	}{
 		{[]string{"racks", "diagram"}, "give either --floor or --cluster"},
 		{[]string{"racks", "diagram", "--floor", "f", "--cluster", "c"}, "give either --floor or --cluster"},
-		{[]string{"racks", "diagram", "--cluster", "c", "--format", "dot"}, `--format "dot": racks are drawn as text or svg (dot draws networks)`},
+		{[]string{"racks", "diagram", "--cluster", "c", "--format", "dot"}, `--format "dot": racks are drawn as text or svg`},
+		{[]string{"racks", "diagram", "--floor", "f", "-o", "json"}, `-o json: diagrams are not lists; use --format text|svg`},
 		{[]string{"networks", "diagram"}, "--from RESOURCE is required"},
 		{[]string{"networks", "diagram", "--from", "r", "--format", "png"}, `--format "png": networks are drawn as text, svg or dot`},
 	}

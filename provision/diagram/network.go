@@ -122,62 +122,92 @@ func NetworkFrom(inv Inventory, from string) (*Network, error) {
 	}
 	n := &Network{From: from}
 	adj, notes := links(inv.Resources, byName)
+	drawn := walkUp(from, adj, byName)
+	var member map[string][]string
+	n.Networks, member = networksOf(start, inv, drawn)
+	for name := range member {
+		drawn[name] = true
+	}
+	n.Links = drawnLinks(adj, drawn, byName)
+	for _, note := range notes {
+		if drawn[note.resource] {
+			n.Notes = append(n.Notes, note.text)
+		}
+	}
+	slices.Sort(n.Notes)
+	n.Notes = slices.Compact(n.Notes)
+	n.Tiers = orderTiers(drawn, byName, n.Links, from, member)
+	return n, nil
+}
 
-	drawn := map[string]bool{from: true}
+// walkUp is the set of resources reached from the start going upward.
+func walkUp(from string, adj map[string][]halfLink, byName map[string]*unyov1.PhysicalResource) map[string]bool {
+	seen := map[string]bool{from: true}
 	queue := []string{from}
 	for len(queue) > 0 {
 		cur := byName[queue[0]]
 		queue = queue[1:]
 		for _, h := range adj[cur.GetName()] {
-			peer := byName[h.peer]
-			if drawn[h.peer] || !upward(cur, peer) {
-				continue
+			if !seen[h.peer] && upward(cur, byName[h.peer]) {
+				seen[h.peer] = true
+				queue = append(queue, h.peer)
 			}
-			drawn[h.peer] = true
-			queue = append(queue, h.peer)
 		}
 	}
+	return seen
+}
 
-	// The networks the start's ports carry, and every port carrying them.
+// networksOf are the networks start's ports carry, each with every port
+// carrying it, and the resources those ports are on that are not drawn
+// yet, with the networks they share with start.
+func networksOf(start *unyov1.PhysicalResource, inv Inventory, drawn map[string]bool) ([]NetGroup, map[string][]string) {
 	groups := map[string]*NetGroup{}
 	for _, pt := range start.GetSpec().GetPorts() {
 		for _, name := range pt.GetNetworks() {
 			groups[name] = &NetGroup{Name: name}
 		}
 	}
-	member := map[string][]string{}
-	if len(groups) > 0 {
-		for _, nw := range inv.Networks {
-			if g := groups[nw.GetName()]; g != nil {
-				g.Known, g.CIDR, g.Gateway = true, nw.GetSpec().GetCidr(), nw.GetSpec().GetGateway()
-			}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	for _, nw := range inv.Networks {
+		if g := groups[nw.GetName()]; g != nil {
+			g.Known, g.CIDR, g.Gateway = true, nw.GetSpec().GetCidr(), nw.GetSpec().GetGateway()
 		}
-		for _, p := range inv.Resources {
-			for _, pt := range p.GetSpec().GetPorts() {
-				for _, name := range pt.GetNetworks() {
-					if g := groups[name]; g != nil {
-						g.Members = append(g.Members, Member{Resource: p.GetName(), Port: pt.GetName(), Address: pt.GetAddress()})
-						if !drawn[p.GetName()] && !slices.Contains(member[p.GetName()], name) {
-							member[p.GetName()] = append(member[p.GetName()], name)
-						}
-					}
+	}
+	member := map[string][]string{}
+	for _, p := range inv.Resources {
+		for _, pt := range p.GetSpec().GetPorts() {
+			for _, name := range pt.GetNetworks() {
+				g := groups[name]
+				if g == nil {
+					continue
+				}
+				g.Members = append(g.Members, Member{Resource: p.GetName(), Port: pt.GetName(), Address: pt.GetAddress()})
+				if !drawn[p.GetName()] && !slices.Contains(member[p.GetName()], name) {
+					member[p.GetName()] = append(member[p.GetName()], name)
 				}
 			}
 		}
-		for _, g := range groups {
-			slices.SortFunc(g.Members, func(a, b Member) int {
-				return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Port, b.Port))
-			})
-			n.Networks = append(n.Networks, *g)
-		}
-		slices.SortFunc(n.Networks, func(a, b NetGroup) int { return cmp.Compare(a.Name, b.Name) })
 	}
-	for name, nets := range member {
-		drawn[name] = true
+	for _, nets := range member {
 		slices.Sort(nets)
 	}
+	out := make([]NetGroup, 0, len(groups))
+	for _, g := range groups {
+		slices.SortFunc(g.Members, func(a, b Member) int {
+			return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Port, b.Port))
+		})
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b NetGroup) int { return cmp.Compare(a.Name, b.Name) })
+	return out, member
+}
 
-	// Links between drawn resources, each once.
+// drawnLinks are the cables between drawn resources, each once, the upper
+// end first.
+func drawnLinks(adj map[string][]halfLink, drawn map[string]bool, byName map[string]*unyov1.PhysicalResource) []Link {
+	var out []Link
 	for a, hs := range adj {
 		if !drawn[a] {
 			continue
@@ -186,27 +216,17 @@ func NetworkFrom(inv Inventory, from string) (*Network, error) {
 			if !drawn[h.peer] {
 				continue
 			}
-			l := Link{A: a, APort: h.port, B: h.peer, BPort: h.peerPort}
 			ta, tb := tierOf(byName[a]), tierOf(byName[h.peer])
 			if ta > tb || (ta == tb && (a > h.peer || (a == h.peer && h.port > h.peerPort))) {
 				continue // the same cable seen from its other end
 			}
-			n.Links = append(n.Links, l)
+			out = append(out, Link{A: a, APort: h.port, B: h.peer, BPort: h.peerPort})
 		}
 	}
-	slices.SortFunc(n.Links, func(x, y Link) int {
+	slices.SortFunc(out, func(x, y Link) int {
 		return cmp.Or(cmp.Compare(x.A, y.A), cmp.Compare(x.APort, y.APort), cmp.Compare(x.B, y.B), cmp.Compare(x.BPort, y.BPort))
 	})
-	for _, note := range notes {
-		if drawn[note.resource] {
-			n.Notes = append(n.Notes, note.text)
-		}
-	}
-	slices.Sort(n.Notes)
-	n.Notes = slices.Compact(n.Notes)
-
-	n.Tiers = orderTiers(drawn, byName, n.Links, from, member)
-	return n, nil
+	return out
 }
 
 // upward reports whether the walk goes on from cur to peer: to a higher
