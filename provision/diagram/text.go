@@ -216,9 +216,10 @@ func itemLines(it Item, inner, height int, prefixes ...string) []string {
 }
 
 // NetworkText lists the drawing tier by tier from the gateway down; each
-// resource is shown with its links to the tiers above and to its peers, so
-// that every cable is listed once, at its lower end; then the networks the
-// start's ports carry.
+// resource is shown with its cables to the tiers above and to its peers
+// ("eth0 --- router:eth3": its port, then the other end), so that every
+// cable is listed once, at its lower end; then the networks the start's
+// ports carry.
 func NetworkText(w io.Writer, n *Network, opt TextOptions) error {
 	b := bufio.NewWriter(w)
 	nNodes := 0
@@ -244,7 +245,7 @@ func NetworkText(w io.Writer, n *Network, opt TextOptions) error {
 			}
 			fmt.Fprintf(b, "%s %s (%s)\n", mark, node.Name, what)
 			for _, l := range lower[node.Name] {
-				line := fmt.Sprintf("      %s --- %s %s", orDash(l.BPort), orDash(l.APort), l.A)
+				line := fmt.Sprintf("      %s --- %s:%s", orDash(l.BPort), l.A, orDash(l.APort))
 				if runes(line) > width {
 					line = fit(line, width)
 				}
