@@ -27,7 +27,7 @@ func (o TextOptions) width() int {
 // rackGap spaces.
 const (
 	unitRuler = 4
-	minInner  = 18
+	minInner  = 26
 	maxInner  = 40
 	rackGap   = 2
 )
@@ -93,7 +93,8 @@ func textBand(b *bufio.Writer, racks []Rack, inner int) {
 		b.WriteByte('\n')
 		line.Reset()
 	}
-	// Two header lines: the rack's name, then where it stands.
+	// Two header lines: the rack's name, then where it stands and its
+	// logical zone (the SVG adds the power and network zones).
 	line.WriteString(strings.Repeat(" ", unitRuler))
 	for _, r := range racks {
 		line.WriteString(" " + pad(fit(r.Name, inner), inner) + " " + gap)
@@ -101,7 +102,11 @@ func textBand(b *bufio.Writer, racks []Rack, inner int) {
 	emit()
 	line.WriteString(strings.Repeat(" ", unitRuler))
 	for _, r := range racks {
-		line.WriteString(" " + pad(fit(rackPlace(r), inner), inner) + " " + gap)
+		place := rackPosition(r)
+		if r.Zone != "" {
+			place += " " + r.Zone
+		}
+		line.WriteString(" " + pad(fit(strings.TrimSpace(place), inner), inner) + " " + gap)
 	}
 	emit()
 	for u := top + 1; u >= 0; u-- {
@@ -125,11 +130,19 @@ func textBand(b *bufio.Writer, racks []Rack, inner int) {
 	}
 }
 
-// rackPlace is a rack's second header line: its position and zones.
+// rackPosition is where a rack stands: "A/3" (row A, column 3).
+func rackPosition(r Rack) string {
+	if r.Row == "" && r.Column == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", r.Row, r.Column)
+}
+
+// rackPlace is where a rack stands and its zones: logical, power, network.
 func rackPlace(r Rack) string {
 	var parts []string
-	if r.Row != "" || r.Column != 0 {
-		parts = append(parts, fmt.Sprintf("%s/%d", r.Row, r.Column))
+	if p := rackPosition(r); p != "" {
+		parts = append(parts, p)
 	}
 	for _, z := range []string{r.Zone, r.PowerZone, r.NetworkZone} {
 		if z != "" {
