@@ -72,13 +72,29 @@ func newKindCommands(g *globals) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, k := range builtin.Kinds().Kinds() {
 		cmd := newKindCommand(g, k)
-		switch k.Name {
-		case "Maintenance":
-			addMaintenanceCommands(g, cmd)
+		for _, ext := range kindExtensions() {
+			if ext.kind == k.Name {
+				ext.add(g, cmd)
+			}
 		}
 		cmds = append(cmds, cmd)
 	}
 	return cmds
+}
+
+// kindExtension adds commands to a kind's generic `unyo NOUN`.
+type kindExtension struct {
+	kind string
+	add  func(*globals, *cobra.Command)
+}
+
+// kindExtensions are the commands kinds add, one line each.
+func kindExtensions() []kindExtension {
+	return []kindExtension{
+		{"Maintenance", addMaintenanceCommands},
+		{"Rack", addRackDiagramCommand},
+		{"Network", addNetworkDiagramCommand},
+	}
 }
 
 // parseLevels turns "warning,critical" into levels.
