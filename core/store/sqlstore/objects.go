@@ -443,6 +443,9 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		if err != nil {
 			return err
 		}
+		// An object referring to itself (a cable between two of its own
+		// ports) does not hold itself back.
+		by = slices.DeleteFunc(by, func(r store.Referrer) bool { return r.Kind == kind && r.Name == name })
 		if len(by) > 0 {
 			return &store.ReferencedError{Kind: kind, Name: name, By: by}
 		}
