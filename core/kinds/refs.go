@@ -64,24 +64,32 @@ func (k Kind) HasRules() bool { return k.rules != nil }
 // inventory would otherwise list thousands.
 const maxRuleErrors = 20
 
-// CheckRules runs the rules of every object's kind on the state v, and
+// CheckRules runs the rules of the kinds of objs on the state v, and
 // returns every broken one (up to a bound) as one error; nil when all
 // hold. An error that is not a *RuleError (a failed read) ends the check.
 func (r *Registry) CheckRules(ctx context.Context, objs []proto.Message, v View) error {
-	var broken []string
+	byKind := map[string][]proto.Message{}
+	var order []Kind
 	for _, m := range objs {
 		k, ok := r.Lookup(string(m.ProtoReflect().Descriptor().Name()))
 		if !ok || k.rules == nil {
 			continue
 		}
-		err := k.rules(ctx, m, v)
+		if _, seen := byKind[k.Name]; !seen {
+			order = append(order, k)
+		}
+		byKind[k.Name] = append(byKind[k.Name], m)
+	}
+	var broken []string
+	for _, k := range order {
+		err := k.rules(ctx, byKind[k.Name], v)
 		if err == nil {
 			continue
 		}
-		var rules interface{ Unwrap() []error }
+		var joined interface{ Unwrap() []error }
 		errs := []error{err}
-		if errors.As(err, &rules) {
-			errs = rules.Unwrap()
+		if errors.As(err, &joined) {
+			errs = joined.Unwrap()
 		}
 		for _, e := range errs {
 			var re *RuleError
@@ -90,13 +98,12 @@ func (r *Registry) CheckRules(ctx context.Context, objs []proto.Message, v View)
 			}
 			broken = append(broken, re.Error())
 		}
-		if len(broken) >= maxRuleErrors {
-			broken = append(broken[:maxRuleErrors], "(more not shown)")
-			break
-		}
 	}
 	if len(broken) == 0 {
 		return nil
+	}
+	if len(broken) > maxRuleErrors {
+		broken = append(broken[:maxRuleErrors], fmt.Sprintf("(and %d more)", len(broken)-maxRuleErrors))
 	}
 	return &RulesError{Broken: broken}
 }

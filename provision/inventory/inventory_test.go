@@ -118,9 +118,9 @@ func TestRules(t *testing.T) {
 			var err error
 			switch m := judge.(type) {
 			case *unyov1.Rack:
-				err = RulesRack(t.Context(), m, v)
+				err = RulesRack(t.Context(), []*unyov1.Rack{m}, v)
 			case *unyov1.PhysicalResource:
-				err = RulesResource(t.Context(), m, v)
+				err = RulesResource(t.Context(), []*unyov1.PhysicalResource{m}, v)
 			}
 			if len(tt.want) == 0 {
 				if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,8 +28,6 @@ const (
 
 // linkField is the field of port i's link, as references record it.
 func linkField(i int) string { return fmt.Sprintf("spec.ports[%d].link", i) }
-
-var linkFieldRE = regexp.MustCompile(`^spec\.ports\[(\d+)\]\.link$`)
 
 // RefsDatacenter: a datacenter is in a region.
 func RefsDatacenter(d *unyov1.Datacenter) []kinds.Reference {
@@ -83,15 +80,27 @@ func get[M any](ctx context.Context, v kinds.View, kind, name string) (M, error)
 	return typed, nil
 }
 
-// RulesRack judges a rack against its region and its resources: its zone
-// is one of its region's zones (when the region lists any), and every
-// resource in it fits in its units.
-func RulesRack(ctx context.Context, r *unyov1.Rack, v kinds.View) error {
+// RulesRack judges racks against their region and their resources: a
+// rack's zone is one of its region's zones (when the region lists any),
+// and every resource in it fits in its units.
+func RulesRack(ctx context.Context, racks []*unyov1.Rack, v kinds.View) error {
+	var errs []error
+	for _, r := range racks {
+		e, err := rackRule(ctx, r, v)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, e...)
+	}
+	return errors.Join(errs...)
+}
+
+func rackRule(ctx context.Context, r *unyov1.Rack, v kinds.View) ([]error, error) {
 	var errs []error
 	if zone := r.GetSpec().GetZone(); zone != "" {
 		region, err := regionOf(ctx, r, v)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if zones := region.GetSpec().GetZones(); region != nil && len(zones) > 0 && !slices.Contains(zones, zone) {
 			errs = append(errs, broken(KindRack, r.GetName(), "spec.zone", "%q is not a zone of region %q (its zones: %s)",
@@ -100,7 +109,7 @@ func RulesRack(ctx context.Context, r *unyov1.Rack, v kinds.View) error {
 	}
 	in, err := resourcesIn(ctx, r.GetName(), v)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	units := RackUnits(r)
 	for _, p := range in {
@@ -109,7 +118,7 @@ func RulesRack(ctx context.Context, r *unyov1.Rack, v kinds.View) error {
 				units, p.GetName(), span(p)))
 		}
 	}
-	return errors.Join(errs...)
+	return errs, nil
 }
 
 // regionOf follows a rack up to its region; nil where the chain breaks
@@ -169,20 +178,31 @@ func span(p *unyov1.PhysicalResource) string {
 // linked twice); and a cycle of links, a chain of declared links that
 // returns to its first port through more than one other port (A→B→C→A):
 // a cable has two ends, so a chain longer than a pair is no cabling.
-func RulesResource(ctx context.Context, p *unyov1.PhysicalResource, v kinds.View) error {
+func RulesResource(ctx context.Context, ps []*unyov1.PhysicalResource, v kinds.View) error {
 	var errs []error
-	if rack := p.GetSpec().GetRack(); rack != "" {
-		e, err := rackRules(ctx, p, v)
+	c := &cabling{v: v, claims: map[string]map[string][]end{}}
+	for _, p := range ps {
+		if rack := p.GetSpec().GetRack(); rack != "" {
+			e, err := rackRules(ctx, p, v)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, e...)
+		}
+		e, err := c.linkRules(ctx, p)
 		if err != nil {
 			return err
 		}
 		errs = append(errs, e...)
 	}
-	e, err := linkRules(ctx, p, v)
-	if err != nil {
-		return err
-	}
-	return errors.Join(append(errs, e...)...)
+	return errors.Join(errs...)
+}
+
+// cabling reads links for the rules of one batch, finding which ports
+// claim each resource's ports once per resource.
+type cabling struct {
+	v      kinds.View
+	claims map[string]map[string][]end // resource → port → ends linking to it
 }
 
 func rackRules(ctx context.Context, p *unyov1.PhysicalResource, v kinds.View) ([]error, error) {
@@ -223,7 +243,8 @@ func (e end) String() string { return e.resource + "/" + e.port }
 // cycle; real cabling never goes beyond a pair.
 const maxChain = 64
 
-func linkRules(ctx context.Context, p *unyov1.PhysicalResource, v kinds.View) ([]error, error) {
+func (c *cabling) linkRules(ctx context.Context, p *unyov1.PhysicalResource) ([]error, error) {
+	v := c.v
 	var errs []error
 	name := p.GetName()
 	for i, port := range p.GetSpec().GetPorts() {
@@ -257,7 +278,7 @@ func linkRules(ctx context.Context, p *unyov1.PhysicalResource, v kinds.View) ([
 			}
 			continue
 		}
-		claims, err := claimants(ctx, v, peer)
+		claims, err := c.claimants(ctx, peer)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +295,7 @@ func linkRules(ctx context.Context, p *unyov1.PhysicalResource, v kinds.View) ([
 			continue
 		}
 		self, peer := end{name, port.GetName()}, end{l.GetResource(), l.GetPort()}
-		claims, err := claimants(ctx, v, self)
+		claims, err := c.claimants(ctx, self)
 		if err != nil {
 			return nil, err
 		}
@@ -325,29 +346,46 @@ func follow(ctx context.Context, v kinds.View, start end) ([]end, error) {
 }
 
 // claimants are the ports whose declared link leads to e.
-func claimants(ctx context.Context, v kinds.View, e end) ([]end, error) {
-	refs, err := v.Referrers(ctx, KindResource, e.resource)
-	if err != nil {
-		return nil, err
-	}
-	var out []end
-	for _, ref := range refs {
-		m := linkFieldRE.FindStringSubmatch(ref.Field)
-		if ref.Kind != KindResource || m == nil {
-			continue
-		}
-		r, err := get[*unyov1.PhysicalResource](ctx, v, KindResource, ref.Name)
+func (c *cabling) claimants(ctx context.Context, e end) ([]end, error) {
+	byPort, ok := c.claims[e.resource]
+	if !ok {
+		refs, err := c.v.Referrers(ctx, KindResource, e.resource)
 		if err != nil {
 			return nil, err
 		}
-		i, _ := strconv.Atoi(m[1])
-		if ports := r.GetSpec().GetPorts(); r != nil && i < len(ports) {
-			if l := ports[i].GetLink(); l.GetResource() == e.resource && l.GetPort() == e.port {
-				out = append(out, end{ref.Name, ports[i].GetName()})
+		byPort = map[string][]end{}
+		for _, ref := range refs {
+			i, isLink := linkIndex(ref.Field)
+			if ref.Kind != KindResource || !isLink {
+				continue
+			}
+			r, err := get[*unyov1.PhysicalResource](ctx, c.v, KindResource, ref.Name)
+			if err != nil {
+				return nil, err
+			}
+			if ports := r.GetSpec().GetPorts(); r != nil && i < len(ports) {
+				if l := ports[i].GetLink(); l.GetResource() == e.resource {
+					byPort[l.GetPort()] = append(byPort[l.GetPort()], end{ref.Name, ports[i].GetName()})
+				}
 			}
 		}
+		c.claims[e.resource] = byPort
 	}
-	return out, nil
+	return slices.Clone(byPort[e.port]), nil
+}
+
+// linkIndex returns i of a field spec.ports[i].link.
+func linkIndex(field string) (int, bool) {
+	rest, ok := strings.CutPrefix(field, "spec.ports[")
+	if !ok {
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(rest, "].link")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(num)
+	return i, err == nil && i >= 0
 }
 
 func joinEnds(es []end) string {

@@ -96,7 +96,9 @@ func (s *Store) ApplyObjects(ctx context.Context, objs []*unyov1.Object, opts st
 }
 
 // putRefs replaces the references o makes with refs; a new object has
-// none to replace.
+// none to replace. One prepared single-row INSERT per reference is the
+// fastest on SQLite (modernc's binding of many-row statements costs more
+// than it saves).
 func (b *putBatch) putRefs(ctx context.Context, o *unyov1.Object, result store.PutResult, refs []store.Ref) error {
 	kind, name := kinds.KindOf(o), kinds.Name(o)
 	if result != store.Created {
