@@ -50,7 +50,6 @@ func backends(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	})
 }
 
-
 // small is a region, a datacenter, a floor, a 42-unit rack r1 and two
 // servers, a cabled to b.
 func small() []*unyov1.Object {
