@@ -74,6 +74,8 @@ func inventoryKinds() []kinds.Kind {
 				{Header: "KIND", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return p.GetSpec().GetKind() }},
 				{Header: "RACK", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return p.GetSpec().GetRack() }},
 				{Header: "UNIT", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return fmt.Sprint(p.GetSpec().GetUnit()) }},
+				{Header: "ROLE", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return p.GetSpec().GetRole() }},
+				{Header: "CONTRACT ENDS", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return p.GetSpec().GetContractEnds() }},
 			},
 		}),
 	}
