@@ -71,6 +71,9 @@ func newNodesCommand(g *globals) *cobra.Command {
 func newKindCommands(g *globals) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, k := range builtin.Kinds().Kinds() {
+		if k.Name == "Cluster" {
+			continue // `unyo clusters` (newClustersCommand) shows them with the registrations
+		}
 		cmd := newKindCommand(g, k)
 		switch k.Name {
 		case "Maintenance":
@@ -156,9 +159,10 @@ func newEventsCommand(g *globals) *cobra.Command {
 }
 
 func newClustersCommand(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"}, Short: "Clusters registered with root"}
+	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"},
+		Short: "Clusters: their registration with root (add, delete) and their attributes (unyo apply -f of kind Cluster)"}
 	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List clusters and whether they answer", Args: cobra.NoArgs,
+		Use: "ls", Aliases: []string{"list"}, Short: "List clusters, whether they answer, and their attributes", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -169,7 +173,26 @@ func newClustersCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
+			attrs, err := cl.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: "Cluster"}))
+			if err != nil {
+				return g.explain(err)
+			}
+			return printer.Clusters(cmd.OutOrStdout(), g.output, withUnregistered(resp.Msg.GetClusters(), attrs.Msg.GetObjects()))
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show a cluster's attributes (the Cluster object)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "Cluster", Name: args[0]}}))
+			if err != nil {
+				return g.explain(err)
+			}
+			return printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects())
 		},
 	}
 	var url string
@@ -204,12 +227,28 @@ func newClustersCommand(g *globals) *cobra.Command {
 			if _, err := cl.Cluster.DeleteCluster(ctx, connect.NewRequest(&unyov1.DeleteClusterRequest{Name: args[0]})); err != nil {
 				return g.explain(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted; its credentials are revoked\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted; its credentials are revoked (its attributes stay: unyo delete cluster %s removes them)\n", args[0], args[0])
 			return nil
 		},
 	}
-	cmd.AddCommand(ls, add, del)
+	cmd.AddCommand(ls, get, add, del)
 	return cmd
+}
+
+// withUnregistered adds to the registered clusters those that have
+// attributes (a Cluster object) but have not registered yet.
+func withUnregistered(registered []*unyov1.ClusterInfo, attrs []*unyov1.Object) []*unyov1.ClusterInfo {
+	known := map[string]bool{}
+	for _, c := range registered {
+		known[c.GetName()] = true
+	}
+	out := registered
+	for _, o := range attrs {
+		if a := o.GetCluster(); a != nil && !known[a.GetName()] {
+			out = append(out, &unyov1.ClusterInfo{Name: a.GetName(), Attributes: a, Error: "not registered yet"})
+		}
+	}
+	return out
 }
 
 func newStatusCommand(g *globals) *cobra.Command {

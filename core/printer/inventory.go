@@ -49,3 +49,16 @@ func Refresh(w io.Writer, format string, racks []inventory.RackRefresh, before s
 	}
 	return p.objects(objs)
 }
+
+// clusterAttributes are a cluster's REGION, DATACENTER and WEIGHT cells:
+// dashes when no Cluster object was applied, its weight 1 when left out.
+func clusterAttributes(a *unyov1.Cluster) []string {
+	if a == nil {
+		return []string{"-", "-", "-"}
+	}
+	weight := a.GetSpec().GetWeight()
+	if weight == 0 {
+		weight = 1
+	}
+	return []string{orDash(a.GetSpec().GetRegion()), orDash(a.GetSpec().GetDatacenter()), fmt.Sprint(weight)}
+}

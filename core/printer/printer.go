@@ -305,7 +305,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 
 func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 	return printList(p, "clusters", clusters, func() table {
-		t := table{header: []string{"NAME", "URL", "REACHABLE", "LAST SEEN"}}
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "REGION", "DATACENTER", "WEIGHT", "LAST SEEN"}}
 		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
 		if withErrors {
 			t.header = append(t.header, "ERROR")
@@ -315,7 +315,9 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 			if c.GetReachable() {
 				reachable = "yes"
 			}
-			row := []string{c.GetName(), c.GetUrl(), reachable, age(p.now(), c.GetLastSeen())}
+			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable}
+			row = append(row, clusterAttributes(c.GetAttributes())...)
+			row = append(row, age(p.now(), c.GetLastSeen()))
 			if withErrors {
 				row = append(row, truncate(orDash(c.GetError()), 80))
 			}

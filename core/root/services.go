@@ -42,12 +42,31 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	for _, e := range errs {
 		failed[e.GetCluster()] = e.GetError()
 	}
+	attrs, err := s.attributes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range all {
 		c.Reachable = reachable[c.GetName()]
 		c.Error = failed[c.GetName()]
 		c.Plugins = plugins[c.GetName()]
+		c.Attributes = attrs[c.GetName()]
 	}
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
+}
+
+// attributes returns the Cluster objects root keeps, by name: what an
+// operator applied about each cluster, registered or not.
+func (s *clusterService) attributes(ctx context.Context) (map[string]*unyov1.Cluster, error) {
+	objs, err := s.r.store.ListObjects(ctx, "Cluster")
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("read the clusters' attributes: %w", err))
+	}
+	out := make(map[string]*unyov1.Cluster, len(objs))
+	for _, o := range objs {
+		out[o.GetCluster().GetName()] = o.GetCluster()
+	}
+	return out, nil
 }
 
 // objectService serves objects: the kinds root owns from root's own

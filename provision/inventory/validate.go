@@ -225,3 +225,25 @@ func validatePort(f *validate.Fields, field string, p *unyov1.Port, before []*un
 		}
 	}
 }
+
+// maxWeight bounds a cluster's weight, a preference among clusters.
+const maxWeight = 1_000_000
+
+// ValidateCluster checks a Cluster's attributes: its name is a cluster's
+// name, region and datacenter (optional) are names, the weight is 0 (1)
+// to maxWeight.
+func ValidateCluster(c *unyov1.Cluster) error {
+	var f validate.Fields
+	f.Name("name", c.GetName())
+	s := c.GetSpec()
+	if s.GetRegion() != "" {
+		f.Name("spec.region", s.GetRegion())
+	}
+	if s.GetDatacenter() != "" {
+		f.Name("spec.datacenter", s.GetDatacenter())
+	}
+	if w := s.GetWeight(); w < 0 || w > maxWeight {
+		f.Addf("spec.weight", "must be between 1 and %d (0 means 1), got %d", maxWeight, w)
+	}
+	return result("Cluster", c.GetName(), f)
+}

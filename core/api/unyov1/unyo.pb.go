@@ -2790,6 +2790,7 @@ type Object struct {
 	//	*Object_Floor
 	//	*Object_Rack
 	//	*Object_PhysicalResource
+	//	*Object_Cluster
 	//	*Object_Flavor
 	//	*Object_Image
 	//	*Object_Network
@@ -2907,6 +2908,15 @@ func (x *Object) GetPhysicalResource() *PhysicalResource {
 	return nil
 }
 
+func (x *Object) GetCluster() *Cluster {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Cluster); ok {
+			return x.Cluster
+		}
+	}
+	return nil
+}
+
 func (x *Object) GetFlavor() *Flavor {
 	if x != nil {
 		if x, ok := x.Kind.(*Object_Flavor); ok {
@@ -2971,6 +2981,10 @@ type Object_PhysicalResource struct {
 	PhysicalResource *PhysicalResource `protobuf:"bytes,14,opt,name=physical_resource,json=physicalResource,proto3,oneof"`
 }
 
+type Object_Cluster struct {
+	Cluster *Cluster `protobuf:"bytes,15,opt,name=cluster,proto3,oneof"`
+}
+
 type Object_Flavor struct {
 	// Catalog (provision.proto), owned by root.
 	Flavor *Flavor `protobuf:"bytes,20,opt,name=flavor,proto3,oneof"`
@@ -2999,6 +3013,8 @@ func (*Object_Floor) isObject_Kind() {}
 func (*Object_Rack) isObject_Kind() {}
 
 func (*Object_PhysicalResource) isObject_Kind() {}
+
+func (*Object_Cluster) isObject_Kind() {}
 
 func (*Object_Flavor) isObject_Kind() {}
 
@@ -5032,7 +5048,10 @@ type ClusterInfo struct {
 	Reachable bool   `protobuf:"varint,5,opt,name=reachable,proto3" json:"reachable,omitempty"`
 	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// Filled by ListClusters from the cluster's status: its action plugins.
-	Plugins       []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	Plugins []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// Filled by ListClusters: the cluster's attributes (the Cluster object
+	// of that name: region, datacenter, weight, labels), if applied.
+	Attributes    *Cluster `protobuf:"bytes,8,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5112,6 +5131,13 @@ func (x *ClusterInfo) GetError() string {
 func (x *ClusterInfo) GetPlugins() []*PluginStatus {
 	if x != nil {
 		return x.Plugins
+	}
+	return nil
+}
+
+func (x *ClusterInfo) GetAttributes() *Cluster {
+	if x != nil {
+		return x.Attributes
 	}
 	return nil
 }
@@ -8707,7 +8733,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
 	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
 	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
-	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xa1\x04\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xcf\x04\n" +
 	"\x06Object\x12&\n" +
 	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
 	"\n" +
@@ -8720,7 +8746,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"datacenter\x12&\n" +
 	"\x05floor\x18\f \x01(\v2\x0e.unyo.v1.FloorH\x00R\x05floor\x12#\n" +
 	"\x04rack\x18\r \x01(\v2\r.unyo.v1.RackH\x00R\x04rack\x12H\n" +
-	"\x11physical_resource\x18\x0e \x01(\v2\x19.unyo.v1.PhysicalResourceH\x00R\x10physicalResource\x12)\n" +
+	"\x11physical_resource\x18\x0e \x01(\v2\x19.unyo.v1.PhysicalResourceH\x00R\x10physicalResource\x12,\n" +
+	"\acluster\x18\x0f \x01(\v2\x10.unyo.v1.ClusterH\x00R\acluster\x12)\n" +
 	"\x06flavor\x18\x14 \x01(\v2\x0f.unyo.v1.FlavorH\x00R\x06flavor\x12&\n" +
 	"\x05image\x18\x15 \x01(\v2\x0e.unyo.v1.ImageH\x00R\x05image\x12,\n" +
 	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetworkB\x06\n" +
@@ -8848,7 +8875,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
 	"\x16EndMaintenanceResponse\x128\n" +
 	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x92\x02\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xc4\x02\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
@@ -8856,7 +8883,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\tlast_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x1c\n" +
 	"\treachable\x18\x05 \x01(\bR\treachable\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
-	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\">\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x120\n" +
+	"\n" +
+	"attributes\x18\b \x01(\v2\x10.unyo.v1.ClusterR\n" +
+	"attributes\">\n" +
 	"\x16RegisterClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\"8\n" +
@@ -9367,9 +9397,10 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Floor)(nil),                    // 140: unyo.v1.Floor
 	(*Rack)(nil),                     // 141: unyo.v1.Rack
 	(*PhysicalResource)(nil),         // 142: unyo.v1.PhysicalResource
-	(*Flavor)(nil),                   // 143: unyo.v1.Flavor
-	(*Image)(nil),                    // 144: unyo.v1.Image
-	(*Network)(nil),                  // 145: unyo.v1.Network
+	(*Cluster)(nil),                  // 143: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 144: unyo.v1.Flavor
+	(*Image)(nil),                    // 145: unyo.v1.Image
+	(*Network)(nil),                  // 146: unyo.v1.Network
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
@@ -9437,191 +9468,193 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	140, // 62: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
 	141, // 63: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
 	142, // 64: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	143, // 65: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	144, // 66: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	145, // 67: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	6,   // 68: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	137, // 69: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 70: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 71: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 72: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 73: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 74: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 75: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 76: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 77: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 78: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 79: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 80: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 81: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 82: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 83: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 84: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 85: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 86: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 87: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 88: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 89: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 90: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 91: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 92: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 93: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 94: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 95: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 96: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 97: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 98: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 99: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 100: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 101: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 102: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 103: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 104: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 105: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 106: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	68,  // 107: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	135, // 108: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 109: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	129, // 110: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	130, // 111: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	76,  // 112: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	131, // 113: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	75,  // 114: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	79,  // 115: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	135, // 116: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 117: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	137, // 118: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	135, // 119: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	77,  // 120: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 121: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 122: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 123: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	78,  // 124: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 125: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 126: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	132, // 127: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	87,  // 128: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	135, // 129: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	135, // 130: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	133, // 131: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	90,  // 132: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	87,  // 133: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 134: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 135: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	90,  // 136: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	137, // 137: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	137, // 138: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	93,  // 139: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 140: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 141: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 142: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 143: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 144: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 145: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 146: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	134, // 147: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	135, // 148: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	99,  // 149: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 150: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 151: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 152: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	135, // 153: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	102, // 154: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 155: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 156: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 157: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	135, // 158: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	135, // 159: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	135, // 160: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	137, // 161: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	110, // 162: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	110, // 163: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	110, // 164: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	135, // 165: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	135, // 166: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	117, // 167: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 168: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 169: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 170: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 171: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 172: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 173: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 174: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 175: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 176: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 177: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	52,  // 178: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	54,  // 179: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	104, // 180: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	56,  // 181: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	58,  // 182: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	60,  // 183: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	62,  // 184: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	64,  // 185: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 186: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	66,  // 187: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	69,  // 188: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	71,  // 189: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	106, // 190: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	108, // 191: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	73,  // 192: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	80,  // 193: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	82,  // 194: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	83,  // 195: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	85,  // 196: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	88,  // 197: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	91,  // 198: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	94,  // 199: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	96,  // 200: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	98,  // 201: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	101, // 202: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	111, // 203: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	113, // 204: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	115, // 205: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	118, // 206: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 207: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 208: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 209: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 210: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 211: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 212: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 213: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 214: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 215: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	53,  // 216: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	55,  // 217: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	105, // 218: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	57,  // 219: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	59,  // 220: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	61,  // 221: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	63,  // 222: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	65,  // 223: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 224: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	67,  // 225: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	70,  // 226: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	72,  // 227: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	107, // 228: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	109, // 229: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	74,  // 230: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	81,  // 231: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	84,  // 232: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 233: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	86,  // 234: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	89,  // 235: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	92,  // 236: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	95,  // 237: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	97,  // 238: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	100, // 239: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	103, // 240: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	112, // 241: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	114, // 242: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	116, // 243: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	119, // 244: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	207, // [207:245] is the sub-list for method output_type
-	169, // [169:207] is the sub-list for method input_type
-	169, // [169:169] is the sub-list for extension type_name
-	169, // [169:169] is the sub-list for extension extendee
-	0,   // [0:169] is the sub-list for field type_name
+	143, // 65: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	144, // 66: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	145, // 67: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	146, // 68: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	6,   // 69: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	137, // 70: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 71: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 72: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 73: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 74: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 75: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 76: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 77: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 78: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 79: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 80: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 81: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 82: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 83: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 84: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 85: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 86: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 87: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 88: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 89: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 90: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 91: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 92: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 93: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 94: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 95: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 96: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 97: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 98: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 99: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 100: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 101: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 102: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 103: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 104: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 105: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	135, // 106: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 107: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	143, // 108: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	68,  // 109: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	135, // 110: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 111: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	129, // 112: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	130, // 113: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	76,  // 114: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	131, // 115: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	75,  // 116: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	79,  // 117: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	135, // 118: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 119: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	137, // 120: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	135, // 121: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	77,  // 122: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 123: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 124: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	135, // 125: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	78,  // 126: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 127: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 128: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	132, // 129: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	87,  // 130: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	135, // 131: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	135, // 132: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	133, // 133: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	90,  // 134: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	87,  // 135: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 136: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 137: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	90,  // 138: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	137, // 139: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	137, // 140: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	93,  // 141: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 142: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 143: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 144: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	87,  // 145: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 146: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 147: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 148: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	134, // 149: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	135, // 150: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	99,  // 151: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 152: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 153: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	135, // 154: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	135, // 155: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	102, // 156: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 157: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 158: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	135, // 159: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	135, // 160: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	135, // 161: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	135, // 162: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	137, // 163: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	110, // 164: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	110, // 165: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	110, // 166: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	135, // 167: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	135, // 168: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	117, // 169: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 170: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 171: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 172: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 173: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 174: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 175: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 176: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 177: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 178: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 179: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	52,  // 180: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	54,  // 181: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	104, // 182: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 183: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	58,  // 184: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	60,  // 185: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	62,  // 186: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	64,  // 187: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 188: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	66,  // 189: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	69,  // 190: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	71,  // 191: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	106, // 192: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	108, // 193: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	73,  // 194: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	80,  // 195: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	82,  // 196: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	83,  // 197: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	85,  // 198: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	88,  // 199: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	91,  // 200: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	94,  // 201: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	96,  // 202: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	98,  // 203: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	101, // 204: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	111, // 205: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	113, // 206: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	115, // 207: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	118, // 208: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 209: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 210: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 211: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 212: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 213: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 214: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 215: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 216: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 217: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	53,  // 218: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	55,  // 219: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	105, // 220: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 221: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	59,  // 222: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	61,  // 223: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	63,  // 224: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	65,  // 225: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 226: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	67,  // 227: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	70,  // 228: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	72,  // 229: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	107, // 230: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	109, // 231: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	74,  // 232: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	81,  // 233: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	84,  // 234: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	84,  // 235: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	86,  // 236: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	89,  // 237: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	92,  // 238: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	95,  // 239: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	97,  // 240: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	100, // 241: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	103, // 242: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	112, // 243: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	114, // 244: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	116, // 245: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	119, // 246: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	209, // [209:247] is the sub-list for method output_type
+	171, // [171:209] is the sub-list for method input_type
+	171, // [171:171] is the sub-list for extension type_name
+	171, // [171:171] is the sub-list for extension extendee
+	0,   // [0:171] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9646,6 +9679,7 @@ func file_unyo_v1_unyo_proto_init() {
 		(*Object_Floor)(nil),
 		(*Object_Rack)(nil),
 		(*Object_PhysicalResource)(nil),
+		(*Object_Cluster)(nil),
 		(*Object_Flavor)(nil),
 		(*Object_Image)(nil),
 		(*Object_Network)(nil),

@@ -78,5 +78,19 @@ func inventoryKinds() []kinds.Kind {
 				{Header: "CONTRACT ENDS", Cell: func(p *unyov1.PhysicalResource, _ time.Time) string { return p.GetSpec().GetContractEnds() }},
 			},
 		}),
+		kinds.Define(kinds.Spec[*unyov1.Cluster]{
+			// The noun is the hand-written `unyo clusters` (cmd/unyo), which
+			// shows registrations and these attributes together.
+			Noun: "clusters", Help: "Clusters: registration (unyo clusters add) and attributes (kind Cluster)",
+			Owner:    kinds.RootTier,
+			Validate: func(c *unyov1.Cluster, _ time.Time) error { return inventory.ValidateCluster(c) },
+			Refs:     inventory.RefsCluster,
+			Columns: []kinds.TypedColumn[*unyov1.Cluster]{
+				{Header: "NAME", Cell: func(c *unyov1.Cluster, _ time.Time) string { return c.GetName() }},
+				{Header: "REGION", Cell: func(c *unyov1.Cluster, _ time.Time) string { return c.GetSpec().GetRegion() }},
+				{Header: "DATACENTER", Cell: func(c *unyov1.Cluster, _ time.Time) string { return c.GetSpec().GetDatacenter() }},
+				{Header: "WEIGHT", Cell: func(c *unyov1.Cluster, _ time.Time) string { return fmt.Sprint(max(c.GetSpec().GetWeight(), 1)) }},
+			},
+		}),
 	}
 }
