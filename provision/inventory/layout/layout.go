@@ -26,8 +26,9 @@ type Layout struct {
 	// Floors per datacenter, server racks per floor (an even number: racks
 	// are paired), servers per rack.
 	Floors, Racks, Servers int
-	// ContractEnds is the maintenance contract's last day of the servers
-	// on a datacenter's first floor; other resources' contracts end a year
+	// ContractEnds is the maintenance contract's last day of the server
+	// racks (servers, leaf routers, PDUs) on a datacenter's first floor;
+	// other resources' contracts end a year
 	// later, so that a hardware refresh listing has something to show.
 	ContractEnds string
 	// ServerPorts is 2 (the default: one cable to each side of the rack
@@ -183,6 +184,11 @@ func (g *gen) floor(floor string, f int, spines, zones []string) {
 func (g *gen) rackPair(floor string, f, k int, rackSpines, zones []string) {
 	l := g.l
 	names := [2]string{fmt.Sprintf("%s-rack-%d", floor, k+1), fmt.Sprintf("%s-rack-%d", floor, k+2)}
+	// Everything in a server rack is bought, and replaced, together.
+	ends := l.ContractEnds
+	if f != 1 {
+		ends = later(ends)
+	}
 	leaf := func(r, n int) string { return fmt.Sprintf("%s-rack-leaf-router%02d", names[r], n) }
 	for r, rack := range names {
 		zone := zones[g.rackNum%len(zones)]
@@ -195,7 +201,7 @@ func (g *gen) rackPair(floor string, f, k int, rackSpines, zones []string) {
 			for _, rs := range rackSpines {
 				up = append(up, link(rs, fmt.Sprintf("down%d", (k+r)*2+n+1)))
 			}
-			rt := router(leaf(r, n+1), "rack-leaf-router", rack, int32(41+n), later(l.ContractEnds), up)
+			rt := router(leaf(r, n+1), "rack-leaf-router", rack, int32(41+n), ends, up)
 			for s := range l.Servers {
 				rt.Spec.Ports = append(rt.Spec.Ports, &unyov1.Port{Name: fmt.Sprintf("srv%da", s+1), Speed: "25G"})
 				if l.ServerPorts == 4 {
@@ -207,10 +213,6 @@ func (g *gen) rackPair(floor string, f, k int, rackSpines, zones []string) {
 	}
 	for r, rack := range names {
 		pair := 1 - r
-		ends := l.ContractEnds
-		if f != 1 {
-			ends = later(ends)
-		}
 		// Servers take two units while they fit below the PDU (unit 40).
 		height := int32(2)
 		if l.Servers > 19 {
