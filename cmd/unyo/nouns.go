@@ -173,11 +173,7 @@ func newClustersCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			attrs, err := cl.Objects.List(ctx, connect.NewRequest(&unyov1.ListRequest{Kind: "Cluster"}))
-			if err != nil {
-				return g.explain(err)
-			}
-			return printer.Clusters(cmd.OutOrStdout(), g.output, withUnregistered(resp.Msg.GetClusters(), attrs.Msg.GetObjects()))
+			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
 		},
 	}
 	get := &cobra.Command{
@@ -233,22 +229,6 @@ func newClustersCommand(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(ls, get, add, del)
 	return cmd
-}
-
-// withUnregistered adds to the registered clusters those that have
-// attributes (a Cluster object) but have not registered yet.
-func withUnregistered(registered []*unyov1.ClusterInfo, attrs []*unyov1.Object) []*unyov1.ClusterInfo {
-	known := map[string]bool{}
-	for _, c := range registered {
-		known[c.GetName()] = true
-	}
-	out := registered
-	for _, o := range attrs {
-		if a := o.GetCluster(); a != nil && !known[a.GetName()] {
-			out = append(out, &unyov1.ClusterInfo{Name: a.GetName(), Attributes: a, Error: "not registered yet"})
-		}
-	}
-	return out
 }
 
 func newStatusCommand(g *globals) *cobra.Command {

@@ -3,6 +3,7 @@ package root
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/objects"
+	"github.com/unyo-ops/unyo/core/server"
 )
 
 type clusterService struct{ r *Root }
@@ -51,6 +53,15 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 		c.Error = failed[c.GetName()]
 		c.Plugins = plugins[c.GetName()]
 		c.Attributes = attrs[c.GetName()]
+		delete(attrs, c.GetName())
+	}
+	// Clusters with attributes that have not registered yet, in the
+	// caller's scope, after the registered ones.
+	p := server.PrincipalFrom(ctx)
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		if p.InCluster(name) {
+			all = append(all, &unyov1.ClusterInfo{Name: name, Attributes: attrs[name], Error: "not registered yet"})
+		}
 	}
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
 }

@@ -5050,7 +5050,9 @@ type ClusterInfo struct {
 	// Filled by ListClusters from the cluster's status: its action plugins.
 	Plugins []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	// Filled by ListClusters: the cluster's attributes (the Cluster object
-	// of that name: region, datacenter, weight, labels), if applied.
+	// of that name: region, datacenter, weight, labels), if applied. A
+	// cluster with attributes that has not registered is listed too, with
+	// only its name, attributes and error "not registered yet".
 	Attributes    *Cluster `protobuf:"bytes,8,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
