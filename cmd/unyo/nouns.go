@@ -71,6 +71,9 @@ func newNodesCommand(g *globals) *cobra.Command {
 func newKindCommands(g *globals) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, k := range builtin.Kinds().Kinds() {
+		if k.Name == "Cluster" {
+			continue // `unyo clusters` (newClustersCommand) shows them with the registrations
+		}
 		cmd := newKindCommand(g, k)
 		for _, ext := range kindExtensions() {
 			if ext.kind == k.Name {
@@ -94,6 +97,7 @@ func kindExtensions() []kindExtension {
 		{"Maintenance", addMaintenanceCommands},
 		{"Rack", addRackDiagramCommand},
 		{"Network", addNetworkDiagramCommand},
+		{"PhysicalResource", addResourceCommands},
 	}
 }
 
@@ -170,9 +174,10 @@ func newEventsCommand(g *globals) *cobra.Command {
 }
 
 func newClustersCommand(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"}, Short: "Clusters registered with root"}
+	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"},
+		Short: "Clusters: their registration with root (add, delete) and their attributes (unyo apply -f of kind Cluster)"}
 	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List clusters and whether they answer", Args: cobra.NoArgs,
+		Use: "ls", Aliases: []string{"list"}, Short: "List clusters, whether they answer, and their attributes", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -184,6 +189,21 @@ func newClustersCommand(g *globals) *cobra.Command {
 				return g.explain(err)
 			}
 			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Show a cluster's attributes (the Cluster object)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ctx, cancel, err := g.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: "Cluster", Name: args[0]}}))
+			if err != nil {
+				return g.explain(err)
+			}
+			return printer.Objects(cmd.OutOrStdout(), g.output, resp.Msg.GetObjects())
 		},
 	}
 	var url string
@@ -218,11 +238,11 @@ func newClustersCommand(g *globals) *cobra.Command {
 			if _, err := cl.Cluster.DeleteCluster(ctx, connect.NewRequest(&unyov1.DeleteClusterRequest{Name: args[0]})); err != nil {
 				return g.explain(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted; its credentials are revoked\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s deleted; its credentials are revoked (its attributes stay: unyo delete cluster %s removes them)\n", args[0], args[0])
 			return nil
 		},
 	}
-	cmd.AddCommand(ls, add, del)
+	cmd.AddCommand(ls, get, add, del)
 	return cmd
 }
 

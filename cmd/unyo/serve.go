@@ -53,6 +53,7 @@ func newLogger(c config.Log) *slog.Logger {
 
 func newDevCommand() *cobra.Command {
 	var file string
+	var inv launch.DevOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run root, a cluster and an agent for this machine in one process, on embedded stores",
@@ -65,10 +66,15 @@ the example checks applied on first start. In another terminal:
   unyo events ls`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRole(cmd, "dev", file, launch.Dev)
+			return runRole(cmd, "dev", file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
+				return launch.DevWith(ctx, c, log, inv)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&inv.Inventory, "inventory", "", "inventory file applied at root on start (regions, racks, physical resources...)")
+	cmd.Flags().BoolVar(&inv.ExampleInventory, "example-inventory", false, "apply configs/examples/inventory.yaml at root on start; its dev node is the server labelled unyo.dev/dev-node")
+	cmd.MarkFlagsMutuallyExclusive("inventory", "example-inventory")
 	config.BindFlags(cmd.Flags(), "dev")
 	return cmd
 }

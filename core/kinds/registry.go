@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -64,6 +65,16 @@ type Spec[M proto.Message] struct {
 	// Prepare, if set, fills in what the server decides before storing
 	// (a Check applied through the API is "central").
 	Prepare func(m M)
+	// Refs, if set, returns the references an object makes to others
+	// (a Rack to its Floor); references with an empty name are optional
+	// ones left out.
+	Refs func(m M) []Reference
+	// Rules, if set, judge the batch's objects of the kind against the
+	// objects they touch, on the state the apply would leave (view),
+	// inside the apply's transaction and after every reference resolved.
+	// They get the whole batch so that thousands of objects share what
+	// they read. Each broken rule is a *RuleError; errors.Join several.
+	Rules func(ctx context.Context, batch []M, view View) error
 	// Count, if set, names the field showing the count the store keeps
 	// beside the object (rules' matched events); the server fills it in
 	// on reads and never stores what a client sent in it.
@@ -94,6 +105,8 @@ type Kind struct {
 	validate   func(m proto.Message, now time.Time) error
 	labels     func(m proto.Message) []LabelSet
 	prepare    func(m proto.Message)
+	refs       func(m proto.Message) []Reference
+	rules      func(ctx context.Context, batch []proto.Message, v View) error
 }
 
 // Define declares the kind whose message is M, named after the message.
@@ -114,6 +127,18 @@ func Define[M proto.Message](s Spec[M]) Kind {
 	}
 	if s.Labels != nil {
 		k.labels = func(m proto.Message) []LabelSet { return s.Labels(m.(M)) }
+	}
+	if s.Refs != nil {
+		k.refs = func(m proto.Message) []Reference { return s.Refs(m.(M)) }
+	}
+	if s.Rules != nil {
+		k.rules = func(ctx context.Context, batch []proto.Message, v View) error {
+			typed := make([]M, len(batch))
+			for i, m := range batch {
+				typed[i] = m.(M)
+			}
+			return s.Rules(ctx, typed, v)
+		}
 	}
 	if s.Prepare != nil {
 		k.prepare = func(m proto.Message) { s.Prepare(m.(M)) }

@@ -22,6 +22,11 @@ import (
 // every store embedded under the data directory. On a fresh data directory
 // the example checks are applied, so a newcomer sees live results at once.
 func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	return DevWith(ctx, c, log, DevOptions{})
+}
+
+// DevWith is Dev applying an inventory at root first (DevOptions).
+func DevWith(ctx context.Context, c *config.Config, log *slog.Logger, o DevOptions) error {
 	clusterListen, err := nextPort(c.Server.Listen, 1)
 	if err != nil {
 		return err
@@ -66,6 +71,12 @@ func Dev(ctx context.Context, c *config.Config, log *slog.Logger) error {
 		return fmt.Errorf("root's database: %w", err)
 	}
 	defer rootStore.Close()
+	// applyDevInventory also returns (and logs) the inventory's server this
+	// machine stands for, to which the agent's node is matched once the
+	// agent has a resource setting.
+	if _, err := applyDevInventory(ctx, o, rootStore, log); err != nil {
+		return err
+	}
 	if err := applyExamples(ctx, st, c.Cluster.Name, log); err != nil {
 		return err
 	}

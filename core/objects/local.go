@@ -59,7 +59,7 @@ func (l *Local) Apply(ctx context.Context, objs []*unyov1.Object) ([]*unyov1.App
 		kinds.SetCluster(o, l.Cluster)
 	}
 	l.Kinds.Prepare(objs)
-	results, err := l.Store.PutObjects(ctx, objs)
+	results, err := l.Store.ApplyObjects(ctx, objs, l.applyOptions(objs))
 	var audit []rbac.Entry
 	for i, o := range objs {
 		if err == nil && results[i] == store.Unchanged {
@@ -70,6 +70,9 @@ func (l *Local) Apply(ctx context.Context, objs []*unyov1.Object) ([]*unyov1.App
 			Before: previous[kind+"/"+name], After: o, Err: err})
 	}
 	l.Audit.RecordAll(ctx, audit)
+	if refused := refusal(err); refused != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("nothing was stored: %w", refused))
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("the apply of %d objects did not finish before the client gave up; nothing was stored: %w", len(objs), err))
 	}
@@ -92,6 +95,9 @@ func (l *Local) Delete(ctx context.Context, k kinds.Kind, name string) (*unyov1.
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		action = "not found"
+	case errors.Is(err, store.ErrReferenced):
+		l.Audit.Record(ctx, "ObjectService/Delete", l.Target(k.Name, name), before, nil, err)
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%w; delete or change them first", err))
 	case err != nil:
 		l.Audit.Record(ctx, "ObjectService/Delete", l.Target(k.Name, name), before, nil, err)
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("delete %s %q: %w", k.Name, name, err))

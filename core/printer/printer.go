@@ -316,7 +316,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 
 func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 	return printList(p, "clusters", clusters, func() table {
-		t := table{header: []string{"NAME", "URL", "REACHABLE", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "REGION", "DATACENTER", "WEIGHT", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
 		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
 		if withErrors {
 			t.header = append(t.header, "ERROR")
@@ -332,7 +332,9 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 				by = append(by, o.GetWatcher())
 				seen = append(seen, o.GetWatcher()+":"+o.GetStatus())
 			}
-			row := []string{c.GetName(), c.GetUrl(), reachable, orDash(strings.Join(by, ",")), orDash(strings.Join(seen, " ")), age(p.now(), c.GetLastSeen())}
+			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable}
+			row = append(row, clusterAttributes(c.GetAttributes())...)
+			row = append(row, orDash(strings.Join(by, ",")), orDash(strings.Join(seen, " ")), age(p.now(), c.GetLastSeen()))
 			if withErrors {
 				row = append(row, truncate(orDash(c.GetError()), 80))
 			}

@@ -3,6 +3,7 @@ package root
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/objects"
+	"github.com/unyo-ops/unyo/core/server"
 )
 
 type clusterService struct{ r *Root }
@@ -44,13 +46,41 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 	for _, e := range errs {
 		failed[e.GetCluster()] = e.GetError()
 	}
+	attrs, err := s.attributes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range all {
 		c.Reachable = reachable[c.GetName()]
 		c.Error = failed[c.GetName()]
 		c.Plugins = plugins[c.GetName()]
+		c.Attributes = attrs[c.GetName()]
+		delete(attrs, c.GetName())
+	}
+	// Clusters with attributes that have not registered yet, in the
+	// caller's scope, after the registered ones.
+	p := server.PrincipalFrom(ctx)
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		if p.InCluster(name) {
+			all = append(all, &unyov1.ClusterInfo{Name: name, Attributes: attrs[name], Error: "not registered yet"})
+		}
 	}
 	s.r.watchedBy(ctx, all, statuses)
 	return connect.NewResponse(&unyov1.ListClustersResponse{Clusters: all}), nil
+}
+
+// attributes returns the Cluster objects root keeps, by name: what an
+// operator applied about each cluster, registered or not.
+func (s *clusterService) attributes(ctx context.Context) (map[string]*unyov1.Cluster, error) {
+	objs, err := s.r.store.ListObjects(ctx, "Cluster")
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("read the clusters' attributes: %w", err))
+	}
+	out := make(map[string]*unyov1.Cluster, len(objs))
+	for _, o := range objs {
+		out[o.GetCluster().GetName()] = o.GetCluster()
+	}
+	return out, nil
 }
 
 // objectService serves objects: the kinds root owns from root's own

@@ -6,13 +6,21 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
 )
 
 // ErrNotFound is returned (wrapped) when a named object does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrReferenced is returned (wrapped in a *ReferencedError) when an object
+// cannot be deleted because others still refer to it.
+var ErrReferenced = errors.New("still referenced")
 
 // Store is the state of one tier: a root uses clusters; a cluster uses nodes,
 // checks and events. Both use leases.
@@ -172,13 +180,25 @@ type Objects interface {
 	// advances at most once per call, and only when an object changed. The
 	// results are in the order of objs.
 	PutObjects(ctx context.Context, objs []*unyov1.Object) ([]PutResult, error)
+	// ApplyObjects is PutObjects that also keeps the references between
+	// objects, in the same transaction: each changed object's references
+	// become opts.Refs of it (none without Refs); a reference to an object
+	// neither stored nor in objs refuses the whole batch with a *RefError.
+	// opts.Check then runs inside the transaction on the state the batch
+	// leaves; its error stores nothing. Writes of objects are serialized,
+	// so what Check reads cannot change before the commit.
+	ApplyObjects(ctx context.Context, objs []*unyov1.Object, opts ApplyOptions) ([]PutResult, error)
 	// GetObject returns one object; ErrNotFound if absent.
 	GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error)
 	// ListObjects returns every object of kind, sorted by name.
 	ListObjects(ctx context.Context, kind string) ([]*unyov1.Object, error)
-	// DeleteObject removes an object and its count, advancing the
-	// revision; ErrNotFound if absent.
+	// DeleteObject removes an object, its count and its references,
+	// advancing the revision; ErrNotFound if absent, a *ReferencedError
+	// (ErrReferenced) while other objects refer to it.
 	DeleteObject(ctx context.Context, kind, name string) error
+	// Referrers returns the references made to an object, sorted by kind,
+	// name and field.
+	Referrers(ctx context.Context, kind, name string) ([]Referrer, error)
 	// ObjectCounts returns the counts kept beside objects of kind, by name;
 	// an object that was never counted is absent.
 	ObjectCounts(ctx context.Context, kind string) (map[string]int64, error)
@@ -186,6 +206,57 @@ type Objects interface {
 	// or deleted); 0 before the first change.
 	ObjectsRevision(ctx context.Context, kinds ...string) (int64, error)
 }
+
+// Ref is one reference an object makes (package kinds declares them).
+type Ref = kinds.Reference
+
+// Referrer is one reference made to an object.
+type Referrer = kinds.Referrer
+
+// ObjectReader reads objects and references, inside a transaction when
+// given to ApplyOptions.Check.
+type ObjectReader interface {
+	GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error)
+	Referrers(ctx context.Context, kind, name string) ([]Referrer, error)
+}
+
+// ApplyOptions are what ApplyObjects does besides storing.
+type ApplyOptions struct {
+	// Refs returns the references an object makes.
+	Refs func(o *unyov1.Object) []Ref
+	// Check judges the state the batch leaves, read through r.
+	Check func(ctx context.Context, r ObjectReader) error
+}
+
+// RefError is a reference to an object that does not exist.
+type RefError struct {
+	Kind, Name string // who refers
+	Ref        Ref
+}
+
+func (e *RefError) Error() string {
+	return fmt.Sprintf("%s %q: %s: no %s %q", e.Kind, e.Name, e.Ref.Field, e.Ref.Kind, e.Ref.Name)
+}
+
+// ReferencedError refuses the delete of an object others refer to, naming
+// them.
+type ReferencedError struct {
+	Kind, Name string
+	By         []Referrer
+}
+
+func (e *ReferencedError) Error() string {
+	var names []string
+	for _, r := range e.By {
+		n := fmt.Sprintf("%s %q", r.Kind, r.Name)
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return fmt.Sprintf("%s %q is used by %s", e.Kind, e.Name, strings.Join(names, ", "))
+}
+
+func (e *ReferencedError) Unwrap() error { return ErrReferenced }
 
 // EventFilter selects events; zero fields select everything.
 type EventFilter struct {

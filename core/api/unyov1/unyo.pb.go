@@ -2838,6 +2838,7 @@ type Object struct {
 	//	*Object_Floor
 	//	*Object_Rack
 	//	*Object_PhysicalResource
+	//	*Object_Cluster
 	//	*Object_Flavor
 	//	*Object_Image
 	//	*Object_Network
@@ -2955,6 +2956,15 @@ func (x *Object) GetPhysicalResource() *PhysicalResource {
 	return nil
 }
 
+func (x *Object) GetCluster() *Cluster {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Cluster); ok {
+			return x.Cluster
+		}
+	}
+	return nil
+}
+
 func (x *Object) GetFlavor() *Flavor {
 	if x != nil {
 		if x, ok := x.Kind.(*Object_Flavor); ok {
@@ -3019,6 +3029,10 @@ type Object_PhysicalResource struct {
 	PhysicalResource *PhysicalResource `protobuf:"bytes,14,opt,name=physical_resource,json=physicalResource,proto3,oneof"`
 }
 
+type Object_Cluster struct {
+	Cluster *Cluster `protobuf:"bytes,15,opt,name=cluster,proto3,oneof"`
+}
+
 type Object_Flavor struct {
 	// Catalog (provision.proto), owned by root.
 	Flavor *Flavor `protobuf:"bytes,20,opt,name=flavor,proto3,oneof"`
@@ -3047,6 +3061,8 @@ func (*Object_Floor) isObject_Kind() {}
 func (*Object_Rack) isObject_Kind() {}
 
 func (*Object_PhysicalResource) isObject_Kind() {}
+
+func (*Object_Cluster) isObject_Kind() {}
 
 func (*Object_Flavor) isObject_Kind() {}
 
@@ -5242,6 +5258,11 @@ type ClusterInfo struct {
 	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// Filled by ListClusters from the cluster's status: its action plugins.
 	Plugins []*PluginStatus `protobuf:"bytes,7,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// Filled by ListClusters: the cluster's attributes (the Cluster object
+	// of that name: region, datacenter, weight, labels), if applied. A
+	// cluster with attributes that has not registered is listed too, with
+	// only its name, attributes and error "not registered yet".
+	Attributes *Cluster `protobuf:"bytes,9,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	// Filled by ListClusters: what the cluster's watchers saw of it, root's
 	// own watch first, then its peers' (inter-cluster monitoring).
 	WatchedBy     []*PeerObservation `protobuf:"bytes,8,rep,name=watched_by,json=watchedBy,proto3" json:"watched_by,omitempty"`
@@ -5324,6 +5345,13 @@ func (x *ClusterInfo) GetError() string {
 func (x *ClusterInfo) GetPlugins() []*PluginStatus {
 	if x != nil {
 		return x.Plugins
+	}
+	return nil
+}
+
+func (x *ClusterInfo) GetAttributes() *Cluster {
+	if x != nil {
+		return x.Attributes
 	}
 	return nil
 }
@@ -9300,7 +9328,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
 	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
 	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
-	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xa1\x04\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xcf\x04\n" +
 	"\x06Object\x12&\n" +
 	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
 	"\n" +
@@ -9313,7 +9341,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"datacenter\x12&\n" +
 	"\x05floor\x18\f \x01(\v2\x0e.unyo.v1.FloorH\x00R\x05floor\x12#\n" +
 	"\x04rack\x18\r \x01(\v2\r.unyo.v1.RackH\x00R\x04rack\x12H\n" +
-	"\x11physical_resource\x18\x0e \x01(\v2\x19.unyo.v1.PhysicalResourceH\x00R\x10physicalResource\x12)\n" +
+	"\x11physical_resource\x18\x0e \x01(\v2\x19.unyo.v1.PhysicalResourceH\x00R\x10physicalResource\x12,\n" +
+	"\acluster\x18\x0f \x01(\v2\x10.unyo.v1.ClusterH\x00R\acluster\x12)\n" +
 	"\x06flavor\x18\x14 \x01(\v2\x0f.unyo.v1.FlavorH\x00R\x06flavor\x12&\n" +
 	"\x05image\x18\x15 \x01(\v2\x0e.unyo.v1.ImageH\x00R\x05image\x12,\n" +
 	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetworkB\x06\n" +
@@ -9453,7 +9482,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
 	"\x16EndMaintenanceResponse\x128\n" +
 	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xcb\x02\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xfd\x02\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
@@ -9461,7 +9490,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\tlast_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\x1c\n" +
 	"\treachable\x18\x05 \x01(\bR\treachable\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
-	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x127\n" +
+	"\aplugins\x18\a \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x120\n" +
+	"\n" +
+	"attributes\x18\t \x01(\v2\x10.unyo.v1.ClusterR\n" +
+	"attributes\x127\n" +
 	"\n" +
 	"watched_by\x18\b \x03(\v2\x18.unyo.v1.PeerObservationR\twatchedBy\"\x91\x02\n" +
 	"\x0fPeerObservation\x12\x18\n" +
@@ -10015,9 +10047,10 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Floor)(nil),                    // 149: unyo.v1.Floor
 	(*Rack)(nil),                     // 150: unyo.v1.Rack
 	(*PhysicalResource)(nil),         // 151: unyo.v1.PhysicalResource
-	(*Flavor)(nil),                   // 152: unyo.v1.Flavor
-	(*Image)(nil),                    // 153: unyo.v1.Image
-	(*Network)(nil),                  // 154: unyo.v1.Network
+	(*Cluster)(nil),                  // 152: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 153: unyo.v1.Flavor
+	(*Image)(nil),                    // 154: unyo.v1.Image
+	(*Network)(nil),                  // 155: unyo.v1.Network
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	127, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
@@ -10086,206 +10119,208 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	149, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
 	150, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
 	151, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	152, // 66: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	153, // 67: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	154, // 68: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	6,   // 69: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	146, // 70: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 71: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 72: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 73: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 74: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 75: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 76: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 77: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 78: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 79: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 80: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 81: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 82: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 83: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 84: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 85: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 86: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	137, // 87: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	52,  // 88: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 89: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 90: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 91: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 92: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 93: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 94: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 95: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 96: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 97: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 98: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 99: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 100: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 101: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 102: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 103: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 104: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 105: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 106: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 107: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	144, // 108: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 109: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	72,  // 110: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 111: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	144, // 112: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	144, // 113: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	73,  // 114: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	74,  // 115: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	71,  // 116: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	144, // 117: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 118: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	81,  // 119: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	144, // 120: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	146, // 121: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	146, // 122: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	72,  // 123: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	138, // 124: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	139, // 125: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	83,  // 126: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	140, // 127: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	82,  // 128: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	86,  // 129: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	144, // 130: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	144, // 131: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	146, // 132: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	144, // 133: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	84,  // 134: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 135: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 136: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	144, // 137: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	85,  // 138: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 139: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 140: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	141, // 141: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	94,  // 142: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	144, // 143: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	144, // 144: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	142, // 145: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	97,  // 146: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	94,  // 147: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 148: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 149: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	97,  // 150: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	146, // 151: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	146, // 152: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	100, // 153: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 154: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 155: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 156: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	94,  // 157: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 158: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 159: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 160: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	143, // 161: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	144, // 162: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	106, // 163: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 164: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 165: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 166: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	144, // 167: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	109, // 168: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 169: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 170: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 171: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	144, // 172: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	144, // 173: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	144, // 174: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	146, // 175: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	117, // 176: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	117, // 177: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	117, // 178: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	144, // 179: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	144, // 180: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	124, // 181: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 182: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 183: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 184: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 185: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 186: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 187: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 188: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 189: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 190: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 191: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 192: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 193: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	111, // 194: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 195: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	59,  // 196: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 197: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 198: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 199: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 200: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 201: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 202: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 203: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 204: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	113, // 205: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	115, // 206: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 207: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	87,  // 208: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	89,  // 209: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	90,  // 210: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	92,  // 211: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	95,  // 212: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	98,  // 213: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	101, // 214: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	103, // 215: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	105, // 216: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	108, // 217: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	118, // 218: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	120, // 219: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	122, // 220: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	125, // 221: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 222: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 223: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 224: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 225: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 226: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 227: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 228: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 229: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 230: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 231: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 232: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	112, // 233: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 234: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	60,  // 235: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 236: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 237: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 238: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 239: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 240: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 241: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 242: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 243: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	114, // 244: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	116, // 245: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 246: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	88,  // 247: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	91,  // 248: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	91,  // 249: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	93,  // 250: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	96,  // 251: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	99,  // 252: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	102, // 253: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	104, // 254: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	107, // 255: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	110, // 256: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	119, // 257: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	121, // 258: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	123, // 259: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	126, // 260: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	222, // [222:261] is the sub-list for method output_type
-	183, // [183:222] is the sub-list for method input_type
-	183, // [183:183] is the sub-list for extension type_name
-	183, // [183:183] is the sub-list for extension extendee
-	0,   // [0:183] is the sub-list for field type_name
+	152, // 66: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	153, // 67: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	154, // 68: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	155, // 69: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	6,   // 70: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	146, // 71: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 72: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 73: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 74: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 75: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 76: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 77: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 78: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 79: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 80: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 81: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 82: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 83: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 84: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 85: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 86: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 87: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	137, // 88: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	52,  // 89: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 90: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 91: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 92: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 93: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 94: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 95: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 96: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 97: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 98: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 99: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 100: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 101: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 102: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 103: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 104: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 105: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 106: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 107: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 108: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	144, // 109: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 110: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	152, // 111: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	72,  // 112: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 113: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	144, // 114: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	144, // 115: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	73,  // 116: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	74,  // 117: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	71,  // 118: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	144, // 119: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 120: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	81,  // 121: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	144, // 122: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	146, // 123: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	146, // 124: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	72,  // 125: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	138, // 126: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	139, // 127: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	83,  // 128: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	140, // 129: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	82,  // 130: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	86,  // 131: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	144, // 132: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	144, // 133: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	146, // 134: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	144, // 135: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	84,  // 136: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 137: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 138: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	144, // 139: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	85,  // 140: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 141: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 142: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	141, // 143: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	94,  // 144: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	144, // 145: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	144, // 146: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	142, // 147: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	97,  // 148: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	94,  // 149: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 150: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 151: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	97,  // 152: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	146, // 153: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	146, // 154: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	100, // 155: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 156: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 157: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 158: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	94,  // 159: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 160: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 161: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 162: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	143, // 163: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	144, // 164: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	106, // 165: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 166: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 167: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	144, // 168: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	144, // 169: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	109, // 170: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 171: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 172: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	144, // 173: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	144, // 174: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	144, // 175: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	144, // 176: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	146, // 177: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	117, // 178: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	117, // 179: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	117, // 180: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	144, // 181: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	144, // 182: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	124, // 183: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 184: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 185: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 186: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 187: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 188: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 189: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 190: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 191: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 192: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 193: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 194: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 195: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	111, // 196: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 197: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	59,  // 198: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 199: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 200: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 201: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 202: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 203: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 204: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 205: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 206: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	113, // 207: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	115, // 208: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 209: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	87,  // 210: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	89,  // 211: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	90,  // 212: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	92,  // 213: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	95,  // 214: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	98,  // 215: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	101, // 216: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	103, // 217: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	105, // 218: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	108, // 219: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	118, // 220: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	120, // 221: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	122, // 222: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	125, // 223: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 224: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 225: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 226: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 227: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 228: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 229: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 230: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 231: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 232: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 233: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 234: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	112, // 235: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 236: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	60,  // 237: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 238: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 239: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 240: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 241: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 242: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 243: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 244: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 245: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	114, // 246: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	116, // 247: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 248: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	88,  // 249: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	91,  // 250: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	91,  // 251: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	93,  // 252: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	96,  // 253: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	99,  // 254: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	102, // 255: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	104, // 256: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	107, // 257: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	110, // 258: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	119, // 259: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	121, // 260: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	123, // 261: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	126, // 262: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	224, // [224:263] is the sub-list for method output_type
+	185, // [185:224] is the sub-list for method input_type
+	185, // [185:185] is the sub-list for extension type_name
+	185, // [185:185] is the sub-list for extension extendee
+	0,   // [0:185] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10310,6 +10345,7 @@ func file_unyo_v1_unyo_proto_init() {
 		(*Object_Floor)(nil),
 		(*Object_Rack)(nil),
 		(*Object_PhysicalResource)(nil),
+		(*Object_Cluster)(nil),
 		(*Object_Flavor)(nil),
 		(*Object_Image)(nil),
 		(*Object_Network)(nil),

@@ -21,7 +21,7 @@ import (
 // kind"); TestKindsCoverObject fails until Object's oneof and this list
 // agree.
 func Kinds() *kinds.Registry {
-	ks := append([]kinds.Kind{check(), eventRule(), maintenanceKind()}, inventory()...)
+	ks := append([]kinds.Kind{check(), eventRule(), maintenanceKind()}, inventoryKinds()...)
 	r, err := kinds.New(append(ks, catalog()...)...)
 	if err != nil {
 		panic(err) // a programming error that every test run finds

@@ -30,7 +30,7 @@ func (s *Store) GetCheck(ctx context.Context, name string) (*unyov1.Check, error
 
 // ListChecks returns every check, sorted by name.
 func (s *Store) ListChecks(ctx context.Context) ([]*unyov1.Check, error) {
-	rows, err := s.objectRows(ctx, kindCheck, "", false)
+	rows, err := s.objectRows(ctx, s.r, kindCheck, "", false)
 	if err != nil {
 		return nil, fmt.Errorf("list checks: %w", err)
 	}

@@ -29,17 +29,27 @@ const objectsRevision = "objects_revision"
 
 func kindRevision(kind string) string { return "revision:" + kind }
 
-// PutObjects stores a whole apply in one transaction. database/sql rolls the
-// transaction back when ctx ends, so a client that gave up leaves nothing
-// behind; the loop also stops at once instead of writing into a dead
-// transaction.
+// PutObjects stores a whole apply in one transaction (ApplyObjects without
+// references or check).
 func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.PutResult, error) {
+	return s.ApplyObjects(ctx, objs, store.ApplyOptions{})
+}
+
+// ApplyObjects stores a whole apply in one transaction. database/sql rolls
+// the transaction back when ctx ends, so a client that gave up leaves
+// nothing behind; the loop also stops at once instead of writing into a
+// dead transaction. References are checked after every object of the batch
+// is written, so a batch may name its own objects in any order.
+func (s *Store) ApplyObjects(ctx context.Context, objs []*unyov1.Object, opts store.ApplyOptions) ([]store.PutResult, error) {
 	for i, o := range objs {
 		if err := checkPutObject(o); err != nil {
 			return nil, fmt.Errorf("put objects[%d]: %w", i, err)
 		}
 	}
 	results := make([]store.PutResult, len(objs))
+	// refused is why the batch is refused (a dangling reference, a broken
+	// rule), returned as it is: it names the document and field already.
+	var refused error
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		b, err := s.newPutBatch(ctx, tx)
 		if err != nil {
@@ -50,12 +60,31 @@ func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.
 				return fmt.Errorf("stopped after %d of %d objects, nothing was stored: %w", i, len(objs), err)
 			}
 			results[i], err = b.put(ctx, o)
+			if err == nil && results[i] != store.Unchanged && opts.Refs != nil {
+				err = b.putRefs(ctx, o, results[i], opts.Refs(o))
+			}
 			if err != nil {
 				return fmt.Errorf("objects[%d] (%s %q): %w", i, kinds.KindOf(o), kinds.Name(o), err)
 			}
 		}
+		refErr, err := b.checkRefs(ctx)
+		if err != nil {
+			return err
+		}
+		if refErr != nil {
+			refused = refErr
+			return refused
+		}
+		if opts.Check != nil {
+			if refused = opts.Check(ctx, txReader{s: s, tx: tx}); refused != nil {
+				return refused
+			}
+		}
 		return b.finish(ctx)
 	})
+	if refused != nil && errors.Is(err, refused) {
+		return nil, refused
+	}
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		// The driver's own error for a cancelled statement may not say why.
 		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -64,6 +93,116 @@ func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.
 		return nil, fmt.Errorf("put objects: %w", err)
 	}
 	return results, nil
+}
+
+// putRefs replaces the references o makes with refs; a new object has
+// none to replace. One prepared single-row INSERT per reference is the
+// fastest on SQLite (modernc's binding of many-row statements costs more
+// than it saves).
+func (b *putBatch) putRefs(ctx context.Context, o *unyov1.Object, result store.PutResult, refs []store.Ref) error {
+	kind, name := kinds.KindOf(o), kinds.Name(o)
+	if result != store.Created {
+		del, err := b.stmt(ctx, "DELETE FROM object_refs WHERE kind = $1 AND name = $2")
+		if err != nil {
+			return err
+		}
+		if _, err := del.ExecContext(ctx, kind, name); err != nil {
+			return fmt.Errorf("replace references: %w", err)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	ins, err := b.stmt(ctx, `INSERT INTO object_refs (kind, name, field, target_kind, target_name) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if _, err := ins.ExecContext(ctx, kind, name, r.Field, r.Kind, r.Name); err != nil {
+			return fmt.Errorf("record reference %s: %w", r.Field, err)
+		}
+		b.refs = append(b.refs, batchRef{kind: kind, name: name, ref: r})
+	}
+	return nil
+}
+
+// checkRefs finds the first reference of the batch to an object that does
+// not exist, now that the batch's own objects are written. Targets are
+// looked up once each: thousands of resources name a few racks.
+func (b *putBatch) checkRefs(ctx context.Context) (*store.RefError, error) {
+	if len(b.refs) == 0 {
+		return nil, nil
+	}
+	sel, err := b.stmt(ctx, "SELECT 1 FROM objects WHERE kind = $1 AND name = $2")
+	if err != nil {
+		return nil, err
+	}
+	exists := map[[2]string]bool{}
+	for _, r := range b.refs {
+		key := [2]string{r.ref.Kind, r.ref.Name}
+		ok, seen := exists[key]
+		if !seen {
+			var one int
+			switch err := sel.QueryRowContext(ctx, r.ref.Kind, r.ref.Name).Scan(&one); {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, fmt.Errorf("check references: %w", err)
+			default:
+				ok = true
+			}
+			exists[key] = ok
+		}
+		if !ok {
+			return &store.RefError{Kind: r.kind, Name: r.name, Ref: r.ref}, nil
+		}
+	}
+	return nil, nil
+}
+
+// batchRef is a reference recorded by a batch, checked before it commits.
+type batchRef struct {
+	kind, name string
+	ref        store.Ref
+}
+
+// txReader reads objects and references inside a write transaction.
+type txReader struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (r txReader) GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error) {
+	return r.s.getObject(ctx, r.tx, kind, name)
+}
+
+func (r txReader) Referrers(ctx context.Context, kind, name string) ([]store.Referrer, error) {
+	return referrers(ctx, r.tx, kind, name)
+}
+
+// Referrers returns the references made to an object.
+func (s *Store) Referrers(ctx context.Context, kind, name string) ([]store.Referrer, error) {
+	return referrers(ctx, s.r, kind, name)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func referrers(ctx context.Context, q querier, kind, name string) ([]store.Referrer, error) {
+	rows, err := q.QueryContext(ctx, `SELECT kind, name, field FROM object_refs WHERE target_kind = $1 AND target_name = $2
+		ORDER BY kind, name, field`, kind, name)
+	if err != nil {
+		return nil, fmt.Errorf("read the references to %s %q: %w", kind, name, err)
+	}
+	out, err := scanAll(rows, func(row scanner) (store.Referrer, error) {
+		var r store.Referrer
+		return r, row.Scan(&r.Kind, &r.Name, &r.Field)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the references to %s %q: %w", kind, name, err)
+	}
+	return out, nil
 }
 
 // putOne stores one object in its own transaction.
@@ -107,6 +246,7 @@ type putBatch struct {
 	// revision every later change shares.
 	rev     int64
 	changed []string // kinds with a change
+	refs    []batchRef
 	stmts   map[string]*sql.Stmt
 	layouts map[string]layout
 }
@@ -299,6 +439,18 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		if err != nil {
 			return err
 		}
+		// Checked after the lock newPutBatch takes: no apply can add a
+		// reference between this check and the commit.
+		by, err := referrers(ctx, tx, kind, name)
+		if err != nil {
+			return err
+		}
+		// An object referring to itself (a cable between two of its own
+		// ports) does not hold itself back.
+		by = slices.DeleteFunc(by, func(r store.Referrer) bool { return r.Kind == kind && r.Name == name })
+		if len(by) > 0 {
+			return &store.ReferencedError{Kind: kind, Name: name, By: by}
+		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
 		if err != nil {
 			return err
@@ -311,12 +463,15 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM object_counts WHERE kind = $1 AND name = $2", kind, name); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM object_refs WHERE kind = $1 AND name = $2", kind, name); err != nil {
+			return err
+		}
 		if _, err := b.revision(ctx, kind); err != nil {
 			return err
 		}
 		return b.finish(ctx)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReferenced) {
 		return fmt.Errorf("delete %s %q: %w", kind, name, err)
 	}
 	return err
@@ -331,22 +486,22 @@ type storedObject struct {
 
 // objectRows reads objects of a kind, with their counts if counted: one
 // by name, or all sorted by name.
-func (s *Store) objectRows(ctx context.Context, kind, name string, counted bool) ([]storedObject, error) {
-	q := "SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, 0 FROM objects o WHERE o.kind = $1"
+func (s *Store) objectRows(ctx context.Context, q querier, kind, name string, counted bool) ([]storedObject, error) {
+	query := "SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, 0 FROM objects o WHERE o.kind = $1"
 	if counted {
-		q = `SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, COALESCE(c.count, 0)
+		query = `SELECT o.name, o.revision, o.created_at, o.updated_at, o.body, COALESCE(c.count, 0)
 		FROM objects o LEFT JOIN object_counts c ON c.kind = o.kind AND c.name = o.name WHERE o.kind = $1`
 	}
 	args := []any{kind}
 	if name != "" {
-		q += " AND o.name = $2"
+		query += " AND o.name = $2"
 		args = append(args, name)
 	}
 	l, err := layoutOf(kind)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY o.name", args...)
+	rows, err := q.QueryContext(ctx, query+" ORDER BY o.name", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +536,11 @@ func (s *Store) objectRows(ctx context.Context, kind, name string, counted bool)
 
 // GetObject returns one object.
 func (s *Store) GetObject(ctx context.Context, kind, name string) (*unyov1.Object, error) {
-	rows, err := s.objectRows(ctx, kind, name, false)
+	return s.getObject(ctx, s.r, kind, name)
+}
+
+func (s *Store) getObject(ctx context.Context, q querier, kind, name string) (*unyov1.Object, error) {
+	rows, err := s.objectRows(ctx, q, kind, name, false)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, err // names kind and name already
 	}
@@ -393,7 +552,7 @@ func (s *Store) GetObject(ctx context.Context, kind, name string) (*unyov1.Objec
 
 // ListObjects returns every object of a kind sorted by name.
 func (s *Store) ListObjects(ctx context.Context, kind string) ([]*unyov1.Object, error) {
-	rows, err := s.objectRows(ctx, kind, "", false)
+	rows, err := s.objectRows(ctx, s.r, kind, "", false)
 	if err != nil {
 		return nil, fmt.Errorf("list %s objects: %w", kind, err)
 	}

@@ -33,7 +33,7 @@ func (s *Store) DeleteEventRule(ctx context.Context, name string) error {
 }
 
 func (s *Store) rules(ctx context.Context, name string) ([]*unyov1.EventRule, error) {
-	rows, err := s.objectRows(ctx, kindRule, name, true)
+	rows, err := s.objectRows(ctx, s.r, kindRule, name, true)
 	out := make([]*unyov1.EventRule, len(rows))
 	for i, r := range rows {
 		out[i] = r.o.GetEventRule()
@@ -71,7 +71,7 @@ func (s *Store) DeleteMaintenance(ctx context.Context, name string) error {
 }
 
 func (s *Store) maintenances(ctx context.Context, name string) ([]*unyov1.Maintenance, error) {
-	rows, err := s.objectRows(ctx, kindMaintenance, name, true)
+	rows, err := s.objectRows(ctx, s.r, kindMaintenance, name, true)
 	out := make([]*unyov1.Maintenance, len(rows))
 	for i, r := range rows {
 		out[i] = r.o.GetMaintenance()

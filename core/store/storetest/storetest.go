@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Nodes", nodeTests()},
 		{"Checks", checkTests()},
 		{"Objects", objectTests()},
+		{"Refs", refTests()},
 		{"Events", eventTests()},
 		{"Clusters", clusterTests()},
 		{"Leases", leaseTests()},
