@@ -71,11 +71,16 @@ func DevWith(ctx context.Context, c *config.Config, log *slog.Logger, o DevOptio
 		return fmt.Errorf("root's database: %w", err)
 	}
 	defer rootStore.Close()
-	// applyDevInventory also returns (and logs) the inventory's server this
-	// machine stands for, to which the agent's node is matched once the
-	// agent has a resource setting.
-	if _, err := applyDevInventory(ctx, o, rootStore, log); err != nil {
+	// The inventory's server labelled unyo.dev/dev-node is the one this
+	// machine stands for: the local agent reports it as its resource, so
+	// the node gets that server's topology (unless agent.resource says
+	// otherwise).
+	devNode, err := applyDevInventory(ctx, o, rootStore, log)
+	if err != nil {
 		return err
+	}
+	if c.Agent.Resource == "" {
+		c.Agent.Resource = devNode
 	}
 	if err := applyExamples(ctx, st, c.Cluster.Name, log); err != nil {
 		return err
