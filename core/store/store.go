@@ -30,6 +30,7 @@ type Store interface {
 	Credentials
 	Tokens
 	Audit
+	Addresses
 	Close() error
 }
 

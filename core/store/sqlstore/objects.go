@@ -107,7 +107,7 @@ type putBatch struct {
 	// revision every later change shares.
 	rev     int64
 	changed []string // kinds with a change
-	stmts   map[string]*sql.Stmt
+	stmts   stmtCache
 	layouts map[string]layout
 }
 
@@ -134,23 +134,12 @@ func (s *Store) newPutBatch(ctx context.Context, tx *sql.Tx) (*putBatch, error) 
 	if _, err := s.counter(ctx, tx, objectsRevision); err != nil {
 		return nil, err
 	}
-	return &putBatch{tx: tx}, nil
+	return &putBatch{tx: tx, stmts: stmtCache{tx: tx}}, nil
 }
 
 // stmt prepares query in the transaction once; the transaction closes it.
 func (b *putBatch) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := b.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := b.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if b.stmts == nil {
-		b.stmts = map[string]*sql.Stmt{}
-	}
-	b.stmts[query] = st
-	return st, nil
+	return b.stmts.get(ctx, query)
 }
 
 // revision returns the batch's new objects revision, advancing it the
@@ -215,6 +204,11 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 		}
 		if proto.Equal(l.userPart(old), l.userPart(msg)) {
 			return store.Unchanged, nil
+		}
+	}
+	if n, ok := msg.(*unyov1.Network); ok {
+		if err := guardNetworkPut(ctx, b.tx, n); err != nil {
+			return "", err
 		}
 	}
 	rev, err := b.revision(ctx, kind)
@@ -299,6 +293,11 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		if err != nil {
 			return err
 		}
+		if kind == networkKind {
+			if err := guardNetworkDelete(ctx, tx, name); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
 		if err != nil {
 			return err
@@ -316,7 +315,7 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		}
 		return b.finish(ctx)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInUse) {
 		return fmt.Errorf("delete %s %q: %w", kind, name, err)
 	}
 	return err

@@ -93,7 +93,9 @@ type Store struct {
 
 	// group merges concurrent AppendEvents calls into one transaction; nil
 	// runs each call in its own.
-	group *groupCommit
+	group *groupCommit[[]eventRow, int]
+	// allocs merges concurrent address allocations into one transaction.
+	allocs *groupCommit[allocCall, allocResult]
 	// mark records acknowledged events outside the database (TrackAcked).
 	mark atomic.Pointer[ackMark]
 
@@ -104,6 +106,11 @@ type Store struct {
 // groupMaxRows bounds how many other callers' events a group commit adds to
 // the leader's: enough to merge the usual handful of concurrent batches.
 const groupMaxRows = 5000
+
+// newEventGroup merges concurrent AppendEvents calls.
+func (s *Store) newEventGroup() *groupCommit[[]eventRow, int] {
+	return newGroupCommit(groupMaxRows, func(rows []eventRow) int { return len(rows) }, s.appendTx)
+}
 
 // sqliteReaders is the size of SQLite's read pool: enough for a few API
 // requests at a time, each a short query.
@@ -156,7 +163,8 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s := &Store{d: sqliteDialect(), w: w, r: r}
-	s.group = newGroupCommit(s, groupMaxRows)
+	s.group = s.newEventGroup()
+	s.allocs = s.newAllocGroup()
 	// Check the file before migrations write to it: a damaged store must
 	// not serve (reads fail while /healthz and writes look fine).
 	err = s.w.PingContext(ctx)
@@ -196,6 +204,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{d: postgresDialect(), w: db, r: db}
+	s.allocs = s.newAllocGroup()
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open PostgreSQL store: %w", err)
