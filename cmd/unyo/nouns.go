@@ -75,6 +75,8 @@ func newKindCommands(g *globals) []*cobra.Command {
 		switch k.Name {
 		case "Maintenance":
 			addMaintenanceCommands(g, cmd)
+		case "Network":
+			addNetworkCommands(g, cmd)
 		}
 		cmds = append(cmds, cmd)
 	}

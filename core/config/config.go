@@ -175,6 +175,9 @@ type Root struct {
 	ClusterToken string `yaml:"cluster_token" mapstructure:"cluster_token"`
 	// ClusterTLS verifies the clusters' certificates (https advertise URLs).
 	ClusterTLS ClientTLS `yaml:"cluster_tls" mapstructure:"cluster_tls"`
+	// AddressQuarantine is how long a released IP address is not
+	// allocated again; 0 means root's default (1h).
+	AddressQuarantine time.Duration `yaml:"address_quarantine" mapstructure:"address_quarantine"`
 }
 
 // Agent is used by role agent (and dev).

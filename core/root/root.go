@@ -53,6 +53,9 @@ type Options struct {
 	// the objects it keeps for every cluster (besides when a cluster
 	// registers); 0 means DefaultSyncInterval.
 	SyncInterval time.Duration
+	// AddressQuarantine is how long a released address is not allocated
+	// again; 0 means DefaultAddressQuarantine.
+	AddressQuarantine time.Duration
 }
 
 // Root serves the operator-facing API over all clusters.
@@ -92,6 +95,9 @@ func New(st store.Store, opts Options) *Root {
 	}
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = DefaultSyncInterval
+	}
+	if opts.AddressQuarantine <= 0 {
+		opts.AddressQuarantine = DefaultAddressQuarantine
 	}
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
@@ -140,6 +146,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
+	srv.Handle(unyov1connect.NewNetworkServiceHandler(&networkService{r}, o...))
 	// Tokens root issued are credentials at root; root acts for their
 	// holders at the clusters (see client).
 	srv.Auth().Denied = r.audit.Denied

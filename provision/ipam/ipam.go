@@ -322,38 +322,50 @@ var ErrFull = errors.New("full")
 // Next returns the first address, in the order of From(cursor), that
 // taken does not list; ErrFull when there is none.
 func (p Pool) Next(cursor Addr, taken Taken) (Addr, error) {
+	as, err := p.NextN(cursor, 1, taken)
+	if err != nil {
+		return 0, err
+	}
+	if len(as) == 0 {
+		return 0, ErrFull
+	}
+	return as[0], nil
+}
+
+// NextN returns up to k addresses, the first ones in the order of
+// From(cursor) that taken does not list; fewer when the pool has fewer
+// free. Allocating a group of requests at once costs one read of the
+// taken addresses, not one per request.
+func (p Pool) NextN(cursor Addr, k int, taken Taken) ([]Addr, error) {
+	var out []Addr
 	for _, r := range p.From(cursor) {
-		from := r.First
-		for {
-			t, err := taken(Range{from, r.Last}, page)
+		// int64: r.Last may be the last IPv4 address, and a runs past it.
+		a, last := int64(r.First), int64(r.Last)
+		for a <= last && len(out) < k {
+			t, err := taken(Range{Addr(a), r.Last}, page)
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			a := from
 			for _, x := range t {
-				if x != a {
-					return a, nil // the next taken address lies beyond a
+				for ; a < int64(x) && len(out) < k; a++ {
+					out = append(out, Addr(a))
 				}
-				if a == r.Last {
-					break
+				if len(out) == k {
+					return out, nil
 				}
-				a++
-			}
-			// t is a contiguous run from `from`.
-			if len(t) == 0 {
-				return from, nil
-			}
-			last := t[len(t)-1]
-			if last == r.Last {
-				break // r is wholly taken
+				a = int64(x) + 1
 			}
 			if len(t) < page {
-				return last + 1, nil
+				for ; a <= last && len(out) < k; a++ {
+					out = append(out, Addr(a))
+				}
 			}
-			from = last + 1
+		}
+		if len(out) == k {
+			break
 		}
 	}
-	return 0, ErrFull
+	return out, nil
 }
 
 // Held says whether an allocation row blocks its address at now: it is

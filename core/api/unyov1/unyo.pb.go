@@ -5295,6 +5295,209 @@ func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
 	return nil
 }
 
+type AllocateAddressRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	// Who holds it ("compute/web-0/eth0", "node/node-1/port-17").
+	Holder        string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateAddressRequest) Reset() {
+	*x = AllocateAddressRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateAddressRequest) ProtoMessage() {}
+
+func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateAddressRequest.ProtoReflect.Descriptor instead.
+func (*AllocateAddressRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *AllocateAddressRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *AllocateAddressRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+type AllocateAddressResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allocation    *AddressAllocation     `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateAddressResponse) Reset() {
+	*x = AllocateAddressResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateAddressResponse) ProtoMessage() {}
+
+func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateAddressResponse.ProtoReflect.Descriptor instead.
+func (*AllocateAddressResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *AllocateAddressResponse) GetAllocation() *AddressAllocation {
+	if x != nil {
+		return x.Allocation
+	}
+	return nil
+}
+
+type ReleaseAddressRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	// The address to release, or else holder's.
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Holder        string `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseAddressRequest) Reset() {
+	*x = ReleaseAddressRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseAddressRequest) ProtoMessage() {}
+
+func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseAddressRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseAddressRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReleaseAddressRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *ReleaseAddressRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ReleaseAddressRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+type ReleaseAddressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The released address, with when it may be allocated again.
+	Allocation    *AddressAllocation `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseAddressResponse) Reset() {
+	*x = ReleaseAddressResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseAddressResponse) ProtoMessage() {}
+
+func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseAddressResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseAddressResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ReleaseAddressResponse) GetAllocation() *AddressAllocation {
+	if x != nil {
+		return x.Allocation
+	}
+	return nil
+}
+
 type GetStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -5303,7 +5506,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5315,7 +5518,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5328,7 +5531,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 type GetStatusResponse struct {
@@ -5348,7 +5551,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5563,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5576,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -5440,7 +5643,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5452,7 +5655,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5465,7 +5668,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Sample) GetName() string {
@@ -5506,7 +5709,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5518,7 +5721,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5531,7 +5734,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -5558,7 +5761,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5570,7 +5773,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5583,7 +5786,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -5609,7 +5812,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5621,7 +5824,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5634,7 +5837,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -5671,7 +5874,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5683,7 +5886,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5696,7 +5899,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -5750,7 +5953,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5762,7 +5965,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5775,7 +5978,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -5808,7 +6011,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5820,7 +6023,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5833,7 +6036,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -5857,7 +6060,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +6072,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +6085,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -5932,7 +6135,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5944,7 +6147,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5957,7 +6160,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -5991,7 +6194,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6003,7 +6206,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6016,7 +6219,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -6047,7 +6250,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6059,7 +6262,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6072,7 +6275,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -6113,7 +6316,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6125,7 +6328,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6138,7 +6341,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -6183,7 +6386,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6195,7 +6398,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6208,7 +6411,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -6305,7 +6508,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6317,7 +6520,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6330,7 +6533,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -6360,7 +6563,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6372,7 +6575,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6385,7 +6588,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -6432,7 +6635,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6444,7 +6647,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6457,7 +6660,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -6533,7 +6736,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6748,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6558,7 +6761,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -6586,7 +6789,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6598,7 +6801,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6611,7 +6814,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -6641,7 +6844,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6653,7 +6856,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6666,7 +6869,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -6717,7 +6920,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6729,7 +6932,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6742,7 +6945,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -6786,7 +6989,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6798,7 +7001,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6811,7 +7014,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -6854,7 +7057,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6866,7 +7069,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6879,7 +7082,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -6921,7 +7124,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6933,7 +7136,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6946,7 +7149,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -6981,7 +7184,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6993,7 +7196,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7006,7 +7209,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -7073,7 +7276,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7085,7 +7288,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7098,7 +7301,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -7184,7 +7387,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7196,7 +7399,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7209,7 +7412,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -7249,7 +7452,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7261,7 +7464,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7274,7 +7477,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -7327,7 +7530,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7339,7 +7542,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7352,7 +7555,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -7410,7 +7613,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7422,7 +7625,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7435,7 +7638,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -7477,7 +7680,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7489,7 +7692,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7502,7 +7705,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -7530,7 +7733,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7542,7 +7745,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7555,7 +7758,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -7584,7 +7787,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7596,7 +7799,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7609,7 +7812,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -7637,7 +7840,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7649,7 +7852,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7662,7 +7865,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -7681,7 +7884,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7693,7 +7896,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7706,7 +7909,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -7724,7 +7927,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7736,7 +7939,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7749,7 +7952,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -7779,7 +7982,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7791,7 +7994,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7804,7 +8007,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *Token) GetId() string {
@@ -7899,7 +8102,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7911,7 +8114,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7924,7 +8127,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -7980,7 +8183,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7992,7 +8195,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8005,7 +8208,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -8030,7 +8233,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8042,7 +8245,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8055,7 +8258,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 type ListTokensResponse struct {
@@ -8067,7 +8270,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8079,7 +8282,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8092,7 +8295,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -8111,7 +8314,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8123,7 +8326,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8136,7 +8339,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -8155,7 +8358,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8167,7 +8370,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8180,7 +8383,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -8217,7 +8420,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8229,7 +8432,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8242,7 +8445,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -8338,7 +8541,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8350,7 +8553,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8363,7 +8566,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -8411,7 +8614,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8423,7 +8626,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8436,7 +8639,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -8865,7 +9068,22 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"root_token\x18\x01 \x01(\tR\trootToken\"\x15\n" +
 	"\x13ListClustersRequest\"H\n" +
 	"\x14ListClustersResponse\x120\n" +
-	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"\x12\n" +
+	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"J\n" +
+	"\x16AllocateAddressRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\"U\n" +
+	"\x17AllocateAddressResponse\x12:\n" +
+	"\n" +
+	"allocation\x18\x01 \x01(\v2\x1a.unyo.v1.AddressAllocationR\n" +
+	"allocation\"c\n" +
+	"\x15ReleaseAddressRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\"T\n" +
+	"\x16ReleaseAddressResponse\x12:\n" +
+	"\n" +
+	"allocation\x18\x01 \x01(\v2\x1a.unyo.v1.AddressAllocationR\n" +
+	"allocation\"\x12\n" +
 	"\x10GetStatusRequest\"\xf9\x01\n" +
 	"\x11GetStatusResponse\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
@@ -9183,7 +9401,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse\x12E\n" +
 	"\n" +
 	"AddCluster\x12\x1a.unyo.v1.AddClusterRequest\x1a\x1b.unyo.v1.AddClusterResponse\x12N\n" +
-	"\rDeleteCluster\x12\x1d.unyo.v1.DeleteClusterRequest\x1a\x1e.unyo.v1.DeleteClusterResponse2S\n" +
+	"\rDeleteCluster\x12\x1d.unyo.v1.DeleteClusterRequest\x1a\x1e.unyo.v1.DeleteClusterResponse2\xb9\x01\n" +
+	"\x0eNetworkService\x12T\n" +
+	"\x0fAllocateAddress\x12\x1f.unyo.v1.AllocateAddressRequest\x1a .unyo.v1.AllocateAddressResponse\x12Q\n" +
+	"\x0eReleaseAddress\x12\x1e.unyo.v1.ReleaseAddressRequest\x1a\x1f.unyo.v1.ReleaseAddressResponse2S\n" +
 	"\rStatusService\x12B\n" +
 	"\tGetStatus\x12\x19.unyo.v1.GetStatusRequest\x1a\x1a.unyo.v1.GetStatusResponse2\xa7\x02\n" +
 	"\x0eMetricsService\x12K\n" +
@@ -9222,7 +9443,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 130)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 134)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -9297,151 +9518,156 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*RegisterClusterResponse)(nil),  // 70: unyo.v1.RegisterClusterResponse
 	(*ListClustersRequest)(nil),      // 71: unyo.v1.ListClustersRequest
 	(*ListClustersResponse)(nil),     // 72: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),         // 73: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 74: unyo.v1.GetStatusResponse
-	(*Sample)(nil),                   // 75: unyo.v1.Sample
-	(*Point)(nil),                    // 76: unyo.v1.Point
-	(*Series)(nil),                   // 77: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 78: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 79: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 80: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 81: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 82: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 83: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 84: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 85: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 86: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 87: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 88: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 89: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 90: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 91: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 92: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 93: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 94: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 95: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 96: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 97: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 98: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 99: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 100: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 101: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 102: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 103: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 104: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 105: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),        // 106: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 107: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 108: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 109: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 110: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 111: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 112: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 113: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 114: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 115: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 116: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 117: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 118: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 119: unyo.v1.ListAuditResponse
-	nil,                              // 120: unyo.v1.Node.LabelsEntry
-	nil,                              // 121: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 122: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 123: unyo.v1.Check.LabelsEntry
-	nil,                              // 124: unyo.v1.Event.LabelsEntry
-	nil,                              // 125: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 126: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 127: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 128: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 129: unyo.v1.Sample.LabelsEntry
-	nil,                              // 130: unyo.v1.Series.LabelsEntry
-	nil,                              // 131: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 132: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 133: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 134: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 135: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 136: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 137: google.protobuf.Duration
-	(*Region)(nil),                   // 138: unyo.v1.Region
-	(*Datacenter)(nil),               // 139: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 140: unyo.v1.Floor
-	(*Rack)(nil),                     // 141: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 142: unyo.v1.PhysicalResource
-	(*Flavor)(nil),                   // 143: unyo.v1.Flavor
-	(*Image)(nil),                    // 144: unyo.v1.Image
-	(*Network)(nil),                  // 145: unyo.v1.Network
+	(*AllocateAddressRequest)(nil),   // 73: unyo.v1.AllocateAddressRequest
+	(*AllocateAddressResponse)(nil),  // 74: unyo.v1.AllocateAddressResponse
+	(*ReleaseAddressRequest)(nil),    // 75: unyo.v1.ReleaseAddressRequest
+	(*ReleaseAddressResponse)(nil),   // 76: unyo.v1.ReleaseAddressResponse
+	(*GetStatusRequest)(nil),         // 77: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 78: unyo.v1.GetStatusResponse
+	(*Sample)(nil),                   // 79: unyo.v1.Sample
+	(*Point)(nil),                    // 80: unyo.v1.Point
+	(*Series)(nil),                   // 81: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 82: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 83: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 84: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 85: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 86: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 87: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 88: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 89: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 90: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 91: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 92: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 93: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 94: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 95: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 96: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 97: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 98: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 99: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 100: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 101: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 102: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 103: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 104: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 105: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 106: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 107: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 108: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 109: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),        // 110: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 111: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 112: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 113: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 114: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 115: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 116: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 117: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 118: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 119: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 120: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 121: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 122: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 123: unyo.v1.ListAuditResponse
+	nil,                              // 124: unyo.v1.Node.LabelsEntry
+	nil,                              // 125: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 126: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 127: unyo.v1.Check.LabelsEntry
+	nil,                              // 128: unyo.v1.Event.LabelsEntry
+	nil,                              // 129: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 130: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 131: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 132: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 133: unyo.v1.Sample.LabelsEntry
+	nil,                              // 134: unyo.v1.Series.LabelsEntry
+	nil,                              // 135: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 136: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 137: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 138: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 139: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 140: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 141: google.protobuf.Duration
+	(*Region)(nil),                   // 142: unyo.v1.Region
+	(*Datacenter)(nil),               // 143: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 144: unyo.v1.Floor
+	(*Rack)(nil),                     // 145: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 146: unyo.v1.PhysicalResource
+	(*Flavor)(nil),                   // 147: unyo.v1.Flavor
+	(*Image)(nil),                    // 148: unyo.v1.Image
+	(*Network)(nil),                  // 149: unyo.v1.Network
+	(*AddressAllocation)(nil),        // 150: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	120, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	124, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	135, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	139, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	139, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	135, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	121, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	122, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	139, // 6: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	125, // 7: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	126, // 8: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 9: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 10: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 11: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	136, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	123, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	140, // 12: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	127, // 13: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 14: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	135, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	135, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	139, // 15: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	139, // 16: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 17: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 18: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 19: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	135, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	137, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	135, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	137, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	139, // 20: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	141, // 21: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	139, // 22: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	141, // 23: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 24: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	124, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	128, // 25: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 26: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	135, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	135, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	125, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	126, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	139, // 27: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	139, // 28: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	129, // 29: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	130, // 30: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 31: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 32: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 33: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 34: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	136, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	140, // 35: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 36: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 37: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	127, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	131, // 38: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 39: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	135, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	135, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	135, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	135, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	139, // 40: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	139, // 41: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	139, // 42: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	139, // 43: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 44: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	128, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	132, // 45: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 46: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	135, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	135, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	135, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	139, // 47: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	139, // 48: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	139, // 49: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 50: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 51: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 52: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 53: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	135, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	135, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	139, // 54: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	139, // 55: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 56: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 57: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 58: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 59: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	138, // 60: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	139, // 61: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	140, // 62: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	141, // 63: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	142, // 64: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	143, // 65: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	144, // 66: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	145, // 67: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	142, // 60: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	143, // 61: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	144, // 62: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	145, // 63: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	146, // 64: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	147, // 65: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	148, // 66: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	149, // 67: unyo.v1.Object.network:type_name -> unyo.v1.Network
 	6,   // 68: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	137, // 69: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	141, // 69: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 70: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 71: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 72: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -9476,152 +9702,158 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 101: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 102: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 103: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 104: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	135, // 105: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	139, // 104: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	139, // 105: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 106: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
 	68,  // 107: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	135, // 108: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 109: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	129, // 110: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	130, // 111: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	76,  // 112: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	131, // 113: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	75,  // 114: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	79,  // 115: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	135, // 116: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 117: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	137, // 118: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	135, // 119: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	77,  // 120: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 121: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 122: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	135, // 123: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	78,  // 124: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 125: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 126: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	132, // 127: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	87,  // 128: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	135, // 129: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	135, // 130: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	133, // 131: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	90,  // 132: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	87,  // 133: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 134: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 135: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	90,  // 136: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	137, // 137: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	137, // 138: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	93,  // 139: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 140: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 141: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 142: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	87,  // 143: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 144: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 145: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 146: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	134, // 147: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	135, // 148: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	99,  // 149: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 150: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 151: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	135, // 152: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	135, // 153: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	102, // 154: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 155: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 156: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	135, // 157: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	135, // 158: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	135, // 159: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	135, // 160: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	137, // 161: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	110, // 162: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	110, // 163: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	110, // 164: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	135, // 165: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	135, // 166: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	117, // 167: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 168: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 169: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 170: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 171: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 172: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 173: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 174: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 175: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 176: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 177: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	52,  // 178: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	54,  // 179: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	104, // 180: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	56,  // 181: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	58,  // 182: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	60,  // 183: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	62,  // 184: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	64,  // 185: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	64,  // 186: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	66,  // 187: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	69,  // 188: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	71,  // 189: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	106, // 190: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	108, // 191: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	73,  // 192: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	80,  // 193: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	82,  // 194: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	83,  // 195: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	85,  // 196: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	88,  // 197: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	91,  // 198: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	94,  // 199: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	96,  // 200: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	98,  // 201: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	101, // 202: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	111, // 203: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	113, // 204: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	115, // 205: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	118, // 206: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 207: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 208: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 209: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 210: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 211: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 212: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 213: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 214: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 215: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	53,  // 216: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	55,  // 217: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	105, // 218: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	57,  // 219: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	59,  // 220: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	61,  // 221: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	63,  // 222: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	65,  // 223: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	65,  // 224: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	67,  // 225: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	70,  // 226: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	72,  // 227: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	107, // 228: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	109, // 229: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	74,  // 230: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	81,  // 231: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	84,  // 232: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	84,  // 233: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	86,  // 234: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	89,  // 235: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	92,  // 236: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	95,  // 237: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	97,  // 238: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	100, // 239: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	103, // 240: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	112, // 241: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	114, // 242: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	116, // 243: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	119, // 244: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	207, // [207:245] is the sub-list for method output_type
-	169, // [169:207] is the sub-list for method input_type
-	169, // [169:169] is the sub-list for extension type_name
-	169, // [169:169] is the sub-list for extension extendee
-	0,   // [0:169] is the sub-list for field type_name
+	150, // 108: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	150, // 109: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	139, // 110: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 111: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	133, // 112: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	134, // 113: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	80,  // 114: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	135, // 115: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	79,  // 116: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	83,  // 117: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	139, // 118: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	139, // 119: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	141, // 120: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	139, // 121: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	81,  // 122: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 123: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 124: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	139, // 125: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	82,  // 126: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 127: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 128: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	136, // 129: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	91,  // 130: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	139, // 131: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	139, // 132: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	137, // 133: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	94,  // 134: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	91,  // 135: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 136: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 137: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	94,  // 138: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	141, // 139: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	141, // 140: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	97,  // 141: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 142: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 143: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	139, // 144: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	91,  // 145: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 146: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 147: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	139, // 148: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	138, // 149: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	139, // 150: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	103, // 151: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 152: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 153: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	139, // 154: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	139, // 155: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	106, // 156: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 157: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 158: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	139, // 159: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	139, // 160: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	139, // 161: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	139, // 162: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	141, // 163: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	114, // 164: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	114, // 165: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	114, // 166: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	139, // 167: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	139, // 168: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	121, // 169: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 170: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 171: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 172: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 173: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 174: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 175: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 176: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 177: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 178: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 179: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	52,  // 180: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	54,  // 181: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	108, // 182: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 183: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	58,  // 184: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	60,  // 185: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	62,  // 186: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	64,  // 187: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	64,  // 188: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	66,  // 189: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	69,  // 190: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	71,  // 191: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	110, // 192: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	112, // 193: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	73,  // 194: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	75,  // 195: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	77,  // 196: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	84,  // 197: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	86,  // 198: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	87,  // 199: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	89,  // 200: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	92,  // 201: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	95,  // 202: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	98,  // 203: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	100, // 204: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	102, // 205: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	105, // 206: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	115, // 207: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	117, // 208: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	119, // 209: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	122, // 210: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 211: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 212: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 213: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 214: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 215: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 216: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 217: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 218: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 219: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	53,  // 220: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	55,  // 221: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	109, // 222: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 223: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	59,  // 224: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	61,  // 225: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	63,  // 226: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	65,  // 227: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	65,  // 228: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	67,  // 229: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	70,  // 230: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	72,  // 231: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	111, // 232: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	113, // 233: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	74,  // 234: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	76,  // 235: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	78,  // 236: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	85,  // 237: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	88,  // 238: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	88,  // 239: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	90,  // 240: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	93,  // 241: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	96,  // 242: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	99,  // 243: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	101, // 244: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	104, // 245: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	107, // 246: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	116, // 247: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	118, // 248: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	120, // 249: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	123, // 250: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	211, // [211:251] is the sub-list for method output_type
+	171, // [171:211] is the sub-list for method input_type
+	171, // [171:171] is the sub-list for extension type_name
+	171, // [171:171] is the sub-list for extension extendee
+	0,   // [0:171] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -9656,9 +9888,9 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   130,
+			NumMessages:   134,
 			NumExtensions: 0,
-			NumServices:   13,
+			NumServices:   14,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

@@ -78,39 +78,41 @@ type pooled struct {
 	err  error // why nothing can be allocated from it (unknown network)
 }
 
-// allocateTx allocates for calls in one transaction.
+// allocateTx allocates for calls in one transaction, network by network:
+// each network is locked and read once, and the addresses its calls need
+// are found with one pass over its taken addresses.
 func (s *Store) allocateTx(ctx context.Context, calls []allocCall) ([]allocResult, error) {
+	byNetwork := map[string][]int{}
+	var order []string
+	for i, c := range calls {
+		if byNetwork[c.network] == nil {
+			order = append(order, c.network)
+		}
+		byNetwork[c.network] = append(byNetwork[c.network], i)
+	}
 	var out []allocResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		out = make([]allocResult, len(calls)) // afresh if the transaction is run again
-		st := &stmtCache{tx: tx}
-		nets := map[string]*pooled{}
-		var order []string
-		for i, c := range calls {
-			n, ok := nets[c.network]
-			if !ok {
-				var err error
-				if n, err = s.openPool(ctx, tx, c.network); err != nil {
-					return err
-				}
-				nets[c.network] = n
-				order = append(order, c.network)
-			}
-			if n.err != nil {
-				out[i].err = n.err
-				continue
-			}
-			a, refused, err := allocateOne(ctx, st, n, c)
+		st := s.stmts(tx)
+		for _, name := range order {
+			n, err := openPool(ctx, st, name)
 			if err != nil {
 				return err
 			}
-			out[i] = allocResult{a: a, err: refused}
-		}
-		for _, name := range order {
-			if nets[name].err != nil {
+			if n.err != nil {
+				for _, i := range byNetwork[name] {
+					out[i].err = n.err
+				}
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, "UPDATE ip_cursors SET next = $1 WHERE network = $2", nets[name].next, name); err != nil {
+			if err := allocateFrom(ctx, st, n, name, calls, byNetwork[name], out); err != nil {
+				return err
+			}
+			up, err := st.get(ctx, updateCursor)
+			if err == nil {
+				_, err = up.ExecContext(ctx, n.next, name)
+			}
+			if err != nil {
 				return fmt.Errorf("advance the allocation cursor of network %q: %w", name, err)
 			}
 		}
@@ -119,12 +121,21 @@ func (s *Store) allocateTx(ctx context.Context, calls []allocCall) ([]allocResul
 	return out, err
 }
 
+const (
+	lockCursorQuery = `INSERT INTO ip_cursors (network, next) VALUES ($1, 0)
+		ON CONFLICT (network) DO UPDATE SET next = ip_cursors.next RETURNING next`
+	selectNetwork = "SELECT body FROM objects WHERE kind = 'Network' AND name = $1"
+	updateCursor  = "UPDATE ip_cursors SET next = $1 WHERE network = $2"
+)
+
 // lockCursor takes network's cursor row (creating it) for the transaction
 // and returns where its next allocation starts.
-func lockCursor(ctx context.Context, tx *sql.Tx, network string) (int64, error) {
+func lockCursor(ctx context.Context, st *stmtCache, network string) (int64, error) {
 	var next int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO ip_cursors (network, next) VALUES ($1, 0)
-		ON CONFLICT (network) DO UPDATE SET next = ip_cursors.next RETURNING next`, network).Scan(&next)
+	q, err := st.get(ctx, lockCursorQuery)
+	if err == nil {
+		err = q.QueryRowContext(ctx, network).Scan(&next)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("lock the addresses of network %q: %w", network, err)
 	}
@@ -133,8 +144,8 @@ func lockCursor(ctx context.Context, tx *sql.Tx, network string) (int64, error) 
 
 // openPool locks network and reads its pool: a node-local network's is
 // built in, a Network's comes from its spec as stored now.
-func (s *Store) openPool(ctx context.Context, tx *sql.Tx, network string) (*pooled, error) {
-	next, err := lockCursor(ctx, tx, network)
+func openPool(ctx context.Context, st *stmtCache, network string) (*pooled, error) {
+	next, err := lockCursor(ctx, st, network)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +153,10 @@ func (s *Store) openPool(ctx context.Context, tx *sql.Tx, network string) (*pool
 	var spec *unyov1.NetworkSpec
 	if _, local := ipam.NodeLocal(network); !local {
 		var body []byte
-		err := tx.QueryRowContext(ctx, "SELECT body FROM objects WHERE kind = $1 AND name = $2", networkKind, network).Scan(&body)
+		q, err := st.get(ctx, selectNetwork)
+		if err == nil {
+			err = q.QueryRowContext(ctx, network).Scan(&body)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			n.err = fmt.Errorf("network %q: %w (apply a Network of that name first; a node's own network is node-local/NODE)", network, store.ErrNotFound)
 			return n, nil
@@ -172,73 +186,107 @@ const (
 		released_at = 0, reusable_at = 0`
 )
 
-// allocateOne allocates for c from n in the transaction. refused is the
-// call's own failure (the network is full); err fails the transaction.
-func allocateOne(ctx context.Context, st *stmtCache, n *pooled, c allocCall) (a *unyov1.AddressAllocation, refused, err error) {
+// allocateFrom allocates for the calls idx of one network n, setting
+// their results in out: a holder's address if it holds one, else a new
+// one; a call the network has no address left for is refused alone.
+func allocateFrom(ctx context.Context, st *stmtCache, n *pooled, network string, calls []allocCall, idx []int, out []allocResult) error {
 	held, err := st.get(ctx, selectHeld)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	var addr, since int64
-	switch err := held.QueryRowContext(ctx, c.network, c.holder).Scan(&addr, &since); {
-	case err == nil:
-		return allocation(c.network, addr, c.holder, since, 0), nil, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, nil, err
-	}
-	taken, err := st.get(ctx, selectTaken)
-	if err != nil {
-		return nil, nil, err
-	}
-	cursor := ipam.Addr(0)
-	if n.next >= 0 && n.next <= int64(^uint32(0)) {
-		cursor = ipam.Addr(n.next)
-	}
-	free, err := n.pool.Next(cursor, func(r ipam.Range, limit int) ([]ipam.Addr, error) {
-		rows, err := taken.QueryContext(ctx, c.network, int64(r.First), int64(r.Last), c.at, limit)
-		if err != nil {
-			return nil, err
+	first := map[string]int{} // holder -> its first call here
+	var need []int            // calls needing a new address
+	at := calls[idx[0]].at
+	for _, i := range idx {
+		c := calls[i]
+		at = min(at, c.at) // an address still in quarantine for any of them stays so
+		if _, dup := first[c.holder]; dup {
+			continue // gets what the holder's first call gets
 		}
-		return scanAll(rows, func(row scanner) (ipam.Addr, error) {
-			var a int64
-			err := row.Scan(&a)
-			return ipam.Addr(a), err
+		first[c.holder] = i
+		var addr, since int64
+		switch err := held.QueryRowContext(ctx, network, c.holder).Scan(&addr, &since); {
+		case err == nil:
+			out[i].a = allocation(network, addr, c.holder, since, 0, 0)
+		case errors.Is(err, sql.ErrNoRows):
+			need = append(need, i)
+		default:
+			return fmt.Errorf("read the address %q holds in network %q: %w", c.holder, network, err)
+		}
+	}
+	if len(need) > 0 {
+		taken, err := st.get(ctx, selectTaken)
+		if err != nil {
+			return err
+		}
+		cursor := ipam.Addr(0)
+		if n.next >= 0 && n.next <= int64(^uint32(0)) {
+			cursor = ipam.Addr(n.next)
+		}
+		free, err := n.pool.NextN(cursor, len(need), func(r ipam.Range, limit int) ([]ipam.Addr, error) {
+			rows, err := taken.QueryContext(ctx, network, int64(r.First), int64(r.Last), at, limit)
+			if err != nil {
+				return nil, err
+			}
+			return scanAll(rows, func(row scanner) (ipam.Addr, error) {
+				var a int64
+				err := row.Scan(&a)
+				return ipam.Addr(a), err
+			})
 		})
-	})
-	if errors.Is(err, ipam.ErrFull) {
-		return nil, fullError(ctx, st.tx, c, n.pool.Size()), nil
+		if err != nil {
+			return fmt.Errorf("find free addresses of network %q: %w", network, err)
+		}
+		up, err := st.get(ctx, upsertAllocation)
+		if err != nil {
+			return err
+		}
+		var full error
+		for j, i := range need {
+			c := calls[i]
+			if j >= len(free) {
+				if full == nil {
+					full = fullError(ctx, st.tx, network, at, n.pool.Size()) // counts the rows just written
+				}
+				out[i].err = full
+				continue
+			}
+			if _, err := up.ExecContext(ctx, network, int64(free[j]), c.holder, c.at); err != nil {
+				return fmt.Errorf("record address %s of network %q: %w", free[j], network, err)
+			}
+			out[i].a = allocation(network, int64(free[j]), c.holder, c.at, 0, 0)
+			n.next = int64(free[j]) + 1
+		}
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("find a free address of network %q: %w", c.network, err)
+	for _, i := range idx {
+		if f := first[calls[i].holder]; f != i {
+			out[i] = out[f]
+		}
 	}
-	up, err := st.get(ctx, upsertAllocation)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := up.ExecContext(ctx, c.network, int64(free), c.holder, c.at); err != nil {
-		return nil, nil, fmt.Errorf("record address %s of network %q: %w", free, c.network, err)
-	}
-	n.next = int64(free) + 1
-	return allocation(c.network, int64(free), c.holder, c.at, 0), nil, nil
+	return nil
 }
 
 // fullError says why network has no address free: all held, or some in
 // quarantine (and until when the first comes back).
-func fullError(ctx context.Context, tx *sql.Tx, c allocCall, size int64) error {
+func fullError(ctx context.Context, tx *sql.Tx, network string, at, size int64) error {
 	var held, quarantined, soonest sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT SUM(CASE WHEN released_at = 0 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN released_at = 0 THEN 0 ELSE 1 END), MIN(CASE WHEN released_at = 0 THEN NULL ELSE reusable_at END)
-		FROM ip_allocations WHERE network = $1 AND (released_at = 0 OR reusable_at > $2)`, c.network, c.at).Scan(&held, &quarantined, &soonest)
+		FROM ip_allocations WHERE network = $1 AND (released_at = 0 OR reusable_at > $2)`, network, at).Scan(&held, &quarantined, &soonest)
 	if err != nil || quarantined.Int64 == 0 {
-		return fmt.Errorf("network %s is full (%d addresses, all allocated): %w", c.network, size, store.ErrFull)
+		return fmt.Errorf("network %s is full (%d addresses, all allocated): %w", network, size, store.ErrFull)
 	}
 	return fmt.Errorf("network %s is full (%d addresses: %d allocated, %d in quarantine after release, the first free again at %s): %w",
-		c.network, size, held.Int64, quarantined.Int64, time.Unix(0, soonest.Int64).UTC().Format(time.RFC3339), store.ErrFull)
+		network, size, held.Int64, quarantined.Int64, time.Unix(0, soonest.Int64).UTC().Format(time.RFC3339), store.ErrFull)
 }
 
-func allocation(network string, addr int64, holder string, allocated, released int64) *unyov1.AddressAllocation {
-	return &unyov1.AddressAllocation{Network: network, Address: ipam.Addr(addr).String(), Holder: holder,
+func allocation(network string, addr int64, holder string, allocated, released, reusable int64) *unyov1.AddressAllocation {
+	a := &unyov1.AddressAllocation{Network: network, Address: ipam.Addr(addr).String(), Holder: holder,
 		AllocatedAt: fromNanos(allocated), ReleasedAt: fromNanos(released)}
+	if released != 0 {
+		a.ReusableAt = fromNanos(reusable)
+	}
+	return a
 }
 
 // ReleaseAddress implements store.Addresses.
@@ -263,21 +311,21 @@ func (s *Store) ReleaseAddress(ctx context.Context, r store.AddressRelease) (*un
 	if r.Quarantine < 0 {
 		r.Quarantine = 0
 	}
-	at := r.At.UnixNano()
+	at, reusable := r.At.UnixNano(), r.At.Add(r.Quarantine).UnixNano()
 	var out *unyov1.AddressAllocation
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var addr, since int64
 		var holder string
 		err := tx.QueryRowContext(ctx, `UPDATE ip_allocations SET released_at = $1, reusable_at = $2
 			WHERE network = $3 AND released_at = 0 AND `+where+` RETURNING address, holder, allocated_at`,
-			at, r.At.Add(r.Quarantine).UnixNano(), r.Network, key).Scan(&addr, &holder, &since)
+			at, reusable, r.Network, key).Scan(&addr, &holder, &since)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%s is not allocated: %w", what, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		out = allocation(r.Network, addr, holder, since, at)
+		out = allocation(r.Network, addr, holder, since, at, reusable)
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -288,7 +336,7 @@ func (s *Store) ReleaseAddress(ctx context.Context, r store.AddressRelease) (*un
 
 // ListAllocations implements store.Addresses.
 func (s *Store) ListAllocations(ctx context.Context, network string, at time.Time) ([]*unyov1.AddressAllocation, error) {
-	q := `SELECT network, address, holder, allocated_at, released_at FROM ip_allocations
+	q := `SELECT network, address, holder, allocated_at, released_at, reusable_at FROM ip_allocations
 		WHERE (released_at = 0 OR reusable_at > $1)`
 	args := []any{at.UnixNano()}
 	if network != "" {
@@ -301,11 +349,11 @@ func (s *Store) ListAllocations(ctx context.Context, network string, at time.Tim
 	}
 	out, err := scanAll(rows, func(row scanner) (*unyov1.AddressAllocation, error) {
 		var net, holder string
-		var addr, since, released int64
-		if err := row.Scan(&net, &addr, &holder, &since, &released); err != nil {
+		var addr, since, released, reusable int64
+		if err := row.Scan(&net, &addr, &holder, &since, &released, &reusable); err != nil {
 			return nil, err
 		}
-		return allocation(net, addr, holder, since, released), nil
+		return allocation(net, addr, holder, since, released, reusable), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the addresses of network %q: %w", network, err)
@@ -315,8 +363,9 @@ func (s *Store) ListAllocations(ctx context.Context, network string, at time.Tim
 
 // guardNetworkPut refuses a change of a Network that would leave held
 // addresses outside its pool, in the put's transaction.
-func guardNetworkPut(ctx context.Context, tx *sql.Tx, n *unyov1.Network) error {
-	if _, err := lockCursor(ctx, tx, n.GetName()); err != nil {
+func guardNetworkPut(ctx context.Context, st *stmtCache, n *unyov1.Network) error {
+	tx := st.tx
+	if _, err := lockCursor(ctx, st, n.GetName()); err != nil {
 		return err
 	}
 	pool, err := ipam.NewPool(n.GetSpec())
@@ -342,8 +391,9 @@ func guardNetworkPut(ctx context.Context, tx *sql.Tx, n *unyov1.Network) error {
 
 // guardNetworkDelete refuses to delete a Network with held addresses, and
 // otherwise forgets its addresses in quarantine and its cursor.
-func guardNetworkDelete(ctx context.Context, tx *sql.Tx, name string) error {
-	if _, err := lockCursor(ctx, tx, name); err != nil {
+func guardNetworkDelete(ctx context.Context, st *stmtCache, name string) error {
+	tx := st.tx
+	if _, err := lockCursor(ctx, st, name); err != nil {
 		return err
 	}
 	held, err := heldAddresses(ctx, tx, name)
@@ -374,7 +424,7 @@ func heldAddresses(ctx context.Context, tx *sql.Tx, network string) ([]*unyov1.A
 		var addr, since int64
 		var holder string
 		err := row.Scan(&addr, &holder, &since)
-		return allocation(network, addr, holder, since, 0), err
+		return allocation(network, addr, holder, since, 0, 0), err
 	})
 }
 
@@ -387,24 +437,55 @@ func abbrevList(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:show], ", "), len(items)-show)
 }
 
-// stmtCache prepares each query once per transaction; the transaction
-// closes them.
+// stmtCache gives a transaction the statements it runs again and again.
+// The hot ones are prepared once per store when it opens (prepareHot) and
+// bound to the transaction here, which on SQLite's one writer connection
+// reuses the prepared statement: parsing the SQL costs more than running
+// it. Others are prepared once per transaction.
 type stmtCache struct {
-	tx *sql.Tx
-	m  map[string]*sql.Stmt
+	tx     *sql.Tx
+	shared map[string]*sql.Stmt
+	m      map[string]*sql.Stmt
+}
+
+func (s *Store) stmts(tx *sql.Tx) *stmtCache {
+	return &stmtCache{tx: tx, shared: s.prepared}
 }
 
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := c.m[query]; ok {
 		return st, nil
 	}
-	st, err := c.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
+	var st *sql.Stmt
+	if parent, ok := c.shared[query]; ok {
+		st = c.tx.StmtContext(ctx, parent)
+	} else {
+		var err error
+		if st, err = c.tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
 	}
 	if c.m == nil {
 		c.m = map[string]*sql.Stmt{}
 	}
 	c.m[query] = st
 	return st, nil
+}
+
+// hotQueries are prepared when a store opens: they run once or more per
+// allocated address or stored object. (Preparing on the database inside a
+// transaction would wait for SQLite's one writer connection, which the
+// transaction holds.)
+var hotQueries = []string{selectObject, upsertObject, lockCursorQuery, selectNetwork, selectHeld, selectTaken, upsertAllocation, updateCursor}
+
+func (s *Store) prepareHot(ctx context.Context) error {
+	s.prepared = map[string]*sql.Stmt{}
+	for _, q := range hotQueries {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", strings.Fields(q)[0], err)
+		}
+		s.prepared[q] = st
+	}
+	return nil
 }

@@ -107,7 +107,7 @@ type putBatch struct {
 	// revision every later change shares.
 	rev     int64
 	changed []string // kinds with a change
-	stmts   stmtCache
+	stmts   *stmtCache
 	layouts map[string]layout
 }
 
@@ -134,7 +134,7 @@ func (s *Store) newPutBatch(ctx context.Context, tx *sql.Tx) (*putBatch, error) 
 	if _, err := s.counter(ctx, tx, objectsRevision); err != nil {
 		return nil, err
 	}
-	return &putBatch{tx: tx, stmts: stmtCache{tx: tx}}, nil
+	return &putBatch{tx: tx, stmts: s.stmts(tx)}, nil
 }
 
 // stmt prepares query in the transaction once; the transaction closes it.
@@ -207,7 +207,7 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 		}
 	}
 	if n, ok := msg.(*unyov1.Network); ok {
-		if err := guardNetworkPut(ctx, b.tx, n); err != nil {
+		if err := guardNetworkPut(ctx, b.stmts, n); err != nil {
 			return "", err
 		}
 	}
@@ -294,7 +294,7 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 			return err
 		}
 		if kind == networkKind {
-			if err := guardNetworkDelete(ctx, tx, name); err != nil {
+			if err := guardNetworkDelete(ctx, b.stmts, name); err != nil {
 				return err
 			}
 		}

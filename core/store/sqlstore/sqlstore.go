@@ -96,6 +96,9 @@ type Store struct {
 	group *groupCommit[[]eventRow, int]
 	// allocs merges concurrent address allocations into one transaction.
 	allocs *groupCommit[allocCall, allocResult]
+	// prepared are statements the hot transactions run (stmtCache),
+	// read-only once the store is open.
+	prepared map[string]*sql.Stmt
 	// mark records acknowledged events outside the database (TrackAcked).
 	mark atomic.Pointer[ackMark]
 
@@ -216,7 +219,10 @@ func (s *Store) init(ctx context.Context) error {
 	if err := s.w.PingContext(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	return migrate(ctx, s.w, s.d)
+	if err := migrate(ctx, s.w, s.d); err != nil {
+		return err
+	}
+	return s.prepareHot(ctx)
 }
 
 // Close closes the database connections. It is safe to call more than once.

@@ -81,7 +81,7 @@ func addressTests() []contractTest {
 			}
 			rel, err := s.ReleaseAddress(ctx(t), store.AddressRelease{Network: "net-a", Address: "10.0.0.3", At: t0.Add(time.Minute), Quarantine: time.Hour})
 			must(t, err)
-			if rel.GetHolder() != "h1" || !rel.GetReleasedAt().AsTime().Equal(t0.Add(time.Minute)) {
+			if rel.GetHolder() != "h1" || !rel.GetReleasedAt().AsTime().Equal(t0.Add(time.Minute)) || !rel.GetReusableAt().AsTime().Equal(t0.Add(61*time.Minute)) {
 				t.Errorf("released %v", rel)
 			}
 			rel, err = s.ReleaseAddress(ctx(t), store.AddressRelease{Network: "net-a", Holder: "h3", At: t0.Add(time.Minute), Quarantine: 2 * time.Hour})
