@@ -19,6 +19,11 @@ func NetworkDetails(w io.Writer, format string, objs []*unyov1.Object) error {
 	if p.format != Table {
 		return Objects(w, format, objs)
 	}
+	return p.networkDetails(objs)
+}
+
+func (p *printer) networkDetails(objs []*unyov1.Object) error {
+	w := p.w
 	for i, o := range objs {
 		n := o.GetNetwork()
 		if n == nil {
