@@ -36,7 +36,7 @@ func TestNamedRefs(t *testing.T) {
 }
 
 // TestKindCommands: every registered kind gets its noun with ls and get;
-// maintenance adds start and end.
+// maintenance adds start and end, networks allocate and release.
 func TestKindCommands(t *testing.T) {
 	cmds := newKindCommands(&globals{})
 	if len(cmds) != len(builtin.Kinds().Names()) {
@@ -48,8 +48,11 @@ func TestKindCommands(t *testing.T) {
 			subs = append(subs, s.Name())
 		}
 		want := []string{"get", "ls"}
-		if c.Name() == "maintenance" {
+		switch c.Name() {
+		case "maintenance":
 			want = []string{"end", "get", "ls", "start"}
+		case "networks":
+			want = []string{"allocate", "get", "ls", "release"}
 		}
 		if !slices.Equal(subs, want) {
 			t.Errorf("unyo %s: subcommands %v, want %v", c.Name(), subs, want)
