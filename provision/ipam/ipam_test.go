@@ -219,3 +219,29 @@ func TestUsage(t *testing.T) {
 }
 
 func timestamp(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// A group of allocations takes the free addresses around the taken ones,
+// onwards from the cursor and wrapping, in one pass.
+func TestNextNSkipsTakenAndWraps(t *testing.T) {
+	p, _ := NewPool(&unyov1.NetworkSpec{Cidr: "10.0.0.0/28", Gateway: "10.0.0.1"}) // .2-.14
+	b := book{}
+	for _, s := range []string{"10.0.0.10", "10.0.0.11", "10.0.0.13", "10.0.0.3"} {
+		b[addr(t, s)] = [2]time.Time{}
+	}
+	var reads int
+	got, err := p.NextN(addr(t, "10.0.0.10"), 5, b.taken(time.Now(), &reads))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, a := range got {
+		s = append(s, a.String())
+	}
+	if want := []string{"10.0.0.12", "10.0.0.14", "10.0.0.2", "10.0.0.4", "10.0.0.5"}; !slices.Equal(s, want) {
+		t.Errorf("NextN = %v, want %v", s, want)
+	}
+	all, _ := p.NextN(0, 100, b.taken(time.Now(), &reads))
+	if len(all) != 13-4 {
+		t.Errorf("NextN of more than is free: %d addresses, want the 9 free", len(all))
+	}
+}
