@@ -163,8 +163,18 @@ func (r *Root) checkNetworks(ctx context.Context, objs []*unyov1.Object) error {
 	if err := catalog.Overlaps(all, changed); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	allocs, err := r.store.ListAllocations(ctx, "", time.Now())
-	if err != nil {
+	// A few networks are read one by one; many with one read of every
+	// allocation (node-local ones included).
+	var allocs []*unyov1.AddressAllocation
+	if len(applied) <= 50 {
+		for name := range applied {
+			as, err := r.store.ListAllocations(ctx, name, time.Now())
+			if err != nil {
+				return connect.NewError(connect.CodeInternal, err)
+			}
+			allocs = append(allocs, as...)
+		}
+	} else if allocs, err = r.store.ListAllocations(ctx, "", time.Now()); err != nil {
 		return connect.NewError(connect.CodeInternal, err)
 	}
 	var errs []string
