@@ -40,6 +40,8 @@ var callerMay = map[string]string{
 	"AlertService/AckAlert":             "operator admin",
 	"AlertService/CloseAlert":           "operator admin",
 	"MaintenanceService/EndMaintenance": "operator admin",
+	"NetworkService/AllocateAddress":    "operator admin",
+	"NetworkService/ReleaseAddress":     "operator admin",
 
 	"StatusService/GetStatus": "join node viewer operator admin",
 

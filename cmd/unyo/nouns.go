@@ -98,6 +98,7 @@ func kindExtensions() []kindExtension {
 		{"Rack", addRackDiagramCommand},
 		{"Network", addNetworkDiagramCommand},
 		{"PhysicalResource", addResourceCommands},
+		{"Network", addNetworkCommands},
 	}
 }
 

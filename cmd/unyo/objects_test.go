@@ -37,7 +37,8 @@ func TestNamedRefs(t *testing.T) {
 
 // TestKindCommands: every registered kind gets its noun with ls and get
 // (Cluster's is the hand-written `unyo clusters`, which has both);
-// maintenance adds start and end, racks and networks diagram.
+// maintenance adds start and end, racks diagram, networks diagram,
+// allocate and release.
 func TestKindCommands(t *testing.T) {
 	cmds := newKindCommands(&globals{})
 	if len(cmds) != len(builtin.Kinds().Names())-1 {
@@ -59,8 +60,10 @@ func TestKindCommands(t *testing.T) {
 		switch c.Name() {
 		case "maintenance":
 			want = []string{"end", "get", "ls", "start"}
-		case "racks", "networks":
+		case "racks":
 			want = []string{"diagram", "get", "ls"}
+		case "networks":
+			want = []string{"allocate", "diagram", "get", "ls", "release"}
 		}
 		if !slices.Equal(subs, want) {
 			t.Errorf("unyo %s: subcommands %v, want %v", c.Name(), subs, want)

@@ -80,6 +80,8 @@ type Clients struct {
 	Stats       unyov1connect.StatsServiceClient
 	Tokens      unyov1connect.TokenServiceClient
 	Audit       unyov1connect.AuditServiceClient
+	// Networks allocates and releases addresses by hand (root only).
+	Networks unyov1connect.NetworkServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -149,6 +151,7 @@ func New(opts Options) (*Clients, error) {
 		Stats:       unyov1connect.NewStatsServiceClient(hc, url, o...),
 		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
 		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
+		Networks:    unyov1connect.NewNetworkServiceClient(hc, url, o...),
 	}, nil
 }
 

@@ -200,6 +200,9 @@ type Root struct {
 	Peers int `yaml:"peers" mapstructure:"peers"`
 	// PeerWatch is how root itself watches every cluster.
 	PeerWatch PeerWatch `yaml:"peer_watch" mapstructure:"peer_watch"`
+	// AddressQuarantine is how long a released IP address is not
+	// allocated again; 0 means root's default (1h).
+	AddressQuarantine time.Duration `yaml:"address_quarantine" mapstructure:"address_quarantine"`
 }
 
 // Agent is used by role agent (and dev).

@@ -120,7 +120,7 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, Logger: log,
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, Logger: log,
 		Peers: c.Root.Peers, PeerWatch: root.PeerWatchOptions{Interval: c.Root.PeerWatch.Interval, Thresholds: thresholds(c.Root.PeerWatch)}})
 	r.Register(srv)
 	ln, err := srv.Listen()

@@ -9,4 +9,8 @@ import (
 // are filled in by servers. A kind without one of them (a Region has no
 // cluster) simply doesn't accept it. Everything else about a kind is read
 // from its registration (package kinds) and its message descriptor.
-var documentFields = []protoreflect.Name{"name", "cluster", "labels", "spec"}
+//
+// usage (a Network's addresses) is filled in by servers on reads and
+// written so that `get -o yaml` shows it; a document carrying it back
+// applies, and the kind's Prepare drops it before anything is stored.
+var documentFields = []protoreflect.Name{"name", "cluster", "labels", "spec", "usage"}

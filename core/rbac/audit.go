@@ -100,6 +100,8 @@ var writeProcedures = map[string]bool{
 	unyov1connect.AlertServiceAckAlertProcedure:             true,
 	unyov1connect.AlertServiceCloseAlertProcedure:           true,
 	unyov1connect.MaintenanceServiceEndMaintenanceProcedure: true,
+	unyov1connect.NetworkServiceAllocateAddressProcedure:    true,
+	unyov1connect.NetworkServiceReleaseAddressProcedure:     true,
 	unyov1connect.TokenServiceCreateTokenProcedure:          true,
 	unyov1connect.TokenServiceRevokeTokenProcedure:          true,
 }

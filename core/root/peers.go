@@ -13,9 +13,9 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Inter-cluster monitoring, root's part. Root assigns the watchers: the

@@ -24,10 +24,10 @@ import (
 	"github.com/unyo-ops/unyo/core/identity"
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/kinds/builtin"
+	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
-	"github.com/unyo-ops/unyo/core/peerwatch"
 )
 
 // Options configure the root.
@@ -59,6 +59,9 @@ type Options struct {
 	Peers int
 	// PeerWatch is how root itself watches every cluster.
 	PeerWatch PeerWatchOptions
+	// AddressQuarantine is how long a released address is not allocated
+	// again; 0 means DefaultAddressQuarantine.
+	AddressQuarantine time.Duration
 }
 
 // Root serves the operator-facing API over all clusters.
@@ -111,6 +114,10 @@ func New(st store.Store, opts Options) *Root {
 	if opts.PeerWatch.Interval <= 0 {
 		opts.PeerWatch.Interval = 10 * time.Second
 	}
+
+	if opts.AddressQuarantine <= 0 {
+		opts.AddressQuarantine = DefaultAddressQuarantine
+	}
 	log := opts.Logger.With("role", "root")
 	r := &Root{opts: opts, store: st, log: log, started: time.Now(),
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
@@ -161,6 +168,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{r}, o...))
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
+	srv.Handle(unyov1connect.NewNetworkServiceHandler(&networkService{r}, o...))
 	// Tokens root issued are credentials at root; root acts for their
 	// holders at the clusters (see client).
 	srv.Auth().Denied = r.audit.Denied

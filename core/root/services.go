@@ -108,6 +108,9 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
+	if err := s.r.checkNetworks(ctx, objs); err != nil {
+		return nil, err
+	}
 	mine, per, all, err := s.route(ctx, objs)
 	if err != nil {
 		return nil, err
@@ -242,6 +245,11 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 	resp := &unyov1.DeleteResponse{}
 	for i, ref := range refs {
 		if own(ks[i]) || (ks[i].Everywhere && ref.GetCluster() == "") {
+			if ks[i].Name == networkKind {
+				if err := s.r.checkNetworkDelete(ctx, ref.GetName()); err != nil {
+					return nil, err
+				}
+			}
 			// Root's copy goes first: the clusters that miss the delete
 			// below drop theirs when root next brings them up to date.
 			result, err := s.local.Delete(ctx, ks[i], ref.GetName())
@@ -289,7 +297,18 @@ func (s *objectService) Get(ctx context.Context, req *connect.Request[unyov1.Get
 		return nil, err
 	}
 	if own(k) {
+		if k.Name == networkKind {
+			if o, ok, err := s.r.nodeLocal(ctx, ref.GetName()); ok {
+				if err != nil {
+					return nil, err
+				}
+				return connect.NewResponse(&unyov1.GetResponse{Objects: []*unyov1.Object{o}}), nil
+			}
+		}
 		o, err := s.local.Get(ctx, k, ref.GetName())
+		if err == nil {
+			err = s.r.showUsage(ctx, []*unyov1.Object{o})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -328,6 +347,9 @@ func (s *objectService) List(ctx context.Context, req *connect.Request[unyov1.Li
 	}
 	if own(k) {
 		objs, err := s.local.List(ctx, k)
+		if err == nil {
+			err = s.r.showUsage(ctx, objs)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -63,6 +63,8 @@ var procedures = map[string]Access{
 	unyov1connect.AlertServiceAckAlertProcedure:             AccessOperate,
 	unyov1connect.AlertServiceCloseAlertProcedure:           AccessOperate,
 	unyov1connect.MaintenanceServiceEndMaintenanceProcedure: AccessOperate,
+	unyov1connect.NetworkServiceAllocateAddressProcedure:    AccessOperate,
+	unyov1connect.NetworkServiceReleaseAddressProcedure:     AccessOperate,
 	unyov1connect.ObjectServiceGetProcedure:                 AccessRead,
 	unyov1connect.ObjectServiceListProcedure:                AccessRead,
 	unyov1connect.NodeServiceListNodesProcedure:             AccessRead,

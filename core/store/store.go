@@ -39,6 +39,7 @@ type Store interface {
 	Tokens
 	Audit
 	Watched
+	Addresses
 	Close() error
 }
 

@@ -1870,7 +1870,9 @@ type AddressAllocation struct {
 	Holder      string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
 	AllocatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=allocated_at,json=allocatedAt,proto3" json:"allocated_at,omitempty"`
 	// Set while the address waits out its quarantine after release.
-	ReleasedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=released_at,json=releasedAt,proto3" json:"released_at,omitempty"`
+	ReleasedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=released_at,json=releasedAt,proto3" json:"released_at,omitempty"`
+	// When a released address may be allocated again.
+	ReusableAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=reusable_at,json=reusableAt,proto3" json:"reusable_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1936,6 +1938,13 @@ func (x *AddressAllocation) GetAllocatedAt() *timestamppb.Timestamp {
 func (x *AddressAllocation) GetReleasedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ReleasedAt
+	}
+	return nil
+}
+
+func (x *AddressAllocation) GetReusableAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReusableAt
 	}
 	return nil
 }
@@ -2145,14 +2154,16 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x04used\x18\x02 \x01(\x03R\x04used\x12\x12\n" +
 	"\x04free\x18\x03 \x01(\x03R\x04free\x12 \n" +
 	"\vquarantined\x18\x04 \x01(\x03R\vquarantined\x12<\n" +
-	"\vallocations\x18\x05 \x03(\v2\x1a.unyo.v1.AddressAllocationR\vallocations\"\xdb\x01\n" +
+	"\vallocations\x18\x05 \x03(\v2\x1a.unyo.v1.AddressAllocationR\vallocations\"\x98\x02\n" +
 	"\x11AddressAllocation\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12=\n" +
 	"\fallocated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vallocatedAt\x12;\n" +
 	"\vreleased_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"releasedAtB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"releasedAt\x12;\n" +
+	"\vreusable_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"reusableAtB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_provision_proto_rawDescOnce sync.Once
@@ -2250,11 +2261,12 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
 	34, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
 	34, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	34, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }

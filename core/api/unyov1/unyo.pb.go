@@ -5779,6 +5779,209 @@ func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
 	return nil
 }
 
+type AllocateAddressRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	// Who holds it ("compute/web-0/eth0", "node/node-1/port-17").
+	Holder        string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateAddressRequest) Reset() {
+	*x = AllocateAddressRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateAddressRequest) ProtoMessage() {}
+
+func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateAddressRequest.ProtoReflect.Descriptor instead.
+func (*AllocateAddressRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *AllocateAddressRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *AllocateAddressRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+type AllocateAddressResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allocation    *AddressAllocation     `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateAddressResponse) Reset() {
+	*x = AllocateAddressResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateAddressResponse) ProtoMessage() {}
+
+func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateAddressResponse.ProtoReflect.Descriptor instead.
+func (*AllocateAddressResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *AllocateAddressResponse) GetAllocation() *AddressAllocation {
+	if x != nil {
+		return x.Allocation
+	}
+	return nil
+}
+
+type ReleaseAddressRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	// The address to release, or else holder's.
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Holder        string `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseAddressRequest) Reset() {
+	*x = ReleaseAddressRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseAddressRequest) ProtoMessage() {}
+
+func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseAddressRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseAddressRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ReleaseAddressRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *ReleaseAddressRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ReleaseAddressRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+type ReleaseAddressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The released address, with when it may be allocated again.
+	Allocation    *AddressAllocation `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseAddressResponse) Reset() {
+	*x = ReleaseAddressResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseAddressResponse) ProtoMessage() {}
+
+func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseAddressResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseAddressResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *ReleaseAddressResponse) GetAllocation() *AddressAllocation {
+	if x != nil {
+		return x.Allocation
+	}
+	return nil
+}
+
 type GetStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -5787,7 +5990,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5799,7 +6002,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5812,7 +6015,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 type GetStatusResponse struct {
@@ -5834,7 +6037,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5846,7 +6049,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5859,7 +6062,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -5947,7 +6150,7 @@ type ClusterHealth struct {
 
 func (x *ClusterHealth) Reset() {
 	*x = ClusterHealth{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5959,7 +6162,7 @@ func (x *ClusterHealth) String() string {
 func (*ClusterHealth) ProtoMessage() {}
 
 func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5972,7 +6175,7 @@ func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterHealth.ProtoReflect.Descriptor instead.
 func (*ClusterHealth) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ClusterHealth) GetLeaseHolder() string {
@@ -6053,7 +6256,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6065,7 +6268,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6078,7 +6281,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Sample) GetName() string {
@@ -6119,7 +6322,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6131,7 +6334,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6144,7 +6347,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -6171,7 +6374,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6183,7 +6386,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6196,7 +6399,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -6222,7 +6425,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6234,7 +6437,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6247,7 +6450,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -6284,7 +6487,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6296,7 +6499,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6309,7 +6512,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -6363,7 +6566,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6375,7 +6578,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6388,7 +6591,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -6421,7 +6624,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6433,7 +6636,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6446,7 +6649,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -6470,7 +6673,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6482,7 +6685,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6495,7 +6698,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -6545,7 +6748,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6557,7 +6760,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6570,7 +6773,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -6604,7 +6807,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6616,7 +6819,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6629,7 +6832,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -6660,7 +6863,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6672,7 +6875,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6685,7 +6888,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -6726,7 +6929,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6738,7 +6941,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6751,7 +6954,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -6796,7 +6999,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6808,7 +7011,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6821,7 +7024,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -6918,7 +7121,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6930,7 +7133,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6943,7 +7146,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -6973,7 +7176,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6985,7 +7188,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6998,7 +7201,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -7045,7 +7248,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7057,7 +7260,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7070,7 +7273,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -7146,7 +7349,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7158,7 +7361,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7171,7 +7374,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -7199,7 +7402,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7211,7 +7414,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7224,7 +7427,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -7254,7 +7457,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7266,7 +7469,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7279,7 +7482,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -7330,7 +7533,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7342,7 +7545,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7355,7 +7558,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -7399,7 +7602,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7411,7 +7614,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7424,7 +7627,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -7467,7 +7670,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7479,7 +7682,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7492,7 +7695,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -7534,7 +7737,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7546,7 +7749,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7559,7 +7762,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -7594,7 +7797,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7606,7 +7809,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7619,7 +7822,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -7686,7 +7889,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7698,7 +7901,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7711,7 +7914,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -7797,7 +8000,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7809,7 +8012,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7822,7 +8025,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -7862,7 +8065,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7874,7 +8077,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7887,7 +8090,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -7940,7 +8143,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7952,7 +8155,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7965,7 +8168,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -8023,7 +8226,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8035,7 +8238,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8048,7 +8251,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -8090,7 +8293,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8102,7 +8305,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8115,7 +8318,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -8143,7 +8346,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8155,7 +8358,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8168,7 +8371,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -8197,7 +8400,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8209,7 +8412,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8222,7 +8425,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -8250,7 +8453,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8262,7 +8465,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8275,7 +8478,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -8294,7 +8497,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8306,7 +8509,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8319,7 +8522,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -8337,7 +8540,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8349,7 +8552,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8362,7 +8565,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -8392,7 +8595,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8404,7 +8607,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8417,7 +8620,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *Token) GetId() string {
@@ -8512,7 +8715,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8524,7 +8727,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8537,7 +8740,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -8593,7 +8796,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8605,7 +8808,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8618,7 +8821,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -8643,7 +8846,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8655,7 +8858,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8668,7 +8871,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
 }
 
 type ListTokensResponse struct {
@@ -8680,7 +8883,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8692,7 +8895,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8705,7 +8908,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -8724,7 +8927,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8736,7 +8939,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8749,7 +8952,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -8768,7 +8971,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8780,7 +8983,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8793,7 +8996,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -8830,7 +9033,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8842,7 +9045,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8855,7 +9058,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -8951,7 +9154,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8963,7 +9166,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8976,7 +9179,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -9024,7 +9227,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9036,7 +9239,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9049,7 +9252,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -9523,7 +9726,22 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\bwatchers\x18\x03 \x03(\v2\x14.unyo.v1.PeerWatcherR\bwatchers\"\x15\n" +
 	"\x13ListClustersRequest\"H\n" +
 	"\x14ListClustersResponse\x120\n" +
-	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"\x12\n" +
+	"\bclusters\x18\x01 \x03(\v2\x14.unyo.v1.ClusterInfoR\bclusters\"J\n" +
+	"\x16AllocateAddressRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\"U\n" +
+	"\x17AllocateAddressResponse\x12:\n" +
+	"\n" +
+	"allocation\x18\x01 \x01(\v2\x1a.unyo.v1.AddressAllocationR\n" +
+	"allocation\"c\n" +
+	"\x15ReleaseAddressRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\"T\n" +
+	"\x16ReleaseAddressResponse\x12:\n" +
+	"\n" +
+	"allocation\x18\x01 \x01(\v2\x1a.unyo.v1.AddressAllocationR\n" +
+	"allocation\"\x12\n" +
 	"\x10GetStatusRequest\"\xa9\x02\n" +
 	"\x11GetStatusResponse\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
@@ -9854,7 +10072,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\fListClusters\x12\x1c.unyo.v1.ListClustersRequest\x1a\x1d.unyo.v1.ListClustersResponse\x12E\n" +
 	"\n" +
 	"AddCluster\x12\x1a.unyo.v1.AddClusterRequest\x1a\x1b.unyo.v1.AddClusterResponse\x12N\n" +
-	"\rDeleteCluster\x12\x1d.unyo.v1.DeleteClusterRequest\x1a\x1e.unyo.v1.DeleteClusterResponse2S\n" +
+	"\rDeleteCluster\x12\x1d.unyo.v1.DeleteClusterRequest\x1a\x1e.unyo.v1.DeleteClusterResponse2\xb9\x01\n" +
+	"\x0eNetworkService\x12T\n" +
+	"\x0fAllocateAddress\x12\x1f.unyo.v1.AllocateAddressRequest\x1a .unyo.v1.AllocateAddressResponse\x12Q\n" +
+	"\x0eReleaseAddress\x12\x1e.unyo.v1.ReleaseAddressRequest\x1a\x1f.unyo.v1.ReleaseAddressResponse2S\n" +
 	"\rStatusService\x12B\n" +
 	"\tGetStatus\x12\x19.unyo.v1.GetStatusRequest\x1a\x1a.unyo.v1.GetStatusResponse2\xa7\x02\n" +
 	"\x0eMetricsService\x12K\n" +
@@ -9893,7 +10114,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 139)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -9974,157 +10195,162 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*RegisterClusterResponse)(nil),  // 76: unyo.v1.RegisterClusterResponse
 	(*ListClustersRequest)(nil),      // 77: unyo.v1.ListClustersRequest
 	(*ListClustersResponse)(nil),     // 78: unyo.v1.ListClustersResponse
-	(*GetStatusRequest)(nil),         // 79: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 80: unyo.v1.GetStatusResponse
-	(*ClusterHealth)(nil),            // 81: unyo.v1.ClusterHealth
-	(*Sample)(nil),                   // 82: unyo.v1.Sample
-	(*Point)(nil),                    // 83: unyo.v1.Point
-	(*Series)(nil),                   // 84: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 85: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 86: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 87: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 88: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 89: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 90: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 91: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 92: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 93: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 94: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 95: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 96: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 97: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 98: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 99: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 100: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 101: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 102: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 103: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 104: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 105: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 106: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 107: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 108: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 109: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 110: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 111: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 112: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),        // 113: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 114: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 115: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 116: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 117: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 118: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 119: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 120: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 121: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 122: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 123: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 124: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 125: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 126: unyo.v1.ListAuditResponse
-	nil,                              // 127: unyo.v1.Node.LabelsEntry
-	nil,                              // 128: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 129: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 130: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 131: unyo.v1.Check.LabelsEntry
-	nil,                              // 132: unyo.v1.Event.LabelsEntry
-	nil,                              // 133: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 134: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 135: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 136: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 137: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 138: unyo.v1.Sample.LabelsEntry
-	nil,                              // 139: unyo.v1.Series.LabelsEntry
-	nil,                              // 140: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 141: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 142: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 143: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 144: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 145: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 146: google.protobuf.Duration
-	(*Region)(nil),                   // 147: unyo.v1.Region
-	(*Datacenter)(nil),               // 148: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 149: unyo.v1.Floor
-	(*Rack)(nil),                     // 150: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 151: unyo.v1.PhysicalResource
-	(*Cluster)(nil),                  // 152: unyo.v1.Cluster
-	(*Flavor)(nil),                   // 153: unyo.v1.Flavor
-	(*Image)(nil),                    // 154: unyo.v1.Image
-	(*Network)(nil),                  // 155: unyo.v1.Network
+	(*AllocateAddressRequest)(nil),   // 79: unyo.v1.AllocateAddressRequest
+	(*AllocateAddressResponse)(nil),  // 80: unyo.v1.AllocateAddressResponse
+	(*ReleaseAddressRequest)(nil),    // 81: unyo.v1.ReleaseAddressRequest
+	(*ReleaseAddressResponse)(nil),   // 82: unyo.v1.ReleaseAddressResponse
+	(*GetStatusRequest)(nil),         // 83: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 84: unyo.v1.GetStatusResponse
+	(*ClusterHealth)(nil),            // 85: unyo.v1.ClusterHealth
+	(*Sample)(nil),                   // 86: unyo.v1.Sample
+	(*Point)(nil),                    // 87: unyo.v1.Point
+	(*Series)(nil),                   // 88: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 89: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 90: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 91: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 92: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 93: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 94: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 95: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 96: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 97: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 98: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 99: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 100: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 101: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 102: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 103: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 104: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 105: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 106: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 107: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 108: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 109: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 110: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 111: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 112: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 113: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 114: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 115: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 116: unyo.v1.DeleteNodeResponse
+	(*AddClusterRequest)(nil),        // 117: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 118: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 119: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 120: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 121: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 122: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 123: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 124: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 125: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 126: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 127: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 128: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 129: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 130: unyo.v1.ListAuditResponse
+	nil,                              // 131: unyo.v1.Node.LabelsEntry
+	nil,                              // 132: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 133: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 134: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 135: unyo.v1.Check.LabelsEntry
+	nil,                              // 136: unyo.v1.Event.LabelsEntry
+	nil,                              // 137: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 138: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 139: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 140: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 141: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 142: unyo.v1.Sample.LabelsEntry
+	nil,                              // 143: unyo.v1.Series.LabelsEntry
+	nil,                              // 144: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 145: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 146: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 147: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 148: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 149: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 150: google.protobuf.Duration
+	(*Region)(nil),                   // 151: unyo.v1.Region
+	(*Datacenter)(nil),               // 152: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 153: unyo.v1.Floor
+	(*Rack)(nil),                     // 154: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 155: unyo.v1.PhysicalResource
+	(*Cluster)(nil),                  // 156: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 157: unyo.v1.Flavor
+	(*Image)(nil),                    // 158: unyo.v1.Image
+	(*Network)(nil),                  // 159: unyo.v1.Network
+	(*AddressAllocation)(nil),        // 160: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	127, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	131, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	144, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	144, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	148, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	148, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	128, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
-	144, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	129, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	130, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	132, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	148, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	133, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	134, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 10: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 11: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 12: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	145, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	131, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	149, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	135, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 15: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	144, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	144, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	148, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	148, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 18: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 19: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 20: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	144, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	146, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	144, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	146, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	148, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	150, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	148, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	150, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 25: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	132, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	136, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 27: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	144, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	144, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	133, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	134, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	148, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	148, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	137, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	138, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 32: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 33: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 34: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 35: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	145, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	149, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 37: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 38: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	135, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	139, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 40: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	144, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	144, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	144, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	144, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	148, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	148, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	148, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	148, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 45: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	136, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	140, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 47: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	144, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	144, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	144, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	148, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	148, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	148, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 51: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 52: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 53: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 54: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	144, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	144, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	148, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	148, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 57: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 58: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 59: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 60: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	147, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	148, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	149, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	150, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	151, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	152, // 66: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	153, // 67: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	154, // 68: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	155, // 69: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	151, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	152, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	153, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	154, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	155, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	156, // 66: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	157, // 67: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	158, // 68: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	159, // 69: unyo.v1.Object.network:type_name -> unyo.v1.Network
 	6,   // 70: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	146, // 71: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	150, // 71: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 72: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 73: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 74: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -10141,7 +10367,7 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	32,  // 85: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	30,  // 86: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
 	32,  // 87: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	137, // 88: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	141, // 88: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
 	52,  // 89: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
 	6,   // 90: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
 	32,  // 91: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
@@ -10161,166 +10387,172 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 105: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 106: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 107: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 108: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	144, // 109: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	148, // 108: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	148, // 109: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 110: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	152, // 111: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	156, // 111: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
 	72,  // 112: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
 	1,   // 113: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	144, // 114: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	144, // 115: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	148, // 114: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	148, // 115: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
 	73,  // 116: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
 	74,  // 117: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
 	71,  // 118: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	144, // 119: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 120: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	81,  // 121: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	144, // 122: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	146, // 123: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	146, // 124: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	72,  // 125: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	138, // 126: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	139, // 127: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	83,  // 128: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	140, // 129: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	82,  // 130: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	86,  // 131: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	144, // 132: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	144, // 133: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	146, // 134: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	144, // 135: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	84,  // 136: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 137: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 138: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	144, // 139: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	85,  // 140: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 141: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 142: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	141, // 143: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	94,  // 144: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	144, // 145: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	144, // 146: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	142, // 147: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	97,  // 148: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	94,  // 149: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 150: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 151: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	97,  // 152: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	146, // 153: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	146, // 154: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	100, // 155: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 156: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 157: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 158: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	94,  // 159: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 160: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 161: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 162: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	143, // 163: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	144, // 164: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	106, // 165: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 166: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 167: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	144, // 168: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	144, // 169: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	109, // 170: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 171: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 172: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	144, // 173: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	144, // 174: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	144, // 175: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	144, // 176: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	146, // 177: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	117, // 178: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	117, // 179: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	117, // 180: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	144, // 181: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	144, // 182: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	124, // 183: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 184: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 185: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 186: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 187: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 188: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 189: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 190: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 191: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 192: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 193: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 194: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 195: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	111, // 196: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 197: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	59,  // 198: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 199: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 200: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 201: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 202: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 203: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 204: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 205: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 206: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	113, // 207: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	115, // 208: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 209: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	87,  // 210: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	89,  // 211: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	90,  // 212: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	92,  // 213: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	95,  // 214: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	98,  // 215: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	101, // 216: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	103, // 217: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	105, // 218: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	108, // 219: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	118, // 220: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	120, // 221: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	122, // 222: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	125, // 223: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 224: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 225: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 226: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 227: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 228: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 229: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 230: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 231: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 232: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 233: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 234: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	112, // 235: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 236: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	60,  // 237: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 238: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 239: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 240: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 241: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 242: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 243: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 244: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 245: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	114, // 246: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	116, // 247: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 248: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	88,  // 249: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	91,  // 250: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	91,  // 251: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	93,  // 252: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	96,  // 253: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	99,  // 254: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	102, // 255: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	104, // 256: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	107, // 257: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	110, // 258: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	119, // 259: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	121, // 260: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	123, // 261: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	126, // 262: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	224, // [224:263] is the sub-list for method output_type
-	185, // [185:224] is the sub-list for method input_type
-	185, // [185:185] is the sub-list for extension type_name
-	185, // [185:185] is the sub-list for extension extendee
-	0,   // [0:185] is the sub-list for field type_name
+	160, // 119: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	160, // 120: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	148, // 121: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 122: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	85,  // 123: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	148, // 124: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 125: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	150, // 126: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	72,  // 127: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	142, // 128: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	143, // 129: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	87,  // 130: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	144, // 131: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	86,  // 132: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	90,  // 133: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	148, // 134: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	148, // 135: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	150, // 136: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	148, // 137: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	88,  // 138: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 139: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 140: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	148, // 141: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	89,  // 142: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 143: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 144: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	145, // 145: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	98,  // 146: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	148, // 147: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	148, // 148: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	146, // 149: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	101, // 150: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	98,  // 151: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 152: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 153: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	101, // 154: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	150, // 155: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	150, // 156: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	104, // 157: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 158: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 159: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 160: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 161: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 162: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 163: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 164: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	147, // 165: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	148, // 166: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	110, // 167: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 168: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 169: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 170: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	148, // 171: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	113, // 172: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 173: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 174: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 175: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	148, // 176: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	148, // 177: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	148, // 178: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	150, // 179: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	121, // 180: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	121, // 181: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	121, // 182: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	148, // 183: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	148, // 184: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	128, // 185: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 186: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 187: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 188: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 189: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 190: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 191: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 192: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 193: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 194: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 195: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 196: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 197: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	115, // 198: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 199: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	59,  // 200: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 201: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 202: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 203: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 204: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 205: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 206: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 207: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 208: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	117, // 209: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	119, // 210: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 211: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	81,  // 212: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	83,  // 213: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	91,  // 214: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	93,  // 215: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	94,  // 216: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	96,  // 217: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	99,  // 218: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	102, // 219: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	105, // 220: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	107, // 221: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	109, // 222: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	112, // 223: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	122, // 224: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	124, // 225: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	126, // 226: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	129, // 227: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 228: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 229: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 230: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 231: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 232: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 233: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 234: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 235: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 236: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 237: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 238: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	116, // 239: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 240: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	60,  // 241: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 242: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 243: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 244: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 245: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 246: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 247: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 248: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 249: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	118, // 250: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	120, // 251: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 252: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	82,  // 253: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	84,  // 254: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	92,  // 255: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	95,  // 256: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	95,  // 257: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 258: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	100, // 259: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	103, // 260: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	106, // 261: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	108, // 262: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	111, // 263: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	114, // 264: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	123, // 265: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	125, // 266: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	127, // 267: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	130, // 268: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	228, // [228:269] is the sub-list for method output_type
+	187, // [187:228] is the sub-list for method input_type
+	187, // [187:187] is the sub-list for extension type_name
+	187, // [187:187] is the sub-list for extension extendee
+	0,   // [0:187] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10356,9 +10588,9 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   139,
+			NumMessages:   143,
 			NumExtensions: 0,
-			NumServices:   13,
+			NumServices:   14,
 		},
 		GoTypes:           file_unyo_v1_unyo_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_unyo_proto_depIdxs,

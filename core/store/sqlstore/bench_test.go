@@ -60,7 +60,7 @@ func BenchmarkAppendEvents(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		s.group = newGroupCommit(s, groupMaxRows)
+		s.group = s.newEventGroup()
 		benchmarkAppend(b, s)
 	})
 }

@@ -80,7 +80,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []*unyov1.Event) (int, 
 		err error
 	)
 	if s.group != nil {
-		n, err = s.group.append(ctx, rows)
+		n, err = s.group.do(ctx, rows)
 	} else {
 		var counts []int
 		counts, err = s.appendTx(ctx, [][]eventRow{rows})

@@ -22,7 +22,7 @@ func events(prefix string, n int) []*unyov1.Event {
 }
 
 // waitPending waits until n calls are queued behind the held slot.
-func waitPending(t *testing.T, g *groupCommit, n int) {
+func waitPending[In, Out any](t *testing.T, g *groupCommit[In, Out], n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -247,7 +247,7 @@ type putBatch struct {
 	rev     int64
 	changed []string // kinds with a change
 	refs    []batchRef
-	stmts   map[string]*sql.Stmt
+	stmts   *stmtCache
 	layouts map[string]layout
 }
 
@@ -274,23 +274,12 @@ func (s *Store) newPutBatch(ctx context.Context, tx *sql.Tx) (*putBatch, error) 
 	if _, err := s.counter(ctx, tx, objectsRevision); err != nil {
 		return nil, err
 	}
-	return &putBatch{tx: tx}, nil
+	return &putBatch{tx: tx, stmts: s.stmts(tx)}, nil
 }
 
 // stmt prepares query in the transaction once; the transaction closes it.
 func (b *putBatch) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := b.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := b.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if b.stmts == nil {
-		b.stmts = map[string]*sql.Stmt{}
-	}
-	b.stmts[query] = st
-	return st, nil
+	return b.stmts.get(ctx, query)
 }
 
 // revision returns the batch's new objects revision, advancing it the
@@ -355,6 +344,11 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 		}
 		if proto.Equal(l.userPart(old), l.userPart(msg)) {
 			return store.Unchanged, nil
+		}
+	}
+	if n, ok := msg.(*unyov1.Network); ok {
+		if err := guardNetworkPut(ctx, b.stmts, n); err != nil {
+			return "", err
 		}
 	}
 	rev, err := b.revision(ctx, kind)
@@ -451,6 +445,11 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		if len(by) > 0 {
 			return &store.ReferencedError{Kind: kind, Name: name, By: by}
 		}
+		if kind == networkKind {
+			if err := guardNetworkDelete(ctx, b.stmts, name); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM objects WHERE kind = $1 AND name = $2", kind, name)
 		if err != nil {
 			return err
@@ -471,7 +470,7 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		}
 		return b.finish(ctx)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReferenced) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReferenced) && !errors.Is(err, store.ErrInUse) {
 		return fmt.Errorf("delete %s %q: %w", kind, name, err)
 	}
 	return err

@@ -93,7 +93,12 @@ type Store struct {
 
 	// group merges concurrent AppendEvents calls into one transaction; nil
 	// runs each call in its own.
-	group *groupCommit
+	group *groupCommit[[]eventRow, int]
+	// allocs merges concurrent address allocations into one transaction.
+	allocs *groupCommit[allocCall, allocResult]
+	// prepared are statements the hot transactions run (stmtCache),
+	// read-only once the store is open.
+	prepared map[string]*sql.Stmt
 	// mark records acknowledged events outside the database (TrackAcked).
 	mark atomic.Pointer[ackMark]
 
@@ -104,6 +109,11 @@ type Store struct {
 // groupMaxRows bounds how many other callers' events a group commit adds to
 // the leader's: enough to merge the usual handful of concurrent batches.
 const groupMaxRows = 5000
+
+// newEventGroup merges concurrent AppendEvents calls.
+func (s *Store) newEventGroup() *groupCommit[[]eventRow, int] {
+	return newGroupCommit(groupMaxRows, func(rows []eventRow) int { return len(rows) }, s.appendTx)
+}
 
 // sqliteReaders is the size of SQLite's read pool: enough for a few API
 // requests at a time, each a short query.
@@ -156,7 +166,8 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(0)
 	s := &Store{d: sqliteDialect(), w: w, r: r}
-	s.group = newGroupCommit(s, groupMaxRows)
+	s.group = s.newEventGroup()
+	s.allocs = s.newAllocGroup()
 	// Check the file before migrations write to it: a damaged store must
 	// not serve (reads fail while /healthz and writes look fine).
 	err = s.w.PingContext(ctx)
@@ -196,6 +207,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{d: postgresDialect(), w: db, r: db}
+	s.allocs = s.newAllocGroup()
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open PostgreSQL store: %w", err)
@@ -207,7 +219,10 @@ func (s *Store) init(ctx context.Context) error {
 	if err := s.w.PingContext(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	return migrate(ctx, s.w, s.d)
+	if err := migrate(ctx, s.w, s.d); err != nil {
+		return err
+	}
+	return s.prepareHot(ctx)
 }
 
 // Close closes the database connections. It is safe to call more than once.

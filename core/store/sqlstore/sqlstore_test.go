@@ -50,6 +50,32 @@ func TestPostgres(t *testing.T) {
 	})
 }
 
+// Two store handles on one database allocate addresses as two root
+// replicas would.
+func TestReplicas(t *testing.T) {
+	t.Parallel()
+	both := func(t *testing.T, open func() *Store) (store.Store, store.Store) {
+		a, b := open(), open()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunReplicas(t, func(t *testing.T) (store.Store, store.Store) {
+			path := filepath.Join(t.TempDir(), "unyo.db")
+			return both(t, func() *Store { return openSQLite(t, path) })
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		srv := testpg.New(t)
+		storetest.RunReplicas(t, func(t *testing.T) (store.Store, store.Store) {
+			dsn := srv.CreateDatabase(t)
+			return both(t, func() *Store { return openPostgres(t, dsn) })
+		})
+	})
+}
+
 // backends runs fn against a fresh database location of each backend; open
 // opens (or re-opens) a store there.
 func backends(t *testing.T, fn func(t *testing.T, open func(ctx context.Context) (*Store, error))) {

@@ -38,6 +38,8 @@ const (
 	MaintenanceServiceName = "unyo.v1.MaintenanceService"
 	// ClusterServiceName is the fully-qualified name of the ClusterService service.
 	ClusterServiceName = "unyo.v1.ClusterService"
+	// NetworkServiceName is the fully-qualified name of the NetworkService service.
+	NetworkServiceName = "unyo.v1.NetworkService"
 	// StatusServiceName is the fully-qualified name of the StatusService service.
 	StatusServiceName = "unyo.v1.StatusService"
 	// MetricsServiceName is the fully-qualified name of the MetricsService service.
@@ -116,6 +118,12 @@ const (
 	// ClusterServiceDeleteClusterProcedure is the fully-qualified name of the ClusterService's
 	// DeleteCluster RPC.
 	ClusterServiceDeleteClusterProcedure = "/unyo.v1.ClusterService/DeleteCluster"
+	// NetworkServiceAllocateAddressProcedure is the fully-qualified name of the NetworkService's
+	// AllocateAddress RPC.
+	NetworkServiceAllocateAddressProcedure = "/unyo.v1.NetworkService/AllocateAddress"
+	// NetworkServiceReleaseAddressProcedure is the fully-qualified name of the NetworkService's
+	// ReleaseAddress RPC.
+	NetworkServiceReleaseAddressProcedure = "/unyo.v1.NetworkService/ReleaseAddress"
 	// StatusServiceGetStatusProcedure is the fully-qualified name of the StatusService's GetStatus RPC.
 	StatusServiceGetStatusProcedure = "/unyo.v1.StatusService/GetStatus"
 	// MetricsServiceWriteMetricsProcedure is the fully-qualified name of the MetricsService's
@@ -1105,6 +1113,110 @@ func (UnimplementedClusterServiceHandler) AddCluster(context.Context, *connect.R
 
 func (UnimplementedClusterServiceHandler) DeleteCluster(context.Context, *connect.Request[unyov1.DeleteClusterRequest]) (*connect.Response[unyov1.DeleteClusterResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ClusterService.DeleteCluster is not implemented"))
+}
+
+// NetworkServiceClient is a client for the unyo.v1.NetworkService service.
+type NetworkServiceClient interface {
+	// AllocateAddress gives the holder an address of the network; the one it
+	// holds already if any, so a retried call does not leak.
+	AllocateAddress(context.Context, *connect.Request[unyov1.AllocateAddressRequest]) (*connect.Response[unyov1.AllocateAddressResponse], error)
+	// ReleaseAddress releases an address (named, or the holder's); it comes
+	// back for allocation after root's quarantine.
+	ReleaseAddress(context.Context, *connect.Request[unyov1.ReleaseAddressRequest]) (*connect.Response[unyov1.ReleaseAddressResponse], error)
+}
+
+// NewNetworkServiceClient constructs a client for the unyo.v1.NetworkService service. By default,
+// it uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and
+// sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC()
+// or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewNetworkServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) NetworkServiceClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	networkServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("NetworkService").Methods()
+	return &networkServiceClient{
+		allocateAddress: connect.NewClient[unyov1.AllocateAddressRequest, unyov1.AllocateAddressResponse](
+			httpClient,
+			baseURL+NetworkServiceAllocateAddressProcedure,
+			connect.WithSchema(networkServiceMethods.ByName("AllocateAddress")),
+			connect.WithClientOptions(opts...),
+		),
+		releaseAddress: connect.NewClient[unyov1.ReleaseAddressRequest, unyov1.ReleaseAddressResponse](
+			httpClient,
+			baseURL+NetworkServiceReleaseAddressProcedure,
+			connect.WithSchema(networkServiceMethods.ByName("ReleaseAddress")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// networkServiceClient implements NetworkServiceClient.
+type networkServiceClient struct {
+	allocateAddress *connect.Client[unyov1.AllocateAddressRequest, unyov1.AllocateAddressResponse]
+	releaseAddress  *connect.Client[unyov1.ReleaseAddressRequest, unyov1.ReleaseAddressResponse]
+}
+
+// AllocateAddress calls unyo.v1.NetworkService.AllocateAddress.
+func (c *networkServiceClient) AllocateAddress(ctx context.Context, req *connect.Request[unyov1.AllocateAddressRequest]) (*connect.Response[unyov1.AllocateAddressResponse], error) {
+	return c.allocateAddress.CallUnary(ctx, req)
+}
+
+// ReleaseAddress calls unyo.v1.NetworkService.ReleaseAddress.
+func (c *networkServiceClient) ReleaseAddress(ctx context.Context, req *connect.Request[unyov1.ReleaseAddressRequest]) (*connect.Response[unyov1.ReleaseAddressResponse], error) {
+	return c.releaseAddress.CallUnary(ctx, req)
+}
+
+// NetworkServiceHandler is an implementation of the unyo.v1.NetworkService service.
+type NetworkServiceHandler interface {
+	// AllocateAddress gives the holder an address of the network; the one it
+	// holds already if any, so a retried call does not leak.
+	AllocateAddress(context.Context, *connect.Request[unyov1.AllocateAddressRequest]) (*connect.Response[unyov1.AllocateAddressResponse], error)
+	// ReleaseAddress releases an address (named, or the holder's); it comes
+	// back for allocation after root's quarantine.
+	ReleaseAddress(context.Context, *connect.Request[unyov1.ReleaseAddressRequest]) (*connect.Response[unyov1.ReleaseAddressResponse], error)
+}
+
+// NewNetworkServiceHandler builds an HTTP handler from the service implementation. It returns the
+// path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewNetworkServiceHandler(svc NetworkServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	networkServiceMethods := unyov1.File_unyo_v1_unyo_proto.Services().ByName("NetworkService").Methods()
+	networkServiceAllocateAddressHandler := connect.NewUnaryHandler(
+		NetworkServiceAllocateAddressProcedure,
+		svc.AllocateAddress,
+		connect.WithSchema(networkServiceMethods.ByName("AllocateAddress")),
+		connect.WithHandlerOptions(opts...),
+	)
+	networkServiceReleaseAddressHandler := connect.NewUnaryHandler(
+		NetworkServiceReleaseAddressProcedure,
+		svc.ReleaseAddress,
+		connect.WithSchema(networkServiceMethods.ByName("ReleaseAddress")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/unyo.v1.NetworkService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case NetworkServiceAllocateAddressProcedure:
+			networkServiceAllocateAddressHandler.ServeHTTP(w, r)
+		case NetworkServiceReleaseAddressProcedure:
+			networkServiceReleaseAddressHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedNetworkServiceHandler returns CodeUnimplemented from all methods.
+type UnimplementedNetworkServiceHandler struct{}
+
+func (UnimplementedNetworkServiceHandler) AllocateAddress(context.Context, *connect.Request[unyov1.AllocateAddressRequest]) (*connect.Response[unyov1.AllocateAddressResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NetworkService.AllocateAddress is not implemented"))
+}
+
+func (UnimplementedNetworkServiceHandler) ReleaseAddress(context.Context, *connect.Request[unyov1.ReleaseAddressRequest]) (*connect.Response[unyov1.ReleaseAddressResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NetworkService.ReleaseAddress is not implemented"))
 }
 
 // StatusServiceClient is a client for the unyo.v1.StatusService service.
