@@ -147,6 +147,9 @@ func (p *pipelineRunner) process(ctx context.Context, events []store.SeqEvent, n
 		batch[i] = se.Event
 	}
 	d := p.stages.Decide(p.state, batch, now)
+	for i := range d.Explained { // one per event, in order
+		d.Explained[i].Seq = events[i].Seq
+	}
 	cursor := events[len(events)-1].Seq
 	if err := p.commit(ctx, d, cursor); err != nil {
 		return fmt.Errorf("commit %d processed events: %w", len(events), err)
