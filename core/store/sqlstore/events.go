@@ -178,11 +178,12 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
 	defer ins.Close()
+	rctx := rowContext(ctx)
 	inserted := make([]bool, len(rows))
 	// The newest new event per node/check.
 	newest := make(map[nodeCheck]int, len(rows))
 	for i, r := range rows {
-		res, err := ins.ExecContext(ctx, r.id, r.node, r.check, r.level, r.startedAt, r.body, r.seq)
+		res, err := ins.ExecContext(rctx, r.id, r.node, r.check, r.level, r.startedAt, r.body, r.seq)
 		if err != nil {
 			return nil, fmt.Errorf("insert history: %w", err)
 		}
@@ -213,7 +214,7 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 	defer up.Close()
 	for _, i := range newest {
 		r := rows[i]
-		if _, err := up.ExecContext(ctx, r.node, r.check, r.id, r.level, r.startedAt, r.body, r.seq); err != nil {
+		if _, err := up.ExecContext(rctx, r.node, r.check, r.id, r.level, r.startedAt, r.body, r.seq); err != nil {
 			return nil, fmt.Errorf("update latest state: %w", err)
 		}
 	}

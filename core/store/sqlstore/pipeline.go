@@ -242,8 +242,9 @@ func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.Pi
 			return fmt.Errorf("store occurrences: %w", err)
 		}
 		defer st.Close()
+		rctx := rowContext(ctx)
 		for i := range nodes {
-			if _, err := st.ExecContext(ctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
+			if _, err := st.ExecContext(rctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
 				return fmt.Errorf("store occurrences of %s/%s: %w", nodes[i], checks[i], err)
 			}
 		}
@@ -340,8 +341,9 @@ func (s *Store) insertExplanations(ctx context.Context, tx *sql.Tx, rows []expla
 		return fmt.Errorf("store explanations: %w", err)
 	}
 	defer st.Close()
+	rctx := rowContext(ctx)
 	for _, r := range rows {
-		if _, err := st.ExecContext(ctx, r.seq, r.silencedBy, r.body); err != nil {
+		if _, err := st.ExecContext(rctx, r.seq, r.silencedBy, r.body); err != nil {
 			return fmt.Errorf("store the explanation of event %d: %w", r.seq, err)
 		}
 	}
