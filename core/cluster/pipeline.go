@@ -147,6 +147,9 @@ func (p *pipelineRunner) process(ctx context.Context, events []store.SeqEvent, n
 		batch[i] = se.Event
 	}
 	d := p.stages.Decide(p.state, batch, now)
+	for i := range d.Explained { // one per event, in order
+		d.Explained[i].Seq = events[i].Seq
+	}
 	expect, cursor := p.cursor, events[len(events)-1].Seq
 	// The history records how each event was silenced; it is in the WAL
 	// before the commit, so a kill after the commit does not lose it.

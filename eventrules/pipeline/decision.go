@@ -101,7 +101,11 @@ type ActionJob struct {
 
 // Explained is the pipeline's verdict on one event.
 type Explained struct {
-	ID          string
+	ID string
+	// Seq is the event's place in the store's order, which the runner
+	// knows and the stages do not; it saves the store finding the event by
+	// ID. 0: find it by ID.
+	Seq         int64
 	Explanation *unyov1.Explanation
 	SilencedBy  string
 	// Append adds the steps to the stored explanation and replaces only its

@@ -182,12 +182,13 @@ func (s *Store) putAlerts(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) e
 		return fmt.Errorf("store alerts: %w", err)
 	}
 	defer st.Close()
+	rctx := rowContext(ctx)
 	for _, a := range as {
 		b, err := proto.Marshal(a)
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b); err != nil {
+		if _, err := st.ExecContext(rctx, a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b); err != nil {
 			return fmt.Errorf("store alert %s: %w", a.GetId(), err)
 		}
 	}

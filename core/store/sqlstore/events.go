@@ -178,11 +178,12 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
 	defer ins.Close()
+	rctx := rowContext(ctx)
 	inserted := make([]bool, len(rows))
 	// The newest new event per node/check.
 	newest := make(map[nodeCheck]int, len(rows))
 	for i, r := range rows {
-		res, err := ins.ExecContext(ctx, r.id, r.node, r.check, r.level, r.startedAt, r.body, r.seq)
+		res, err := ins.ExecContext(rctx, r.id, r.node, r.check, r.level, r.startedAt, r.body, r.seq)
 		if err != nil {
 			return nil, fmt.Errorf("insert history: %w", err)
 		}
@@ -201,12 +202,11 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 	if len(newest) == 0 {
 		return inserted, nil
 	}
-	up, err := tx.PrepareContext(ctx, `INSERT INTO latest_events (node, check_name, id, level, started_at, body)
-		VALUES (?, ?, ?, ?, ?, ?)
+	up, err := tx.PrepareContext(ctx, `INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (node, check_name) DO UPDATE SET
 			id = excluded.id, level = excluded.level,
-			started_at = excluded.started_at, body = excluded.body,
-			explanation = NULL, silenced_by = ''
+			started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
 		WHERE excluded.started_at >= latest_events.started_at`)
 	if err != nil {
 		return nil, fmt.Errorf("update latest state: %w", err)
@@ -214,7 +214,7 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 	defer up.Close()
 	for _, i := range newest {
 		r := rows[i]
-		if _, err := up.ExecContext(ctx, r.node, r.check, r.id, r.level, r.startedAt, r.body); err != nil {
+		if _, err := up.ExecContext(rctx, r.node, r.check, r.id, r.level, r.startedAt, r.body, r.seq); err != nil {
 			return nil, fmt.Errorf("update latest state: %w", err)
 		}
 	}
@@ -236,16 +236,15 @@ WITH batch AS (
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id
 ), newest AS (
-	SELECT DISTINCT ON (b.node, b.check_name) b.node, b.check_name, b.id, b.level, b.started_at, b.body
+	SELECT DISTINCT ON (b.node, b.check_name) b.node, b.check_name, b.id, b.level, b.started_at, b.body, b.seq
 	FROM batch b JOIN ins ON ins.id = b.id
 	ORDER BY b.node, b.check_name, b.started_at DESC, b.ord DESC
 ), up AS (
-	INSERT INTO latest_events (node, check_name, id, level, started_at, body)
-	SELECT node, check_name, id, level, started_at, body FROM newest ORDER BY node, check_name
+	INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
+	SELECT node, check_name, id, level, started_at, body, seq FROM newest ORDER BY node, check_name
 	ON CONFLICT (node, check_name) DO UPDATE SET
 		id = excluded.id, level = excluded.level,
-		started_at = excluded.started_at, body = excluded.body,
-		explanation = NULL, silenced_by = ''
+		started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
 	WHERE excluded.started_at >= latest_events.started_at
 )
 SELECT id FROM ins`
@@ -307,7 +306,7 @@ func whereNodeCheck(node, check string) (where []string, args []any) {
 // (whose entries outlive pruned history).
 func (s *Store) GetEvent(ctx context.Context, id string) (*unyov1.Event, error) {
 	for _, table := range []string{"events", "latest_events"} {
-		e, err := scanEvent(s.r.QueryRowContext(ctx, "SELECT "+eventColumns+" FROM "+table+" WHERE id = $1 LIMIT 1", id))
+		e, err := scanEvent(s.r.QueryRowContext(ctx, "SELECT "+eventColumns+" FROM "+withExplanations(table)+" WHERE id = $1 LIMIT 1", id))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -342,7 +341,7 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 		}
 		where = append(where, "level IN ("+in.String()+")")
 	}
-	q.WriteString("SELECT " + eventColumns + " FROM " + table)
+	q.WriteString("SELECT " + eventColumns + " FROM " + withExplanations(table))
 	if len(where) > 0 {
 		q.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
@@ -360,9 +359,16 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 	return events, nil
 }
 
-// eventColumns are what scanEvent reads: the stored event and what the
-// event pipeline added to it.
-const eventColumns = "body, explanation, silenced_by"
+// eventColumns are what scanEvent reads from withExplanations: the stored
+// event and what the event pipeline added to it.
+const eventColumns = "body, explanation, COALESCE(silenced_by, '')"
+
+// withExplanations joins an event table (events or latest_events) with the
+// explanations the pipeline wrote, which it keeps in a table of their own
+// so that an event row is written once (see writeExplanations).
+func withExplanations(table string) string {
+	return table + " LEFT JOIN explanations USING (seq)"
+}
 
 func scanEvent(row scanner) (*unyov1.Event, error) {
 	var body, explanation []byte
@@ -391,7 +397,9 @@ func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
 		return 0, fmt.Errorf("prune events: keep %d is negative", keep)
 	}
 	// Events the pipeline has not processed yet stay, however many.
-	res, err := s.w.ExecContext(ctx, `
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
 		DELETE FROM events WHERE id IN (
 			SELECT id FROM (
 				SELECT id, seq, ROW_NUMBER() OVER (
@@ -400,10 +408,21 @@ func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
 			) AS ranked
 			WHERE rn > $1 AND seq <= (SELECT value FROM counters WHERE name = 'pipeline_cursor')
 		)`, keep)
-	if err != nil {
-		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
-	}
-	n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		// Explanations go with their events, except the latest state's
+		// (kept however old); this also collects those of latest entries
+		// replaced or forgotten since their history went.
+		_, err = tx.ExecContext(ctx, `
+		DELETE FROM explanations
+		WHERE NOT EXISTS (SELECT 1 FROM events WHERE events.seq = explanations.seq)
+			AND seq NOT IN (SELECT seq FROM latest_events)`)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
 	}

@@ -53,7 +53,7 @@ func rootPage(t *testing.T, s *Store, name string) int64 {
 // TestOpenRefusesDamagedSQLite: a damaged page makes OpenSQLite fail with a
 // message naming the file and what to do, instead of serving.
 func TestOpenRefusesDamagedSQLite(t *testing.T) {
-	for _, table := range []string{"events", "events_seq", "latest_events"} {
+	for _, table := range []string{"events", "events_id", "latest_events"} {
 		t.Run(table, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
 			s := openSQLite(t, path)
@@ -89,7 +89,7 @@ func TestHealthFailsWhenReadsFail(t *testing.T) {
 	if _, err := s.w.ExecContext(t.Context(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
-	damagePage(t, path, rootPage(t, s, "events_seq"))
+	damagePage(t, path, rootPage(t, s, "events"))
 	s.r.SetMaxIdleConns(0) // readers open afresh, without cached pages
 	err := s.Health(t.Context())
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "cannot be read") {

@@ -242,8 +242,9 @@ func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.Pi
 			return fmt.Errorf("store occurrences: %w", err)
 		}
 		defer st.Close()
+		rctx := rowContext(ctx)
 		for i := range nodes {
-			if _, err := st.ExecContext(ctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
+			if _, err := st.ExecContext(rctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
 				return fmt.Errorf("store occurrences of %s/%s: %w", nodes[i], checks[i], err)
 			}
 		}
@@ -260,64 +261,134 @@ func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.Pi
 	return nil
 }
 
+// writeExplanations stores the pipeline's explanations in their own
+// table, keyed by the event's seq: an event's explanation is one insert at
+// the end of that table, and its history and latest rows are never
+// rewritten. Steps reported later (Append: a group's flush, an action's
+// delivery) are merged into the stored row one event at a time; they are
+// few.
 func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Explained) error {
-	if len(ex) == 0 {
-		return nil
-	}
-	ids, bodies, silenced := make([]string, 0, len(ex)), make([][]byte, 0, len(ex)), make([]string, 0, len(ex))
+	var rows []explanationRow
 	for _, e := range ex {
-		x := e.Explanation
-		if e.Append {
-			var old []byte
-			err := tx.QueryRowContext(ctx, "SELECT explanation FROM events WHERE id = $1", e.ID).Scan(&old)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("read explanation of %s: %w", e.ID, err)
+		seq := e.Seq
+		if seq == 0 {
+			var found bool
+			var err error
+			if seq, found, err = eventSeq(ctx, tx, e.ID); err != nil {
+				return err
+			} else if !found {
+				continue // forgotten and pruned: nothing to explain
 			}
-			merged := new(unyov1.Explanation)
-			if len(old) > 0 {
-				if err := proto.Unmarshal(old, merged); err != nil {
-					return fmt.Errorf("decode explanation of %s: %w", e.ID, err)
-				}
-			}
-			merged.Steps = append(merged.Steps, x.GetSteps()...)
-			if !e.KeepOutcome {
-				merged.Outcome, merged.ProcessedAt = x.GetOutcome(), x.GetProcessedAt()
-			}
-			x = merged
 		}
-		b, err := proto.Marshal(x)
-		if err != nil {
+		if !e.Append {
+			b, err := proto.Marshal(e.Explanation)
+			if err != nil {
+				return fmt.Errorf("encode the explanation of %s: %w", e.ID, err)
+			}
+			rows = append(rows, explanationRow{seq: seq, silencedBy: e.SilencedBy, body: b})
+			continue
+		}
+		// Earlier rows of this commit first: the merge reads them.
+		if err := s.insertExplanations(ctx, tx, rows); err != nil {
 			return err
 		}
-		by := e.SilencedBy
-		if e.Append {
-			by = "" // appended steps come after silencing would have applied
+		rows = rows[:0]
+		if err := appendExplanation(ctx, tx, seq, e); err != nil {
+			return err
 		}
-		ids, bodies, silenced = append(ids, e.ID), append(bodies, b), append(silenced, by)
+	}
+	return s.insertExplanations(ctx, tx, rows)
+}
+
+type explanationRow struct {
+	seq        int64
+	silencedBy string
+	body       []byte
+}
+
+// explanationUpsert replaces an explanation stored for the same event
+// (only a commit applied twice by hand would have one).
+const explanationUpsert = `
+	ON CONFLICT (seq) DO UPDATE SET silenced_by = excluded.silenced_by, explanation = excluded.explanation`
+
+func (s *Store) insertExplanations(ctx context.Context, tx *sql.Tx, rows []explanationRow) error {
+	if len(rows) == 0 {
+		return nil
 	}
 	if s.d.name == "postgres" {
-		// One statement per table: a round trip per event would bound the
-		// pipeline by the network, not the database.
-		for _, table := range []string{"events", "latest_events"} {
-			if _, err := tx.ExecContext(ctx, `UPDATE `+table+` AS t SET explanation = v.x, silenced_by = v.s
-				FROM unnest($1::text[], $2::bytea[], $3::text[]) AS v(id, x, s) WHERE t.id = v.id`, ids, bodies, silenced); err != nil {
-				return fmt.Errorf("store explanations: %w", err)
+		// One statement over arrays: a round trip per event would bound
+		// the pipeline by the network. A seq twice would fail the upsert:
+		// the later explanation wins.
+		seqs, silenced, bodies := make([]int64, 0, len(rows)), make([]string, 0, len(rows)), make([][]byte, 0, len(rows))
+		at := make(map[int64]int, len(rows))
+		for _, r := range rows {
+			if i, ok := at[r.seq]; ok {
+				silenced[i], bodies[i] = r.silencedBy, r.body
+				continue
 			}
+			at[r.seq] = len(seqs)
+			seqs, silenced, bodies = append(seqs, r.seq), append(silenced, r.silencedBy), append(bodies, r.body)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
+			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])`+explanationUpsert, seqs, silenced, bodies); err != nil {
+			return fmt.Errorf("store explanations: %w", err)
 		}
 		return nil
 	}
-	for _, table := range []string{"events", "latest_events"} {
-		st, err := tx.PrepareContext(ctx, "UPDATE "+table+" SET explanation = $1, silenced_by = $2 WHERE id = $3")
-		if err != nil {
-			return fmt.Errorf("store explanations: %w", err)
+	// SQLite: prepared, a row at a time (see appendEventsPrepared).
+	st, err := tx.PrepareContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation) VALUES ($1, $2, $3)`+explanationUpsert)
+	if err != nil {
+		return fmt.Errorf("store explanations: %w", err)
+	}
+	defer st.Close()
+	rctx := rowContext(ctx)
+	for _, r := range rows {
+		if _, err := st.ExecContext(rctx, r.seq, r.silencedBy, r.body); err != nil {
+			return fmt.Errorf("store the explanation of event %d: %w", r.seq, err)
 		}
-		for i := range ids {
-			if _, err := st.ExecContext(ctx, bodies[i], silenced[i], ids[i]); err != nil {
-				st.Close()
-				return fmt.Errorf("store explanation of %s: %w", ids[i], err)
-			}
-		}
-		st.Close()
 	}
 	return nil
+}
+
+// appendExplanation adds e's steps to the stored explanation of event seq
+// and, unless e.KeepOutcome, replaces its outcome.
+func appendExplanation(ctx context.Context, tx *sql.Tx, seq int64, e store.Explained) error {
+	var old []byte
+	err := tx.QueryRowContext(ctx, "SELECT explanation FROM explanations WHERE seq = $1", seq).Scan(&old)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read explanation of %s: %w", e.ID, err)
+	}
+	merged := new(unyov1.Explanation)
+	if err := proto.Unmarshal(old, merged); err != nil {
+		return fmt.Errorf("decode explanation of %s: %w", e.ID, err)
+	}
+	merged.Steps = append(merged.Steps, e.Explanation.GetSteps()...)
+	if !e.KeepOutcome {
+		merged.Outcome, merged.ProcessedAt = e.Explanation.GetOutcome(), e.Explanation.GetProcessedAt()
+	}
+	b, err := proto.Marshal(merged)
+	if err != nil {
+		return fmt.Errorf("encode the explanation of %s: %w", e.ID, err)
+	}
+	// Appended steps come after silencing would have applied.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation) VALUES ($1, '', $2)`+explanationUpsert, seq, b); err != nil {
+		return fmt.Errorf("store the explanation of %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// eventSeq finds an event's seq by id: in the history, or else in the
+// latest state, whose entries outlive pruned history.
+func eventSeq(ctx context.Context, tx *sql.Tx, id string) (seq int64, found bool, err error) {
+	for _, table := range []string{"events", "latest_events"} {
+		err := tx.QueryRowContext(ctx, "SELECT seq FROM "+table+" WHERE id = $1 LIMIT 1", id).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("find event %s: %w", id, err)
+		}
+		return seq, true, nil
+	}
+	return 0, false, nil
 }

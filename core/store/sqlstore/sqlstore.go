@@ -80,6 +80,13 @@ func postgresDialect() *dialect {
 	}
 }
 
+// rowContext is the context for the statements of a row-at-a-time loop
+// on SQLite: without ctx's cancellation, because modernc.org/sqlite starts
+// a goroutine per statement to watch a cancellable context, which cost
+// more than the microseconds an in-process row takes. The transaction is
+// still bound to ctx: database/sql rolls it back when ctx ends.
+func rowContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // Store is a store.Store on a SQL database. It is safe for concurrent use.
 type Store struct {
 	d *dialect
