@@ -18,19 +18,7 @@ import (
 )
 
 // ValidationError is every invalid field of one catalog object.
-type ValidationError struct {
-	Kind, Name string
-	Fields     []validate.FieldError
-}
-
-func (e *ValidationError) Error() string { return validate.Message(e.Kind, e.Name, e.Fields) }
-
-func result(kind, name string, f validate.Fields) error {
-	if len(f) == 0 {
-		return nil
-	}
-	return &ValidationError{Kind: kind, Name: name, Fields: f}
-}
+type ValidationError = validate.Error
 
 // Kinds of flavor and image: what provider realizes them.
 const (
@@ -47,7 +35,7 @@ func Flavor(f *unyov1.Flavor) error {
 	s := f.GetSpec()
 	if s == nil {
 		fields.Add("spec", "required: a flavor needs at least spec.kind, spec.vcpus and spec.memory")
-		return result("flavor", f.GetName(), fields)
+		return fields.Err("flavor", f.GetName())
 	}
 	oneOf(&fields, "spec.kind", s.GetKind(), true, KindVM, KindContainer)
 	if s.GetVcpus() < 1 {
@@ -79,7 +67,7 @@ func Flavor(f *unyov1.Flavor) error {
 			fields.Addf(field, "must not be negative, got %v", p)
 		}
 	}
-	return result("flavor", f.GetName(), fields)
+	return fields.Err("flavor", f.GetName())
 }
 
 // Image formats per kind; a container image's format is empty when its
@@ -100,7 +88,7 @@ func Image(i *unyov1.Image) error {
 	s := i.GetSpec()
 	if s == nil {
 		fields.Add("spec", "required: an image needs at least spec.kind and spec.source")
-		return result("image", i.GetName(), fields)
+		return fields.Err("image", i.GetName())
 	}
 	kindOK := oneOf(&fields, "spec.kind", s.GetKind(), true, KindVM, KindContainer)
 	if strings.TrimSpace(s.GetSource()) == "" {
@@ -118,7 +106,7 @@ func Image(i *unyov1.Image) error {
 	case c != "" && !sha256RE.MatchString(c):
 		fields.Addf("spec.checksum", "%q is not a checksum: expected sha256: and 64 lowercase hex digits", c)
 	}
-	return result("image", i.GetName(), fields)
+	return fields.Err("image", i.GetName())
 }
 
 // Network scopes.
@@ -137,7 +125,7 @@ func Network(n *unyov1.Network) error {
 	s := n.GetSpec()
 	if s == nil {
 		fields.Add("spec", "required: a network needs at least spec.cidr and spec.scope")
-		return result("network", n.GetName(), fields)
+		return fields.Err("network", n.GetName())
 	}
 	var whole ipam.Range
 	prefix, err := ipam.ParsePrefix(s.GetCidr())
@@ -214,7 +202,7 @@ func Network(n *unyov1.Network) error {
 			fields.Add("spec", "no address is left to allocate once the network, broadcast, gateway and reserved addresses are taken out")
 		}
 	}
-	return result("network", n.GetName(), fields)
+	return fields.Err("network", n.GetName())
 }
 
 // Overlaps refuses networks of the same scope whose CIDRs overlap: two

@@ -36,19 +36,7 @@ const maxUnits = 100
 const DateLayout = time.DateOnly
 
 // ValidationError lists every invalid field of one object.
-type ValidationError struct {
-	Kind, Name string
-	Fields     []validate.FieldError
-}
-
-func (e *ValidationError) Error() string { return validate.Message(e.Kind, e.Name, e.Fields) }
-
-func result(kind, name string, f validate.Fields) error {
-	if len(f) == 0 {
-		return nil
-	}
-	return &ValidationError{Kind: kind, Name: name, Fields: f}
-}
+type ValidationError = validate.Error
 
 // ValidateRegion checks a Region: its zones are names, each listed once.
 func ValidateRegion(r *unyov1.Region) error {
@@ -61,7 +49,7 @@ func ValidateRegion(r *unyov1.Region) error {
 			f.Addf(field, "zone %q is listed twice", z)
 		}
 	}
-	return result("Region", r.GetName(), f)
+	return f.Err("Region", r.GetName())
 }
 
 // ValidateDatacenter checks a Datacenter: it names its region.
@@ -69,7 +57,7 @@ func ValidateDatacenter(d *unyov1.Datacenter) error {
 	var f validate.Fields
 	f.Name("name", d.GetName())
 	f.Name("spec.region", d.GetSpec().GetRegion())
-	return result("Datacenter", d.GetName(), f)
+	return f.Err("Datacenter", d.GetName())
 }
 
 // floorName is the seeds' naming of floors: floor-BUILDING-LEVEL-NUMBER.
@@ -99,7 +87,7 @@ func ValidateFloor(fl *unyov1.Floor) error {
 			}
 		}
 	}
-	return result("Floor", fl.GetName(), f)
+	return f.Err("Floor", fl.GetName())
 }
 
 // ValidateRack checks a Rack on its own; its zone against its region's
@@ -120,7 +108,7 @@ func ValidateRack(r *unyov1.Rack) error {
 			f.Name(z.field, z.v)
 		}
 	}
-	return result("Rack", r.GetName(), f)
+	return f.Err("Rack", r.GetName())
 }
 
 // RackUnits is a rack's height, its default applied.
@@ -190,7 +178,7 @@ func ValidateResource(p *unyov1.PhysicalResource) error {
 	for i, port := range s.GetPorts() {
 		validatePort(&f, fmt.Sprintf("spec.ports[%d]", i), port, s.GetPorts()[:i])
 	}
-	return result("PhysicalResource", p.GetName(), f)
+	return f.Err("PhysicalResource", p.GetName())
 }
 
 func validatePort(f *validate.Fields, field string, p *unyov1.Port, before []*unyov1.Port) {
@@ -245,5 +233,5 @@ func ValidateCluster(c *unyov1.Cluster) error {
 	if w := s.GetWeight(); w < 0 || w > maxWeight {
 		f.Addf("spec.weight", "must be between 1 and %d (0 means 1), got %d", maxWeight, w)
 	}
-	return result("Cluster", c.GetName(), f)
+	return f.Err("Cluster", c.GetName())
 }

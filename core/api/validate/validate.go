@@ -54,6 +54,24 @@ func Message(kind, name string, fields []FieldError) string {
 // fixes them all in one round trip.
 type Fields []FieldError
 
+// Error is every invalid field of one object, named by its kind and name
+// as operators write them ("rack", "r1").
+type Error struct {
+	Kind, Name string
+	Fields     []FieldError
+}
+
+func (e *Error) Error() string { return Message(e.Kind, e.Name, e.Fields) }
+
+// Err returns the fields as an *Error of the object kind and name, or nil
+// (not a typed nil pointer) when every field is valid.
+func (f Fields) Err(kind, name string) error {
+	if len(f) == 0 {
+		return nil
+	}
+	return &Error{Kind: kind, Name: name, Fields: f}
+}
+
 // Add records that field is invalid, and why.
 func (f *Fields) Add(field, desc string) {
 	*f = append(*f, FieldError{Field: field, Description: desc})
