@@ -31,9 +31,11 @@ type cycle struct {
 	filters []filter
 }
 
-// newCycle indexes the nodes for one request. Existing placements without
-// labels are found among the nodes by name.
-func newCycle(nodes []Node, req *Request) *cycle {
+// newCycle prepares one request over a snapshot. Existing placements
+// without labels are found among the snapshot's nodes by name; labelled ones
+// are counted by their labels.
+func newCycle(snap *Snapshot, req *Request) *cycle {
+	nodes := snap.nodes
 	c := &cycle{nodes: nodes, shape: req.Shape, pol: req.Policy.withDefaults(), keyIdx: map[string]int{}}
 	if len(c.pol.Nodes) > 0 {
 		c.nameSet = make(map[string]bool, len(c.pol.Nodes))
@@ -66,79 +68,58 @@ func newCycle(nodes []Node, req *Request) *cycle {
 	}
 	c.spreadMin = make([]int, len(c.spread))
 
-	// Placements by node name: those without labels are counted through
-	// their node; hostname counts every placement whose node is listed.
-	byName := map[string]int{}
-	byNameAll := map[string]int{}
-	for _, p := range req.Existing {
-		byNameAll[p.Node]++
-		if p.Labels == nil {
-			byName[p.Node]++
-		}
-	}
-
 	nk := len(c.keys)
+	idx := make([]*keyIndex, nk)
+	for k, name := range c.keys {
+		ki := snap.key(name)
+		if name != LabelHostname {
+			// Labelled placements may name domains no node has.
+			for _, p := range req.Existing {
+				if v, ok := p.Labels[name]; ok {
+					ki.intern(v)
+				}
+			}
+		}
+		idx[k] = ki
+	}
 	c.dom = make([][]int32, nk)
 	c.domName = make([][]string, nk)
 	c.count = make([][]int, nk)
 	c.present = make([][]bool, nk)
-	c.eligible = make([]bool, len(nodes))
-	intern := make([]map[string]int32, nk)
-	for k, name := range c.keys {
-		c.dom[k] = make([]int32, len(nodes))
-		if name == LabelHostname {
-			c.domName[k] = make([]string, len(nodes))
-			c.count[k] = make([]int, len(nodes))
-			c.present[k] = make([]bool, len(nodes))
-		} else {
-			intern[k] = map[string]int32{}
-		}
-	}
-	internVal := func(k int, v string) int32 {
-		id, ok := intern[k][v]
-		if !ok {
-			id = int32(len(c.domName[k]))
-			intern[k][v] = id
-			c.domName[k] = append(c.domName[k], v)
-			c.count[k] = append(c.count[k], 0)
-			c.present[k] = append(c.present[k], false)
-		}
-		return id
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		el := c.static(n) && n.State == Ready && !n.Cordoned && !n.Draining
-		c.eligible[i] = el
-		placed := byName[n.Name]
-		for k, name := range c.keys {
-			var id int32
-			if name == LabelHostname {
-				id = int32(i)
-				c.domName[k][i] = n.Name
-				c.count[k][i] = byNameAll[n.Name]
-			} else if v, ok := n.Labels[name]; ok {
-				id = internVal(k, v)
-				c.count[k][id] += placed
-			} else {
-				c.dom[k][i] = -1
-				continue
-			}
-			c.dom[k][i] = id
-			if el {
-				c.present[k][id] = true
-			}
-		}
+	for k, ki := range idx {
+		c.dom[k], c.domName[k] = ki.dom, ki.names
+		c.count[k] = make([]int, len(ki.names))
+		c.present[k] = make([]bool, len(ki.names))
 	}
 	for _, p := range req.Existing {
-		if p.Labels == nil {
+		i, listed := snap.byName[p.Node]
+		for k, name := range c.keys {
+			switch {
+			case name == LabelHostname:
+				if listed {
+					c.count[k][i]++
+				}
+			case p.Labels != nil:
+				if v, ok := p.Labels[name]; ok {
+					c.count[k][idx[k].ids[v]]++
+				}
+			case listed:
+				if id := c.dom[k][i]; id >= 0 {
+					c.count[k][id]++
+				}
+			}
+		}
+	}
+	c.eligible = make([]bool, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		if n.State != Ready || n.Cordoned || n.Draining || !c.static(n) {
 			continue
 		}
-		for k, name := range c.keys {
-			if name == LabelHostname {
-				continue
-			}
-			if v, ok := p.Labels[name]; ok {
-				c.count[k][internVal(k, v)]++
+		c.eligible[i] = true
+		for k := range c.keys {
+			if id := c.dom[k][i]; id >= 0 {
+				c.present[k][id] = true
 			}
 		}
 	}

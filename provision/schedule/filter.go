@@ -3,7 +3,7 @@ package schedule
 import "slices"
 
 // Code says why a node was rejected.
-type Code int
+type Code uint8
 
 // The rejection codes, in the order the filters run. The static ones come
 // first: a node they reject could not take the replica whatever capacity
@@ -29,12 +29,13 @@ const (
 // Static says whether the rejection holds whatever capacity appears.
 func (c Code) Static() bool { return c < CodeDown }
 
-// rejection is one node's first failure.
+// rejection is one node's first failure, kept small because the scan
+// returns one per node and filter; diagnose turns it into words.
 type rejection struct {
-	code   Code
-	key    string   // label key of label, missing-label, affinity and spread codes
-	res    Resource // of too-small and insufficient
-	domain string   // the node's domain, for anti-affinity and spread
+	code Code
+	res  Resource // of too-small and insufficient
+	k    int32    // index into cycle.keys, or into Policy.Selectors for CodeLabel
+	dom  int32    // the node's domain id for key k (anti-affinity, spread)
 }
 
 var ok = rejection{}
@@ -106,9 +107,9 @@ func (nameFilter) check(c *cycle, i int) rejection {
 type labelFilter struct{}
 
 func (labelFilter) check(c *cycle, i int) rejection {
-	for _, s := range c.pol.Selectors {
+	for j, s := range c.pol.Selectors {
 		if !s.Matches(c.nodes[i].Labels) {
-			return rejection{code: CodeLabel, key: s.Key}
+			return rejection{code: CodeLabel, k: int32(j)}
 		}
 	}
 	return ok
@@ -121,7 +122,7 @@ type requiredKeysFilter struct{ keys []int }
 func (f requiredKeysFilter) check(c *cycle, i int) rejection {
 	for _, k := range f.keys {
 		if c.dom[k][i] < 0 {
-			return rejection{code: CodeMissingLabel, key: c.keys[k]}
+			return rejection{code: CodeMissingLabel, k: int32(k)}
 		}
 	}
 	return ok
@@ -165,12 +166,12 @@ func (f affinityFilter) check(c *cycle, i int) rejection {
 		id := c.dom[k][i]
 		if f.allowed[t] != nil {
 			if !f.allowed[t][id] {
-				return rejection{code: CodeAffinity, key: c.keys[k]}
+				return rejection{code: CodeAffinity, k: int32(k)}
 			}
 			continue
 		}
 		if c.count[k][id] == 0 && anyPlaced(c.count[k]) {
-			return rejection{code: CodeAffinity, key: c.keys[k]}
+			return rejection{code: CodeAffinity, k: int32(k)}
 		}
 	}
 	return ok
@@ -195,7 +196,7 @@ func (antiAffinityFilter) check(c *cycle, i int) rejection {
 	for t, k := range c.anti {
 		id := c.dom[k][i]
 		if c.count[k][id] >= c.pol.AntiAffinity[t].maxPerDomain() {
-			return rejection{code: CodeAntiAffinity, key: c.keys[k], domain: c.domName[k][id]}
+			return rejection{code: CodeAntiAffinity, k: int32(k), dom: id}
 		}
 	}
 	return ok
@@ -236,7 +237,7 @@ func (f spreadFilter) check(c *cycle, i int) rejection {
 	k := c.spread[f.s]
 	id := c.dom[k][i]
 	if c.count[k][id]+1-c.spreadMin[f.s] > c.pol.Spread[f.s].maxSkew() {
-		return rejection{code: CodeSpread, key: c.keys[k], domain: c.domName[k][id]}
+		return rejection{code: CodeSpread, k: int32(k), dom: id}
 	}
 	return ok
 }

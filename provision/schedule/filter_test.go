@@ -165,7 +165,7 @@ func TestFilters(t *testing.T) {
 }
 
 func TestFilterOrderStaticFirst(t *testing.T) {
-	c := newCycle([]Node{nd("a", 1, 1)}, &Request{Policy: Policy{
+	c := newCycle(NewSnapshot([]Node{nd("a", 1, 1)}), &Request{Policy: Policy{
 		Nodes: []string{"a"}, Selectors: []Selector{{Key: "x", Operator: Exists}},
 		Affinity: []Term{{Key: "k"}}, AntiAffinity: []Term{{Key: "k"}},
 		Spread: []Spread{{Key: "k", MaxSkew: 1}},

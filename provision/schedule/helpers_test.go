@@ -54,7 +54,7 @@ func on(nodes ...string) []Placement {
 
 // runFilter applies one filter to every node and returns the codes.
 func runFilter(nodes []Node, req Request, mk func(*cycle) filter) []Code {
-	c := newCycle(nodes, &req)
+	c := newCycle(NewSnapshot(nodes), &req)
 	c.prepare()
 	f := mk(c)
 	out := make([]Code, len(nodes))

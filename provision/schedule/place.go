@@ -17,15 +17,22 @@ type Result struct {
 
 // Place places n replicas of req on nodes, one by one, each counted before
 // the next is placed. It reserves nothing: the caller commits each Choice
-// with Check under the node's Generation. nodes is not modified.
+// with Check under the node's Generation. nodes is not modified. A caller
+// placing many requests over the same nodes uses a Snapshot instead.
 func Place(nodes []Node, req Request, n int) Result {
+	return NewSnapshot(nodes).Place(req, n)
+}
+
+// Place is the package's Place over the snapshot's nodes.
+func (s *Snapshot) Place(req Request, n int) Result {
+	nodes := s.nodes
 	if n <= 0 {
 		return Result{}
 	}
 	if err := validShape(req.Shape); err != nil {
 		return Result{Unplaced: n, Reason: &Reason{Class: Unsatisfiable, Nodes: len(nodes), Invalid: err.Error()}}
 	}
-	c := newCycle(nodes, &req)
+	c := newCycle(s, &req)
 	ss := c.scorers()
 	var res Result
 	for range n {
@@ -63,7 +70,7 @@ func Check(node Node, req Request) error {
 	if err := validShape(req.Shape); err != nil {
 		return &Reason{Class: Unsatisfiable, Nodes: 1, Invalid: err.Error()}
 	}
-	c := newCycle([]Node{node}, &req)
+	c := newCycle(NewSnapshot([]Node{node}), &req)
 	fs := c.filters[:0:0]
 	for _, f := range c.filters {
 		if _, spread := f.(spreadFilter); !spread {

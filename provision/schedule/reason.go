@@ -177,10 +177,17 @@ func (c *cycle) diagnose() *Reason {
 		if !rej.code.Static() {
 			r.Class = NoCapacity
 		}
-		g := group{rej.code, rej.key, rej.res}
+		var key string
+		switch rej.code {
+		case CodeLabel:
+			key = c.pol.Selectors[rej.k].Key
+		case CodeMissingLabel, CodeAffinity, CodeAntiAffinity, CodeSpread:
+			key = c.keys[rej.k]
+		}
+		g := group{rej.code, key, rej.res}
 		j := byGroup[g]
 		if j == nil {
-			j = &Rejection{Code: rej.code, Key: rej.key, Resource: rej.res, Need: c.shape.Get(rej.res), Best: -1}
+			j = &Rejection{Code: rej.code, Key: key, Resource: rej.res, Need: c.shape.Get(rej.res), Best: -1}
 			byGroup[g] = j
 			doms[g] = map[string]bool{}
 		}
@@ -191,7 +198,7 @@ func (c *cycle) diagnose() *Reason {
 		case CodeTooSmall:
 			j.Best = max(j.Best, c.nodes[i].Capacity.Get(rej.res))
 		case CodeAntiAffinity, CodeSpread:
-			doms[g][rej.domain] = true
+			doms[g][c.domName[rej.k][rej.dom]] = true
 		}
 	}
 	for g, j := range byGroup {

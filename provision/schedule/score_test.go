@@ -72,7 +72,7 @@ func TestScores(t *testing.T) {
 			if tt.req.Shape == (Resources{}) {
 				tt.req.Shape = shape(1, 1)
 			}
-			c := newCycle(tt.nodes, &tt.req)
+			c := newCycle(NewSnapshot(tt.nodes), &tt.req)
 			c.prepare()
 			s := tt.mk(c)
 			got := make([]float64, len(tt.nodes))

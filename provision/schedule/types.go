@@ -34,7 +34,7 @@ func (r Resources) Fits(free Resources) bool {
 }
 
 // Resource names one dimension of Resources.
-type Resource int
+type Resource uint8
 
 // The dimensions, in the order the fit filter checks them.
 const (
