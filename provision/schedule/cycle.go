@@ -135,8 +135,8 @@ func (c *cycle) static(n *Node) bool {
 // free is node i's capacity left, counting what this call reserved.
 func (c *cycle) free(i int) Resources {
 	f := c.nodes[i].Free()
-	if a, ok := c.added[i]; ok {
-		f = f.Sub(a)
+	if len(c.added) > 0 {
+		f = f.Sub(c.added[i])
 	}
 	return f
 }

@@ -72,12 +72,16 @@ func (c *cycle) buildFilters() []filter {
 		fs = append(fs, newAffinityFilter(c))
 	}
 	if len(c.anti) > 0 {
-		fs = append(fs, antiAffinityFilter{})
+		f := antiAffinityFilter{max: make([]int, len(c.anti))}
+		for t, term := range c.pol.AntiAffinity {
+			f.max[t] = term.maxPerDomain()
+		}
+		fs = append(fs, f)
 	}
 	fs = append(fs, stateFilter{}, schedulableFilter{})
 	for s, sp := range c.pol.Spread {
 		if sp.hard() {
-			fs = append(fs, spreadFilter{s: s})
+			fs = append(fs, spreadFilter{s: s, maxSkew: sp.maxSkew()})
 		}
 	}
 	return append(fs, fitFilter{})
@@ -190,12 +194,14 @@ func anyPlaced(counts []int) bool {
 
 // antiAffinityFilter allows at most MaxPerDomain replicas of the service in
 // a domain.
-type antiAffinityFilter struct{}
+type antiAffinityFilter struct {
+	max []int // per term, its MaxPerDomain
+}
 
-func (antiAffinityFilter) check(c *cycle, i int) rejection {
+func (f antiAffinityFilter) check(c *cycle, i int) rejection {
 	for t, k := range c.anti {
 		id := c.dom[k][i]
-		if c.count[k][id] >= c.pol.AntiAffinity[t].maxPerDomain() {
+		if c.count[k][id] >= f.max[t] {
 			return rejection{code: CodeAntiAffinity, k: int32(k), dom: id}
 		}
 	}
@@ -231,12 +237,12 @@ func (schedulableFilter) check(c *cycle, i int) rejection {
 
 // spreadFilter enforces a do_not_schedule spread: after placement, the
 // node's domain may exceed the least loaded domain by at most MaxSkew.
-type spreadFilter struct{ s int }
+type spreadFilter struct{ s, maxSkew int }
 
 func (f spreadFilter) check(c *cycle, i int) rejection {
 	k := c.spread[f.s]
 	id := c.dom[k][i]
-	if c.count[k][id]+1-c.spreadMin[f.s] > c.pol.Spread[f.s].maxSkew() {
+	if c.count[k][id]+1-c.spreadMin[f.s] > f.maxSkew {
 		return rejection{code: CodeSpread, k: int32(k), dom: id}
 	}
 	return ok

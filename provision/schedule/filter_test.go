@@ -104,28 +104,28 @@ func TestFilters(t *testing.T) {
 			name:  "anti-affinity: max one per domain by default",
 			nodes: []Node{nd("a", 1, 1, "rack", "r1"), nd("b", 1, 1, "rack", "r2"), nd("c", 1, 1, "rack", "r1")},
 			req:   Request{Policy: Policy{AntiAffinity: []Term{{Key: lk("rack")}}}, Existing: on("a")},
-			mk:    func(*cycle) filter { return antiAffinityFilter{} },
+			mk:    pick[antiAffinityFilter],
 			want:  []Code{CodeAntiAffinity, pass, CodeAntiAffinity},
 		},
 		{
 			name:  "anti-affinity: max_per_domain",
 			nodes: []Node{nd("a", 1, 1, "rack", "r1"), nd("b", 1, 1, "rack", "r2"), nd("c", 1, 1, "rack", "r1")},
 			req:   Request{Policy: Policy{AntiAffinity: []Term{{Key: lk("rack"), MaxPerDomain: 2}}}, Existing: on("a", "c", "b")},
-			mk:    func(*cycle) filter { return antiAffinityFilter{} },
+			mk:    pick[antiAffinityFilter],
 			want:  []Code{CodeAntiAffinity, pass, CodeAntiAffinity},
 		},
 		{
 			name:  "anti-affinity on hostname: one per node",
 			nodes: []Node{nd("a", 1, 1), nd("b", 1, 1)},
 			req:   Request{Policy: Policy{AntiAffinity: []Term{{Key: LabelHostname}}}, Existing: on("b")},
-			mk:    func(*cycle) filter { return antiAffinityFilter{} },
+			mk:    pick[antiAffinityFilter],
 			want:  []Code{pass, CodeAntiAffinity},
 		},
 		{
 			name:  "anti-affinity counts placements given with labels",
 			nodes: []Node{nd("a", 1, 1, "rack", "r1"), nd("b", 1, 1, "rack", "r2")},
 			req:   Request{Policy: Policy{AntiAffinity: []Term{{Key: lk("rack")}}}, Existing: []Placement{{Node: "gone", Labels: map[string]string{lk("rack"): "r2"}}}},
-			mk:    func(*cycle) filter { return antiAffinityFilter{} },
+			mk:    pick[antiAffinityFilter],
 			want:  []Code{pass, CodeAntiAffinity},
 		},
 		{
@@ -133,7 +133,7 @@ func TestFilters(t *testing.T) {
 			// z1 has one replica, z2 and z3 none: another in z1 would make skew 2.
 			nodes: []Node{nd("a", 1, 1, "zone", "z1"), nd("b", 1, 1, "zone", "z2"), nd("c", 1, 1, "zone", "z3")},
 			req:   Request{Policy: Policy{Spread: []Spread{{Key: lk("zone"), MaxSkew: 1}}}, Existing: on("a")},
-			mk:    func(*cycle) filter { return spreadFilter{s: 0} },
+			mk:    pick[spreadFilter],
 			want:  []Code{CodeSpread, pass, pass},
 		},
 		{
@@ -141,14 +141,14 @@ func TestFilters(t *testing.T) {
 			nodes: []Node{nd("a", 1, 1, "zone", "z1"), nd("b", 1, 1, "zone", "z2"),
 				with(nd("c", 1, 1, "zone", "z3"), func(n *Node) { n.Cordoned = true })},
 			req:  Request{Policy: Policy{Spread: []Spread{{Key: lk("zone"), MaxSkew: 1}}}, Existing: on("a", "b")},
-			mk:   func(*cycle) filter { return spreadFilter{s: 0} },
+			mk:   pick[spreadFilter],
 			want: []Code{pass, pass, pass},
 		},
 		{
 			name:  "spread: max skew 2",
 			nodes: []Node{nd("a", 1, 1, "zone", "z1"), nd("b", 1, 1, "zone", "z2")},
 			req:   Request{Policy: Policy{Spread: []Spread{{Key: lk("zone"), MaxSkew: 2}}}, Existing: on("a", "a")},
-			mk:    func(*cycle) filter { return spreadFilter{s: 0} },
+			mk:    pick[spreadFilter],
 			want:  []Code{CodeSpread, pass},
 		},
 	}
@@ -162,6 +162,16 @@ func TestFilters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pick returns the cycle's first filter of type F, as the policy built it.
+func pick[F filter](c *cycle) filter {
+	for _, f := range c.filters {
+		if f, ok := f.(F); ok {
+			return f
+		}
+	}
+	panic("the policy built no such filter")
 }
 
 func TestFilterOrderStaticFirst(t *testing.T) {

@@ -22,8 +22,8 @@ func (c *cycle) scorers() []scorer {
 	for t := range c.softAff {
 		ss = append(ss, softAffinityScore{t: t})
 	}
-	for t := range c.softAnti {
-		ss = append(ss, softAntiAffinityScore{t: t})
+	for t, term := range c.pol.SoftAntiAffinity {
+		ss = append(ss, softAntiAffinityScore{k: c.softAnti[t], max: term.maxPerDomain(), weight: term.weight()})
 	}
 	for s := range c.spread {
 		ss = append(ss, spreadScore{s: s})
@@ -64,19 +64,22 @@ func (s softAffinityScore) score(c *cycle, i int) float64 {
 // softAntiAffinityScore prefers domains holding fewer than MaxPerDomain
 // replicas, less the more they exceed it. A node lacking the key scores
 // nothing: an unknown domain is no evidence of separation.
-type softAntiAffinityScore struct{ t int }
+type softAntiAffinityScore struct {
+	k      int // key index
+	max    int
+	weight float64
+}
 
 func (s softAntiAffinityScore) score(c *cycle, i int) float64 {
-	term, k := c.pol.SoftAntiAffinity[s.t], c.softAnti[s.t]
-	id := c.dom[k][i]
+	id := c.dom[s.k][i]
 	if id < 0 {
 		return 0
 	}
-	over := c.count[k][id] - (term.maxPerDomain() - 1)
+	over := c.count[s.k][id] - (s.max - 1)
 	if over <= 0 {
-		return term.weight()
+		return s.weight
 	}
-	return term.weight() / float64(1+over)
+	return s.weight / float64(1+over)
 }
 
 // spreadScore prefers the least loaded domains of a spread's key.
@@ -96,15 +99,21 @@ func (s spreadScore) score(c *cycle, i int) float64 {
 type strategyScore struct{ spread bool }
 
 func (s strategyScore) score(c *cycle, i int) float64 {
-	n := &c.nodes[i]
-	free := c.free(i)
+	capa := &c.nodes[i].Capacity
+	after := capa.Sub(c.free(i)).Add(c.shape)
 	var used float64
 	var dims int
-	for _, d := range [...]Resource{VCPU, Memory, Disk} {
-		if capa := n.Capacity.Get(d); capa > 0 {
-			used += float64(capa-free.Get(d)+c.shape.Get(d)) / float64(capa)
-			dims++
-		}
+	if capa.VCPUs > 0 {
+		used += float64(after.VCPUs) / float64(capa.VCPUs)
+		dims++
+	}
+	if capa.MemoryBytes > 0 {
+		used += float64(after.MemoryBytes) / float64(capa.MemoryBytes)
+		dims++
+	}
+	if capa.DiskBytes > 0 {
+		used += float64(after.DiskBytes) / float64(capa.DiskBytes)
+		dims++
 	}
 	if dims > 0 {
 		used /= float64(dims)

@@ -36,13 +36,13 @@ func TestScores(t *testing.T) {
 		{
 			name:  "soft anti-affinity: fewer replicas score higher; no key scores nothing",
 			nodes: racks, req: Request{Policy: Policy{SoftAntiAffinity: []Term{{Key: lk("rack"), Weight: 4}}}, Existing: on("a", "a")},
-			mk:   func(*cycle) scorer { return softAntiAffinityScore{t: 0} },
+			mk:   func(c *cycle) scorer { return c.scorers()[0] },
 			want: []float64{4.0 / 3, 4, 0},
 		},
 		{
 			name:  "soft anti-affinity: max_per_domain before it counts",
 			nodes: racks, req: Request{Policy: Policy{SoftAntiAffinity: []Term{{Key: lk("rack"), MaxPerDomain: 2}}}, Existing: on("a")},
-			mk:   func(*cycle) scorer { return softAntiAffinityScore{t: 0} },
+			mk:   func(c *cycle) scorer { return c.scorers()[0] },
 			want: []float64{1, 1, 0},
 		},
 		{
