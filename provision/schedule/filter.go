@@ -26,6 +26,38 @@ const (
 	CodeInsufficient
 )
 
+// String is the code's stable name, for events and metrics labels.
+func (c Code) String() string {
+	switch c {
+	case pass:
+		return "pass"
+	case CodeNodeName:
+		return "node_name"
+	case CodeLabel:
+		return "label"
+	case CodeMissingLabel:
+		return "missing_label"
+	case CodeTooSmall:
+		return "too_small"
+	case CodeAffinity:
+		return "affinity"
+	case CodeAntiAffinity:
+		return "anti_affinity"
+	case CodeDown:
+		return "down"
+	case CodeStale:
+		return "stale"
+	case CodeCordoned:
+		return "cordoned"
+	case CodeDraining:
+		return "draining"
+	case CodeSpread:
+		return "spread"
+	default:
+		return "insufficient"
+	}
+}
+
 // Static says whether the rejection holds whatever capacity appears.
 func (c Code) Static() bool { return c < CodeDown }
 

@@ -73,6 +73,15 @@ func TestNeverOvercommits(t *testing.T) {
 			req    Request
 			placed []int // node indices
 		}
+		// Even seeds reuse one Snapshot, updated in place as a caller
+		// would; odd seeds index the nodes afresh on every call.
+		snap := NewSnapshot(nodes)
+		place := func(req Request, n int) Result {
+			if seed%2 == 0 {
+				return snap.Place(req, n)
+			}
+			return Place(nodes, req, n)
+		}
 		var services []*service
 		for round := range 40 {
 			var s *service
@@ -86,7 +95,7 @@ func TestNeverOvercommits(t *testing.T) {
 				}}
 				services = append(services, s)
 			}
-			res := Place(nodes, s.req, 1+r.IntN(6))
+			res := place(s.req, 1+r.IntN(6))
 			if len(res.Placed) > 0 && res.Reason != nil && res.Reason.Class == Unsatisfiable && res.Reason.Invalid != "" {
 				t.Fatalf("seed %d: placed despite an invalid request", seed)
 			}
