@@ -13,9 +13,11 @@
 // minus every reservation.
 //
 // The package is pure: no I/O, no clock, no goroutines. It leaves to its
-// callers reading nodes, reservations and placements from the store, writing
-// reservations atomically (Check is the re-check a caller runs inside that
-// transaction, comparing the node's Generation), retrying NoCapacity when
-// capacity changes, failing Unsatisfiable at once, and passing a replica set
-// a cluster turned down to the next cluster.
+// callers reading nodes, reservations and placements from the store; writing
+// each reservation atomically, with Check as the re-check inside that
+// transaction and the node's Generation compared by the store; retrying
+// NoCapacity when capacity changes and failing Unsatisfiable at once; and
+// passing a replica set a cluster turned down to the next cluster, a bounded
+// number of times. Place indexes the nodes on every call; a caller placing
+// many requests over the same nodes keeps a Snapshot.
 package schedule
