@@ -192,9 +192,11 @@ const (
 
 // Spread keeps the replicas of a service balanced over a key's domains: a
 // replica may go to a domain only if that domain's count after placement
-// exceeds the least loaded domain's count by at most MaxSkew. The domains are
-// the key's values among the nodes that pass the node, label, state and
-// schedulable filters, so an empty domain counts as zero.
+// exceeds the least loaded domain's count by at most MaxSkew (default 1).
+// The domains are the key's values among the nodes that pass the name,
+// label, state and schedulable filters, so an empty domain counts as zero
+// (and a zone whose nodes are all full blocks a do_not_schedule spread until
+// capacity appears there: NoCapacity).
 type Spread struct {
 	Key               string
 	MaxSkew           int
