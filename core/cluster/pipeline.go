@@ -30,7 +30,14 @@ type pipelineRunner struct {
 	cursor   int64
 	rulesRev int64
 	loaded   bool
+	// forgetRev is the store's forget revision the state was loaded at.
+	forgetRev int64
 }
+
+// errForgotten stops a runner whose state holds what a deleted node or
+// check left: the next one loads the committed state, which has it no
+// more.
+var errForgotten = errors.New("a node or check was deleted")
 
 // runPipeline processes events until ctx ends or the lease is lost.
 func (c *Cluster) runPipeline(ctx context.Context) {
@@ -44,6 +51,10 @@ func (c *Cluster) runPipeline(ctx context.Context) {
 			c.log.Warn("another replica processed events; stopping the pipeline here", "err", err)
 			return
 		}
+		if errors.Is(err, errForgotten) {
+			c.log.Info("a node or check was deleted; the event pipeline reloads its state")
+			continue
+		}
 		// Any other failure (the database went away): start over from the
 		// committed state, so nothing half-applied in memory survives.
 		c.log.Warn("event pipeline failed; restarting from the last commit", "err", err)
@@ -54,6 +65,13 @@ func (c *Cluster) runPipeline(ctx context.Context) {
 }
 
 func (p *pipelineRunner) run(ctx context.Context) error {
+	// Read before the state, so a forget committed in between is seen as
+	// a move.
+	forgetRev, err := p.c.store.ForgetRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("read the forget revision: %w", err)
+	}
+	p.forgetRev = forgetRev
 	st, err := p.c.store.LoadPipeline(ctx)
 	if err != nil {
 		return fmt.Errorf("load pipeline state: %w", err)
@@ -72,6 +90,11 @@ func (p *pipelineRunner) run(ctx context.Context) error {
 	for {
 		if err := p.loadRules(ctx); err != nil {
 			return err
+		}
+		if rev, err := p.c.store.ForgetRevision(ctx); err != nil {
+			return fmt.Errorf("read the forget revision: %w", err)
+		} else if rev != p.forgetRev {
+			return errForgotten
 		}
 		if err := p.flush(ctx, time.Now()); err != nil {
 			return err

@@ -487,3 +487,29 @@ spec: {type: action, priority: 20, continue: true, match: {check: http}, actions
 		return fmt.Errorf("alerts: %v", e.alerts())
 	})
 }
+
+// TestDeletedCheckForgottenByRunningPipeline: deleting a check clears what
+// the running pipeline kept of it in memory too, not only the stored
+// state, so a check created again under that name starts afresh.
+func TestDeletedCheckForgottenByRunningPipeline(t *testing.T) {
+	e := newEnv(t, "web1")
+	const check = "kind: Check\nname: load\nspec: {command: [check_dummy, \"2\"], interval: 1m}\n"
+	e.apply(defaultRules + "---\n" + check)
+	for i := 1; i <= 2; i++ {
+		if ev := e.explained(e.report("web1", "load", crit, "LOAD CRITICAL", 3, 0)); ev.GetExplanation().GetOutcome() != "pending" {
+			t.Fatalf("result %d of 3: %s", i, steps(ev))
+		}
+	}
+	if _, err := e.c.Objects.Delete(context.Background(), connect.NewRequest(&unyov1.DeleteRequest{Refs: []*unyov1.ObjectRef{{Kind: "Check", Name: "load"}}})); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(check)
+	// Two results were counted before the delete; a pipeline that still
+	// held them would take this one for the third and open an alert.
+	if ev := e.explained(e.report("web1", "load", crit, "LOAD CRITICAL", 3, 0)); ev.GetExplanation().GetOutcome() != "pending" {
+		t.Fatalf("first result after the check was created again: %s", steps(ev))
+	}
+	if as := e.alerts(unyov1.AlertState_ALERT_STATE_OPEN); len(as) != 0 {
+		t.Fatalf("alert from occurrences counted before the check was deleted: %v", as)
+	}
+}

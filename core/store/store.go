@@ -288,6 +288,10 @@ type Events interface {
 	// for them, so `events ls` no longer shows it. History stays. It
 	// returns the alerts it resolved.
 	ForgetEvents(ctx context.Context, f ForgetFilter, by, reason string, at time.Time) ([]*unyov1.Alert, error)
+	// ForgetRevision moves with every ForgetEvents: a running pipeline
+	// that sees it move reloads its state, so what it kept in memory of
+	// a deleted node or check is forgotten there too.
+	ForgetRevision(ctx context.Context) (int64, error)
 }
 
 // ForgetFilter names what ForgetEvents forgets: every check of a node,

@@ -60,12 +60,25 @@ func (s *Store) ForgetEvents(ctx context.Context, f store.ForgetFilter, by, reas
 				return fmt.Errorf("remove the latest events of %s: %w", what, err)
 			}
 		}
-		return nil
+		_, err = bump(ctx, tx, forgetRevision, 1)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("forget %s: %w", what, err)
 	}
 	return resolved, nil
+}
+
+// forgetRevision is the counter ForgetRevision reads.
+const forgetRevision = "forget_revision"
+
+// ForgetRevision moves with every ForgetEvents.
+func (s *Store) ForgetRevision(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = $1", forgetRevision).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read counter %s: %w", forgetRevision, err)
+	}
+	return v, nil
 }
 
 func forgetWhat(f store.ForgetFilter) string {

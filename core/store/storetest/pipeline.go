@@ -167,8 +167,13 @@ func pipelineTests() []contractTest {
 			_, err = s.UpdateAlert(ctx(t), web2[0].GetId(), func(a *unyov1.Alert) error { return alerts.Ack(a, "alice", "", at(6).AsTime()) })
 			must(t, err)
 
+			before, err := s.ForgetRevision(ctx(t))
+			must(t, err)
 			got, err := s.ForgetEvents(ctx(t), store.ForgetFilter{Check: "disk"}, "cluster", `check "disk" deleted`, at(10).AsTime())
 			must(t, err)
+			if after, err := s.ForgetRevision(ctx(t)); err != nil || after <= before {
+				t.Fatalf("forget revision %d before ForgetEvents, %d (%v) after: it must move", before, after, err)
+			}
 			if len(got) != 2 {
 				t.Fatalf("resolved %v, want the two disk alerts", got)
 			}
