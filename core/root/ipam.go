@@ -13,6 +13,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/limits"
+	"github.com/unyo-ops/unyo/core/printer/cell"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/catalog"
@@ -192,7 +193,7 @@ func (r *Root) checkNetworks(ctx context.Context, objs []*unyov1.Object) error {
 	}
 	for name, held := range outside {
 		errs = append(errs, fmt.Sprintf("network %q: %d allocated addresses would no longer be allocatable under the new spec: %s; release them first",
-			name, len(held), firstFew(held)))
+			name, len(held), cell.FirstFew(held, 5)))
 	}
 	slices.Sort(errs)
 	if len(errs) > 0 {
@@ -218,15 +219,5 @@ func (r *Root) checkNetworkDelete(ctx context.Context, name string) error {
 		return nil
 	}
 	return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("network %q still has %d allocated addresses, held by %s; release them first (unyo networks release %s --holder HOLDER)",
-		name, len(holders), firstFew(holders), name))
-}
-
-// firstFew joins the first items of a list that may be long and counts
-// the rest.
-func firstFew(items []string) string {
-	const show = 5
-	if len(items) <= show {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:show], ", "), len(items)-show)
+		name, len(holders), cell.FirstFew(holders, 5), name))
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/unyo-ops/unyo/core/printer/cell"
 	"github.com/unyo-ops/unyo/provision/topology"
 )
 
@@ -103,7 +104,7 @@ func (j Rejection) String() string {
 		if len(j.Domains) == 0 {
 			return n + "affinity on " + key
 		}
-		return fmt.Sprintf("%saffinity on %s (bound to %s)", n, key, domains(j.Domains))
+		return fmt.Sprintf("%saffinity on %s (bound to %s)", n, key, cell.FirstFew(j.Domains, 3))
 	case CodeAntiAffinity:
 		return fmt.Sprintf("%santi-affinity on %s (blocking %s)", n, key, domainList(j.Domains))
 	case CodeDown:
@@ -128,15 +129,7 @@ func domainList(ds []string) string {
 	if len(ds) == 1 {
 		return "domain " + ds[0]
 	}
-	return "domains " + domains(ds)
-}
-
-func domains(ds []string) string {
-	const shown = 3
-	if len(ds) <= shown {
-		return strings.Join(ds, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ds[:shown], ", "), len(ds)-shown)
+	return "domains " + cell.FirstFew(ds, 3)
 }
 
 // quantity renders an amount of one resource: vCPUs as a count, memory and

@@ -3,6 +3,7 @@
 package cell
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -33,4 +34,13 @@ func Command(argv []string) string {
 		words[i] = a
 	}
 	return strings.Join(words, " ")
+}
+
+// FirstFew joins the first show items of a list that may be long and
+// counts the rest: "a, b, c and 4 more".
+func FirstFew(items []string, show int) string {
+	if len(items) <= show {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:show], ", "), len(items)-show)
 }

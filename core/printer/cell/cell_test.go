@@ -14,3 +14,20 @@ func TestCells(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstFew(t *testing.T) {
+	for _, tt := range []struct {
+		items []string
+		show  int
+		want  string
+	}{
+		{nil, 3, ""},
+		{[]string{"a", "b"}, 3, "a, b"},
+		{[]string{"a", "b", "c"}, 3, "a, b, c"},
+		{[]string{"a", "b", "c", "d", "e"}, 3, "a, b, c and 2 more"},
+	} {
+		if got := FirstFew(tt.items, tt.show); got != tt.want {
+			t.Errorf("FirstFew(%q, %d) = %q, want %q", tt.items, tt.show, got, tt.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/printer/cell"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/ipam"
 )
@@ -384,7 +385,7 @@ func guardNetworkPut(ctx context.Context, st *stmtCache, n *unyov1.Network) erro
 	}
 	if len(outside) > 0 {
 		return fmt.Errorf("network %q: %d allocated addresses would no longer be allocatable under the new spec: %s; release them first: %w",
-			n.GetName(), len(outside), abbrevList(outside), store.ErrInUse)
+			n.GetName(), len(outside), cell.FirstFew(outside, 5), store.ErrInUse)
 	}
 	return nil
 }
@@ -405,7 +406,7 @@ func guardNetworkDelete(ctx context.Context, st *stmtCache, name string) error {
 		for i, h := range held {
 			holders[i] = h.GetHolder() + " (" + h.GetAddress() + ")"
 		}
-		return fmt.Errorf("network %q still has %d allocated addresses, held by %s; release them first: %w", name, len(held), abbrevList(holders), store.ErrInUse)
+		return fmt.Errorf("network %q still has %d allocated addresses, held by %s; release them first: %w", name, len(held), cell.FirstFew(holders, 5), store.ErrInUse)
 	}
 	for _, q := range []string{"DELETE FROM ip_allocations WHERE network = $1", "DELETE FROM ip_cursors WHERE network = $1"} {
 		if _, err := tx.ExecContext(ctx, q, name); err != nil {
@@ -426,15 +427,6 @@ func heldAddresses(ctx context.Context, tx *sql.Tx, network string) ([]*unyov1.A
 		err := row.Scan(&addr, &holder, &since)
 		return allocation(network, addr, holder, since, 0, 0), err
 	})
-}
-
-// abbrevList joins the first few items and counts the rest.
-func abbrevList(items []string) string {
-	const show = 5
-	if len(items) <= show {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:show], ", "), len(items)-show)
 }
 
 // stmtCache gives a transaction the statements it runs again and again.
