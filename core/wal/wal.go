@@ -27,6 +27,7 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -166,22 +167,12 @@ func Open(opts Options) (*WAL, error) {
 		w.total += s.size
 		next = max(next, seq+1)
 	}
-	slices.SortFunc(w.old, func(a, b *segment) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(w.old, func(a, b *segment) int { return cmp.Compare(a.seq, b.seq) })
 	w.segments = slices.Clone(w.old)
 	if err := w.openSegment(next); err != nil {
 		return nil, err
 	}
 	return w, nil
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func segmentName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, suffix) }

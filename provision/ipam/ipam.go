@@ -9,6 +9,7 @@
 package ipam
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -212,7 +213,7 @@ func PoolOf(network string, spec *unyov1.NetworkSpec) (Pool, error) {
 // normalize sorts ranges and merges overlapping and adjacent ones.
 func normalize(rs []Range) []Range {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b Range) int { return cmpAddr(a.First, b.First) })
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
 	var out []Range
 	for _, r := range rs {
 		if n := len(out); n > 0 && int64(r.First) <= int64(out[n-1].Last)+1 {
@@ -222,16 +223,6 @@ func normalize(rs []Range) []Range {
 		out = append(out, r)
 	}
 	return out
-}
-
-func cmpAddr(a, b Addr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // subtract removes the normalized ranges cut from the normalized ranges rs.
