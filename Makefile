@@ -35,15 +35,8 @@ FUZZ_SMALL := ./checks:FuzzCompile ./checks/nagios:FuzzParse ./checks/nagios:Fuz
 	./core/spool:FuzzRecover ./core/spool:FuzzOpenGarbage
 
 fuzz:
-	@set -e; \
-	for t in $(FUZZ_API); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
-	done; \
-	for t in $(FUZZ_SMALL); do \
-		echo "fuzz $$t for $(FUZZTIME_SMALL)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME_SMALL) "$${t%%:*}"; \
-	done
+	@GO=$(GO) bash integration/fuzz.sh $(FUZZTIME) $(FUZZ_API)
+	@GO=$(GO) bash integration/fuzz.sh $(FUZZTIME_SMALL) $(FUZZ_SMALL)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...

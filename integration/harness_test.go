@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -50,6 +51,35 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// freePortRun returns the first of n consecutive loopback ports nothing
+// listens on now, for `unyo dev`, which serves on a port and the next two.
+// The run is taken below the kernel's ephemeral range (32768 and up by
+// default): a port next to one the kernel just handed out is the next the
+// kernel hands to an outgoing connection, which is how a cluster once
+// found its port taken.
+func freePortRun(t testing.TB, n int) (host string, first int) {
+	t.Helper()
+	for tries := 0; tries < 200; tries++ {
+		first = 20000 + rand.IntN(12000)
+		var held []net.Listener
+		for k := range n {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", first+k))
+			if err != nil {
+				break
+			}
+			held = append(held, ln)
+		}
+		for _, ln := range held {
+			ln.Close()
+		}
+		if len(held) == n {
+			return "127.0.0.1", first
+		}
+	}
+	t.Fatalf("no %d consecutive free ports found between 20000 and 32000", n)
+	return "", 0
 }
 
 // proc is a unyo process started by a test.

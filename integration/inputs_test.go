@@ -18,9 +18,8 @@ import (
 // with the field named, and the process keeps serving. ObjectService/Get
 // with {} used to panic in root's fan-out goroutine and end the process.
 func TestBadRequestsDoNotKillDev(t *testing.T) {
-	addr := freeAddr(t) // dev serves root here, the cluster and agent on the next two ports
-	host, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
+	host, p := freePortRun(t, 3) // dev serves root here, the cluster and agent on the next two ports
+	addr := net.JoinHostPort(host, strconv.Itoa(p))
 	rootURL, clusterURL := "http://"+addr, fmt.Sprintf("http://%s:%d", host, p+1)
 	dev := startUnyo(t, "dev", nil, "dev", "--data-dir", t.TempDir(), "--listen", addr)
 	testutil.Eventually(t, 60*time.Second, "unyo dev's cluster to register at its root", func() error {

@@ -368,7 +368,10 @@ func lineKey(e logstore.Entry) string {
 // duplicates. Lines are compared by everything stored about them. A line
 // is owed as many times as the one record holding it most often holds it:
 // the same line in two records is a request sent again after a failed
-// write, not a second line. It returns how many lines it wrote.
+// write, not a second line. A store that can hide lines after a kill
+// (logstore.StreamRevealer) reveals them first, or they would be written
+// again and turn up twice once their stream is next written to. It returns
+// how many lines it wrote.
 func replayLines(ctx context.Context, db logstore.Store, records [][]logstore.Entry) (int, error) {
 	type group struct{ host, app string }
 	type owed struct {
@@ -394,6 +397,15 @@ func replayLines(ctx context.Context, db logstore.Store, records [][]logstore.En
 			}
 		}
 	}
+	if r, ok := db.(logstore.StreamRevealer); ok {
+		var streams []logstore.Stream
+		for g, sp := range spans {
+			streams = append(streams, streamDays(g.host, g.app, sp[0], sp[1])...)
+		}
+		if err := r.RevealStreams(ctx, streams); err != nil {
+			return 0, fmt.Errorf("reveal the log streams of replayed lines: %w", err)
+		}
+	}
 	var missing []logstore.Entry
 	for g, lines := range groups {
 		have := map[string]int{}
@@ -414,6 +426,15 @@ func replayLines(ctx context.Context, db logstore.Store, records [][]logstore.En
 		return 0, fmt.Errorf("rewrite %d log lines: %w", len(missing), err)
 	}
 	return len(missing), nil
+}
+
+// streamDays is one Stream of host and app per UTC day from since to until.
+func streamDays(host, app string, since, until time.Time) []logstore.Stream {
+	var out []logstore.Stream
+	for t := since.UTC(); !t.After(until); t = t.Truncate(24 * time.Hour).Add(24 * time.Hour) {
+		out = append(out, logstore.Stream{Host: host, App: app, Time: t})
+	}
+	return out
 }
 
 // countStored counts the stored lines q selects by key, halving the time

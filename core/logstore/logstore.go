@@ -228,6 +228,23 @@ type Store interface {
 	Close() error
 }
 
+// StreamRevealer is a Store that can hide lines after an unclean shutdown
+// until their stream is written to again (VictoriaLogs: a stream's
+// registration in its index may reach the disk after the stream's rows do).
+// RevealStreams makes such lines visible without storing a line of its own
+// that any query returns. Whoever compares what a store holds against what
+// it should (the telemetry WAL's replay) calls it first.
+type StreamRevealer interface {
+	RevealStreams(ctx context.Context, streams []Stream) error
+}
+
+// Stream is one host and app at one time: the lines of that host and app
+// on that time's UTC day.
+type Stream struct {
+	Host, App string
+	Time      time.Time
+}
+
 // ErrorLevels are the (lower-case) levels counted as errors.
 func ErrorLevels() []string {
 	return []string{"error", "err", "fatal", "critical", "crit", "panic", "emerg", "emergency", "alert"}

@@ -39,6 +39,10 @@ import (
 // fieldPrefix marks user fields (Entry.Fields) among the stored fields.
 const fieldPrefix = "f."
 
+// markerField marks the lines RevealStreams writes; every query excludes
+// them. It has no fieldPrefix, so no user field can be named so.
+const markerField = "unyo.marker"
+
 // partitionsDir is the directory lib/logstorage keeps its per-day partitions
 // in (YYYYMMDD subdirectories); it is not exported by the library.
 const partitionsDir = "partitions"
@@ -74,7 +78,10 @@ type Store struct {
 	now       func() time.Time
 }
 
-var _ logstore.Store = (*Store)(nil)
+var (
+	_ logstore.Store          = (*Store)(nil)
+	_ logstore.StreamRevealer = (*Store)(nil)
+)
 
 // Open opens or creates the store at opts.Path.
 func Open(opts Options) (st *Store, err error) {
@@ -124,6 +131,11 @@ func (st *Store) checkOpen() error {
 
 // Write stores entries; see logstore.Prepare for the normalization.
 func (st *Store) Write(ctx context.Context, entries []logstore.Entry) error {
+	return st.write(ctx, entries, func(k string) string { return fieldPrefix + k })
+}
+
+// write stores entries with their fields named by column.
+func (st *Store) write(ctx context.Context, entries []logstore.Entry, column func(field string) string) error {
 	if err := st.checkOpen(); err != nil {
 		return err
 	}
@@ -150,7 +162,7 @@ func (st *Store) Write(ctx context.Context, entries []logstore.Entry) error {
 				logstorage.Field{Name: "_msg", Value: e.Message},
 			)
 			for k, v := range e.Fields {
-				fields = append(fields, logstorage.Field{Name: fieldPrefix + k, Value: v})
+				fields = append(fields, logstorage.Field{Name: column(k), Value: v})
 			}
 			lr.MustAdd(st.tenant[0], e.Time.UnixNano(), fields, -1)
 			if lr.NeedFlush() {
@@ -163,6 +175,27 @@ func (st *Store) Write(ctx context.Context, entries []logstore.Entry) error {
 		st.dirty.Store(true)
 	}
 	return logstore.RejectedError(rejected, st.retention)
+}
+
+// RevealStreams writes one marker line, which no query returns, to each
+// stream: after an unclean shutdown, lines whose stream registration had
+// not reached the disk while the lines had stay hidden until the stream is
+// written to again, and writing re-registers it.
+func (st *Store) RevealStreams(ctx context.Context, streams []logstore.Stream) error {
+	if len(streams) == 0 {
+		return nil
+	}
+	entries := make([]logstore.Entry, 0, len(streams))
+	for _, s := range streams {
+		entries = append(entries, logstore.Entry{Time: s.Time, Host: s.Host, App: s.App, Message: "stream revealed",
+			Fields: map[string]string{markerField: "reveal"}})
+	}
+	return st.write(ctx, entries, func(k string) string {
+		if k == markerField {
+			return k
+		}
+		return fieldPrefix + k
+	})
 }
 
 // flushIfDirty makes earlier writes searchable.
@@ -271,13 +304,25 @@ func (st *Store) Query(ctx context.Context, q logstore.Query) ([]logstore.Entry,
 	if err != nil {
 		return nil, err
 	}
-	lq, err := parse(fmt.Sprintf("%s | sort by (_time desc) limit %d", filterExpr(q), q.Limit), q.Since, q.Until)
-	if err != nil {
-		return nil, err
-	}
-	out, err := st.collect(ctx, lq)
-	if err != nil {
-		return nil, err
+	// RevealStreams' markers are dropped from the answer (a filter on them
+	// in the query would stop a stream field alone from being looked up in
+	// the stream index); while they took places within the limit, ask for
+	// that many more.
+	var out []logstore.Entry
+	for limit := q.Limit; ; {
+		lq, err := parse(fmt.Sprintf("%s | sort by (_time desc) limit %d", filterExpr(q), limit), q.Since, q.Until)
+		if err != nil {
+			return nil, err
+		}
+		var markers int
+		out, markers, err = st.collect(ctx, lq)
+		if err != nil {
+			return nil, err
+		}
+		if markers == 0 || len(out)+markers < limit {
+			break
+		}
+		limit += markers
 	}
 	// The sort pipe already orders; sorting again costs little and does not
 	// depend on how the library hands blocks to the callback.
@@ -304,7 +349,8 @@ func (st *Store) Trace(ctx context.Context, traceID string, since, until time.Ti
 	if err != nil {
 		return nil, err
 	}
-	out, err := st.collect(ctx, lq)
+	// Markers hold no trace ID: none is among the lines.
+	out, _, err := st.collect(ctx, lq)
 	if err != nil {
 		return nil, err
 	}
@@ -315,8 +361,12 @@ func (st *Store) Trace(ctx context.Context, traceID string, since, until time.Ti
 	return out, nil
 }
 
-func (st *Store) collect(ctx context.Context, lq *logstorage.Query) ([]logstore.Entry, error) {
+// collect returns the lines lq selects, without RevealStreams' markers,
+// and how many markers it dropped.
+func (st *Store) collect(ctx context.Context, lq *logstorage.Query) ([]logstore.Entry, int, error) {
 	var out []logstore.Entry
+	markers := 0
+	var marked []bool
 	var ts []int64
 	err := st.run(ctx, lq, func(db *logstorage.DataBlock) {
 		var ok bool
@@ -328,7 +378,15 @@ func (st *Store) collect(ctx context.Context, lq *logstorage.Query) ([]logstore.
 		for i := range ts {
 			out = append(out, logstore.Entry{Time: time.Unix(0, ts[i]).UTC()})
 		}
+		marked = marked[:0]
 		for _, c := range db.GetColumns(false) {
+			if c.Name == markerField {
+				marked = make([]bool, len(ts))
+				for i, v := range c.Values {
+					marked[i] = v != ""
+				}
+				continue
+			}
 			for i, v := range c.Values {
 				if v == "" {
 					continue
@@ -358,8 +416,19 @@ func (st *Store) collect(ctx context.Context, lq *logstorage.Query) ([]logstore.
 				}
 			}
 		}
+		if len(marked) > 0 {
+			kept := out[:base]
+			for i, m := range marked {
+				if m {
+					markers++
+				} else {
+					kept = append(kept, out[base+i])
+				}
+			}
+			out = kept
+		}
 	})
-	return out, err
+	return out, markers, err
 }
 
 // Stats counts matching entries per interval and per level, app or host.
@@ -380,8 +449,9 @@ func (st *Store) Stats(ctx context.Context, q logstore.Query, by string, interva
 	if name, ok := logstore.GroupField(by); ok {
 		col = fieldPrefix + name
 	}
-	qs := fmt.Sprintf("%s | stats by (_time:%ds, %s) count() hits, count() if (level:%s) errs, count() if (level:%s) warns | limit %d",
-		filterExpr(q), int64(interval/time.Second), strconv.Quote(col),
+	// Markers (RevealStreams) have no level, so only hits must skip them.
+	qs := fmt.Sprintf("%s | stats by (_time:%ds, %s) count() if (%s:=\"\") hits, count() if (level:%s) errs, count() if (level:%s) warns | limit %d",
+		filterExpr(q), int64(interval/time.Second), strconv.Quote(col), strconv.Quote(markerField),
 		inList(logstore.ErrorLevels()), inList(logstore.WarningLevels()), logstore.MaxLimit+1)
 	lq, err := parse(qs, q.Since, q.Until)
 	if err != nil {
@@ -409,7 +479,9 @@ func (st *Store) Stats(ctx context.Context, q logstore.Query, by string, interva
 			b.Count, _ = strconv.ParseInt(hc.Values[i], 10, 64)
 			b.Errors, _ = strconv.ParseInt(ec.Values[i], 10, 64)
 			b.Warnings, _ = strconv.ParseInt(wc.Values[i], 10, 64)
-			out = append(out, b)
+			if b.Count > 0 { // a bucket of markers only
+				out = append(out, b)
+			}
 		}
 	})
 	if err != nil {
