@@ -1949,6 +1949,1885 @@ func (x *AddressAllocation) GetReusableAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// RegionService declares replicas of one Compute shape in a region, and
+// optionally a load balancer in front of them (root kind). Computes are
+// never created directly: root keeps one per replica, named NAME-0,
+// NAME-1, ...
+type RegionService struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Labels    map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Spec      *RegionServiceSpec     `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Revision  int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Maintained by root, never taken from a document.
+	Status        *RegionServiceStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionService) Reset() {
+	*x = RegionService{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionService) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionService) ProtoMessage() {}
+
+func (x *RegionService) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionService.ProtoReflect.Descriptor instead.
+func (*RegionService) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RegionService) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RegionService) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *RegionService) GetSpec() *RegionServiceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *RegionService) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *RegionService) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *RegionService) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *RegionService) GetStatus() *RegionServiceStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type RegionServiceSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Region        string                 `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	GlobalService string                 `protobuf:"bytes,2,opt,name=global_service,json=globalService,proto3" json:"global_service,omitempty"`
+	Compute       *ComputeSpec           `protobuf:"bytes,3,opt,name=compute,proto3" json:"compute,omitempty"`
+	// Used by the load-balancer issue (part 4).
+	Loadbalancer  *LoadbalancerSpec `protobuf:"bytes,4,opt,name=loadbalancer,proto3" json:"loadbalancer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionServiceSpec) Reset() {
+	*x = RegionServiceSpec{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionServiceSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionServiceSpec) ProtoMessage() {}
+
+func (x *RegionServiceSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionServiceSpec.ProtoReflect.Descriptor instead.
+func (*RegionServiceSpec) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RegionServiceSpec) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *RegionServiceSpec) GetGlobalService() string {
+	if x != nil {
+		return x.GlobalService
+	}
+	return ""
+}
+
+func (x *RegionServiceSpec) GetCompute() *ComputeSpec {
+	if x != nil {
+		return x.Compute
+	}
+	return nil
+}
+
+func (x *RegionServiceSpec) GetLoadbalancer() *LoadbalancerSpec {
+	if x != nil {
+		return x.Loadbalancer
+	}
+	return nil
+}
+
+type ComputeSpec struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Flavor  string                 `protobuf:"bytes,1,opt,name=flavor,proto3" json:"flavor,omitempty"`
+	Image   string                 `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
+	Network string                 `protobuf:"bytes,3,opt,name=network,proto3" json:"network,omitempty"`
+	// The provider plugin that realizes a replica on its node ("exec",
+	// "docker", "libvirt").
+	Provider  string          `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	Replicas  int32           `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Schedule  *SchedulePolicy `protobuf:"bytes,6,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	Update    *UpdateStrategy `protobuf:"bytes,7,opt,name=update,proto3" json:"update,omitempty"`
+	Autoscale *Autoscale      `protobuf:"bytes,8,opt,name=autoscale,proto3" json:"autoscale,omitempty"`
+	// How long a replica's node may be Down before the replica is replaced
+	// elsewhere: a duration ("5m", the default) or "never".
+	ReplaceAfter string `protobuf:"bytes,9,opt,name=replace_after,json=replaceAfter,proto3" json:"replace_after,omitempty"`
+	// Handed to the provider: the environment and, for exec, the command.
+	Env           map[string]string `protobuf:"bytes,10,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Command       []string          `protobuf:"bytes,11,rep,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeSpec) Reset() {
+	*x = ComputeSpec{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeSpec) ProtoMessage() {}
+
+func (x *ComputeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeSpec.ProtoReflect.Descriptor instead.
+func (*ComputeSpec) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ComputeSpec) GetFlavor() string {
+	if x != nil {
+		return x.Flavor
+	}
+	return ""
+}
+
+func (x *ComputeSpec) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *ComputeSpec) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *ComputeSpec) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ComputeSpec) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ComputeSpec) GetSchedule() *SchedulePolicy {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+func (x *ComputeSpec) GetUpdate() *UpdateStrategy {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
+func (x *ComputeSpec) GetAutoscale() *Autoscale {
+	if x != nil {
+		return x.Autoscale
+	}
+	return nil
+}
+
+func (x *ComputeSpec) GetReplaceAfter() string {
+	if x != nil {
+		return x.ReplaceAfter
+	}
+	return ""
+}
+
+func (x *ComputeSpec) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ComputeSpec) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+// SchedulePolicy is the seeds' SchedulePolicy: where replicas may go and
+// how they spread.
+type SchedulePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ClusterFilters and ClusterLabelFilters (cluster stage, root).
+	Clusters      []string            `protobuf:"bytes,1,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	ClusterLabels []*LabelRequirement `protobuf:"bytes,2,rep,name=cluster_labels,json=clusterLabels,proto3" json:"cluster_labels,omitempty"`
+	// NodeFilters and NodeLabelFilters (node stage, cluster).
+	Nodes      []string            `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	NodeLabels []*LabelRequirement `protobuf:"bytes,4,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty"`
+	// Hard rules: a node breaking one, or lacking its key, is infeasible.
+	Affinity     []*AffinityTerm `protobuf:"bytes,5,rep,name=affinity,proto3" json:"affinity,omitempty"`
+	AntiAffinity []*AffinityTerm `protobuf:"bytes,6,rep,name=anti_affinity,json=antiAffinity,proto3" json:"anti_affinity,omitempty"`
+	// Soft rules only score.
+	SoftAffinity     []*AffinityTerm     `protobuf:"bytes,7,rep,name=soft_affinity,json=softAffinity,proto3" json:"soft_affinity,omitempty"`
+	SoftAntiAffinity []*AffinityTerm     `protobuf:"bytes,8,rep,name=soft_anti_affinity,json=softAntiAffinity,proto3" json:"soft_anti_affinity,omitempty"`
+	Spread           []*SpreadConstraint `protobuf:"bytes,9,rep,name=spread,proto3" json:"spread,omitempty"`
+	// binpack (the default) or spread.
+	Strategy string `protobuf:"bytes,10,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	// Turns off the default soft spread over topology.unyo.dev/zone.
+	NoDefaultSpread bool `protobuf:"varint,11,opt,name=no_default_spread,json=noDefaultSpread,proto3" json:"no_default_spread,omitempty"`
+	// Lets one service's replicas be split across clusters.
+	AllowSplit    bool `protobuf:"varint,12,opt,name=allow_split,json=allowSplit,proto3" json:"allow_split,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulePolicy) Reset() {
+	*x = SchedulePolicy{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulePolicy) ProtoMessage() {}
+
+func (x *SchedulePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulePolicy.ProtoReflect.Descriptor instead.
+func (*SchedulePolicy) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SchedulePolicy) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetClusterLabels() []*LabelRequirement {
+	if x != nil {
+		return x.ClusterLabels
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetNodeLabels() []*LabelRequirement {
+	if x != nil {
+		return x.NodeLabels
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetAffinity() []*AffinityTerm {
+	if x != nil {
+		return x.Affinity
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetAntiAffinity() []*AffinityTerm {
+	if x != nil {
+		return x.AntiAffinity
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetSoftAffinity() []*AffinityTerm {
+	if x != nil {
+		return x.SoftAffinity
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetSoftAntiAffinity() []*AffinityTerm {
+	if x != nil {
+		return x.SoftAntiAffinity
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetSpread() []*SpreadConstraint {
+	if x != nil {
+		return x.Spread
+	}
+	return nil
+}
+
+func (x *SchedulePolicy) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *SchedulePolicy) GetNoDefaultSpread() bool {
+	if x != nil {
+		return x.NoDefaultSpread
+	}
+	return false
+}
+
+func (x *SchedulePolicy) GetAllowSplit() bool {
+	if x != nil {
+		return x.AllowSplit
+	}
+	return false
+}
+
+// LabelRequirement is one label selector: In, NotIn, Exists, DoesNotExist.
+type LabelRequirement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Operator      string                 `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	Values        []string               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LabelRequirement) Reset() {
+	*x = LabelRequirement{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LabelRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LabelRequirement) ProtoMessage() {}
+
+func (x *LabelRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LabelRequirement.ProtoReflect.Descriptor instead.
+func (*LabelRequirement) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *LabelRequirement) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LabelRequirement) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *LabelRequirement) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// AffinityTerm is an affinity or anti-affinity rule over one label key
+// (rack, power, network, zone, hostname, or any label).
+type AffinityTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Affinity only: restrict replicas to these domains.
+	Values []string `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	// Anti-affinity only: replicas a domain may hold (default 1).
+	MaxPerDomain int32 `protobuf:"varint,3,opt,name=max_per_domain,json=maxPerDomain,proto3" json:"max_per_domain,omitempty"`
+	// Soft terms only: the term's share of the score (default 1).
+	Weight        int32 `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AffinityTerm) Reset() {
+	*x = AffinityTerm{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AffinityTerm) ProtoMessage() {}
+
+func (x *AffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AffinityTerm.ProtoReflect.Descriptor instead.
+func (*AffinityTerm) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AffinityTerm) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *AffinityTerm) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *AffinityTerm) GetMaxPerDomain() int32 {
+	if x != nil {
+		return x.MaxPerDomain
+	}
+	return 0
+}
+
+func (x *AffinityTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+type SpreadConstraint struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Key     string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	MaxSkew int32                  `protobuf:"varint,2,opt,name=max_skew,json=maxSkew,proto3" json:"max_skew,omitempty"`
+	// do_not_schedule (default) or schedule_anyway.
+	WhenUnsatisfiable string `protobuf:"bytes,3,opt,name=when_unsatisfiable,json=whenUnsatisfiable,proto3" json:"when_unsatisfiable,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SpreadConstraint) Reset() {
+	*x = SpreadConstraint{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpreadConstraint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpreadConstraint) ProtoMessage() {}
+
+func (x *SpreadConstraint) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpreadConstraint.ProtoReflect.Descriptor instead.
+func (*SpreadConstraint) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SpreadConstraint) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SpreadConstraint) GetMaxSkew() int32 {
+	if x != nil {
+		return x.MaxSkew
+	}
+	return 0
+}
+
+func (x *SpreadConstraint) GetWhenUnsatisfiable() string {
+	if x != nil {
+		return x.WhenUnsatisfiable
+	}
+	return ""
+}
+
+type UpdateStrategy struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	MaxUnavailable int32                  `protobuf:"varint,1,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
+	MaxSurge       int32                  `protobuf:"varint,2,opt,name=max_surge,json=maxSurge,proto3" json:"max_surge,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateStrategy) Reset() {
+	*x = UpdateStrategy{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateStrategy) ProtoMessage() {}
+
+func (x *UpdateStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateStrategy.ProtoReflect.Descriptor instead.
+func (*UpdateStrategy) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *UpdateStrategy) GetMaxUnavailable() int32 {
+	if x != nil {
+		return x.MaxUnavailable
+	}
+	return 0
+}
+
+func (x *UpdateStrategy) GetMaxSurge() int32 {
+	if x != nil {
+		return x.MaxSurge
+	}
+	return 0
+}
+
+type Autoscale struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Min   int32                  `protobuf:"varint,1,opt,name=min,proto3" json:"min,omitempty"`
+	Max   int32                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	// A MetricsQL expression over the service's own metrics.
+	Metric          string  `protobuf:"bytes,3,opt,name=metric,proto3" json:"metric,omitempty"`
+	Target          float64 `protobuf:"fixed64,4,opt,name=target,proto3" json:"target,omitempty"`
+	ScaleUpWindow   string  `protobuf:"bytes,5,opt,name=scale_up_window,json=scaleUpWindow,proto3" json:"scale_up_window,omitempty"`
+	ScaleDownWindow string  `protobuf:"bytes,6,opt,name=scale_down_window,json=scaleDownWindow,proto3" json:"scale_down_window,omitempty"`
+	// Relative change below which nothing is scaled (default 0.1).
+	Tolerance     float64 `protobuf:"fixed64,7,opt,name=tolerance,proto3" json:"tolerance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Autoscale) Reset() {
+	*x = Autoscale{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Autoscale) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Autoscale) ProtoMessage() {}
+
+func (x *Autoscale) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Autoscale.ProtoReflect.Descriptor instead.
+func (*Autoscale) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Autoscale) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *Autoscale) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Autoscale) GetMetric() string {
+	if x != nil {
+		return x.Metric
+	}
+	return ""
+}
+
+func (x *Autoscale) GetTarget() float64 {
+	if x != nil {
+		return x.Target
+	}
+	return 0
+}
+
+func (x *Autoscale) GetScaleUpWindow() string {
+	if x != nil {
+		return x.ScaleUpWindow
+	}
+	return ""
+}
+
+func (x *Autoscale) GetScaleDownWindow() string {
+	if x != nil {
+		return x.ScaleDownWindow
+	}
+	return ""
+}
+
+func (x *Autoscale) GetTolerance() float64 {
+	if x != nil {
+		return x.Tolerance
+	}
+	return 0
+}
+
+type LoadbalancerSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// xdp or vpp.
+	Provider      string              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Ports         []*LoadbalancerPort `protobuf:"bytes,2,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerSpec) Reset() {
+	*x = LoadbalancerSpec{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerSpec) ProtoMessage() {}
+
+func (x *LoadbalancerSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerSpec.ProtoReflect.Descriptor instead.
+func (*LoadbalancerSpec) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *LoadbalancerSpec) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *LoadbalancerSpec) GetPorts() []*LoadbalancerPort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+type LoadbalancerPort struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Port       int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	TargetPort int32                  `protobuf:"varint,2,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
+	// tcp or udp.
+	Protocol      string `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerPort) Reset() {
+	*x = LoadbalancerPort{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerPort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerPort) ProtoMessage() {}
+
+func (x *LoadbalancerPort) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerPort.ProtoReflect.Descriptor instead.
+func (*LoadbalancerPort) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *LoadbalancerPort) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *LoadbalancerPort) GetTargetPort() int32 {
+	if x != nil {
+		return x.TargetPort
+	}
+	return 0
+}
+
+func (x *LoadbalancerPort) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+type RegionServiceStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Initializing, Creating, Active, Updating, Deleting, Deleted, Failed,
+	// Blocked (the seeds' status flow, ComputePhase's words).
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// A reason code (NoCapacity, Unsatisfiable, ...) and its words.
+	Reason  string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// Desired replicas, and how many are Active.
+	Replicas int32 `protobuf:"varint,4,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Active   int32 `protobuf:"varint,5,opt,name=active,proto3" json:"active,omitempty"`
+	// The service revision the status describes.
+	ObservedRevision int64                  `protobuf:"varint,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	UpdatedAt        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RegionServiceStatus) Reset() {
+	*x = RegionServiceStatus{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionServiceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionServiceStatus) ProtoMessage() {}
+
+func (x *RegionServiceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionServiceStatus.ProtoReflect.Descriptor instead.
+func (*RegionServiceStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RegionServiceStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *RegionServiceStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RegionServiceStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *RegionServiceStatus) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetActive() int32 {
+	if x != nil {
+		return x.Active
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetObservedRevision() int64 {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// Compute is one replica of a RegionService: root's record (owned by root,
+// listed by `unyo computes ls`) and, once root chose its cluster, the
+// cluster's record of it.
+type Compute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// SERVICE-INDEX.
+	Name    string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Service string `protobuf:"bytes,2,opt,name=service,proto3" json:"service,omitempty"`
+	Index   int32  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// The service's compute spec the replica was made from (replicas and
+	// autoscale unused), with the flavor's shape and the image resolved by
+	// root.
+	Spec        *ComputeSpec      `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Resources   *ComputeResources `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
+	ImageSource string            `protobuf:"bytes,6,opt,name=image_source,json=imageSource,proto3" json:"image_source,omitempty"`
+	// Chosen by root's cluster stage.
+	Cluster       string                 `protobuf:"bytes,7,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Status        *ComputeStatus         `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Revision      int64                  `protobuf:"varint,9,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compute) Reset() {
+	*x = Compute{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compute) ProtoMessage() {}
+
+func (x *Compute) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compute.ProtoReflect.Descriptor instead.
+func (*Compute) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *Compute) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Compute) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *Compute) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Compute) GetSpec() *ComputeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Compute) GetResources() *ComputeResources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *Compute) GetImageSource() string {
+	if x != nil {
+		return x.ImageSource
+	}
+	return ""
+}
+
+func (x *Compute) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *Compute) GetStatus() *ComputeStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *Compute) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Compute) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Compute) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type ComputeResources struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Vcpus         int64                  `protobuf:"varint,1,opt,name=vcpus,proto3" json:"vcpus,omitempty"`
+	MemoryBytes   int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	DiskBytes     int64                  `protobuf:"varint,3,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeResources) Reset() {
+	*x = ComputeResources{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeResources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeResources) ProtoMessage() {}
+
+func (x *ComputeResources) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeResources.ProtoReflect.Descriptor instead.
+func (*ComputeResources) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ComputeResources) GetVcpus() int64 {
+	if x != nil {
+		return x.Vcpus
+	}
+	return 0
+}
+
+func (x *ComputeResources) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *ComputeResources) GetDiskBytes() int64 {
+	if x != nil {
+		return x.DiskBytes
+	}
+	return 0
+}
+
+type ComputeStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Initializing, Creating:Scheduled, Active, Updating, Deleting, Deleted,
+	// Failed, Blocked.
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// NoCapacity, Unsatisfiable, ProviderError, NodeDown, ...
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The reason in the operator's words: "0/40 nodes fit: 31 insufficient
+	// memory (need 16 GiB; best node has 12 GiB free), 6 cordoned, ...".
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// Per-reason node counts (node stage) or per-cluster reasons (cluster
+	// stage) behind message.
+	Reasons []*ScheduleReasonCount `protobuf:"bytes,4,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	Node    string                 `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
+	Address string                 `protobuf:"bytes,6,opt,name=address,proto3" json:"address,omitempty"`
+	// The provider's handle of the realized resource.
+	Handle        string                 `protobuf:"bytes,7,opt,name=handle,proto3" json:"handle,omitempty"`
+	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	ActiveAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=active_at,json=activeAt,proto3" json:"active_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeStatus) Reset() {
+	*x = ComputeStatus{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeStatus) ProtoMessage() {}
+
+func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeStatus.ProtoReflect.Descriptor instead.
+func (*ComputeStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ComputeStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetReasons() []*ScheduleReasonCount {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *ComputeStatus) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetScheduledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledAt
+	}
+	return nil
+}
+
+func (x *ComputeStatus) GetActiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ActiveAt
+	}
+	return nil
+}
+
+func (x *ComputeStatus) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type ScheduleReasonCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A filter's code ("insufficient_memory", "cordoned", "anti_affinity",
+	// ...) or, at the cluster stage, a cluster's name.
+	Code  string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Count int32  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// The blocking domain, the best node's shortfall, the cluster's words.
+	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleReasonCount) Reset() {
+	*x = ScheduleReasonCount{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleReasonCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleReasonCount) ProtoMessage() {}
+
+func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
+func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ScheduleReasonCount) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *ScheduleReasonCount) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ScheduleReasonCount) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// Assignment is a placed replica as its node's agent receives it: the
+// agent realizes it through its provider plugin and reports its state.
+type Assignment struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Compute     string                 `protobuf:"bytes,1,opt,name=compute,proto3" json:"compute,omitempty"`
+	Service     string                 `protobuf:"bytes,2,opt,name=service,proto3" json:"service,omitempty"`
+	Node        string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Provider    string                 `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	Resources   *ComputeResources      `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
+	ImageSource string                 `protobuf:"bytes,6,opt,name=image_source,json=imageSource,proto3" json:"image_source,omitempty"`
+	Network     string                 `protobuf:"bytes,7,opt,name=network,proto3" json:"network,omitempty"`
+	Address     string                 `protobuf:"bytes,8,opt,name=address,proto3" json:"address,omitempty"`
+	Env         map[string]string      `protobuf:"bytes,9,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Command     []string               `protobuf:"bytes,10,rep,name=command,proto3" json:"command,omitempty"`
+	// running, or deleted (the agent removes the resource).
+	Desired string `protobuf:"bytes,11,opt,name=desired,proto3" json:"desired,omitempty"`
+	// Moves on every change the agent must act on.
+	Generation    int64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Assignment) Reset() {
+	*x = Assignment{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Assignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Assignment) ProtoMessage() {}
+
+func (x *Assignment) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
+func (*Assignment) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Assignment) GetCompute() string {
+	if x != nil {
+		return x.Compute
+	}
+	return ""
+}
+
+func (x *Assignment) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *Assignment) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Assignment) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *Assignment) GetResources() *ComputeResources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *Assignment) GetImageSource() string {
+	if x != nil {
+		return x.ImageSource
+	}
+	return ""
+}
+
+func (x *Assignment) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *Assignment) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Assignment) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *Assignment) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *Assignment) GetDesired() string {
+	if x != nil {
+		return x.Desired
+	}
+	return ""
+}
+
+func (x *Assignment) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+// AssignmentState is what an agent reports of one assignment.
+type AssignmentState struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Compute    string                 `protobuf:"bytes,1,opt,name=compute,proto3" json:"compute,omitempty"`
+	Generation int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// creating, running, failed, deleted.
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Handle        string                 `protobuf:"bytes,4,opt,name=handle,proto3" json:"handle,omitempty"`
+	Address       string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
+	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignmentState) Reset() {
+	*x = AssignmentState{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignmentState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignmentState) ProtoMessage() {}
+
+func (x *AssignmentState) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
+func (*AssignmentState) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AssignmentState) GetCompute() string {
+	if x != nil {
+		return x.Compute
+	}
+	return ""
+}
+
+func (x *AssignmentState) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *AssignmentState) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *AssignmentState) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *AssignmentState) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *AssignmentState) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *AssignmentState) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type SyncComputesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Computes      []*Compute             `protobuf:"bytes,1,rep,name=computes,proto3" json:"computes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncComputesRequest) Reset() {
+	*x = SyncComputesRequest{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncComputesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncComputesRequest) ProtoMessage() {}
+
+func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
+func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SyncComputesRequest) GetComputes() []*Compute {
+	if x != nil {
+		return x.Computes
+	}
+	return nil
+}
+
+type SyncComputesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Computes      []*Compute             `protobuf:"bytes,1,rep,name=computes,proto3" json:"computes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncComputesResponse) Reset() {
+	*x = SyncComputesResponse{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncComputesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncComputesResponse) ProtoMessage() {}
+
+func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
+func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *SyncComputesResponse) GetComputes() []*Compute {
+	if x != nil {
+		return x.Computes
+	}
+	return nil
+}
+
+type GetAssignmentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The generation the agent last saw; the answer waits (long poll, up to
+	// wait) for a change past it.
+	SinceGeneration int64 `protobuf:"varint,2,opt,name=since_generation,json=sinceGeneration,proto3" json:"since_generation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetAssignmentsRequest) Reset() {
+	*x = GetAssignmentsRequest{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAssignmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAssignmentsRequest) ProtoMessage() {}
+
+func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
+func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *GetAssignmentsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *GetAssignmentsRequest) GetSinceGeneration() int64 {
+	if x != nil {
+		return x.SinceGeneration
+	}
+	return 0
+}
+
+type GetAssignmentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Assignments   []*Assignment          `protobuf:"bytes,1,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	Generation    int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAssignmentsResponse) Reset() {
+	*x = GetAssignmentsResponse{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAssignmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAssignmentsResponse) ProtoMessage() {}
+
+func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
+func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
+	if x != nil {
+		return x.Assignments
+	}
+	return nil
+}
+
+func (x *GetAssignmentsResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+type ReportAssignmentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	States        []*AssignmentState     `protobuf:"bytes,2,rep,name=states,proto3" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportAssignmentsRequest) Reset() {
+	*x = ReportAssignmentsRequest{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportAssignmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportAssignmentsRequest) ProtoMessage() {}
+
+func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
+func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ReportAssignmentsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ReportAssignmentsRequest) GetStates() []*AssignmentState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+type ReportAssignmentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportAssignmentsResponse) Reset() {
+	*x = ReportAssignmentsResponse{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportAssignmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportAssignmentsResponse) ProtoMessage() {}
+
+func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
+func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+}
+
 var File_unyo_v1_provision_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_provision_proto_rawDesc = "" +
@@ -2163,7 +4042,186 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\vreleased_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"releasedAt\x12;\n" +
 	"\vreusable_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"reusableAtB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"reusableAt\"\x92\x03\n" +
+	"\rRegionService\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12:\n" +
+	"\x06labels\x18\x02 \x03(\v2\".unyo.v1.RegionService.LabelsEntryR\x06labels\x12.\n" +
+	"\x04spec\x18\x03 \x01(\v2\x1a.unyo.v1.RegionServiceSpecR\x04spec\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x124\n" +
+	"\x06status\x18\a \x01(\v2\x1c.unyo.v1.RegionServiceStatusR\x06status\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x01\n" +
+	"\x11RegionServiceSpec\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\x12%\n" +
+	"\x0eglobal_service\x18\x02 \x01(\tR\rglobalService\x12.\n" +
+	"\acompute\x18\x03 \x01(\v2\x14.unyo.v1.ComputeSpecR\acompute\x12=\n" +
+	"\floadbalancer\x18\x04 \x01(\v2\x19.unyo.v1.LoadbalancerSpecR\floadbalancer\"\xcd\x03\n" +
+	"\vComputeSpec\x12\x16\n" +
+	"\x06flavor\x18\x01 \x01(\tR\x06flavor\x12\x14\n" +
+	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
+	"\anetwork\x18\x03 \x01(\tR\anetwork\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12\x1a\n" +
+	"\breplicas\x18\x05 \x01(\x05R\breplicas\x123\n" +
+	"\bschedule\x18\x06 \x01(\v2\x17.unyo.v1.SchedulePolicyR\bschedule\x12/\n" +
+	"\x06update\x18\a \x01(\v2\x17.unyo.v1.UpdateStrategyR\x06update\x120\n" +
+	"\tautoscale\x18\b \x01(\v2\x12.unyo.v1.AutoscaleR\tautoscale\x12#\n" +
+	"\rreplace_after\x18\t \x01(\tR\freplaceAfter\x12/\n" +
+	"\x03env\x18\n" +
+	" \x03(\v2\x1d.unyo.v1.ComputeSpec.EnvEntryR\x03env\x12\x18\n" +
+	"\acommand\x18\v \x03(\tR\acommand\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x04\n" +
+	"\x0eSchedulePolicy\x12\x1a\n" +
+	"\bclusters\x18\x01 \x03(\tR\bclusters\x12@\n" +
+	"\x0ecluster_labels\x18\x02 \x03(\v2\x19.unyo.v1.LabelRequirementR\rclusterLabels\x12\x14\n" +
+	"\x05nodes\x18\x03 \x03(\tR\x05nodes\x12:\n" +
+	"\vnode_labels\x18\x04 \x03(\v2\x19.unyo.v1.LabelRequirementR\n" +
+	"nodeLabels\x121\n" +
+	"\baffinity\x18\x05 \x03(\v2\x15.unyo.v1.AffinityTermR\baffinity\x12:\n" +
+	"\ranti_affinity\x18\x06 \x03(\v2\x15.unyo.v1.AffinityTermR\fantiAffinity\x12:\n" +
+	"\rsoft_affinity\x18\a \x03(\v2\x15.unyo.v1.AffinityTermR\fsoftAffinity\x12C\n" +
+	"\x12soft_anti_affinity\x18\b \x03(\v2\x15.unyo.v1.AffinityTermR\x10softAntiAffinity\x121\n" +
+	"\x06spread\x18\t \x03(\v2\x19.unyo.v1.SpreadConstraintR\x06spread\x12\x1a\n" +
+	"\bstrategy\x18\n" +
+	" \x01(\tR\bstrategy\x12*\n" +
+	"\x11no_default_spread\x18\v \x01(\bR\x0fnoDefaultSpread\x12\x1f\n" +
+	"\vallow_split\x18\f \x01(\bR\n" +
+	"allowSplit\"X\n" +
+	"\x10LabelRequirement\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"v\n" +
+	"\fAffinityTerm\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\x12$\n" +
+	"\x0emax_per_domain\x18\x03 \x01(\x05R\fmaxPerDomain\x12\x16\n" +
+	"\x06weight\x18\x04 \x01(\x05R\x06weight\"n\n" +
+	"\x10SpreadConstraint\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
+	"\bmax_skew\x18\x02 \x01(\x05R\amaxSkew\x12-\n" +
+	"\x12when_unsatisfiable\x18\x03 \x01(\tR\x11whenUnsatisfiable\"V\n" +
+	"\x0eUpdateStrategy\x12'\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\x05R\x0emaxUnavailable\x12\x1b\n" +
+	"\tmax_surge\x18\x02 \x01(\x05R\bmaxSurge\"\xd1\x01\n" +
+	"\tAutoscale\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x16\n" +
+	"\x06metric\x18\x03 \x01(\tR\x06metric\x12\x16\n" +
+	"\x06target\x18\x04 \x01(\x01R\x06target\x12&\n" +
+	"\x0fscale_up_window\x18\x05 \x01(\tR\rscaleUpWindow\x12*\n" +
+	"\x11scale_down_window\x18\x06 \x01(\tR\x0fscaleDownWindow\x12\x1c\n" +
+	"\ttolerance\x18\a \x01(\x01R\ttolerance\"_\n" +
+	"\x10LoadbalancerSpec\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12/\n" +
+	"\x05ports\x18\x02 \x03(\v2\x19.unyo.v1.LoadbalancerPortR\x05ports\"c\n" +
+	"\x10LoadbalancerPort\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1f\n" +
+	"\vtarget_port\x18\x02 \x01(\x05R\n" +
+	"targetPort\x12\x1a\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xf9\x01\n" +
+	"\x13RegionServiceStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1a\n" +
+	"\breplicas\x18\x04 \x01(\x05R\breplicas\x12\x16\n" +
+	"\x06active\x18\x05 \x01(\x05R\x06active\x12+\n" +
+	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xaf\x03\n" +
+	"\aCompute\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12(\n" +
+	"\x04spec\x18\x04 \x01(\v2\x14.unyo.v1.ComputeSpecR\x04spec\x127\n" +
+	"\tresources\x18\x05 \x01(\v2\x19.unyo.v1.ComputeResourcesR\tresources\x12!\n" +
+	"\fimage_source\x18\x06 \x01(\tR\vimageSource\x12\x18\n" +
+	"\acluster\x18\a \x01(\tR\acluster\x12.\n" +
+	"\x06status\x18\b \x01(\v2\x16.unyo.v1.ComputeStatusR\x06status\x12\x1a\n" +
+	"\brevision\x18\t \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"j\n" +
+	"\x10ComputeResources\x12\x14\n" +
+	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
+	"\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x88\x03\n" +
+	"\rComputeStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x126\n" +
+	"\areasons\x18\x04 \x03(\v2\x1c.unyo.v1.ScheduleReasonCountR\areasons\x12\x12\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\x12\x18\n" +
+	"\aaddress\x18\x06 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06handle\x18\a \x01(\tR\x06handle\x12=\n" +
+	"\fscheduled_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x127\n" +
+	"\tactive_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bactiveAt\x129\n" +
+	"\n" +
+	"updated_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"W\n" +
+	"\x13ScheduleReasonCount\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xbc\x03\n" +
+	"\n" +
+	"Assignment\x12\x18\n" +
+	"\acompute\x18\x01 \x01(\tR\acompute\x12\x18\n" +
+	"\aservice\x18\x02 \x01(\tR\aservice\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x127\n" +
+	"\tresources\x18\x05 \x01(\v2\x19.unyo.v1.ComputeResourcesR\tresources\x12!\n" +
+	"\fimage_source\x18\x06 \x01(\tR\vimageSource\x12\x18\n" +
+	"\anetwork\x18\a \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\b \x01(\tR\aaddress\x12.\n" +
+	"\x03env\x18\t \x03(\v2\x1c.unyo.v1.Assignment.EnvEntryR\x03env\x12\x18\n" +
+	"\acommand\x18\n" +
+	" \x03(\tR\acommand\x12\x18\n" +
+	"\adesired\x18\v \x01(\tR\adesired\x12\x1e\n" +
+	"\n" +
+	"generation\x18\f \x01(\x03R\n" +
+	"generation\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x01\n" +
+	"\x0fAssignmentState\x12\x18\n" +
+	"\acompute\x18\x01 \x01(\tR\acompute\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x03R\n" +
+	"generation\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06handle\x18\x04 \x01(\tR\x06handle\x12\x18\n" +
+	"\aaddress\x18\x05 \x01(\tR\aaddress\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"C\n" +
+	"\x13SyncComputesRequest\x12,\n" +
+	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\"D\n" +
+	"\x14SyncComputesResponse\x12,\n" +
+	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\"V\n" +
+	"\x15GetAssignmentsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12)\n" +
+	"\x10since_generation\x18\x02 \x01(\x03R\x0fsinceGeneration\"o\n" +
+	"\x16GetAssignmentsResponse\x125\n" +
+	"\vassignments\x18\x01 \x03(\v2\x13.unyo.v1.AssignmentR\vassignments\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x03R\n" +
+	"generation\"`\n" +
+	"\x18ReportAssignmentsRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x120\n" +
+	"\x06states\x18\x02 \x03(\v2\x18.unyo.v1.AssignmentStateR\x06states\"\x1b\n" +
+	"\x19ReportAssignmentsResponse2\x8e\x02\n" +
+	"\x10ProvisionService\x12K\n" +
+	"\fSyncComputes\x12\x1c.unyo.v1.SyncComputesRequest\x1a\x1d.unyo.v1.SyncComputesResponse\x12Q\n" +
+	"\x0eGetAssignments\x12\x1e.unyo.v1.GetAssignmentsRequest\x1a\x1f.unyo.v1.GetAssignmentsResponse\x12Z\n" +
+	"\x11ReportAssignments\x12!.unyo.v1.ReportAssignmentsRequest\x1a\".unyo.v1.ReportAssignmentsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_provision_proto_rawDescOnce sync.Once
@@ -2177,96 +4235,165 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_unyo_v1_provision_proto_goTypes = []any{
-	(*Region)(nil),                // 0: unyo.v1.Region
-	(*RegionSpec)(nil),            // 1: unyo.v1.RegionSpec
-	(*Datacenter)(nil),            // 2: unyo.v1.Datacenter
-	(*DatacenterSpec)(nil),        // 3: unyo.v1.DatacenterSpec
-	(*Floor)(nil),                 // 4: unyo.v1.Floor
-	(*FloorSpec)(nil),             // 5: unyo.v1.FloorSpec
-	(*Rack)(nil),                  // 6: unyo.v1.Rack
-	(*RackSpec)(nil),              // 7: unyo.v1.RackSpec
-	(*RackPosition)(nil),          // 8: unyo.v1.RackPosition
-	(*PhysicalResource)(nil),      // 9: unyo.v1.PhysicalResource
-	(*PhysicalResourceSpec)(nil),  // 10: unyo.v1.PhysicalResourceSpec
-	(*Port)(nil),                  // 11: unyo.v1.Port
-	(*PortLink)(nil),              // 12: unyo.v1.PortLink
-	(*Cluster)(nil),               // 13: unyo.v1.Cluster
-	(*ClusterSpec)(nil),           // 14: unyo.v1.ClusterSpec
-	(*Flavor)(nil),                // 15: unyo.v1.Flavor
-	(*FlavorSpec)(nil),            // 16: unyo.v1.FlavorSpec
-	(*Image)(nil),                 // 17: unyo.v1.Image
-	(*ImageSpec)(nil),             // 18: unyo.v1.ImageSpec
-	(*Network)(nil),               // 19: unyo.v1.Network
-	(*NetworkSpec)(nil),           // 20: unyo.v1.NetworkSpec
-	(*AddressRange)(nil),          // 21: unyo.v1.AddressRange
-	(*NetworkUsage)(nil),          // 22: unyo.v1.NetworkUsage
-	(*AddressAllocation)(nil),     // 23: unyo.v1.AddressAllocation
-	nil,                           // 24: unyo.v1.Region.LabelsEntry
-	nil,                           // 25: unyo.v1.Datacenter.LabelsEntry
-	nil,                           // 26: unyo.v1.Floor.LabelsEntry
-	nil,                           // 27: unyo.v1.Rack.LabelsEntry
-	nil,                           // 28: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                           // 29: unyo.v1.Cluster.LabelsEntry
-	nil,                           // 30: unyo.v1.Flavor.LabelsEntry
-	nil,                           // 31: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                           // 32: unyo.v1.Image.LabelsEntry
-	nil,                           // 33: unyo.v1.Network.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(*Region)(nil),                    // 0: unyo.v1.Region
+	(*RegionSpec)(nil),                // 1: unyo.v1.RegionSpec
+	(*Datacenter)(nil),                // 2: unyo.v1.Datacenter
+	(*DatacenterSpec)(nil),            // 3: unyo.v1.DatacenterSpec
+	(*Floor)(nil),                     // 4: unyo.v1.Floor
+	(*FloorSpec)(nil),                 // 5: unyo.v1.FloorSpec
+	(*Rack)(nil),                      // 6: unyo.v1.Rack
+	(*RackSpec)(nil),                  // 7: unyo.v1.RackSpec
+	(*RackPosition)(nil),              // 8: unyo.v1.RackPosition
+	(*PhysicalResource)(nil),          // 9: unyo.v1.PhysicalResource
+	(*PhysicalResourceSpec)(nil),      // 10: unyo.v1.PhysicalResourceSpec
+	(*Port)(nil),                      // 11: unyo.v1.Port
+	(*PortLink)(nil),                  // 12: unyo.v1.PortLink
+	(*Cluster)(nil),                   // 13: unyo.v1.Cluster
+	(*ClusterSpec)(nil),               // 14: unyo.v1.ClusterSpec
+	(*Flavor)(nil),                    // 15: unyo.v1.Flavor
+	(*FlavorSpec)(nil),                // 16: unyo.v1.FlavorSpec
+	(*Image)(nil),                     // 17: unyo.v1.Image
+	(*ImageSpec)(nil),                 // 18: unyo.v1.ImageSpec
+	(*Network)(nil),                   // 19: unyo.v1.Network
+	(*NetworkSpec)(nil),               // 20: unyo.v1.NetworkSpec
+	(*AddressRange)(nil),              // 21: unyo.v1.AddressRange
+	(*NetworkUsage)(nil),              // 22: unyo.v1.NetworkUsage
+	(*AddressAllocation)(nil),         // 23: unyo.v1.AddressAllocation
+	(*RegionService)(nil),             // 24: unyo.v1.RegionService
+	(*RegionServiceSpec)(nil),         // 25: unyo.v1.RegionServiceSpec
+	(*ComputeSpec)(nil),               // 26: unyo.v1.ComputeSpec
+	(*SchedulePolicy)(nil),            // 27: unyo.v1.SchedulePolicy
+	(*LabelRequirement)(nil),          // 28: unyo.v1.LabelRequirement
+	(*AffinityTerm)(nil),              // 29: unyo.v1.AffinityTerm
+	(*SpreadConstraint)(nil),          // 30: unyo.v1.SpreadConstraint
+	(*UpdateStrategy)(nil),            // 31: unyo.v1.UpdateStrategy
+	(*Autoscale)(nil),                 // 32: unyo.v1.Autoscale
+	(*LoadbalancerSpec)(nil),          // 33: unyo.v1.LoadbalancerSpec
+	(*LoadbalancerPort)(nil),          // 34: unyo.v1.LoadbalancerPort
+	(*RegionServiceStatus)(nil),       // 35: unyo.v1.RegionServiceStatus
+	(*Compute)(nil),                   // 36: unyo.v1.Compute
+	(*ComputeResources)(nil),          // 37: unyo.v1.ComputeResources
+	(*ComputeStatus)(nil),             // 38: unyo.v1.ComputeStatus
+	(*ScheduleReasonCount)(nil),       // 39: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                // 40: unyo.v1.Assignment
+	(*AssignmentState)(nil),           // 41: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),       // 42: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),      // 43: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),     // 44: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),    // 45: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),  // 46: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil), // 47: unyo.v1.ReportAssignmentsResponse
+	nil,                               // 48: unyo.v1.Region.LabelsEntry
+	nil,                               // 49: unyo.v1.Datacenter.LabelsEntry
+	nil,                               // 50: unyo.v1.Floor.LabelsEntry
+	nil,                               // 51: unyo.v1.Rack.LabelsEntry
+	nil,                               // 52: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                               // 53: unyo.v1.Cluster.LabelsEntry
+	nil,                               // 54: unyo.v1.Flavor.LabelsEntry
+	nil,                               // 55: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                               // 56: unyo.v1.Image.LabelsEntry
+	nil,                               // 57: unyo.v1.Network.LabelsEntry
+	nil,                               // 58: unyo.v1.RegionService.LabelsEntry
+	nil,                               // 59: unyo.v1.ComputeSpec.EnvEntry
+	nil,                               // 60: unyo.v1.Assignment.EnvEntry
+	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	24, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	48, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
 	1,  // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	34, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	34, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	25, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	61, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	61, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	49, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
 	3,  // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	34, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	34, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	26, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	61, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	61, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	50, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
 	5,  // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	34, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	34, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	27, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	61, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	61, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	51, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
 	7,  // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	34, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	34, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	61, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	61, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	28, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	52, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
 	10, // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	34, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	34, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	61, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	61, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
 	12, // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	29, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	53, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
 	14, // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	34, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	34, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	30, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	61, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	61, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
 	16, // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	34, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	34, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	31, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	32, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	61, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	61, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	55, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	56, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
 	18, // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	34, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	34, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	33, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	61, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	61, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
 	20, // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	34, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	34, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	61, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	61, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
 	22, // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
 	21, // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
 	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	34, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	34, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	34, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	61, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	61, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	61, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	58, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	25, // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
+	61, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	61, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
+	26, // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
+	33, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
+	27, // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
+	31, // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
+	32, // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
+	59, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	28, // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
+	28, // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
+	29, // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
+	29, // 60: unyo.v1.SchedulePolicy.anti_affinity:type_name -> unyo.v1.AffinityTerm
+	29, // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
+	29, // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
+	30, // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
+	34, // 64: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
+	61, // 65: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	26, // 66: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
+	37, // 67: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
+	38, // 68: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
+	61, // 69: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	61, // 70: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	39, // 71: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	61, // 72: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	61, // 73: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	61, // 74: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 75: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	60, // 76: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	61, // 77: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 78: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	36, // 79: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	40, // 80: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	41, // 81: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	42, // 82: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	44, // 83: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	46, // 84: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	43, // 85: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	45, // 86: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	47, // 87: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	85, // [85:88] is the sub-list for method output_type
+	82, // [82:85] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -2280,9 +4407,9 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   61,
 			NumExtensions: 0,
-			NumServices:   0,
+			NumServices:   1,
 		},
 		GoTypes:           file_unyo_v1_provision_proto_goTypes,
 		DependencyIndexes: file_unyo_v1_provision_proto_depIdxs,

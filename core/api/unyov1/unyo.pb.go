@@ -388,8 +388,18 @@ type Node struct {
 	TopologyLabels map[string]string `protobuf:"bytes,17,rep,name=topology_labels,json=topologyLabels,proto3" json:"topology_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Why the node has no inventory entry (root's words), when it has none.
 	TopologyReason string `protobuf:"bytes,18,opt,name=topology_reason,json=topologyReason,proto3" json:"topology_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Scheduling (provisioning, part 2). A cordoned node keeps its replicas
+	// but takes no new ones; a draining node is being emptied.
+	Cordoned bool `protobuf:"varint,19,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	Draining bool `protobuf:"varint,20,opt,name=draining,proto3" json:"draining,omitempty"`
+	// The sum of the reservations of the replicas placed on the node.
+	Reserved *Capacity `protobuf:"bytes,21,opt,name=reserved,proto3" json:"reserved,omitempty"`
+	// Moves on every change of the node's capacity, reservations or
+	// schedulability; a placement commits only against the generation it was
+	// chosen at.
+	Generation    int64 `protobuf:"varint,22,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -546,6 +556,34 @@ func (x *Node) GetTopologyReason() string {
 		return x.TopologyReason
 	}
 	return ""
+}
+
+func (x *Node) GetCordoned() bool {
+	if x != nil {
+		return x.Cordoned
+	}
+	return false
+}
+
+func (x *Node) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *Node) GetReserved() *Capacity {
+	if x != nil {
+		return x.Reserved
+	}
+	return nil
+}
+
+func (x *Node) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 // PluginStatus is one plugin's state as its host (an agent for check
@@ -9278,7 +9316,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xc6\x06\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xcd\a\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -9298,7 +9336,13 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\bhostname\x18\x0f \x01(\tR\bhostname\x12\x16\n" +
 	"\x06serial\x18\x10 \x01(\tR\x06serial\x12J\n" +
 	"\x0ftopology_labels\x18\x11 \x03(\v2!.unyo.v1.Node.TopologyLabelsEntryR\x0etopologyLabels\x12'\n" +
-	"\x0ftopology_reason\x18\x12 \x01(\tR\x0etopologyReason\x1a9\n" +
+	"\x0ftopology_reason\x18\x12 \x01(\tR\x0etopologyReason\x12\x1a\n" +
+	"\bcordoned\x18\x13 \x01(\bR\bcordoned\x12\x1a\n" +
+	"\bdraining\x18\x14 \x01(\bR\bdraining\x12-\n" +
+	"\breserved\x18\x15 \x01(\v2\x11.unyo.v1.CapacityR\breserved\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x16 \x01(\x03R\n" +
+	"generation\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
@@ -10286,273 +10330,274 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	148, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
 	132, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
-	148, // 7: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	133, // 8: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	134, // 9: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	10,  // 10: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
-	11,  // 11: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
-	9,   // 12: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	149, // 13: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	135, // 14: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	8,   // 15: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	148, // 16: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	148, // 17: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 18: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 19: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	13,  // 20: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	148, // 21: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	150, // 22: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	148, // 23: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	150, // 24: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	15,  // 25: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	136, // 26: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	16,  // 27: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	148, // 28: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	148, // 29: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	137, // 30: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	138, // 31: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	18,  // 32: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	19,  // 33: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	20,  // 34: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	22,  // 35: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	149, // 36: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
-	17,  // 37: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	21,  // 38: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	139, // 39: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	23,  // 40: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	148, // 41: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	148, // 42: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	148, // 43: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	148, // 44: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	14,  // 45: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	140, // 46: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	26,  // 47: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	148, // 48: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	148, // 49: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	148, // 50: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 51: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 52: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 53: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 54: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	148, // 55: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	148, // 56: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	28,  // 57: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	12,  // 58: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	24,  // 59: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	27,  // 60: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	151, // 61: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	152, // 62: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	153, // 63: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	154, // 64: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	155, // 65: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	156, // 66: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	157, // 67: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	158, // 68: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	159, // 69: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	6,   // 70: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	150, // 71: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 72: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 73: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 74: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 75: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 76: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 77: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 78: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 79: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 80: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 81: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 82: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 83: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 84: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 85: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 86: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 87: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	141, // 88: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	52,  // 89: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 90: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 91: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 92: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 93: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 94: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 95: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 96: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 97: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 98: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 99: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 100: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 101: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 102: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 103: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 104: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 105: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 106: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 107: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 108: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	148, // 109: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 110: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	156, // 111: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
-	72,  // 112: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 113: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	148, // 114: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	148, // 115: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	73,  // 116: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	74,  // 117: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	71,  // 118: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	160, // 119: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	160, // 120: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	148, // 121: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 122: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	85,  // 123: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	148, // 124: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	150, // 125: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	150, // 126: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	72,  // 127: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	142, // 128: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	143, // 129: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	87,  // 130: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	144, // 131: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	86,  // 132: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	90,  // 133: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	148, // 134: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	148, // 135: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	150, // 136: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	148, // 137: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	88,  // 138: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 139: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 140: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	148, // 141: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	89,  // 142: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 143: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 144: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	145, // 145: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	98,  // 146: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	148, // 147: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	148, // 148: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	146, // 149: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	101, // 150: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	98,  // 151: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 152: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 153: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	101, // 154: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	150, // 155: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	150, // 156: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	104, // 157: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 158: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 159: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 160: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 161: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 162: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 163: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 164: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	147, // 165: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	148, // 166: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	110, // 167: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 168: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 169: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 170: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	148, // 171: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	113, // 172: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 173: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 174: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 175: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	148, // 176: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	148, // 177: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	148, // 178: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	150, // 179: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	121, // 180: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	121, // 181: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	121, // 182: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	148, // 183: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	148, // 184: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	128, // 185: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 186: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 187: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 188: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 189: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 190: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 191: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 192: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 193: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 194: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 195: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 196: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 197: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	115, // 198: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 199: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	59,  // 200: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 201: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 202: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 203: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 204: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 205: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 206: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 207: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 208: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	117, // 209: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	119, // 210: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 211: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	81,  // 212: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	83,  // 213: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	91,  // 214: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	93,  // 215: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	94,  // 216: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	96,  // 217: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	99,  // 218: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	102, // 219: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	105, // 220: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	107, // 221: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	109, // 222: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	112, // 223: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	122, // 224: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	124, // 225: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	126, // 226: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	129, // 227: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 228: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 229: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 230: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 231: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 232: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 233: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 234: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 235: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 236: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 237: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 238: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	116, // 239: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 240: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	60,  // 241: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 242: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 243: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 244: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 245: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 246: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 247: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 248: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 249: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	118, // 250: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	120, // 251: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 252: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	82,  // 253: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	84,  // 254: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	92,  // 255: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	95,  // 256: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	95,  // 257: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 258: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	100, // 259: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	103, // 260: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	106, // 261: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	108, // 262: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	111, // 263: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	114, // 264: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	123, // 265: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	125, // 266: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	127, // 267: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	130, // 268: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	228, // [228:269] is the sub-list for method output_type
-	187, // [187:228] is the sub-list for method input_type
-	187, // [187:187] is the sub-list for extension type_name
-	187, // [187:187] is the sub-list for extension extendee
-	0,   // [0:187] is the sub-list for field type_name
+	5,   // 7: unyo.v1.Node.reserved:type_name -> unyo.v1.Capacity
+	148, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	133, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	134, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	10,  // 11: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	11,  // 12: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	9,   // 13: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
+	149, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	135, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	8,   // 16: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	148, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	148, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 19: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 20: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	13,  // 21: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	148, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	150, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	148, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	150, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	15,  // 26: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	136, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	16,  // 28: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	148, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	148, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	137, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	138, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	18,  // 33: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	19,  // 34: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	20,  // 35: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	22,  // 36: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
+	149, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	17,  // 38: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	21,  // 39: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	139, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	23,  // 41: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	148, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	148, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	148, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	148, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	14,  // 46: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	140, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	26,  // 48: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	148, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	148, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	148, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 52: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 53: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 54: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 55: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	148, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	148, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	28,  // 58: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	12,  // 59: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	24,  // 60: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	27,  // 61: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	151, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	152, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	153, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	154, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	155, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	156, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	157, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	158, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	159, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	6,   // 71: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	150, // 72: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 73: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 74: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 75: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 76: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 77: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 78: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 79: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 80: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 81: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 82: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 83: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 84: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 85: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 86: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 87: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 88: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	141, // 89: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	52,  // 90: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 91: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 92: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 93: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 94: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 95: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 96: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 97: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 98: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 99: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 100: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 101: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 102: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 103: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 104: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 105: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 106: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 107: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 108: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 109: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	148, // 110: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 111: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	156, // 112: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	72,  // 113: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 114: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	148, // 115: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	148, // 116: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	73,  // 117: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	74,  // 118: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	71,  // 119: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	160, // 120: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	160, // 121: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	148, // 122: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 123: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	85,  // 124: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	148, // 125: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	150, // 126: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	150, // 127: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	72,  // 128: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	142, // 129: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	143, // 130: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	87,  // 131: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	144, // 132: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	86,  // 133: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	90,  // 134: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	148, // 135: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	148, // 136: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	150, // 137: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	148, // 138: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	88,  // 139: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 140: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 141: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	148, // 142: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	89,  // 143: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 144: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 145: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	145, // 146: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	98,  // 147: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	148, // 148: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	148, // 149: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	146, // 150: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	101, // 151: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	98,  // 152: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 153: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 154: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	101, // 155: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	150, // 156: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	150, // 157: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	104, // 158: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 159: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 160: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 161: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 162: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 163: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 164: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 165: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	147, // 166: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	148, // 167: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	110, // 168: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 169: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 170: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	148, // 171: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	148, // 172: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	113, // 173: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 174: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 175: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	148, // 176: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	148, // 177: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	148, // 178: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	148, // 179: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	150, // 180: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	121, // 181: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	121, // 182: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	121, // 183: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	148, // 184: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	148, // 185: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	128, // 186: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 187: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 188: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 189: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 190: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 191: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 192: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 193: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 194: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 195: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 196: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 197: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 198: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	115, // 199: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 200: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	59,  // 201: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 202: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 203: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 204: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 205: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 206: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 207: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 208: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 209: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	117, // 210: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	119, // 211: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 212: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	81,  // 213: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	83,  // 214: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	91,  // 215: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	93,  // 216: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	94,  // 217: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	96,  // 218: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	99,  // 219: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	102, // 220: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	105, // 221: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	107, // 222: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	109, // 223: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	112, // 224: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	122, // 225: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	124, // 226: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	126, // 227: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	129, // 228: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 229: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 230: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 231: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 232: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 233: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 234: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 235: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 236: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 237: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 238: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 239: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	116, // 240: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 241: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	60,  // 242: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 243: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 244: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 245: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 246: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 247: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 248: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 249: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 250: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	118, // 251: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	120, // 252: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 253: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	82,  // 254: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	84,  // 255: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	92,  // 256: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	95,  // 257: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	95,  // 258: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 259: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	100, // 260: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	103, // 261: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	106, // 262: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	108, // 263: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	111, // 264: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	114, // 265: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	123, // 266: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	125, // 267: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	127, // 268: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	130, // 269: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	229, // [229:270] is the sub-list for method output_type
+	188, // [188:229] is the sub-list for method input_type
+	188, // [188:188] is the sub-list for extension type_name
+	188, // [188:188] is the sub-list for extension extendee
+	0,   // [0:188] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
