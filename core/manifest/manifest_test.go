@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/unyo-ops/unyo/core/testutil"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -22,20 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // dump renders decoded objects as indented protojson: exactly what the API

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/testutil"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -23,22 +25,10 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // now is the fixed clock the ages in the goldens are relative to.
 func now() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
 
+// golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // load reads testdata/NAME.input.json, an API response in protojson.
