@@ -37,7 +37,7 @@ func newRootCommand() *cobra.Command {
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
-		newStatusCommand(g), newVersionCommand(),
+		newStatusCommand(g), newVersionCommand(), newImportCommand(),
 	)
 	cmd.AddCommand(newKindCommands(g)...)
 	return cmd
