@@ -143,8 +143,12 @@ type nagiosTranslation struct {
 	groups         map[string][]string                 // hostgroup → member hosts
 }
 
+// note records a note once (templates are resolved more than once).
 func (t *nagiosTranslation) note(where, format string, args ...any) {
-	t.notes = append(t.notes, Note{where, fmt.Sprintf(format, args...)})
+	n := Note{where, fmt.Sprintf(format, args...)}
+	if !slices.Contains(t.notes, n) {
+		t.notes = append(t.notes, n)
+	}
 }
 
 // index records templates, then resolved hosts, commands and hostgroup
@@ -266,6 +270,7 @@ var serviceTranslated = map[string]bool{
 	"name": true, "register": true, "display_name": true, "is_volatile": true, "parallelize_check": true,
 	"obsess_over_service": true, "process_perf_data": true, "retain_status_information": true,
 	"retain_nonstatus_information": true, "passive_checks_enabled": true, "failure_prediction_enabled": true,
+	"notes": true, "notes_url": true, "action_url": true, "icon_image": true, "icon_image_alt": true,
 }
 
 // notificationDirective are directives about notifying people, which unyo

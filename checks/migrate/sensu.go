@@ -146,7 +146,7 @@ func sensuCheck(doc map[string]any, where string, nm names) ([]*unyov1.Check, []
 	}
 	where = fmt.Sprintf("%s (check %q)", where, name)
 	if ns, _ := meta["namespace"].(string); ns != "" && ns != "default" {
-		note("namespace %q is not translated: apply the checks to the cluster that stands for it (apply --cluster, or cluster: in the documents)", ns)
+		note("namespace %q is not translated: give the checks the cluster that stands for it (cluster: in the documents)", ns)
 	}
 	if p, ok := spec["publish"].(bool); ok && !p {
 		note("publish: false (never scheduled) is not translated: unyo runs every check it has; left out")
