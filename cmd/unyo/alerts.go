@@ -94,6 +94,7 @@ func splitList(s string) []string {
 func newAlertsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "alerts", Aliases: []string{"alert"}, Short: "Alerts: what operators must look at and close"}
 	var lsf alertFilter
+	var alertSel string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List alerts of every cluster, most severe and oldest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,10 +111,15 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Alerts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
+			alerts, err := selectWhere(alertSel, resp.Msg.GetAlerts(), alertLabels)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, printer.Alerts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, alerts), resp.Msg.GetClusterErrors())
 		},
 	}
 	lsf.bind(ls)
+	addSelector(ls, &alertSel)
 
 	var clusterName string
 	get := &cobra.Command{
@@ -212,6 +218,9 @@ func watchAlerts(cmd *cobra.Command, g *globals, req *unyov1.ListAlertsRequest, 
 	}
 	cancel()
 	out := cmd.OutOrStdout()
+	// Into a pipe or a file, screens follow each other without the
+	// terminal's control codes, which would only be noise there.
+	redraw := !once && isTerminal(out)
 	for {
 		ctx, cancel := contextWithTimeout(cmd, g.timeout)
 		resp, err := cl.Alerts.ListAlerts(ctx, connect.NewRequest(req))
@@ -226,7 +235,7 @@ func watchAlerts(cmd *cobra.Command, g *globals, req *unyov1.ListAlertsRequest, 
 			}
 			printer.ClusterErrors(&screen, resp.Msg.GetClusterErrors())
 		}
-		if !once {
+		if redraw {
 			// Home the cursor and clear the screen, so the view updates in place.
 			fmt.Fprint(out, "\x1b[H\x1b[2J")
 		}
