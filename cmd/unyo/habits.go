@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -135,4 +136,43 @@ func nodeLabels(n *unyov1.Node) map[string]string {
 func alertLabels(a *unyov1.Alert) map[string]string {
 	return map[string]string{"cluster": a.GetCluster(), "node": a.GetNode(), "check": a.GetCheck(),
 		"rule": a.GetRule(), "level": a.GetLevel().Name(), "state": a.GetState().Name()}
+}
+
+// dryRunResults marks what a dry run reports, as kubectl does.
+func dryRunResults(rs []*unyov1.ApplyResult) []*unyov1.ApplyResult {
+	out := make([]*unyov1.ApplyResult, len(rs))
+	for i, r := range rs {
+		out[i] = &unyov1.ApplyResult{Ref: r.GetRef(), Action: r.GetAction() + " (dry run)"}
+	}
+	return out
+}
+
+// exitError ends the command with an exit code other than 1; err, if
+// any, is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// reportExit prints a command's error, if it has one to print, and
+// returns the process's exit code.
+func reportExit(w io.Writer, err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(w, "unyo:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(w, "unyo:", err)
+	return 1
 }

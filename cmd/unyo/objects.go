@@ -82,6 +82,7 @@ func refsFrom(cmd *cobra.Command, files, args []string, cluster string) ([]*unyo
 
 func newApplyCommand(g *globals) *cobra.Command {
 	var files []string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Create or update the objects in multi-document YAML files",
@@ -102,11 +103,15 @@ the command names it and fails.`,
 				return err
 			}
 			defer cancel()
-			resp, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs}))
+			resp, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs, DryRun: dryRun}))
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults()); err != nil {
+			results := resp.Msg.GetResults()
+			if dryRun {
+				results = dryRunResults(results)
+			}
+			if err := printer.ApplyResults(cmd.OutOrStdout(), results); err != nil {
 				return err
 			}
 			errs := resp.Msg.GetClusterErrors()
@@ -120,6 +125,7 @@ the command names it and fails.`,
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file or directory to apply (repeatable; - for standard input)")
 	cmd.Flags().BoolP("recursive", "R", false, "with -f DIR, also the files of its subdirectories")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "have the servers validate and try the apply, references and rules included, and say what it would do; nothing is stored")
 	return cmd
 }
 
