@@ -157,6 +157,28 @@ agent:
 		t.Errorf("nodes ls -l 'rack notin (r1)':\n%s", out)
 	}
 
+	// Shell completion of names and IDs, and IDs by a unique prefix.
+	if out := run("__complete", "get", "check", "web-"); !strings.Contains(out, "web-alive") || strings.Contains(out, "current-load") {
+		t.Errorf("completion of check names:\n%s", out)
+	}
+	if out := run("__complete", "nodes", "get", ""); !strings.Contains(out, "n1") {
+		t.Errorf("completion of node names:\n%s", out)
+	}
+	id := strings.Fields(lines[len(lines)-1])[0]
+	if out := run("__complete", "events", "get", id[:30]); !strings.Contains(out, id) {
+		t.Errorf("completion of event ID %s:\n%s", id, out)
+	}
+	if out := run("events", "get", id[:30], "-o", "json"); !strings.Contains(out, id) {
+		t.Errorf("events get by a prefix of %s:\n%s", id, out)
+	}
+	testutil.Eventually(t, 30*time.Second, "two events of web-alive in the same second's IDs", func() error {
+		// UUIDv7 IDs of one minute share their first 8 characters.
+		if _, errOut, code := runCLI(t, url, "events", "get", id[:8]); code == 0 || !strings.Contains(errOut, "is ambiguous") {
+			return fmt.Errorf("events get by an ambiguous prefix: exit %d: %s", code, errOut)
+		}
+		return nil
+	})
+
 	// Deleting what is not there fails, unless asked not to.
 	if _, errOut, code := runCLI(t, url, "delete", "check", "no-such-check"); code == 0 || !strings.Contains(errOut, "not found: Check/no-such-check") {
 		t.Errorf("delete of a missing check: exit %d: %s", code, errOut)

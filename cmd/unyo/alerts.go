@@ -123,8 +123,14 @@ func newAlertsCommand(g *globals) *cobra.Command {
 
 	var clusterName string
 	get := &cobra.Command{
-		Use: "get ID", Short: "Show one alert with its history", Args: cobra.ExactArgs(1),
+		Use: "get ID", Short: "Show one alert with its history (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeIDs(g, "alert"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := expandID(cmd, g, "alert", args[0], clusterName)
+			if err != nil {
+				return err
+			}
+			args = []string{id}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
 				return err
@@ -142,7 +148,8 @@ func newAlertsCommand(g *globals) *cobra.Command {
 	transition := func(use, short string, needReason bool, call func(*cobra.Command, *unyov1.AlertActionRequest) (*unyov1.Alert, error)) *cobra.Command {
 		var by, reason string
 		c := &cobra.Command{
-			Use: use, Short: short, Args: cobra.ExactArgs(1),
+			Use: use, Short: short + " (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+			ValidArgsFunction: completeIDs(g, "alert"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if needReason && reason == "" {
 					return errors.New("say why: --reason TEXT (every close is recorded with who and why)")
@@ -151,7 +158,11 @@ func newAlertsCommand(g *globals) *cobra.Command {
 				if who == "" {
 					return errors.New("say who you are: --by NAME or UNYO_USER")
 				}
-				a, err := call(cmd, &unyov1.AlertActionRequest{Id: args[0], Cluster: clusterName, By: who, Reason: reason})
+				id, err := expandID(cmd, g, "alert", args[0], clusterName)
+				if err != nil {
+					return err
+				}
+				a, err := call(cmd, &unyov1.AlertActionRequest{Id: id, Cluster: clusterName, By: who, Reason: reason})
 				if err != nil {
 					return err
 				}

@@ -35,7 +35,7 @@ func newRootCommand() *cobra.Command {
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
-		newStatusCommand(g), newVersionCommand(), newImportCommand(),
+		newStatusCommand(g), newVersionCommand(), newImportCommand(), newExplainCommand(),
 	)
 	cmd.AddCommand(newKindCommands(g)...)
 	return cmd

@@ -36,7 +36,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 	}
 	addSelector(ls, &nodeSel)
 	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one node", Args: cobra.ExactArgs(1),
+		Use: "get NAME", Short: "Show one node", Args: cobra.ExactArgs(1), ValidArgsFunction: completeNamesOf(g, "Node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -52,6 +52,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 	}
 	del := &cobra.Command{
 		Use: "delete NAME", Aliases: []string{"rm"}, Short: "Remove a node and revoke its credential (its agent must enrol again with a join token)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeNamesOf(g, "Node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -165,8 +166,14 @@ func newEventsCommand(g *globals) *cobra.Command {
 	f.IntVar(&limit, "limit", 0, "at most this many events (default 1000)")
 	var clusterName string
 	get := &cobra.Command{
-		Use: "get ID", Short: "Show one event", Args: cobra.ExactArgs(1),
+		Use: "get ID", Short: "Show one event (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeIDs(g, "event"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := expandID(cmd, g, "event", args[0], clusterName)
+			if err != nil {
+				return err
+			}
+			args = []string{id}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
 				return err

@@ -134,8 +134,9 @@ func newDeleteCommand(g *globals) *cobra.Command {
 	var clusterName string
 	var ignoreNotFound bool
 	cmd := &cobra.Command{
-		Use:   "delete (-f FILE | KIND NAME...)",
-		Short: "Delete the objects named in files or on the command line",
+		Use:               "delete (-f FILE | KIND NAME...)",
+		Short:             "Delete the objects named in files or on the command line",
+		ValidArgsFunction: completeKindNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(files) == 0 && len(args) < 2 {
 				return errors.New("say what to delete: -f FILE, or KIND NAME (for example: unyo delete check disk)")
@@ -175,8 +176,9 @@ func newGetCommand(g *globals) *cobra.Command {
 	var files []string
 	var clusterName, sel string
 	cmd := &cobra.Command{
-		Use:   "get (-f FILE | KIND [NAME])",
-		Short: "Show objects: those named in files, one by name, or all of a kind",
+		Use:               "get (-f FILE | KIND [NAME])",
+		Short:             "Show objects: those named in files, one by name, or all of a kind",
+		ValidArgsFunction: completeKindNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var refs []*unyov1.ObjectRef
 			listKind := ""

@@ -38,7 +38,7 @@ func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
 	}
 	addSelector(ls, &sel)
 	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one", Args: cobra.ExactArgs(1),
+		Use: "get NAME", Short: "Show one", Args: cobra.ExactArgs(1), ValidArgsFunction: completeNamesOf(g, kind),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
