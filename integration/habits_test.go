@@ -197,3 +197,27 @@ agent:
 		t.Errorf("alerts watch into a pipe: %d screens, escape codes: %v\n%q", n, strings.Contains(pipe.String(), "\x1b"), pipe.String())
 	}
 }
+
+// TestApplyDryRunThroughRoot: root tries its own copy of a check meant for
+// every cluster and has each cluster try its part; nothing is stored
+// anywhere.
+func TestApplyDryRunThroughRoot(t *testing.T) {
+	f := newFleet(t, "")
+	doc := writeFile(t, f.dir, "dry.yaml", "kind: Check\nname: dry\nspec: {command: [/bin/true], interval: 1m}\n")
+	out, err := f.cli("apply", "-f", doc, "--dry-run")
+	if err != nil || !strings.Contains(out, "Check/dry created (dry run)") || !strings.Contains(out, "Check/dry (c1) created (dry run)") {
+		t.Fatalf("apply --dry-run through root: %v\n%s", err, out)
+	}
+	if out, err := f.cli("checks", "ls"); err != nil || strings.Contains(out, "dry") {
+		t.Errorf("a dry run stored the check: %v\n%s", err, out)
+	}
+	if out, err := f.cli("diff", "-f", doc); err == nil || !strings.Contains(out, "+++ file: Check/dry") {
+		t.Errorf("diff of a check stored nowhere: %v\n%s", err, out)
+	}
+	if _, err := f.cli("apply", "-f", doc); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.cli("apply", "-f", doc, "--dry-run"); err != nil || !strings.Contains(out, "Check/dry (c1) unchanged (dry run)") {
+		t.Errorf("apply --dry-run of what is stored: %v\n%s", err, out)
+	}
+}
