@@ -3,7 +3,8 @@
 # monitoring-plugins, VictoriaMetrics and ClickHouse servers, an SMTP
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
 # diagram goldens are rendered by dot), and Prometheus Alertmanager
-# (the side-by-side benchmark and its harness test). Runs apt-get
+# (the side-by-side benchmark and its harness test), and nagios4-common
+# (its example configuration is what unyo import nagios is tested on). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -15,6 +16,7 @@ command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-c
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
 command -v dot >/dev/null || need+=(graphviz)
+[ -f /etc/nagios4/nagios.cfg ] || need+=(nagios4-common)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2

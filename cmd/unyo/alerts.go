@@ -94,6 +94,7 @@ func splitList(s string) []string {
 func newAlertsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "alerts", Aliases: []string{"alert"}, Short: "Alerts: what operators must look at and close"}
 	var lsf alertFilter
+	var alertSel string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List alerts of every cluster, most severe and oldest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,15 +111,26 @@ func newAlertsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Alerts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetAlerts()), resp.Msg.GetClusterErrors())
+			alerts, err := selectWhere(alertSel, resp.Msg.GetAlerts(), alertLabels)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, printer.Alerts(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, alerts), resp.Msg.GetClusterErrors())
 		},
 	}
 	lsf.bind(ls)
+	addSelector(ls, &alertSel)
 
 	var clusterName string
 	get := &cobra.Command{
-		Use: "get ID", Short: "Show one alert with its history", Args: cobra.ExactArgs(1),
+		Use: "get ID", Short: "Show one alert with its history (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeIDs(g, "alert"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := expandID(cmd, g, "alert", args[0], clusterName)
+			if err != nil {
+				return err
+			}
+			args = []string{id}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
 				return err
@@ -136,7 +148,8 @@ func newAlertsCommand(g *globals) *cobra.Command {
 	transition := func(use, short string, needReason bool, call func(*cobra.Command, *unyov1.AlertActionRequest) (*unyov1.Alert, error)) *cobra.Command {
 		var by, reason string
 		c := &cobra.Command{
-			Use: use, Short: short, Args: cobra.ExactArgs(1),
+			Use: use, Short: short + " (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+			ValidArgsFunction: completeIDs(g, "alert"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if needReason && reason == "" {
 					return errors.New("say why: --reason TEXT (every close is recorded with who and why)")
@@ -145,7 +158,11 @@ func newAlertsCommand(g *globals) *cobra.Command {
 				if who == "" {
 					return errors.New("say who you are: --by NAME or UNYO_USER")
 				}
-				a, err := call(cmd, &unyov1.AlertActionRequest{Id: args[0], Cluster: clusterName, By: who, Reason: reason})
+				id, err := expandID(cmd, g, "alert", args[0], clusterName)
+				if err != nil {
+					return err
+				}
+				a, err := call(cmd, &unyov1.AlertActionRequest{Id: id, Cluster: clusterName, By: who, Reason: reason})
 				if err != nil {
 					return err
 				}
@@ -212,6 +229,9 @@ func watchAlerts(cmd *cobra.Command, g *globals, req *unyov1.ListAlertsRequest, 
 	}
 	cancel()
 	out := cmd.OutOrStdout()
+	// Into a pipe or a file, screens follow each other without the
+	// terminal's control codes, which would only be noise there.
+	redraw := !once && isTerminal(out)
 	for {
 		ctx, cancel := contextWithTimeout(cmd, g.timeout)
 		resp, err := cl.Alerts.ListAlerts(ctx, connect.NewRequest(req))
@@ -226,7 +246,7 @@ func watchAlerts(cmd *cobra.Command, g *globals, req *unyov1.ListAlertsRequest, 
 			}
 			printer.ClusterErrors(&screen, resp.Msg.GetClusterErrors())
 		}
-		if !once {
+		if redraw {
 			// Home the cursor and clear the screen, so the view updates in place.
 			fmt.Fprint(out, "\x1b[H\x1b[2J")
 		}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,8 +16,7 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "unyo:", err)
-		os.Exit(1)
+		os.Exit(reportExit(os.Stderr, err))
 	}
 }
 
@@ -33,11 +31,11 @@ func newRootCommand() *cobra.Command {
 	g.bind(cmd)
 	cmd.AddCommand(
 		newDevCommand(), newServerCommand(), newAgentCommand(),
-		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g),
+		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g), newDiffCommand(g),
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
-		newStatusCommand(g), newVersionCommand(),
+		newStatusCommand(g), newVersionCommand(), newImportCommand(), newExplainCommand(),
 	)
 	cmd.AddCommand(newKindCommands(g)...)
 	return cmd

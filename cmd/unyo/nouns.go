@@ -14,7 +14,7 @@ import (
 
 func newNodesCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes", Aliases: []string{"node"}, Short: "Nodes: the machines agents report from"}
-	var clusterName string
+	var clusterName, nodeSel string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List nodes of every cluster", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -27,11 +27,16 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Nodes(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
+			nodes, err := selectWhere(nodeSel, resp.Msg.GetNodes(), nodeLabels)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, printer.Nodes(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, nodes), resp.Msg.GetClusterErrors())
 		},
 	}
+	addSelector(ls, &nodeSel)
 	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one node", Args: cobra.ExactArgs(1),
+		Use: "get NAME", Short: "Show one node", Args: cobra.ExactArgs(1), ValidArgsFunction: completeNamesOf(g, "Node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -47,6 +52,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 	}
 	del := &cobra.Command{
 		Use: "delete NAME", Aliases: []string{"rm"}, Short: "Remove a node and revoke its credential (its agent must enrol again with a join token)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeNamesOf(g, "Node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
@@ -121,7 +127,7 @@ func parseLevels(s string) ([]unyov1.Level, error) {
 func newEventsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "events", Aliases: []string{"event"}, Short: "Events: check results as the clusters stored them"}
 	var req unyov1.ListEventsRequest
-	var levels string
+	var levels, eventSel string
 	var limit int
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -143,9 +149,14 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Events(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetEvents()), resp.Msg.GetClusterErrors())
+			events, err := selectWhere(eventSel, resp.Msg.GetEvents(), (*unyov1.Event).GetLabels)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, printer.Events(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, events), resp.Msg.GetClusterErrors())
 		},
 	}
+	addSelector(ls, &eventSel)
 	f := ls.Flags()
 	f.StringVar(&req.Cluster, "cluster", "", "only this cluster")
 	f.StringVar(&req.Node, "node", "", "only this node")
@@ -155,8 +166,14 @@ func newEventsCommand(g *globals) *cobra.Command {
 	f.IntVar(&limit, "limit", 0, "at most this many events (default 1000)")
 	var clusterName string
 	get := &cobra.Command{
-		Use: "get ID", Short: "Show one event", Args: cobra.ExactArgs(1),
+		Use: "get ID", Short: "Show one event (a unique prefix of its ID will do)", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeIDs(g, "event"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := expandID(cmd, g, "event", args[0], clusterName)
+			if err != nil {
+				return err
+			}
+			args = []string{id}
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {
 				return err
@@ -177,6 +194,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 func newClustersCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "clusters", Aliases: []string{"cluster"},
 		Short: "Clusters: their registration with root (add, delete) and their attributes (unyo apply -f of kind Cluster)"}
+	var clusterSel string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List clusters, whether they answer, and their attributes", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -189,9 +207,14 @@ func newClustersCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printer.Clusters(cmd.OutOrStdout(), g.output, resp.Msg.GetClusters())
+			clusters, err := selectWhere(clusterSel, resp.Msg.GetClusters(), func(c *unyov1.ClusterInfo) map[string]string { return c.GetAttributes().GetLabels() })
+			if err != nil {
+				return err
+			}
+			return printer.Clusters(cmd.OutOrStdout(), g.output, clusters)
 		},
 	}
+	addSelector(ls, &clusterSel)
 	get := &cobra.Command{
 		Use: "get NAME", Short: "Show a cluster's attributes (the Cluster object)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

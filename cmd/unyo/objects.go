@@ -15,11 +15,17 @@ import (
 	"github.com/unyo-ops/unyo/core/printer"
 )
 
-// readFiles decodes every -f file ("-" is standard input); any error in any
-// file means nothing is sent.
+// readFiles decodes every -f file ("-" is standard input; a directory is
+// its manifest files, see expandFiles); any error in any file means nothing
+// is sent.
 func readFiles(cmd *cobra.Command, files []string) ([]*unyov1.Object, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no file given: use -f FILE (or -f - for standard input)")
+	}
+	recursive, _ := cmd.Flags().GetBool("recursive")
+	files, err := expandFiles(files, recursive)
+	if err != nil {
+		return nil, err
 	}
 	var all []*unyov1.Object
 	for _, f := range files {
@@ -76,6 +82,7 @@ func refsFrom(cmd *cobra.Command, files, args []string, cluster string) ([]*unyo
 
 func newApplyCommand(g *globals) *cobra.Command {
 	var files []string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Create or update the objects in multi-document YAML files",
@@ -96,11 +103,15 @@ the command names it and fails.`,
 				return err
 			}
 			defer cancel()
-			resp, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs}))
+			resp, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: objs, DryRun: dryRun}))
 			if err != nil {
 				return g.explain(err)
 			}
-			if err := printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults()); err != nil {
+			results := resp.Msg.GetResults()
+			if dryRun {
+				results = dryRunResults(results)
+			}
+			if err := printer.ApplyResults(cmd.OutOrStdout(), results); err != nil {
 				return err
 			}
 			errs := resp.Msg.GetClusterErrors()
@@ -112,16 +123,20 @@ the command names it and fails.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file to apply (repeatable; - for standard input)")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file or directory to apply (repeatable; - for standard input)")
+	cmd.Flags().BoolP("recursive", "R", false, "with -f DIR, also the files of its subdirectories")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "have the servers validate and try the apply, references and rules included, and say what it would do; nothing is stored")
 	return cmd
 }
 
 func newDeleteCommand(g *globals) *cobra.Command {
 	var files []string
 	var clusterName string
+	var ignoreNotFound bool
 	cmd := &cobra.Command{
-		Use:   "delete (-f FILE | KIND NAME...)",
-		Short: "Delete the objects named in files or on the command line",
+		Use:               "delete (-f FILE | KIND NAME...)",
+		Short:             "Delete the objects named in files or on the command line",
+		ValidArgsFunction: completeKindNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(files) == 0 && len(args) < 2 {
 				return errors.New("say what to delete: -f FILE, or KIND NAME (for example: unyo delete check disk)")
@@ -140,9 +155,18 @@ func newDeleteCommand(g *globals) *cobra.Command {
 				return g.explain(err)
 			}
 			printer.ApplyResults(cmd.OutOrStdout(), resp.Msg.GetResults())
-			return printed(cmd, nil, resp.Msg.GetClusterErrors())
+			if err := printed(cmd, nil, resp.Msg.GetClusterErrors()); err != nil {
+				return err
+			}
+			// As kubectl: deleting what is not there is an error a script
+			// should see, unless it asked not to.
+			if missing := notFound(refs, resp.Msg.GetResults()); len(missing) > 0 && !ignoreNotFound {
+				return fmt.Errorf("not found: %s (--ignore-not-found to succeed anyway)", strings.Join(missing, ", "))
+			}
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "succeed when an object is not there")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")
 	cmd.Flags().StringVar(&clusterName, "cluster", "", "only in this cluster")
 	return cmd
@@ -150,10 +174,11 @@ func newDeleteCommand(g *globals) *cobra.Command {
 
 func newGetCommand(g *globals) *cobra.Command {
 	var files []string
-	var clusterName string
+	var clusterName, sel string
 	cmd := &cobra.Command{
-		Use:   "get (-f FILE | KIND [NAME])",
-		Short: "Show objects: those named in files, one by name, or all of a kind",
+		Use:               "get (-f FILE | KIND [NAME])",
+		Short:             "Show objects: those named in files, one by name, or all of a kind",
+		ValidArgsFunction: completeKindNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var refs []*unyov1.ObjectRef
 			listKind := ""
@@ -185,6 +210,9 @@ func newGetCommand(g *globals) *cobra.Command {
 					return g.explain(err)
 				}
 				objs, cerrs = resp.Msg.GetObjects(), resp.Msg.GetClusterErrors()
+				if objs, err = selectWhere(sel, objs, objectLabels); err != nil {
+					return err
+				}
 			}
 			for _, ref := range refs {
 				resp, err := cl.Objects.Get(ctx, connect.NewRequest(&unyov1.GetRequest{Ref: ref}))
@@ -199,5 +227,6 @@ func newGetCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "YAML file naming the objects (repeatable)")
 	cmd.Flags().StringVar(&clusterName, "cluster", "", "only in this cluster")
+	cmd.Flags().StringVarP(&sel, "selector", "l", "", "with KIND alone: "+selectorHelp)
 	return cmd
 }

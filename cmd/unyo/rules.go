@@ -16,7 +16,7 @@ import (
 func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
 	cmd := &cobra.Command{Use: k.Noun, Aliases: k.Aliases, Short: k.Help}
 	kind := k.Name
-	var clusterName string
+	var clusterName, sel string
 	ls := &cobra.Command{
 		Use: "ls", Aliases: []string{"list"}, Short: "List them in every cluster", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -29,11 +29,16 @@ func newKindCommand(g *globals, k kinds.Kind) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Objects(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetObjects()), resp.Msg.GetClusterErrors())
+			objs, err := selectWhere(sel, resp.Msg.GetObjects(), objectLabels)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, printer.Objects(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, objs), resp.Msg.GetClusterErrors())
 		},
 	}
+	addSelector(ls, &sel)
 	get := &cobra.Command{
-		Use: "get NAME", Short: "Show one", Args: cobra.ExactArgs(1),
+		Use: "get NAME", Short: "Show one", Args: cobra.ExactArgs(1), ValidArgsFunction: completeNamesOf(g, kind),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, ctx, cancel, err := g.connect(cmd)
 			if err != nil {

@@ -49,6 +49,13 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	if err := s.authorizeApply(ctx, objs); err != nil {
 		return nil, err
 	}
+	if req.Msg.GetDryRun() {
+		results, err := s.local.Try(ctx, objs)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&unyov1.ApplyResponse{Results: results}), nil
+	}
 	results, err := s.local.Apply(ctx, objs)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,35 @@ func (l *Local) Target(kind, name string) rbac.Target {
 	return rbac.Target{Kind: kind, Name: name, Cluster: l.Cluster}
 }
 
+// applyResults pairs each object with what the store did with it.
+func applyResults(objs []*unyov1.Object, results []store.PutResult) []*unyov1.ApplyResult {
+	out := make([]*unyov1.ApplyResult, len(objs))
+	for i, o := range objs {
+		out[i] = &unyov1.ApplyResult{Ref: kinds.Ref(o), Action: string(results[i])}
+	}
+	return out
+}
+
+// Try runs an apply as Apply would, references and rules included, and
+// rolls it back: the results say what Apply would do. Nothing is audited,
+// since nothing changes.
+func (l *Local) Try(ctx context.Context, objs []*unyov1.Object) ([]*unyov1.ApplyResult, error) {
+	for _, o := range objs {
+		kinds.SetCluster(o, l.Cluster)
+	}
+	l.Kinds.Prepare(objs)
+	opts := l.applyOptions(objs)
+	opts.DryRun = true
+	results, err := l.Store.ApplyObjects(ctx, objs, opts)
+	if refused := refusal(err); refused != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the apply would be refused: %w", refused))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("try the apply of %d objects: %w", len(objs), err))
+	}
+	return applyResults(objs, results), nil
+}
+
 // Apply stores validated, authorized objects in one transaction: a refused
 // or abandoned apply (the client timed out) stores nothing. Each change is
 // audited with the version it replaced.
@@ -79,11 +108,7 @@ func (l *Local) Apply(ctx context.Context, objs []*unyov1.Object) ([]*unyov1.App
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("store the apply of %d objects (nothing was stored): %w", len(objs), err))
 	}
-	out := make([]*unyov1.ApplyResult, len(objs))
-	for i, o := range objs {
-		out[i] = &unyov1.ApplyResult{Ref: kinds.Ref(o), Action: string(results[i])}
-	}
-	return out, nil
+	return applyResults(objs, results), nil
 }
 
 // Delete removes an authorized object; one that is absent is "not found",

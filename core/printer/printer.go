@@ -292,7 +292,9 @@ func objectTable(kind string, objs []*unyov1.Object, now time.Time) table {
 
 func (p *printer) events(events []*unyov1.Event) error {
 	return printList(p, "events", events, func() table {
-		t := table{header: []string{"NODE", "CHECK", "LEVEL", "STATUS", "AGE", "OUTPUT"}}
+		// ID is what `unyo events get` takes (a unique prefix will do);
+		// CLUSTER tells apart the nodes of the same name in two clusters.
+		t := table{header: []string{"ID", "CLUSTER", "NODE", "CHECK", "LEVEL", "STATUS", "AGE", "OUTPUT"}}
 		for _, e := range events {
 			at := e.GetStartedAt()
 			if at == nil {
@@ -307,7 +309,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 				// The node stopped reporting: the last result is not its state now.
 				st = "stale (was " + st + ")"
 			}
-			t.add(e.GetNode(), e.GetCheck(), level(e.GetLevel()), st,
+			t.add(orDash(e.GetId()), orDash(e.GetCluster()), e.GetNode(), e.GetCheck(), level(e.GetLevel()), st,
 				age(p.now(), at), truncate(orDash(output), 60))
 		}
 		return t

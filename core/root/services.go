@@ -118,13 +118,20 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	resp := &unyov1.ApplyResponse{}
 	// Root's own objects and its copies of the objects meant for every
 	// cluster are stored first: a cluster down now converges on them later.
+	dryRun := req.Msg.GetDryRun()
 	if len(mine) > 0 {
-		results, err := s.local.Apply(ctx, mine)
+		apply := s.local.Apply
+		if dryRun {
+			apply = s.local.Try
+		}
+		results, err := apply(ctx, mine)
 		if err != nil {
 			return nil, err
 		}
 		resp.Results = results
-		s.noteInventory(results)
+		if !dryRun {
+			s.noteInventory(results)
+		}
 	}
 	var clusters []*unyov1.ClusterInfo
 	for _, c := range all {
@@ -137,7 +144,7 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	// time-out rather than the per-cluster one, and a cluster still busy
 	// when the caller gives up rolls its part back.
 	answers, errs := split(askWithin(ctx, s.r, clusters, 0, func(ctx context.Context, name string, c *client.Clients) (*unyov1.ApplyResponse, error) {
-		resp, err := c.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: withCluster(per[name], name)}))
+		resp, err := c.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: withCluster(per[name], name), DryRun: dryRun}))
 		if err != nil {
 			return nil, err
 		}

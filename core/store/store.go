@@ -227,6 +227,9 @@ type ApplyOptions struct {
 	Refs func(o *unyov1.Object) []Ref
 	// Check judges the state the batch leaves, read through r.
 	Check func(ctx context.Context, r ObjectReader) error
+	// DryRun does everything but commit: the results say what the apply
+	// would do, and the transaction is rolled back.
+	DryRun bool
 }
 
 // RefError is a reference to an object that does not exist.

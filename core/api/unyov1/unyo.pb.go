@@ -3773,8 +3773,13 @@ func (x *GetChecksResponse) GetChecks() []*Check {
 }
 
 type ApplyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Objects       []*Object              `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Objects []*Object              `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
+	// Validate and try the apply as it would run (every check, references
+	// and rules included, on every cluster it goes to) and report what it
+	// would do, storing nothing: the transaction is rolled back and nothing
+	// is audited.
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3814,6 +3819,13 @@ func (x *ApplyRequest) GetObjects() []*Object {
 		return x.Objects
 	}
 	return nil
+}
+
+func (x *ApplyRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
 }
 
 type ApplyResult struct {
@@ -9635,9 +9647,10 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"W\n" +
 	"\x11GetChecksResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x12&\n" +
-	"\x06checks\x18\x02 \x03(\v2\x0e.unyo.v1.CheckR\x06checks\"9\n" +
+	"\x06checks\x18\x02 \x03(\v2\x0e.unyo.v1.CheckR\x06checks\"R\n" +
 	"\fApplyRequest\x12)\n" +
-	"\aobjects\x18\x01 \x03(\v2\x0f.unyo.v1.ObjectR\aobjects\"K\n" +
+	"\aobjects\x18\x01 \x03(\v2\x0f.unyo.v1.ObjectR\aobjects\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"K\n" +
 	"\vApplyResult\x12$\n" +
 	"\x03ref\x18\x01 \x01(\v2\x12.unyo.v1.ObjectRefR\x03ref\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\"}\n" +

@@ -35,6 +35,9 @@ func (s *Store) PutObjects(ctx context.Context, objs []*unyov1.Object) ([]store.
 	return s.ApplyObjects(ctx, objs, store.ApplyOptions{})
 }
 
+// errDryRun ends a dry run's transaction, which inTx then rolls back.
+var errDryRun = errors.New("dry run: rolled back")
+
 // ApplyObjects stores a whole apply in one transaction. database/sql rolls
 // the transaction back when ctx ends, so a client that gave up leaves
 // nothing behind; the loop also stops at once instead of writing into a
@@ -80,10 +83,16 @@ func (s *Store) ApplyObjects(ctx context.Context, objs []*unyov1.Object, opts st
 				return refused
 			}
 		}
+		if opts.DryRun {
+			return errDryRun // rolls the transaction back
+		}
 		return b.finish(ctx)
 	})
 	if refused != nil && errors.Is(err, refused) {
 		return nil, refused
+	}
+	if opts.DryRun && errors.Is(err, errDryRun) {
+		return results, nil
 	}
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		// The driver's own error for a cancelled statement may not say why.

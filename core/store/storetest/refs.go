@@ -45,6 +45,24 @@ func refTests() []contractTest {
 			must(t, err)
 			wantReferrers(t, s, "Floor", "f1", "[{Rack r1 spec.floor} {Rack r2 spec.floor}]")
 		}},
+		{"a dry run says what it would do and stores nothing", func(t *testing.T, s store.Store) {
+			_, err := s.ApplyObjects(ctx(t), []*unyov1.Object{floorObj("f1")}, refsOpts)
+			must(t, err)
+			dry := refsOpts
+			dry.DryRun = true
+			res, err := s.ApplyObjects(ctx(t), []*unyov1.Object{floorObj("f1"), rackObj("r1", "f1")}, dry)
+			must(t, err)
+			if fmt.Sprint(res) != "[unchanged created]" {
+				t.Errorf("dry run results %v, want [unchanged created]", res)
+			}
+			if objs, _ := s.ListObjects(ctx(t), "Rack"); len(objs) != 0 {
+				t.Errorf("a dry run stored %d racks", len(objs))
+			}
+			wantReferrers(t, s, "Floor", "f1", "[]")
+			if _, err := s.ApplyObjects(ctx(t), []*unyov1.Object{rackObj("r1", "f9")}, dry); err == nil {
+				t.Error("a dry run with a dangling reference is not refused")
+			}
+		}},
 		{"a reference to nothing stores nothing", func(t *testing.T, s store.Store) {
 			_, err := s.ApplyObjects(ctx(t), []*unyov1.Object{floorObj("f1"), rackObj("r1", "f9")}, refsOpts)
 			var re *store.RefError
