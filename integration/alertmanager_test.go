@@ -35,13 +35,7 @@ spec:
   owner: oncall
   reason: test
 `, am.URL+"/api/v2/alerts"))
-	level := filepath.Join(f.dir, "flip-level")
-	set := func(code int) {
-		t.Helper()
-		if err := os.WriteFile(level, []byte(fmt.Sprint(code)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	level, set := exitCodeFile(t, f.dir)
 	set(2)
 	f.agent("web1", "{role: web}", fmt.Sprintf(`  checks:
     - name: flip
@@ -189,5 +183,17 @@ func TestAmtool(t *testing.T) {
 	out, err = run(f.rootURL, "config", "show")
 	if err != nil || !strings.Contains(out, "unyo") {
 		t.Fatalf("config show (status): %v\n%s", err, out)
+	}
+}
+
+// exitCodeFile is a file in dir that a check's command reads its exit
+// code from (sh -c 'exit $(cat FILE)'), and the function that sets it.
+func exitCodeFile(t *testing.T, dir string) (string, func(code int)) {
+	path := filepath.Join(dir, "flip-level")
+	return path, func(code int) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(fmt.Sprint(code)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
