@@ -47,6 +47,14 @@ const (
 	// Payload formats of api_hook.format.
 	FormatUnyo         = "unyo"
 	FormatAlertmanager = "alertmanager"
+	// FormatAlertmanagerPush posts PostableAlerts to an Alertmanager's
+	// /api/v2/alerts; its repeat_interval defaults to
+	// DefaultPushRepeatInterval, since each push is valid for only a few
+	// intervals (see apihook).
+	FormatAlertmanagerPush = "alertmanager_push"
+	// DefaultPushRepeatInterval is Prometheus' --rules.alert.resend-delay:
+	// how often a firing alert is pushed to Alertmanager again.
+	DefaultPushRepeatInterval = time.Minute
 )
 
 // ActionKind is which of the action's kinds is set.
@@ -181,7 +189,7 @@ func capRendered(s string) string {
 type APIHook struct {
 	// URL is an absolute http or https URL.
 	URL string
-	// Format is FormatUnyo or FormatAlertmanager.
+	// Format is FormatUnyo, FormatAlertmanager or FormatAlertmanagerPush.
 	Format string
 	// Timeout is per attempt.
 	Timeout time.Duration
@@ -499,10 +507,10 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 	}
 	switch raw := spec.GetFormat(); raw {
 	case "", FormatUnyo:
-	case FormatAlertmanager:
+	case FormatAlertmanager, FormatAlertmanagerPush:
 		h.Format = raw
 	default:
-		v.Addf(field+".format", `must be "unyo" or "alertmanager", got %q`, raw)
+		v.Addf(field+".format", `must be "unyo", "alertmanager" or "alertmanager_push", got %q`, raw)
 	}
 	if raw := spec.GetTimeout(); raw != "" {
 		if d, ok := v.Duration(field+".timeout", raw); ok {
@@ -517,6 +525,9 @@ func compileHook(v *validator, field string, spec *unyov1.ApiHookAction) (*APIHo
 		}
 	}
 	h.RepeatInterval, _ = compileRepeat(v, field+".repeat_interval", spec.GetRepeatInterval())
+	if h.Format == FormatAlertmanagerPush && spec.GetRepeatInterval() == "" {
+		h.RepeatInterval = DefaultPushRepeatInterval
+	}
 	// proto3 cannot tell 0 from unset, so 0 means the default.
 	switch r := spec.GetRetries(); {
 	case r == 0:

@@ -252,7 +252,7 @@ func TestCompileInvalid(t *testing.T) {
 		{"hook ftp url", "r", hook(func(h *unyov1.ApiHookAction) { h.Url = "ftp://example.com/x" }), "spec.actions[0].api_hook.url", "not an absolute http or https URL"},
 		{"hook url without host", "r", hook(func(h *unyov1.ApiHookAction) { h.Url = "https:///x" }), "spec.actions[0].api_hook.url", "not an absolute"},
 		{"hook unparsable url", "r", hook(func(h *unyov1.ApiHookAction) { h.Url = "http://[::1" }), "spec.actions[0].api_hook.url", `invalid URL "http://[::1"`},
-		{"hook format", "r", hook(func(h *unyov1.ApiHookAction) { h.Format = "slack" }), "spec.actions[0].api_hook.format", `must be "unyo" or "alertmanager", got "slack"`},
+		{"hook format", "r", hook(func(h *unyov1.ApiHookAction) { h.Format = "slack" }), "spec.actions[0].api_hook.format", `must be "unyo", "alertmanager" or "alertmanager_push", got "slack"`},
 		{"hook bad timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "10" }), "spec.actions[0].api_hook.timeout", "invalid duration"},
 		{"hook zero timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "0s" }), "spec.actions[0].api_hook.timeout", "must be positive"},
 		{"hook long timeout", "r", hook(func(h *unyov1.ApiHookAction) { h.Timeout = "6m" }), "spec.actions[0].api_hook.timeout", "at most 5m0s"},

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,13 +41,7 @@ spec:
   owner: storage
   reason: a full array fires on every node at once
 `, pager.srv.URL, chat.srv.URL))
-	level := filepath.Join(f.dir, "flip-level")
-	set := func(code int) {
-		t.Helper()
-		if err := os.WriteFile(level, []byte(fmt.Sprint(code)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	level, set := exitCodeFile(t, f.dir)
 	set(2)
 	f.agent("web1", "{role: web}", fmt.Sprintf(`  checks:
     - name: flip

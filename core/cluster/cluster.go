@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/unyo-ops/unyo/core/amapi"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
@@ -226,6 +227,8 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{c}, o...))
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: c.store, Audit: c.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&rbac.AuditService{Store: c.store, Cluster: c.opts.Name}, o...))
+	// Alertmanager's API v2 over the services above (amtool, karma).
+	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Local(), Name: c.opts.Name, Version: c.opts.Version, Logger: c.log}))
 	// Tokens this cluster issued are credentials here.
 	srv.Auth().Denied = c.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})

@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/unyo-ops/unyo/core/amapi"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/client"
@@ -169,6 +170,8 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
 	srv.Handle(unyov1connect.NewNetworkServiceHandler(&networkService{r}, o...))
+	// Alertmanager's API v2 over the services above (amtool, karma).
+	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Local(), Name: "root", Version: r.opts.Version, Logger: r.log}))
 	// Tokens root issued are credentials at root; root acts for their
 	// holders at the clusters (see client).
 	srv.Auth().Denied = r.audit.Denied

@@ -141,6 +141,11 @@ func (s *Server) Handle(path string, h http.Handler) {
 	s.mux.Handle(path, h)
 }
 
+// Local serves the server's handlers as registered (connect procedures
+// behind authentication), for handlers that call the server's own services
+// in process, such as core/amapi.
+func (s *Server) Local() http.Handler { return s.mux }
+
 // bounded limits the body of an authenticated call and answers a panic in
 // its handler with an error instead of a dropped connection.
 func (s *Server) bounded(h http.Handler) http.Handler {

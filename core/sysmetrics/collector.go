@@ -79,6 +79,10 @@ type Collector struct {
 
 	p paths
 
+	// totals maps a rate's name to its counter's node_exporter name
+	// (…_per_second to …_total), built once per name.
+	totals map[string]string
+
 	stat  statState
 	mem   memState
 	numa  numaState
@@ -200,6 +204,22 @@ func (c *Collector) add(name string, labels []Label, v float64) {
 	c.out = append(c.out, Sample{Name: name, Labels: labels, Value: v})
 }
 
+// total emits a counter's value (in base units) under node_exporter's name
+// for the rate named rateName: name_per_second becomes name_total, so that
+// dashboards written for node_exporter (rate(node_..._total[5m])) work.
+// Counters are emitted from the first collection on, as they were read.
+func (c *Collector) total(rateName string, labels []Label, v float64) {
+	n, ok := c.totals[rateName]
+	if !ok {
+		if c.totals == nil {
+			c.totals = make(map[string]string)
+		}
+		n = strings.TrimSuffix(rateName, "_per_second") + "_total"
+		c.totals[rateName] = n
+	}
+	c.add(n, labels, v)
+}
+
 func (c *Collector) fail(err error) { c.errs = append(c.errs, err) }
 
 // ParseError reports malformed content. Only the first bad line of a file
@@ -267,6 +287,7 @@ type counter struct {
 // counter did not go backwards; in every case cur becomes the previous
 // reading. So a reset skips the rate once and never yields a negative one.
 func (c *Collector) rate(k *counter, cur uint64, prev uint64, dt float64, name string, labels []Label, scale float64) {
+	c.total(name, labels, float64(cur)*scale)
 	if prev != 0 && k.gen == prev && cur >= k.v {
 		c.add(name, labels, float64(cur-k.v)*scale/dt)
 	}

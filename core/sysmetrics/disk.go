@@ -166,6 +166,11 @@ func skipDisk(name []byte, cur *[dkCount]uint64) bool {
 // skips one round; a 32-bit time column going backwards alone is a wrap.
 func (c *Collector) diskRates(d *diskDev, cur *[dkCount]uint64, k int, prev uint64, dt float64) {
 	c.add(diskNames[dkInFlight], d.labels, float64(cur[dkInFlight]))
+	for i := 0; i < k; i++ {
+		if i != dkInFlight {
+			c.total(diskNames[i], d.labels, float64(cur[i])*diskUnit[i].mul/diskUnit[i].div)
+		}
+	}
 	ok := prev != 0 && d.gen == prev && d.n == k
 	for i := 0; ok && i < k; i++ {
 		if i != dkInFlight && cur[i] < d.prev[i] && !diskWrap32[i] {

@@ -90,6 +90,16 @@
 // kernel counter (name ends in _per_second); ratio is a share of time in
 // 0..1. Labels are listed in the order they appear (sorted by name).
 //
+// Every rate's counter is also emitted as it was read, under
+// node_exporter's name and type: NAME_per_second has NAME_total (in the
+// same base unit: node_network_receive_bytes_total,
+// node_disk_io_time_seconds_total, node_context_switches_total, ...), from
+// the first collection on, and each CPU's times are
+// node_cpu_seconds_total{cpu, mode} (ticks / USER_HZ). Dashboards written
+// for node_exporter (rate(node_cpu_seconds_total{mode="idle"}[5m]), ...)
+// then work unchanged; the gauges, memory, filesystem and load names above
+// are node_exporter's already.
+//
 //	Name                                              Kind   Unit     Labels                  Source
 //	node_cpu_usage_ratio                              ratio  1        cpu, mode               /proc/stat cpuN
 //	node_cpu_average_usage_ratio                      ratio  1        mode                    /proc/stat cpu (all CPUs)
@@ -105,6 +115,7 @@
 //	node_load_tasks_runnable                          gauge  tasks                            /proc/loadavg
 //	node_load_tasks                                   gauge  tasks                            /proc/loadavg (all threads)
 //	node_uptime_seconds                               gauge  s                                /proc/uptime
+//	node_time_seconds                                 gauge  s (Unix)                         the collection's time (Options.Now)
 //	node_memory_<Field>_bytes                         gauge  bytes                            /proc/meminfo, kB fields
 //	node_memory_<Field>                               gauge  pages                            /proc/meminfo, unitless fields (HugePages_*)
 //	node_memory_numa_<Field>_bytes                    gauge  bytes    numa_node               /sys/devices/system/node/nodeN/meminfo

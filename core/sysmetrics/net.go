@@ -132,6 +132,7 @@ func (c *Collector) netRates(d *netDev, cur []uint64, names []string, prev uint6
 		}
 	}
 	for i, v := range cur {
+		c.total(names[i], d.labels, float64(v))
 		if ok {
 			dv, _ := delta(d.prev[i], v, true)
 			c.add(names[i], d.labels, float64(dv)/dt)

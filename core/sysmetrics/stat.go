@@ -120,6 +120,10 @@ func (s *statState) cpu(id int) *cpuEntry {
 	return s.cpus[id]
 }
 
+// userHZ is the unit of /proc/stat's CPU times (sysconf(_SC_CLK_TCK)),
+// fixed at 100 by the kernel's user-space ABI.
+const userHZ = 100
+
 // cpuRates emits each mode's share of the CPU time elapsed since the
 // previous reading. Shares need no USER_HZ and no wall clock: they are
 // ratios of tick deltas. Another column going backwards makes the whole
@@ -132,6 +136,13 @@ func (c *Collector) cpuRates(e *cpuEntry, id []byte, cur *[len(cpuModes)]uint64,
 			} else {
 				e.labels[m] = []Label{{Name: "cpu", Value: string(id)}, {Name: "mode", Value: cpuModes[m]}}
 			}
+		}
+	}
+	if id != nil {
+		// node_exporter's node_cpu_seconds_total{cpu,mode}: the ticks in
+		// seconds (USER_HZ is 100 on every Linux architecture's ABI).
+		for i := 0; i < cols; i++ {
+			c.add("node_cpu_seconds_total", e.labels[i], float64(cur[i])/userHZ)
 		}
 	}
 	ok := prev != 0 && e.gen == prev && e.n == cols
@@ -214,4 +225,7 @@ func (c *Collector) collectUptime() {
 		return
 	}
 	c.add("node_uptime_seconds", nil, v)
+	// node_exporter's clock: dashboards show uptime as
+	// node_time_seconds - node_boot_time_seconds.
+	c.add("node_time_seconds", nil, float64(c.ts.UnixMilli())/1e3)
 }

@@ -79,8 +79,10 @@ func Body(cfg Config, p Payload) ([]byte, error) {
 		return unyoBody(p)
 	case FormatAlertmanager:
 		return alertmanagerBody(cfg, p), nil
+	case FormatAlertmanagerPush:
+		return alertmanagerPushBody(cfg, p), nil
 	}
-	return nil, fmt.Errorf(`unknown api_hook format %q: expected "unyo" or "alertmanager"`, cfg.Format)
+	return nil, fmt.Errorf(`unknown api_hook format %q: expected "unyo", "alertmanager" or "alertmanager_push"`, cfg.Format)
 }
 
 func firing(e *unyov1.Event) bool { return e.GetLevel() != unyov1.Level_LEVEL_SUCCESS }
@@ -229,6 +231,47 @@ func amAlertOf(cfg Config, p Payload, e *unyov1.Event) amAlert {
 		a.EndsAt = eventTime(e)
 	}
 	return a
+}
+
+// ----- the Alertmanager push format
+
+// postableAlert is Alertmanager's PostableAlert (API v2), which Prometheus
+// posts to /api/v2/alerts.
+type postableAlert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// alertmanagerPushBody is the JSON array of PostableAlerts: each event's
+// alert as the webhook format has it, firing with an endsAt ValidResends
+// resend intervals after the check ran (so that Alertmanager resolves it
+// if unyo stops sending), or resolved with endsAt when the clearing check
+// ran. When the level changed since the last notification (Payload.Level),
+// the alert of the previous severity, which Alertmanager holds as another
+// alert, is resolved in the same request.
+func alertmanagerPushBody(cfg Config, p Payload) []byte {
+	resend := cfg.ResendInterval
+	if resend <= 0 {
+		resend = DefaultResendInterval
+	}
+	out := make([]postableAlert, 0, len(p.Events))
+	for _, e := range p.Events {
+		a := amAlertOf(cfg, p, e)
+		pa := postableAlert{Labels: a.Labels, Annotations: a.Annotations, StartsAt: a.StartsAt, EndsAt: a.EndsAt, GeneratorURL: a.GeneratorURL}
+		if a.Status == StatusFiring {
+			pa.EndsAt = eventTime(e).Add(ValidResends * resend)
+			if prev := p.Level; prev.Name() != a.Labels["severity"] && (prev == unyov1.Level_LEVEL_WARNING || prev == unyov1.Level_LEVEL_CRITICAL) {
+				old := postableAlert{Labels: maps.Clone(a.Labels), Annotations: a.Annotations, StartsAt: a.StartsAt, EndsAt: eventTime(e), GeneratorURL: a.GeneratorURL}
+				old.Labels["severity"] = prev.Name()
+				out = append(out, old)
+			}
+		}
+		out = append(out, pa)
+	}
+	return marshal(out)
 }
 
 // severity is the alert's level when there is an alert, so that it stays

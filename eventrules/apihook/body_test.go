@@ -391,3 +391,66 @@ func TestAlertmanagerResolvedWithoutAlert(t *testing.T) {
 		t.Errorf("severity = %q, want the level last notified", a.Labels["severity"])
 	}
 }
+
+// TestAlertmanagerPush: format alertmanager_push is a JSON array of
+// PostableAlerts (as Alertmanager's API v2 takes them): firing alerts are
+// valid for four resend intervals from when the check ran, resolved ones
+// end when the clearing check ran, and a level change resolves the alert
+// of the previous severity in the same request.
+func TestAlertmanagerPush(t *testing.T) {
+	warn := critical("e2", "web1", t0.Add(time.Minute))
+	warn.Level = unyov1.Level_LEVEL_WARNING
+	tests := []struct {
+		name   string
+		cfg    apihook.Config
+		p      apihook.Payload
+		want   []string // "severity endsAt" per alert
+		starts time.Time
+	}{
+		{"firing, default resend", apihook.Config{}, apihook.Payload{Events: []*unyov1.Event{critical("e1", "web1", t0)}},
+			[]string{"critical " + t0.Add(4*time.Minute).Format(time.RFC3339)}, t0},
+		{"firing, resend 10s", apihook.Config{ResendInterval: 10 * time.Second}, apihook.Payload{Events: []*unyov1.Event{critical("e1", "web1", t0)}},
+			[]string{"critical " + t0.Add(40*time.Second).Format(time.RFC3339)}, t0},
+		{"resolved", apihook.Config{}, apihook.Payload{Events: []*unyov1.Event{success("e3", "web1", t0.Add(2*time.Minute))}, Since: t0, Level: unyov1.Level_LEVEL_CRITICAL},
+			[]string{"critical " + t0.Add(2*time.Minute).Format(time.RFC3339)}, t0},
+		{"level change resolves the old severity", apihook.Config{}, apihook.Payload{Events: []*unyov1.Event{warn}, Since: t0, Level: unyov1.Level_LEVEL_CRITICAL},
+			[]string{"critical " + t0.Add(time.Minute).Format(time.RFC3339), "warning " + t0.Add(5*time.Minute).Format(time.RFC3339)}, t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Format = apihook.FormatAlertmanagerPush
+			tt.cfg.ExternalURL = "https://unyo.example/console"
+			tt.p.Rule, tt.p.Key = "page", "page/e/0"
+			b, err := apihook.Body(tt.cfg, tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// PostableAlert as Alertmanager's OpenAPI spec declares it.
+			var got []struct {
+				Labels       map[string]string `json:"labels"`
+				Annotations  map[string]string `json:"annotations"`
+				StartsAt     time.Time         `json:"startsAt"`
+				EndsAt       time.Time         `json:"endsAt"`
+				GeneratorURL string            `json:"generatorURL"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			var summary []string
+			for _, a := range got {
+				summary = append(summary, a.Labels["severity"]+" "+a.EndsAt.Format(time.RFC3339))
+				if a.Labels["alertname"] != "disk" || a.Labels["node"] != "web1" || a.Labels["cluster"] != "tokyo" || a.Labels["rack"] != "r12" {
+					t.Errorf("labels %v", a.Labels)
+				}
+				if !a.StartsAt.Equal(tt.starts) || a.GeneratorURL != tt.cfg.ExternalURL || a.Annotations["summary"] == "" {
+					t.Errorf("alert %+v", a)
+				}
+			}
+			if !slices.Equal(summary, tt.want) {
+				t.Errorf("got %q, want %q\n%s", summary, tt.want, b)
+			}
+		})
+	}
+}

@@ -6,6 +6,9 @@ import "time"
 const (
 	FormatUnyo         = "unyo"
 	FormatAlertmanager = "alertmanager"
+	// FormatAlertmanagerPush posts PostableAlerts to an Alertmanager's
+	// /api/v2/alerts, as Prometheus does.
+	FormatAlertmanagerPush = "alertmanager_push"
 )
 
 // Defaults and limits.
@@ -23,6 +26,14 @@ const (
 	MaxResponseBytes = 4 << 10
 
 	UserAgent = "unyo"
+
+	// DefaultResendInterval is how often format alertmanager_push sends a
+	// firing alert again: Prometheus' --rules.alert.resend-delay.
+	DefaultResendInterval = time.Minute
+	// ValidResends is how many resend intervals a pushed firing alert is
+	// valid for (its endsAt): Prometheus sends 4, so that Alertmanager
+	// resolves an alert whose sender stopped, but not one resend late.
+	ValidResends = 4
 )
 
 // Config is a compiled api_hook action. The rule compiler
@@ -31,7 +42,8 @@ const (
 type Config struct {
 	// URL is an http or https URL.
 	URL string
-	// Format is FormatUnyo (also when empty) or FormatAlertmanager.
+	// Format is FormatUnyo (also when empty), FormatAlertmanager or
+	// FormatAlertmanagerPush.
 	Format string
 	// Timeout bounds each attempt, response included; 0 means
 	// DefaultTimeout.
@@ -46,6 +58,10 @@ type Config struct {
 	// ExternalURL is the address of unyo's console, sent as the
 	// Alertmanager payload's externalURL and generatorURL; may be empty.
 	ExternalURL string
+	// ResendInterval is the action's repeat_interval: with
+	// FormatAlertmanagerPush a firing alert's endsAt is ValidResends of
+	// them after the check ran; 0 or less means DefaultResendInterval.
+	ResendInterval time.Duration
 	// BaseBackoff and MaxBackoff bound the waits between attempts; zero
 	// means DefaultBaseBackoff and DefaultMaxBackoff. Tests shorten them.
 	BaseBackoff, MaxBackoff time.Duration

@@ -131,4 +131,19 @@
 // receivers use them. For the same reason the resolved notification keeps
 // the firing's severity and start: from the alert the rule's alert actions
 // left, else from what the pipeline recorded when it notified the firing.
+//
+// # The Alertmanager push format
+//
+// format "alertmanager_push" posts to an Alertmanager's /api/v2/alerts what
+// Prometheus posts there: a JSON array of PostableAlerts, one per event,
+// with the labels, annotations, startsAt and generatorURL of the webhook
+// format above. A firing alert's endsAt is ValidResends (4) resend
+// intervals (the action's repeat_interval, default 1m, Prometheus'
+// resend delay) after its check ran: the pipeline sends it again every
+// interval while it fires, and should unyo stop, Alertmanager resolves it
+// after four missed resends, as it does for Prometheus. A resolved alert's
+// endsAt is when the clearing check ran. Since severity is a label, and
+// Alertmanager tells alerts apart by all their labels, a level change
+// also resolves the alert of the previous severity (Payload.Level) in the
+// same request.
 package apihook

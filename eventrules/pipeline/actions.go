@@ -168,6 +168,9 @@ func notify(d *Decision, st *State, hook HookID, repeat time.Duration, ev *Event
 			return false, fmt.Sprintf("no change: %s was notified at %s; repeated every %s while it lasts",
 				last.Level.Name(), last.SentAt.UTC().Format(time.RFC3339), repeat)
 		}
+		// The level notified before, so that a push can resolve the
+		// previous severity's alert.
+		job.Level = last.Level
 	}
 	job.Since = next.Since
 	d.setNotified(nc, hook, &next)
@@ -232,6 +235,10 @@ func status(subject *unyov1.Event) string {
 func withAction(job ActionJob, a eventrules.Action) ActionJob {
 	if h := a.APIHook; h != nil {
 		job.Hook = &unyov1.ApiHookAction{Url: h.URL, Format: h.Format, Timeout: h.Timeout.String(), Retries: int32(h.Retries), Headers: h.Headers}
+		if h.Format == eventrules.FormatAlertmanagerPush && h.RepeatInterval > 0 {
+			// The body's endsAt is a few of these after the check ran.
+			job.Hook.RepeatInterval = h.RepeatInterval.String()
+		}
 	} else {
 		job.Plugin = a.Plugin.Config
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -32,6 +33,14 @@ func insertAction(ctx context.Context, tx *sql.Tx, job pipeline.ActionJob, appli
 	cfg := apihook.Config{Format: eventrules.FormatUnyo} // what an action plugin gets
 	if job.Hook != nil {
 		cfg.Format = job.Hook.GetFormat()
+		// Set by the pipeline for alertmanager_push only: its endsAt.
+		if r := job.Hook.GetRepeatInterval(); r != "" {
+			d, err := time.ParseDuration(r)
+			if err != nil {
+				return fmt.Errorf("the repeat_interval of action %s: %w", job.Key, err)
+			}
+			cfg.ResendInterval = d
+		}
 	}
 	body, err := apihook.Body(cfg, apihook.Payload{Key: job.Key, Rule: job.Rule, Cluster: job.Cluster, Events: job.Events, Alert: alert, Status: job.Status, Since: job.Since, Level: job.Level})
 	if err != nil {
