@@ -112,9 +112,9 @@ type Cluster struct {
 	// GetAssignments on this replica.
 	placeKick   chan struct{}
 	assignments broadcast
-	knownMu   sync.Mutex
-	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
-	revisions revisionCache
+	knownMu     sync.Mutex
+	known       map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
+	revisions   revisionCache
 
 	// nodePlugins is each node's plugin statuses as last stored (guarded by
 	// knownMu): a heartbeat writes them only when they changed.
