@@ -189,7 +189,7 @@ func TestProvisionAssignments(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Memory is the dimension that binds, whatever this machine's size:
-	// two web replicas fill a node, and big needs more than one node has
+	// two web replicas fill a node, and zz needs more than one node has
 	// left after web.
 	mem := n1.GetCapacity().GetMemoryBytes()
 	replica := func(service string, i int, memory int64) *unyov1.Compute {
@@ -201,11 +201,11 @@ func TestProvisionAssignments(t *testing.T) {
 		}
 	}
 	web := []*unyov1.Compute{replica("web", 0, mem*2/5), replica("web", 1, mem*2/5), replica("web", 2, mem*2/5)}
-	big := replica("big", 0, mem*7/10)
+	big := replica("zz", 0, mem*7/10)
 	all := append(append([]*unyov1.Compute{}, web...), big)
-	got := f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "web-2": "Active", "big-0": "Blocked"})
-	if st := got["big-0"].GetStatus(); st.GetReason() != "NoCapacity" || !strings.Contains(st.GetMessage(), "0/2 nodes fit") || !strings.Contains(st.GetMessage(), "insufficient memory") {
-		t.Errorf("big-0's status: %v", st)
+	got := f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "web-2": "Active", "zz-0": "Blocked"})
+	if st := got["zz-0"].GetStatus(); st.GetReason() != "NoCapacity" || !strings.Contains(st.GetMessage(), "0/2 nodes fit") || !strings.Contains(st.GetMessage(), "insufficient memory") {
+		t.Errorf("zz-0's status: %v", st)
 	}
 	checkNoOvercommit(t, f, got)
 	testutil.Eventually(t, 10*time.Second, "3 web commands", func() error {
@@ -215,21 +215,21 @@ func TestProvisionAssignments(t *testing.T) {
 		return nil
 	})
 
-	// A third agent joins: big-0 is placed there and runs.
+	// A third agent joins: zz-0 is placed there and runs.
 	f.agent("a3")
-	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "web-2": "Active", "big-0": "Active"})
-	if n := got["big-0"].GetStatus().GetNode(); n != "a3" {
-		t.Errorf("big-0 runs on %q, want a3", n)
+	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "web-2": "Active", "zz-0": "Active"})
+	if n := got["zz-0"].GetStatus().GetNode(); n != "a3" {
+		t.Errorf("zz-0 runs on %q, want a3", n)
 	}
 	checkNoOvercommit(t, f, got)
 
 	// Root drops web-2: its agent deletes it and the reservation goes.
 	gone := got["web-2"].GetStatus().GetNode()
 	all = []*unyov1.Compute{web[0], web[1], big}
-	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "big-0": "Active"})
+	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "zz-0": "Active"})
 	checkNoOvercommit(t, f, got)
 	testutil.Eventually(t, 10*time.Second, "2 web commands", func() error {
-		if r := running(t); r["web"] != 2 || r["big"] != 1 {
+		if r := running(t); r["web"] != 2 || r["zz"] != 1 {
 			return fmt.Errorf("running: %v", r)
 		}
 		return nil
@@ -243,9 +243,9 @@ func TestProvisionAssignments(t *testing.T) {
 	p.kill()
 	p.restart()
 	time.Sleep(3 * time.Second) // a reconcile pass of the restarted agent
-	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "big-0": "Active"})
-	if r := running(t); r["web"] != 2 || r["big"] != 1 {
-		t.Errorf("after %s restarted: running %v, want 2 web and 1 big", victim, r)
+	got = f.waitPhases(all, map[string]string{"web-0": "Active", "web-1": "Active", "zz-0": "Active"})
+	if r := running(t); r["web"] != 2 || r["zz"] != 1 {
+		t.Errorf("after %s restarted: running %v, want 2 web and 1 zz", victim, r)
 	}
 	checkNoOvercommit(t, f, got)
 
