@@ -118,9 +118,9 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	mu          sync.Mutex
-	cred        credential
-	registered  bool
+	mu         sync.Mutex
+	cred       credential
+	registered bool
 	// clusterName is the cluster's name as its registration answered;
 	// provider resources carry it as their owner.
 	clusterName string
