@@ -249,6 +249,23 @@ func TestProvisionAssignments(t *testing.T) {
 	}
 	checkNoOvercommit(t, f, got)
 
+	// `unyo nodes cordon` and `nodes ls` (SCHED, reserved/capacity).
+	if out, err := cli(t, f.url, "--token", adminToken, "nodes", "cordon", victim); err != nil || !strings.Contains(out, "node "+victim+" cordoned") {
+		t.Fatalf("nodes cordon: %v\n%s", err, out)
+	}
+	out, err := cli(t, f.url, "--token", adminToken, "nodes", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == victim && (f[3] != "cordoned" || !strings.Contains(line, "/")) {
+			t.Errorf("nodes ls shows %s as: %s", victim, line)
+		}
+	}
+	if out, err := cli(t, f.url, "--token", adminToken, "nodes", "uncordon", victim); err != nil || !strings.Contains(out, "node "+victim+" uncordoned") {
+		t.Fatalf("nodes uncordon: %v\n%s", err, out)
+	}
+
 	// Everything removed: nothing runs, nothing is reserved.
 	f.waitPhases(nil, map[string]string{})
 	testutil.Eventually(t, 20*time.Second, "no command left", func() error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/validate"
+	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 )
@@ -277,4 +278,35 @@ func (b *broadcast) notify() {
 		close(b.ch)
 		b.ch = nil
 	}
+}
+
+// CordonNode cordons or uncordons a node. Uncordoning moves the node's
+// generation, which makes the node stage try Blocked computes again.
+func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	name := req.Msg.GetName()
+	if req.Msg.GetCluster() != "" && req.Msg.GetCluster() != s.c.opts.Name {
+		return connect.NewResponse(&unyov1.CordonNodeResponse{}), nil
+	}
+	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not cordon nodes of cluster %q", p, s.c.opts.Name))
+	}
+	changed, err := s.c.store.SetNodeCordoned(ctx, name, req.Msg.GetCordoned())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	resp := &unyov1.CordonNodeResponse{Found: 1}
+	if changed {
+		resp.Changed = 1
+		what := "uncordoned"
+		if req.Msg.GetCordoned() {
+			what = "cordoned"
+		}
+		s.c.log.Info("node "+what, "node", name, "by", server.PrincipalFrom(ctx).String())
+		s.c.audit.Record(ctx, "NodeService/CordonNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, nil, req.Msg, nil)
+		s.c.kickPlacement()
+	}
+	return connect.NewResponse(resp), nil
 }

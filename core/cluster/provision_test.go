@@ -209,4 +209,24 @@ func TestNodeStage(t *testing.T) {
 	if r := int64(resp.Msg.GetNodes()[0].GetReserved().GetCpus()); r != held {
 		t.Errorf("node %s has %d vCPUs reserved, its computes hold %d", node, r, held)
 	}
+
+	// The only node with room is cordoned: a new replica is Blocked,
+	// saying so, and placed there as soon as it is uncordoned.
+	cordon := func(cordoned bool) {
+		t.Helper()
+		if _, err := e.c.Nodes.CordonNode(ctx, connect.NewRequest(&unyov1.CordonNodeRequest{Name: node, Cordoned: cordoned})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	want = append(want, replica("web", 3, 2))
+	got = waitPhases(want, "web-0=Active web-1=Active zz-0=Creating:Scheduled huge-0=Failed web-3=Blocked")
+	if m := got["web-3"].GetStatus().GetMessage(); !strings.Contains(m, "1 cordoned") {
+		t.Errorf("web-3 Blocked with %q, want it to count the cordoned node", m)
+	}
+	cordon(false)
+	got = waitPhases(want, "web-0=Active web-1=Active zz-0=Creating:Scheduled huge-0=Failed web-3=Creating:Scheduled")
+	if n := got["web-3"].GetStatus().GetNode(); n != node {
+		t.Errorf("web-3 placed on %s, want %s", n, node)
+	}
 }
