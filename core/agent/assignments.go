@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,15 +156,7 @@ func (r *assignmentRunner) save() {
 		return
 	}
 	r.mu.Lock()
-	held := slices.SortedFunc(maps.Values(r.held), func(x, y *heldResource) int {
-		if x.Compute < y.Compute {
-			return -1
-		}
-		if x.Compute > y.Compute {
-			return 1
-		}
-		return 0
-	})
+	held := slices.SortedFunc(maps.Values(r.held), func(x, y *heldResource) int { return cmp.Compare(x.Compute, y.Compute) })
 	r.mu.Unlock()
 	data, err := json.MarshalIndent(held, "", "  ")
 	if err == nil {
