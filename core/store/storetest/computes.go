@@ -145,7 +145,7 @@ func computeTests() []contractTest {
 			}
 		}},
 		{"RacingPlacements", func(t *testing.T, s store.Store) {
-			racePlacements(t, []store.Store{s, s})
+			racePlacements(t, []store.Store{s, s}, 1)
 		}},
 	}
 }
@@ -162,12 +162,34 @@ func must2(t *testing.T) func(int64, error) {
 // racks (384 slots), each worker choosing nodes at random from what it read, then
 // checks that no node is overcommitted and no rack holds more than 3
 // replicas of a service.
-func racePlacements(t *testing.T, stores []store.Store) {
+//
+// It does so rounds times, releasing every reservation in between.
+func racePlacements(t *testing.T, stores []store.Store, rounds int) {
+	t.Helper()
+	total := 0
+	for round := range rounds {
+		total += racePlacementRound(t, stores, round == 0)
+		if round < rounds-1 {
+			rs, err := stores[0].ListReservations(ctx(t))
+			must(t, err)
+			for _, r := range rs {
+				must(t, stores[round%len(stores)].DropCompute(ctx(t), r.Compute))
+			}
+		}
+	}
+	t.Logf("%d placements in %d rounds", total, rounds)
+}
+
+// racePlacementRound is one round of racePlacements; it returns how many
+// replicas were placed.
+func racePlacementRound(t *testing.T, stores []store.Store, first bool) int {
 	t.Helper()
 	s := stores[0]
 	const nodes, racks, services, replicas = 24, 8, 40, 12
-	for i := range nodes {
-		must(t, s.UpsertNode(ctx(t), schedNode(fmt.Sprintf("n%02d", i), fmt.Sprintf("r%d", i%racks), 16)))
+	if first {
+		for i := range nodes {
+			must(t, s.UpsertNode(ctx(t), schedNode(fmt.Sprintf("n%02d", i), fmt.Sprintf("r%d", i%racks), 16)))
+		}
 	}
 	var all []*unyov1.Compute
 	for sv := range services {
@@ -249,4 +271,5 @@ func racePlacements(t *testing.T, stores []store.Store) {
 	if placed.Load() < 300 {
 		t.Errorf("only %d placed of the 384 slots", placed.Load())
 	}
+	return int(placed.Load())
 }

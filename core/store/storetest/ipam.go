@@ -211,7 +211,7 @@ func RunReplicas(t *testing.T, open func(t *testing.T) (store.Store, store.Store
 	t.Run("RacingPlacements", func(t *testing.T) {
 		t.Parallel()
 		a, b := open(t)
-		racePlacements(t, []store.Store{a, b})
+		racePlacements(t, []store.Store{a, b}, 5)
 	})
 	t.Run("RacingForTheLastAddresses", func(t *testing.T) {
 		t.Parallel()
