@@ -67,8 +67,32 @@ func newNodesCommand(g *globals) *cobra.Command {
 			return printed(cmd, nil, resp.Msg.GetClusterErrors())
 		},
 	}
+	cordon := func(use, short string, cordoned bool) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, ctx, cancel, err := g.connect(cmd)
+				if err != nil {
+					return err
+				}
+				defer cancel()
+				resp, err := cl.Nodes.CordonNode(ctx, connect.NewRequest(&unyov1.CordonNodeRequest{Name: args[0], Cluster: clusterName, Cordoned: cordoned}))
+				if err != nil {
+					return g.explain(err)
+				}
+				what := use + "ed"
+				if resp.Msg.GetChanged() == 0 {
+					what = "already " + what
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s %s\n", args[0], what)
+				return printed(cmd, nil, resp.Msg.GetClusterErrors())
+			},
+		}
+	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
-	cmd.AddCommand(ls, get, del)
+	cmd.AddCommand(ls, get, del,
+		cordon("cordon", "Cordon a node: it keeps its computes but takes no new ones", true),
+		cordon("uncordon", "Uncordon a node: it takes new computes again (Blocked ones are placed at once)", false))
 	return cmd
 }
 

@@ -118,9 +118,12 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	mu          sync.Mutex
-	cred        credential
-	registered  bool
+	mu         sync.Mutex
+	cred       credential
+	registered bool
+	// clusterName is the cluster's name as its registration answered;
+	// provider resources carry it as their owner.
+	clusterName string
 	heartbeat   time.Duration
 	checksRev   int64
 	centralDefs []checks.Definition
@@ -283,6 +286,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); fn(ctx) }()
 	}
 	run(a.startPlugins)
+	if a.hasProviders() {
+		run(a.runAssignments)
+	}
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
 	run(a.renewLoop)

@@ -139,6 +139,9 @@ func (a *Agent) register(ctx context.Context) error {
 	} else if resp.Msg.GetNodeToken() != "" {
 		a.log.Info("enrolled: this node's own credential is kept in the data directory and used from now on", "file", a.cred.path)
 	}
+	a.mu.Lock()
+	a.clusterName = resp.Msg.GetCluster()
+	a.mu.Unlock()
 	a.setRegistered(true)
 	a.log.Info("registered with cluster", "cluster", resp.Msg.GetCluster(), "url", a.opts.ClusterURL)
 	return nil

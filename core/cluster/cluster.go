@@ -108,9 +108,14 @@ type Cluster struct {
 	// rootNudge makes RegisterAtRoot register again at once (a node
 	// registered, so root should derive its topology).
 	rootNudge chan struct{}
-	knownMu   sync.Mutex
-	known     map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
-	revisions revisionCache
+	// placeKick wakes the node stage (computes synced, an agent reported,
+	// a node cordoned); assignments wakes agents long-polling
+	// GetAssignments on this replica.
+	placeKick   chan struct{}
+	assignments broadcast
+	knownMu     sync.Mutex
+	known       map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
+	revisions   revisionCache
 
 	// nodePlugins is each node's plugin statuses as last stored (guarded by
 	// knownMu): a heartbeat writes them only when they changed.
@@ -182,6 +187,7 @@ func New(st store.Store, opts Options) *Cluster {
 		kinds:     builtin.Kinds(),
 		ingested:  make(chan struct{}, 1),
 		rootNudge: make(chan struct{}, 1),
+		placeKick: make(chan struct{}, 1),
 
 		nodePlugins:  map[string][]*unyov1.PluginStatus{},
 		auth:         identity.NewAuthenticator(st, credentialKinds),
@@ -218,6 +224,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewAgentServiceHandler(&agentService{c}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(c), o...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
+	srv.Handle(unyov1connect.NewProvisionServiceHandler(&provisionService{c}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))
 	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{c}, o...))

@@ -53,6 +53,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"history-retention", &historyPruner{store: c.store, keep: c.opts.HistoryPerCheck, log: c.log}},
 		{"log-retention", c.newLogPruner()},
 		{"peer-watch", newPeerWatcher(c)},
+		{"node-stage", newNodeStage(c)},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

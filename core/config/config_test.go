@@ -471,7 +471,7 @@ func TestLoadProblems(t *testing.T) {
 			opts: LoadOptions{File: "testdata/agent_plugins_values.yaml"},
 			want: []string{
 				`testdata/agent_plugins_values.yaml: agent.plugins.dirs: required when plugins are enabled (where unyo-<kind>-<name> binaries are looked for)`,
-				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[0].kind: invalid value "action" (expected check: only check plugins run here)`,
+				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[0].kind: invalid value "action" (expected check or provider: only check or provider plugins run here)`,
 				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[1].name: "a/b" must not contain slashes or spaces`,
 				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[1].sha256: must be 64 hex digits (as printed by sha256sum)`,
 				`testdata/agent_plugins_values.yaml: agent.plugins.enabled[2].sha256: required: the binary's sha256 (64 hex digits, as printed by sha256sum)`,

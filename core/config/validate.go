@@ -226,7 +226,7 @@ func (c *Config) problems() []Problem {
 				bad(fmt.Sprintf("agent.checks[%d].name", i), "required (every check needs a name)")
 			}
 		}
-		ps = append(ps, pluginProblems("agent.plugins", c.Agent.Plugins, "check")...)
+		ps = append(ps, pluginProblems("agent.plugins", c.Agent.Plugins, "check", "provider")...)
 	}
 	return ps
 }
@@ -296,8 +296,10 @@ func statsProblems(s Stats) []Problem {
 	return ps
 }
 
-// pluginProblems checks a plugins section whose plugins must be of kind.
-func pluginProblems(key string, p Plugins, kind string) []Problem {
+// pluginProblems checks a plugins section whose plugins must be of one of
+// kinds (the first is named in messages about names).
+func pluginProblems(key string, p Plugins, kinds ...string) []Problem {
+	kind := kinds[0]
 	ps := envProblems(key+".env", p.Env)
 	bad := func(key, format string, args ...any) {
 		ps = append(ps, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
@@ -313,8 +315,9 @@ func pluginProblems(key string, p Plugins, kind string) []Problem {
 	seen := map[string]int{}
 	for i, pl := range p.Enabled {
 		at := fmt.Sprintf("%s.enabled[%d]", key, i)
-		if pl.Kind != kind {
-			bad(at+".kind", "invalid value %q (expected %s: only %s plugins run here)", pl.Kind, kind, kind)
+		if !slices.Contains(kinds, pl.Kind) {
+			want := strings.Join(kinds, " or ")
+			bad(at+".kind", "invalid value %q (expected %s: only %s plugins run here)", pl.Kind, want, want)
 		}
 		switch {
 		case pl.Name == "":

@@ -196,21 +196,37 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 		// RESOURCE, RACK and ZONE are where root's inventory says the node
 		// sits (all its topology labels show with -o yaml); "<none>": the
 		// inventory has no entry for it.
-		t := table{header: []string{"NAME", "CLUSTER", "STATE", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
+		// SCHED is schedulable, cordoned or draining; CPUS, MEMORY and
+		// DISK are reserved/capacity once computes hold any of the node.
+		t := table{header: []string{"NAME", "CLUSTER", "STATE", "SCHED", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
 		for _, n := range nodes {
 			c := n.GetCapacity()
+			r := n.GetReserved()
 			cpus := "-"
 			if c.GetCpus() > 0 {
 				cpus = fmt.Sprint(c.GetCpus())
+			}
+			memory, disk := humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes())
+			if r != nil {
+				cpus = fmt.Sprintf("%d/%s", r.GetCpus(), cpus)
+				memory = humanBytes(r.GetMemoryBytes()) + "/" + memory
+				disk = humanBytes(r.GetDiskBytes()) + "/" + disk
+			}
+			sched := "schedulable"
+			switch {
+			case n.GetDraining():
+				sched = "draining"
+			case n.GetCordoned():
+				sched = "cordoned"
 			}
 			resource := n.GetResource()
 			if resource == "" {
 				resource = "<none>"
 			}
 			top := n.GetTopologyLabels()
-			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(),
+			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(), sched,
 				resource, orDash(top["topology.unyo.dev/rack"]), orDash(top["topology.unyo.dev/zone"]), cpus,
-				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
+				memory, disk,
 				cell.Labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
 		}
 		return t

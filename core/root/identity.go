@@ -196,3 +196,30 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	}
 	return connect.NewResponse(resp), nil
 }
+
+// CordonNode cordons or uncordons a node in the cluster that has it.
+func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.CordonNodeResponse, error) {
+		out, err := c.Nodes.CordonNode(ctx, connect.NewRequest(&unyov1.CordonNodeRequest{Name: req.Msg.GetName(), Cluster: name, Cordoned: req.Msg.GetCordoned()}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return &unyov1.CordonNodeResponse{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg, nil
+	})
+	resp := &unyov1.CordonNodeResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Changed += a.value.GetChanged()
+		resp.Found += a.value.GetFound()
+	}
+	if resp.Found == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
+	}
+	return connect.NewResponse(resp), nil
+}

@@ -47,6 +47,9 @@ var procedures = map[string]Access{
 	unyov1connect.AgentServiceRenewCertificateProcedure: AccessAgent,
 	unyov1connect.MetricsServiceWriteMetricsProcedure:   AccessAgent,
 	unyov1connect.LogsServiceWriteLogsProcedure:         AccessAgent,
+	// An agent's own assignments; SyncComputes is root's (admin level).
+	unyov1connect.ProvisionServiceGetAssignmentsProcedure:    AccessAgent,
+	unyov1connect.ProvisionServiceReportAssignmentsProcedure: AccessAgent,
 
 	unyov1connect.ClusterServiceRegisterClusterProcedure: AccessClusterRegister,
 	unyov1connect.ClusterServiceAddClusterProcedure:      AccessAdmin,
@@ -64,6 +67,7 @@ var procedures = map[string]Access{
 	unyov1connect.AlertServiceCloseAlertProcedure:           AccessOperate,
 	unyov1connect.MaintenanceServiceEndMaintenanceProcedure: AccessOperate,
 	unyov1connect.NetworkServiceAllocateAddressProcedure:    AccessOperate,
+	unyov1connect.NodeServiceCordonNodeProcedure:            AccessOperate,
 	unyov1connect.NetworkServiceReleaseAddressProcedure:     AccessOperate,
 	unyov1connect.ObjectServiceGetProcedure:                 AccessRead,
 	unyov1connect.ObjectServiceListProcedure:                AccessRead,

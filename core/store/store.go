@@ -40,6 +40,7 @@ type Store interface {
 	Audit
 	Watched
 	Addresses
+	Computes
 	Close() error
 }
 

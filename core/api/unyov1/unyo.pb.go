@@ -8438,6 +8438,130 @@ func (x *DeleteNodeResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+type CordonNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At root: the node's cluster; empty asks every cluster.
+	Cluster string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// true cordons, false uncordons.
+	Cordoned      bool `protobuf:"varint,3,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CordonNodeRequest) Reset() {
+	*x = CordonNodeRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CordonNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CordonNodeRequest) ProtoMessage() {}
+
+func (x *CordonNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CordonNodeRequest.ProtoReflect.Descriptor instead.
+func (*CordonNodeRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *CordonNodeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CordonNodeRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *CordonNodeRequest) GetCordoned() bool {
+	if x != nil {
+		return x.Cordoned
+	}
+	return false
+}
+
+type CordonNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many nodes changed (0 when the node already was so).
+	Changed int32 `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
+	// How many nodes were found (0 or 1 per cluster).
+	Found         int32           `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,3,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CordonNodeResponse) Reset() {
+	*x = CordonNodeResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CordonNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CordonNodeResponse) ProtoMessage() {}
+
+func (x *CordonNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CordonNodeResponse.ProtoReflect.Descriptor instead.
+func (*CordonNodeResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *CordonNodeResponse) GetChanged() int32 {
+	if x != nil {
+		return x.Changed
+	}
+	return 0
+}
+
+func (x *CordonNodeResponse) GetFound() int32 {
+	if x != nil {
+		return x.Found
+	}
+	return 0
+}
+
+func (x *CordonNodeResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 type AddClusterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -8450,7 +8574,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8462,7 +8586,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8475,7 +8599,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -8503,7 +8627,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8515,7 +8639,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8528,7 +8652,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -8547,7 +8671,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8559,7 +8683,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8572,7 +8696,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -8590,7 +8714,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8602,7 +8726,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8615,7 +8739,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -8645,7 +8769,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8657,7 +8781,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8670,7 +8794,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *Token) GetId() string {
@@ -8765,7 +8889,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8777,7 +8901,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8790,7 +8914,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -8846,7 +8970,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8858,7 +8982,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8871,7 +8995,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -8896,7 +9020,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8908,7 +9032,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8921,7 +9045,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 type ListTokensResponse struct {
@@ -8933,7 +9057,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8945,7 +9069,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8958,7 +9082,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -8977,7 +9101,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8989,7 +9113,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9002,7 +9126,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -9021,7 +9145,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9033,7 +9157,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9046,7 +9170,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -9083,7 +9207,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9095,7 +9219,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9108,7 +9232,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -9204,7 +9328,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9216,7 +9340,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9229,7 +9353,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -9277,7 +9401,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9289,7 +9413,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9302,7 +9426,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -9999,7 +10123,15 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x02 \x01(\tR\acluster\"l\n" +
 	"\x12DeleteNodeResponse\x12\x18\n" +
 	"\adeleted\x18\x01 \x01(\x05R\adeleted\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"]\n" +
+	"\x11CordonNodeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x1a\n" +
+	"\bcordoned\x18\x03 \x01(\bR\bcordoned\"\x82\x01\n" +
+	"\x12CordonNodeResponse\x12\x18\n" +
+	"\achanged\x18\x01 \x01(\x05R\achanged\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\x05R\x05found\x12<\n" +
+	"\x0ecluster_errors\x18\x03 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
 	"\x11AddClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\"*\n" +
@@ -10104,13 +10236,15 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
 	"\x03Get\x12\x13.unyo.v1.GetRequest\x1a\x14.unyo.v1.GetResponse\x123\n" +
-	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xac\x02\n" +
+	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xf3\x02\n" +
 	"\vNodeService\x12B\n" +
 	"\tListNodes\x12\x19.unyo.v1.ListNodesRequest\x1a\x1a.unyo.v1.ListNodesResponse\x12<\n" +
 	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse\x12E\n" +
 	"\n" +
 	"DeleteNode\x12\x1a.unyo.v1.DeleteNodeRequest\x1a\x1b.unyo.v1.DeleteNodeResponse\x12T\n" +
-	"\x0fSetNodeTopology\x12\x1f.unyo.v1.SetNodeTopologyRequest\x1a .unyo.v1.SetNodeTopologyResponse2\x96\x01\n" +
+	"\x0fSetNodeTopology\x12\x1f.unyo.v1.SetNodeTopologyRequest\x1a .unyo.v1.SetNodeTopologyResponse\x12E\n" +
+	"\n" +
+	"CordonNode\x12\x1a.unyo.v1.CordonNodeRequest\x1a\x1b.unyo.v1.CordonNodeResponse2\x96\x01\n" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
@@ -10171,7 +10305,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 145)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -10290,125 +10424,127 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*CountStatsResponse)(nil),       // 114: unyo.v1.CountStatsResponse
 	(*DeleteNodeRequest)(nil),        // 115: unyo.v1.DeleteNodeRequest
 	(*DeleteNodeResponse)(nil),       // 116: unyo.v1.DeleteNodeResponse
-	(*AddClusterRequest)(nil),        // 117: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 118: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 119: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 120: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 121: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 122: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 123: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 124: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 125: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 126: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 127: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 128: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 129: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 130: unyo.v1.ListAuditResponse
-	nil,                              // 131: unyo.v1.Node.LabelsEntry
-	nil,                              // 132: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 133: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 134: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 135: unyo.v1.Check.LabelsEntry
-	nil,                              // 136: unyo.v1.Event.LabelsEntry
-	nil,                              // 137: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 138: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 139: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 140: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 141: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 142: unyo.v1.Sample.LabelsEntry
-	nil,                              // 143: unyo.v1.Series.LabelsEntry
-	nil,                              // 144: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 145: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 146: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 147: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 148: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 149: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 150: google.protobuf.Duration
-	(*Region)(nil),                   // 151: unyo.v1.Region
-	(*Datacenter)(nil),               // 152: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 153: unyo.v1.Floor
-	(*Rack)(nil),                     // 154: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 155: unyo.v1.PhysicalResource
-	(*Cluster)(nil),                  // 156: unyo.v1.Cluster
-	(*Flavor)(nil),                   // 157: unyo.v1.Flavor
-	(*Image)(nil),                    // 158: unyo.v1.Image
-	(*Network)(nil),                  // 159: unyo.v1.Network
-	(*AddressAllocation)(nil),        // 160: unyo.v1.AddressAllocation
+	(*CordonNodeRequest)(nil),        // 117: unyo.v1.CordonNodeRequest
+	(*CordonNodeResponse)(nil),       // 118: unyo.v1.CordonNodeResponse
+	(*AddClusterRequest)(nil),        // 119: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 120: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 121: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 122: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 123: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 124: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 125: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 126: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 127: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 128: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 129: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 130: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 131: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 132: unyo.v1.ListAuditResponse
+	nil,                              // 133: unyo.v1.Node.LabelsEntry
+	nil,                              // 134: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 135: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 136: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 137: unyo.v1.Check.LabelsEntry
+	nil,                              // 138: unyo.v1.Event.LabelsEntry
+	nil,                              // 139: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 140: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 141: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 142: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 143: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 144: unyo.v1.Sample.LabelsEntry
+	nil,                              // 145: unyo.v1.Series.LabelsEntry
+	nil,                              // 146: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 147: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 148: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 149: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 150: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 151: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 152: google.protobuf.Duration
+	(*Region)(nil),                   // 153: unyo.v1.Region
+	(*Datacenter)(nil),               // 154: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 155: unyo.v1.Floor
+	(*Rack)(nil),                     // 156: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 157: unyo.v1.PhysicalResource
+	(*Cluster)(nil),                  // 158: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 159: unyo.v1.Flavor
+	(*Image)(nil),                    // 160: unyo.v1.Image
+	(*Network)(nil),                  // 161: unyo.v1.Network
+	(*AddressAllocation)(nil),        // 162: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	131, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	133, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	148, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	148, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	150, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	150, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	132, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	134, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
 	5,   // 7: unyo.v1.Node.reserved:type_name -> unyo.v1.Capacity
-	148, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	133, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	134, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	150, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	135, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	136, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 11: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 12: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 13: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	149, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	135, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	151, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	137, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 16: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	148, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	148, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	150, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	150, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 19: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 20: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 21: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	148, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	150, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	148, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	150, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	150, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	152, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	150, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	152, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 26: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	136, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	138, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 28: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	148, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	148, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	137, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	138, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	150, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	150, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	139, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	140, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 33: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 34: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 35: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 36: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	149, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	151, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 38: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 39: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	139, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	141, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 41: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	148, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	148, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	148, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	148, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	150, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	150, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	150, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	150, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 46: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	140, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	142, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 48: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	148, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	148, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	148, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	150, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	150, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	150, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 52: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 53: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 54: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 55: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	148, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	148, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	150, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	150, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 58: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 59: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 60: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 61: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	151, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	152, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	153, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	154, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	155, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	156, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	157, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	158, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	159, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	153, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	154, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	155, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	156, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	157, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	158, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	159, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	160, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	161, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
 	6,   // 71: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	150, // 72: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	152, // 72: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 73: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 74: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 75: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -10425,7 +10561,7 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	32,  // 86: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	30,  // 87: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
 	32,  // 88: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	141, // 89: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	143, // 89: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
 	52,  // 90: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
 	6,   // 91: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
 	32,  // 92: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
@@ -10445,172 +10581,175 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 106: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 107: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 108: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 109: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	148, // 110: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	150, // 109: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	150, // 110: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 111: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	156, // 112: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	158, // 112: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
 	72,  // 113: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
 	1,   // 114: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	148, // 115: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	148, // 116: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	150, // 115: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	150, // 116: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
 	73,  // 117: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
 	74,  // 118: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
 	71,  // 119: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	160, // 120: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	160, // 121: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	148, // 122: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	162, // 120: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	162, // 121: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	150, // 122: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 123: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
 	85,  // 124: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	148, // 125: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	150, // 126: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	150, // 127: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	150, // 125: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	152, // 126: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	152, // 127: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
 	72,  // 128: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	142, // 129: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	143, // 130: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	144, // 129: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	145, // 130: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	87,  // 131: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	144, // 132: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	146, // 132: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	86,  // 133: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
 	90,  // 134: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	148, // 135: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	148, // 136: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	150, // 137: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	148, // 138: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	150, // 135: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	150, // 136: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	152, // 137: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	150, // 138: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	88,  // 139: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 140: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 141: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	148, // 142: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	150, // 141: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	150, // 142: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	89,  // 143: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 144: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 145: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	145, // 146: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	150, // 145: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	147, // 146: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	98,  // 147: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	148, // 148: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	148, // 149: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	146, // 150: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	150, // 148: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	150, // 149: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	148, // 150: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
 	101, // 151: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
 	98,  // 152: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 153: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 154: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	150, // 154: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
 	101, // 155: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	150, // 156: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	150, // 157: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	152, // 156: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	152, // 157: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
 	104, // 158: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 159: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 160: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 161: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	150, // 160: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 161: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
 	98,  // 162: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 163: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 164: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 165: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	147, // 166: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	148, // 167: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	150, // 164: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 165: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	149, // 166: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	150, // 167: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
 	110, // 168: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
 	32,  // 169: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 170: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	148, // 171: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	148, // 172: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	150, // 170: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 171: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	150, // 172: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
 	113, // 173: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
 	32,  // 174: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	32,  // 175: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	148, // 176: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	148, // 177: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	148, // 178: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	148, // 179: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	150, // 180: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	121, // 181: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	121, // 182: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	121, // 183: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	148, // 184: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	148, // 185: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	128, // 186: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 187: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 188: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 189: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 190: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 191: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 192: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 193: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 194: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 195: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 196: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 197: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 198: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	115, // 199: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 200: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	59,  // 201: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 202: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 203: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 204: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 205: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 206: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 207: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 208: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 209: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	117, // 210: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	119, // 211: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 212: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	81,  // 213: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	83,  // 214: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	91,  // 215: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	93,  // 216: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	94,  // 217: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	96,  // 218: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	99,  // 219: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	102, // 220: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	105, // 221: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	107, // 222: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	109, // 223: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	112, // 224: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	122, // 225: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	124, // 226: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	126, // 227: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	129, // 228: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 229: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 230: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 231: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 232: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 233: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 234: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 235: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 236: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 237: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 238: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 239: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	116, // 240: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 241: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	60,  // 242: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 243: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 244: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 245: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 246: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 247: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 248: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 249: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 250: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	118, // 251: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	120, // 252: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 253: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	82,  // 254: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	84,  // 255: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	92,  // 256: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	95,  // 257: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	95,  // 258: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 259: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	100, // 260: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	103, // 261: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	106, // 262: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	108, // 263: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	111, // 264: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	114, // 265: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	123, // 266: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	125, // 267: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	127, // 268: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	130, // 269: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	229, // [229:270] is the sub-list for method output_type
-	188, // [188:229] is the sub-list for method input_type
-	188, // [188:188] is the sub-list for extension type_name
-	188, // [188:188] is the sub-list for extension extendee
-	0,   // [0:188] is the sub-list for field type_name
+	32,  // 176: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 177: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	150, // 178: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	150, // 179: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	150, // 180: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	152, // 181: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	123, // 182: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	123, // 183: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	123, // 184: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	150, // 185: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	150, // 186: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	130, // 187: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 188: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 189: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 190: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 191: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 192: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 193: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 194: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 195: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 196: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 197: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 198: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 199: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	115, // 200: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 201: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	117, // 202: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	59,  // 203: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 204: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 205: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 206: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 207: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 208: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 209: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 210: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 211: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	119, // 212: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	121, // 213: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 214: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	81,  // 215: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	83,  // 216: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	91,  // 217: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	93,  // 218: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	94,  // 219: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	96,  // 220: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	99,  // 221: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	102, // 222: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	105, // 223: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	107, // 224: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	109, // 225: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	112, // 226: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	124, // 227: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	126, // 228: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	128, // 229: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	131, // 230: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 231: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 232: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 233: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 234: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 235: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 236: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 237: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 238: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 239: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 240: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 241: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	116, // 242: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 243: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	118, // 244: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	60,  // 245: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 246: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 247: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 248: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 249: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 250: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 251: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 252: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 253: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	120, // 254: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	122, // 255: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 256: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	82,  // 257: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	84,  // 258: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	92,  // 259: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	95,  // 260: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	95,  // 261: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 262: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	100, // 263: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	103, // 264: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	106, // 265: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	108, // 266: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	111, // 267: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	114, // 268: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	125, // 269: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	127, // 270: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	129, // 271: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	132, // 272: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	231, // [231:273] is the sub-list for method output_type
+	189, // [189:231] is the sub-list for method input_type
+	189, // [189:189] is the sub-list for extension type_name
+	189, // [189:189] is the sub-list for extension extendee
+	0,   // [0:189] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10646,7 +10785,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   143,
+			NumMessages:   145,
 			NumExtensions: 0,
 			NumServices:   14,
 		},

@@ -51,7 +51,13 @@ const (
 	PluginState   Source = "plugin-state"   // an action plugin of the cluster changed state
 	StoreLoss     Source = "store-loss"     // the store lost events it had acknowledged
 	PeerWatch     Source = "peer-watch"     // a peer cluster this one watches is down, stuck or back
+	Placement     Source = "placement"      // a compute could not be placed (Blocked, Failed) or was placed again
 )
+
+// PlacementCheck is the check of placement events: one per compute that
+// the node stage could not place, on the cluster's own node name, labelled
+// with the compute and service.
+const PlacementCheck = "compute-placement"
 
 // LivenessCheck is the check of node liveness events: the cluster's own
 // judgement of a node, which its agent may not report.

@@ -159,7 +159,12 @@ func (s *Store) updateNodeBody(ctx context.Context, name, what string, change fu
 	return changed, nil
 }
 
-const nodeColumns = "name, state, registered_at, last_heartbeat, body"
+// nodeColumns are a node's columns and, for the scheduler, its reserved
+// resources summed over its reservations.
+const nodeColumns = `name, state, registered_at, last_heartbeat, body, cordoned, draining, generation,
+	COALESCE((SELECT SUM(vcpus) FROM reservations r WHERE r.node = nodes.name), 0),
+	COALESCE((SELECT SUM(memory_bytes) FROM reservations r WHERE r.node = nodes.name), 0),
+	COALESCE((SELECT SUM(disk_bytes) FROM reservations r WHERE r.node = nodes.name), 0)`
 
 func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) {
 	n, err := scanNode(s.r.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", name))
@@ -193,8 +198,11 @@ func scanNode(row scanner) (*unyov1.Node, error) {
 		state                 int32
 		registered, heartbeat int64
 		body                  []byte
+		cordoned, draining    int64
+		generation            int64
+		cpus, memory, disk    int64
 	)
-	if err := row.Scan(&name, &state, &registered, &heartbeat, &body); err != nil {
+	if err := row.Scan(&name, &state, &registered, &heartbeat, &body, &cordoned, &draining, &generation, &cpus, &memory, &disk); err != nil {
 		return nil, err
 	}
 	n := &unyov1.Node{}
@@ -205,6 +213,10 @@ func scanNode(row scanner) (*unyov1.Node, error) {
 	n.State = unyov1.NodeState(state)
 	n.RegisteredAt = fromNanos(registered)
 	n.LastHeartbeat = fromNanos(heartbeat)
+	n.Cordoned, n.Draining, n.Generation = cordoned != 0, draining != 0, generation
+	if cpus != 0 || memory != 0 || disk != 0 {
+		n.Reserved = &unyov1.Capacity{Cpus: int32(cpus), MemoryBytes: memory, DiskBytes: disk}
+	}
 	return n, nil
 }
 

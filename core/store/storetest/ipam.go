@@ -208,6 +208,11 @@ func raceAllocations(t *testing.T, stores []store.Store, network string, workers
 // database, as two root replicas allocate: open returns both handles on a
 // new, empty database.
 func RunReplicas(t *testing.T, open func(t *testing.T) (store.Store, store.Store)) {
+	t.Run("RacingPlacements", func(t *testing.T) {
+		t.Parallel()
+		a, b := open(t)
+		racePlacements(t, []store.Store{a, b}, 5)
+	})
 	t.Run("RacingForTheLastAddresses", func(t *testing.T) {
 		t.Parallel()
 		a, b := open(t)

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pipeline", pipelineTests()},
 		{"Watched", watchedTests()},
 		{"Addresses", addressTests()},
+		{"Computes", computeTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -91,6 +91,8 @@ const (
 	// NodeServiceSetNodeTopologyProcedure is the fully-qualified name of the NodeService's
 	// SetNodeTopology RPC.
 	NodeServiceSetNodeTopologyProcedure = "/unyo.v1.NodeService/SetNodeTopology"
+	// NodeServiceCordonNodeProcedure is the fully-qualified name of the NodeService's CordonNode RPC.
+	NodeServiceCordonNodeProcedure = "/unyo.v1.NodeService/CordonNode"
 	// EventServiceListEventsProcedure is the fully-qualified name of the EventService's ListEvents RPC.
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
@@ -498,6 +500,10 @@ type NodeServiceClient interface {
 	// and topology labels root derived for them (root's credential, or an
 	// admin). Nodes not named are left alone; unknown nodes are skipped.
 	SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error)
+	// CordonNode cordons a node, or uncordons it (operator): a cordoned node
+	// keeps its computes but takes no new ones. Root forwards it to the
+	// node's cluster.
+	CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error)
 }
 
 // NewNodeServiceClient constructs a client for the unyo.v1.NodeService service. By default, it uses
@@ -535,6 +541,12 @@ func NewNodeServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(nodeServiceMethods.ByName("SetNodeTopology")),
 			connect.WithClientOptions(opts...),
 		),
+		cordonNode: connect.NewClient[unyov1.CordonNodeRequest, unyov1.CordonNodeResponse](
+			httpClient,
+			baseURL+NodeServiceCordonNodeProcedure,
+			connect.WithSchema(nodeServiceMethods.ByName("CordonNode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -544,6 +556,7 @@ type nodeServiceClient struct {
 	getNode         *connect.Client[unyov1.GetNodeRequest, unyov1.GetNodeResponse]
 	deleteNode      *connect.Client[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse]
 	setNodeTopology *connect.Client[unyov1.SetNodeTopologyRequest, unyov1.SetNodeTopologyResponse]
+	cordonNode      *connect.Client[unyov1.CordonNodeRequest, unyov1.CordonNodeResponse]
 }
 
 // ListNodes calls unyo.v1.NodeService.ListNodes.
@@ -566,6 +579,11 @@ func (c *nodeServiceClient) SetNodeTopology(ctx context.Context, req *connect.Re
 	return c.setNodeTopology.CallUnary(ctx, req)
 }
 
+// CordonNode calls unyo.v1.NodeService.CordonNode.
+func (c *nodeServiceClient) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	return c.cordonNode.CallUnary(ctx, req)
+}
+
 // NodeServiceHandler is an implementation of the unyo.v1.NodeService service.
 type NodeServiceHandler interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
@@ -577,6 +595,10 @@ type NodeServiceHandler interface {
 	// and topology labels root derived for them (root's credential, or an
 	// admin). Nodes not named are left alone; unknown nodes are skipped.
 	SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error)
+	// CordonNode cordons a node, or uncordons it (operator): a cordoned node
+	// keeps its computes but takes no new ones. Root forwards it to the
+	// node's cluster.
+	CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error)
 }
 
 // NewNodeServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -610,6 +632,12 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(nodeServiceMethods.ByName("SetNodeTopology")),
 		connect.WithHandlerOptions(opts...),
 	)
+	nodeServiceCordonNodeHandler := connect.NewUnaryHandler(
+		NodeServiceCordonNodeProcedure,
+		svc.CordonNode,
+		connect.WithSchema(nodeServiceMethods.ByName("CordonNode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.NodeService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case NodeServiceListNodesProcedure:
@@ -620,6 +648,8 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 			nodeServiceDeleteNodeHandler.ServeHTTP(w, r)
 		case NodeServiceSetNodeTopologyProcedure:
 			nodeServiceSetNodeTopologyHandler.ServeHTTP(w, r)
+		case NodeServiceCordonNodeProcedure:
+			nodeServiceCordonNodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -643,6 +673,10 @@ func (UnimplementedNodeServiceHandler) DeleteNode(context.Context, *connect.Requ
 
 func (UnimplementedNodeServiceHandler) SetNodeTopology(context.Context, *connect.Request[unyov1.SetNodeTopologyRequest]) (*connect.Response[unyov1.SetNodeTopologyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.SetNodeTopology is not implemented"))
+}
+
+func (UnimplementedNodeServiceHandler) CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.CordonNode is not implemented"))
 }
 
 // EventServiceClient is a client for the unyo.v1.EventService service.

@@ -1,0 +1,335 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/placement"
+	"github.com/unyo-ops/unyo/provision/schedule"
+	"github.com/unyo-ops/unyo/provision/topology"
+)
+
+// nodeStage is the cluster's half of scheduling, on the lease holder: it
+// places the computes root synced here on nodes (provision/schedule),
+// commits each placement with store.ReserveCompute, hands the agent its
+// Assignment, and removes what root no longer wants. A compute that found
+// no node is Blocked (NoCapacity) and placed again as soon as the nodes'
+// capacity key moves (a node registers or comes back, is uncordoned, a
+// reservation is released), or Failed (Unsatisfiable) at once.
+type nodeStage struct {
+	c *Cluster
+	// blockedAt is the capacity key Blocked computes were last tried at.
+	blockedAt uint64
+	// poll is how often the stage rereads the nodes to see whether their
+	// capacity key moved; a kick runs it at once.
+	poll time.Duration
+}
+
+func newNodeStage(c *Cluster) *nodeStage { return &nodeStage{c: c, poll: time.Second} }
+
+func (s *nodeStage) Run(ctx context.Context) {
+	t := time.NewTicker(s.poll)
+	defer t.Stop()
+	for {
+		if err := s.pass(ctx); err != nil && ctx.Err() == nil {
+			s.c.log.Warn("the node stage failed; will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.c.placeKick:
+		case <-t.C:
+		}
+	}
+}
+
+// maxConflictRounds bounds how often one pass rebuilds its snapshot after
+// a commit found its node moved (another writer placed there meanwhile).
+const maxConflictRounds = 5
+
+// pass does one round of placement and removal.
+func (s *nodeStage) pass(ctx context.Context) error {
+	for range maxConflictRounds {
+		again, err := s.round(ctx)
+		if err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// round returns true when a commit conflicted and the round should be run
+// again over fresh nodes.
+func (s *nodeStage) round(ctx context.Context) (bool, error) {
+	computes, err := s.c.store.ListComputes(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(computes) == 0 {
+		return false, nil
+	}
+	nodes, err := s.c.store.ListNodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	key := capacityKey(nodes)
+	retryBlocked := key != s.blockedAt
+	byName := make(map[string]*unyov1.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.GetName()] = n
+	}
+	var waiting []*unyov1.Compute
+	changed := false
+	for _, c := range computes {
+		switch c.GetStatus().GetPhase() {
+		case PhaseInitializing, "":
+			waiting = append(waiting, c)
+		case PhaseBlocked:
+			if retryBlocked {
+				waiting = append(waiting, c)
+			}
+		case PhaseDeleting:
+			// Never placed, or its node is gone: nothing holds it.
+			if node := c.GetStatus().GetNode(); node == "" || byName[node] == nil {
+				if err := s.c.store.DropCompute(ctx, c.GetName()); err != nil {
+					return false, err
+				}
+				s.c.log.Info("compute deleted", "compute", c.GetName(), "node", node)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		s.c.assignments.notify()
+	}
+	if len(waiting) == 0 {
+		s.blockedAt = key
+		return false, nil
+	}
+	reservations, err := s.c.store.ListReservations(ctx)
+	if err != nil {
+		return false, err
+	}
+	pl := newPlanner(nodes, reservations)
+	conflict := false
+	for _, group := range byService(waiting) {
+		again, err := s.place(ctx, pl, group)
+		if err != nil {
+			return false, err
+		}
+		conflict = conflict || again
+	}
+	s.c.assignments.notify()
+	if !conflict {
+		s.blockedAt = key
+	}
+	return conflict, nil
+}
+
+// place places one service's waiting computes.
+func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Compute) (conflict bool, err error) {
+	first := group[0]
+	req := placement.Request(first, pl.existing(first.GetService()))
+	res := schedule.NewSnapshot(pl.nodes).Place(req, len(group))
+	now := s.c.now()
+	for i, ch := range res.Placed {
+		c := group[i]
+		gen := pl.generation(ch)
+		moved, err := s.c.store.ReserveCompute(ctx, store.Reservation{
+			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
+			Resources: req.Shape, Generation: gen, Policy: req.Policy, ReservedAt: now,
+		}, assignmentFor(c), scheduledStatus(c.GetStatus(), ch.Node, now))
+		var reason *schedule.Reason
+		switch {
+		case err == nil:
+			pl.commit(ch.Node, c.GetService(), req.Shape, moved)
+			s.c.log.Info("compute placed", "compute", c.GetName(), "node", ch.Node)
+			if c.GetStatus().GetPhase() == PhaseBlocked {
+				s.raise(ctx, c, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("OK - compute %s placed on node %s", c.GetName(), ch.Node))
+			}
+		case errors.Is(err, store.ErrGeneration), errors.As(err, &reason), errors.Is(err, store.ErrExists):
+			// Another writer changed the node (or placed this compute)
+			// since the nodes were read: read them again.
+			s.c.log.Debug("placement conflicted; rereading the nodes", "compute", c.GetName(), "node", ch.Node, "err", err)
+			return true, nil
+		case errors.Is(err, store.ErrNotFound):
+			// The compute or node went away meanwhile.
+			return true, nil
+		default:
+			return false, err
+		}
+	}
+	if res.Unplaced == 0 {
+		return false, nil
+	}
+	for _, c := range group[len(res.Placed):] {
+		st := unplacedStatus(c.GetStatus(), res.Reason, now)
+		if proto.Equal(withoutTime(st), withoutTime(c.GetStatus())) {
+			continue
+		}
+		if err := s.c.store.SetComputeStatus(ctx, c.GetName(), st); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
+		s.c.log.Info("compute not placed", "compute", c.GetName(), "phase", st.GetPhase(), "reason", st.GetMessage())
+		status := unyov1.CheckStatus_CHECK_STATUS_WARNING
+		if st.GetPhase() == PhaseFailed {
+			status = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
+		}
+		s.raise(ctx, c, status, fmt.Sprintf("%s %s - compute %s: %s", st.GetPhase(), st.GetReason(), c.GetName(), st.GetMessage()))
+	}
+	return false, nil
+}
+
+// raise records a placement event through the ingest path, so that rules
+// can alert on a compute that cannot be placed.
+func (s *nodeStage) raise(ctx context.Context, c *unyov1.Compute, status unyov1.CheckStatus, out string) {
+	err := s.c.raise(ctx, ingest.Placement, ingest.Synthetic{
+		Node: s.c.opts.Name, Check: ingest.PlacementCheck, Status: status, Output: out,
+		Labels: map[string]string{"compute": c.GetName(), "service": c.GetService()},
+	})
+	if err != nil && ctx.Err() == nil {
+		s.c.log.Warn("recording a placement event failed", "compute", c.GetName(), "err", err)
+	}
+}
+
+func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
+	st = proto.CloneOf(st)
+	if st != nil {
+		st.UpdatedAt = nil
+	}
+	return st
+}
+
+// scheduledStatus is a compute's status once it has a node.
+func scheduledStatus(cur *unyov1.ComputeStatus, node string, now time.Time) *unyov1.ComputeStatus {
+	ts := timestamppb.New(now)
+	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress()}
+}
+
+// unplacedStatus is a compute's status when no node took it: Blocked
+// (NoCapacity) or Failed (Unsatisfiable), with the reason's words and its
+// per-rule node counts.
+func unplacedStatus(cur *unyov1.ComputeStatus, r *schedule.Reason, now time.Time) *unyov1.ComputeStatus {
+	st := &unyov1.ComputeStatus{Phase: PhaseBlocked, Reason: ReasonNoCapacity, UpdatedAt: timestamppb.New(now), Address: cur.GetAddress()}
+	if r == nil {
+		st.Message = "no node fits"
+		return st
+	}
+	if r.Class == schedule.Unsatisfiable {
+		st.Phase, st.Reason = PhaseFailed, ReasonUnsatisfiable
+	}
+	st.Message = r.String()
+	for _, j := range r.Rejections {
+		st.Reasons = append(st.Reasons, &unyov1.ScheduleReasonCount{Code: j.Code.String(), Count: int32(j.Nodes), Detail: j.String()})
+	}
+	return st
+}
+
+// assignmentFor is what c's agent receives.
+func assignmentFor(c *unyov1.Compute) *unyov1.Assignment {
+	sp := c.GetSpec()
+	return &unyov1.Assignment{
+		Compute: c.GetName(), Service: c.GetService(), Provider: sp.GetProvider(),
+		Resources: c.GetResources(), ImageSource: c.GetImageSource(), Network: sp.GetNetwork(),
+		Address: c.GetStatus().GetAddress(), Env: sp.GetEnv(), Command: sp.GetCommand(), Desired: StateRunning,
+	}
+}
+
+// byService groups computes by service, services and computes by name.
+func byService(cs []*unyov1.Compute) [][]*unyov1.Compute {
+	idx := map[string]int{}
+	var out [][]*unyov1.Compute
+	for _, c := range cs {
+		i, ok := idx[c.GetService()]
+		if !ok {
+			i = len(out)
+			idx[c.GetService()] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], c)
+	}
+	for _, g := range out {
+		slices.SortFunc(g, func(a, b *unyov1.Compute) int {
+			if a.GetIndex() != b.GetIndex() {
+				return int(a.GetIndex() - b.GetIndex())
+			}
+			return cmp.Compare(a.GetName(), b.GetName())
+		})
+	}
+	return out
+}
+
+// capacityKey changes whenever something that could let a Blocked
+// compute be placed changes: a node joins or leaves, changes state,
+// capacity or labels, or its generation moves (a reservation released,
+// cordon lifted).
+func capacityKey(nodes []*unyov1.Node) uint64 {
+	h := fnv.New64a()
+	for _, n := range nodes {
+		c := n.GetCapacity()
+		fmt.Fprintf(h, "%s|%d|%d|%d|%d|%d|%d|%v|", n.GetName(), n.GetState(), n.GetGeneration(), c.GetCpus(), c.GetMemoryBytes(), c.GetDiskBytes(), len(n.GetLabels())+len(n.GetTopologyLabels()), n.GetCordoned())
+	}
+	return h.Sum64()
+}
+
+// planner is one round's view of the nodes and reservations, kept up to
+// date with the round's own commits so that later services see them.
+type planner struct {
+	nodes  []schedule.Node
+	index  map[string]int
+	labels map[string]map[string]string
+	// placed are each service's placements.
+	placed map[string][]schedule.Placement
+	// moved are the generations this round's commits moved nodes to.
+	moved map[string]int64
+}
+
+func newPlanner(nodes []*unyov1.Node, rs []store.Reservation) *planner {
+	p := &planner{index: map[string]int{}, labels: map[string]map[string]string{}, placed: map[string][]schedule.Placement{}, moved: map[string]int64{}}
+	for _, n := range nodes {
+		p.index[n.GetName()] = len(p.nodes)
+		p.nodes = append(p.nodes, placement.Node(n))
+		p.labels[n.GetName()] = topology.NodeLabels(n)
+	}
+	for _, r := range rs {
+		l := p.labels[r.Node]
+		if l == nil {
+			l = map[string]string{}
+		}
+		p.placed[r.Service] = append(p.placed[r.Service], schedule.Placement{Node: r.Node, Labels: l})
+	}
+	return p
+}
+
+func (p *planner) existing(service string) []schedule.Placement { return p.placed[service] }
+
+// generation is the generation to commit ch at: the one it was chosen at,
+// or, when this round's own commit moved the node since, the new one (the
+// snapshot counted that commit).
+func (p *planner) generation(ch schedule.Choice) int64 {
+	if g, ok := p.moved[ch.Node]; ok {
+		return g
+	}
+	return ch.Generation
+}
+
+// commit counts a reservation the store made, which moved the node to
+// generation gen.
+func (p *planner) commit(node, service string, shape schedule.Resources, gen int64) {
+	n := &p.nodes[p.index[node]]
+	n.Reserved = n.Reserved.Add(shape)
+	n.Generation = gen
+	p.moved[node] = gen
+	p.placed[service] = append(p.placed[service], schedule.Placement{Node: node, Labels: p.labels[node]})
+}

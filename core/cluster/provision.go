@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/api/validate"
+	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/core/store"
+)
+
+// The contract's phase words and reason codes (provisioning, part 2).
+const (
+	PhaseInitializing = "Initializing"
+	PhaseScheduled    = "Creating:Scheduled"
+	PhaseActive       = "Active"
+	PhaseDeleting     = "Deleting"
+	PhaseFailed       = "Failed"
+	PhaseBlocked      = "Blocked"
+
+	ReasonNoCapacity    = "NoCapacity"
+	ReasonUnsatisfiable = "Unsatisfiable"
+	ReasonProviderError = "ProviderError"
+)
+
+// Assignment states an agent reports, and what an assignment wants.
+const (
+	StateCreating = "creating"
+	StateRunning  = "running"
+	StateFailed   = "failed"
+	StateDeleted  = "deleted"
+)
+
+// provisionService is the cluster's ProvisionService: root syncs the
+// computes it placed here; agents fetch their assignments and report.
+type provisionService struct{ c *Cluster }
+
+// maxComputesPerSync bounds one SyncComputes request.
+const maxComputesPerSync = 100000
+
+// SyncComputes takes the full set of computes root wants on this cluster.
+// Only root (or an admin) may call it: the procedure needs the admin
+// level, which root's credential has and a node's has not.
+func (s *provisionService) SyncComputes(ctx context.Context, req *connect.Request[unyov1.SyncComputesRequest]) (*connect.Response[unyov1.SyncComputesResponse], error) {
+	p := server.PrincipalFrom(ctx)
+	if p.Kind == server.KindNode || !p.InCluster(s.c.opts.Name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not sync the computes of cluster %q", p, s.c.opts.Name))
+	}
+	cs := req.Msg.GetComputes()
+	if len(cs) > maxComputesPerSync {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("computes: %d in one sync, at most %d", len(cs), maxComputesPerSync))
+	}
+	seen := make(map[string]bool, len(cs))
+	for i, c := range cs {
+		if err := s.validCompute(fmt.Sprintf("computes[%d]", i), c); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		if seen[c.GetName()] {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("computes[%d]: %s is listed twice", i, c.GetName()))
+		}
+		seen[c.GetName()] = true
+	}
+	held, err := s.c.store.SyncComputes(ctx, cs, time.Now())
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	s.c.kickPlacement()
+	s.c.assignments.notify()
+	return connect.NewResponse(&unyov1.SyncComputesResponse{Computes: held}), nil
+}
+
+func (s *provisionService) validCompute(field string, c *unyov1.Compute) error {
+	if err := validate.Name(c.GetName()); err != nil {
+		return fmt.Errorf("%s.name: %w", field, err)
+	}
+	if err := validate.Name(c.GetService()); err != nil {
+		return fmt.Errorf("%s.service: %w", field, err)
+	}
+	if c.GetCluster() != "" && c.GetCluster() != s.c.opts.Name {
+		return fmt.Errorf("%s: compute %s is for cluster %q, this is %q", field, c.GetName(), c.GetCluster(), s.c.opts.Name)
+	}
+	if c.GetSpec().GetProvider() == "" {
+		return fmt.Errorf("%s.spec.provider: compute %s names no provider", field, c.GetName())
+	}
+	r := c.GetResources()
+	if r.GetVcpus() < 0 || r.GetMemoryBytes() < 0 || r.GetDiskBytes() < 0 {
+		return fmt.Errorf("%s.resources: negative", field)
+	}
+	return nil
+}
+
+// assignmentsWait is how long GetAssignments waits for a change past the
+// agent's generation before answering with what there is; storePoll is how
+// often it rereads the store meanwhile, for changes another replica made.
+const (
+	assignmentsWait = 20 * time.Second
+	storePoll       = 500 * time.Millisecond
+)
+
+// agentNodeName is the node an agent acts for: its credential's, never the
+// request's; an admin (or anybody without authentication) names the node.
+func agentNodeName(ctx context.Context, asked string) (string, error) {
+	p := server.PrincipalFrom(ctx)
+	if p.Kind == server.KindNode {
+		if asked != "" && asked != p.Name {
+			return "", connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q may not act for node %q", p.Name, asked))
+		}
+		return p.Name, nil
+	}
+	if err := server.RequireNode(ctx, asked); err != nil {
+		return "", err
+	}
+	if asked == "" {
+		return "", connect.NewError(connect.CodeInvalidArgument, errors.New("node: required"))
+	}
+	return asked, nil
+}
+
+func (s *provisionService) GetAssignments(ctx context.Context, req *connect.Request[unyov1.GetAssignmentsRequest]) (*connect.Response[unyov1.GetAssignmentsResponse], error) {
+	node, err := agentNodeName(ctx, req.Msg.GetNode())
+	if err != nil {
+		return nil, err
+	}
+	since := req.Msg.GetSinceGeneration()
+	deadline := time.NewTimer(assignmentsWait)
+	defer deadline.Stop()
+	poll := time.NewTicker(storePoll)
+	defer poll.Stop()
+	for {
+		woken := s.c.assignments.wait()
+		gen, err := s.c.store.AssignmentsGeneration(ctx)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, err)
+		}
+		if since == 0 || gen != since {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, connect.NewError(connect.CodeCanceled, ctx.Err())
+		case <-deadline.C:
+		case <-woken:
+			continue
+		case <-poll.C:
+			continue
+		}
+		break
+	}
+	as, gen, err := s.c.store.ListAssignments(ctx, node)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	return connect.NewResponse(&unyov1.GetAssignmentsResponse{Assignments: as, Generation: gen}), nil
+}
+
+// maxStatesPerReport bounds one ReportAssignments request.
+const maxStatesPerReport = 10000
+
+// ReportAssignments takes what an agent did with its assignments: running
+// makes the compute Active, failed makes it Failed (ProviderError with the
+// provider's words), deleted ends a compute being deleted and releases its
+// reservation. States of computes not assigned to the node are ignored.
+func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.Request[unyov1.ReportAssignmentsRequest]) (*connect.Response[unyov1.ReportAssignmentsResponse], error) {
+	node, err := agentNodeName(ctx, req.Msg.GetNode())
+	if err != nil {
+		return nil, err
+	}
+	if n := len(req.Msg.GetStates()); n > maxStatesPerReport {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("states: %d in one report, at most %d", n, maxStatesPerReport))
+	}
+	changed := false
+	for _, st := range req.Msg.GetStates() {
+		c, err := s.c.store.GetCompute(ctx, st.GetCompute())
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, err)
+		}
+		if c.GetStatus().GetNode() != node {
+			s.c.log.Warn("an agent reported a compute not assigned to it; ignored", "node", node, "compute", st.GetCompute(), "assigned_to", c.GetStatus().GetNode())
+			continue
+		}
+		deleting := c.GetStatus().GetPhase() == PhaseDeleting
+		if st.GetState() == StateDeleted && deleting {
+			if err := s.c.store.DropCompute(ctx, c.GetName()); err != nil {
+				return nil, connect.NewError(connect.CodeUnavailable, err)
+			}
+			s.c.log.Info("compute deleted; reservation released", "compute", c.GetName(), "node", node)
+			changed = true
+			continue
+		}
+		next := applyState(c.GetStatus(), st, deleting, time.Now())
+		if next == nil {
+			continue
+		}
+		if err := s.c.store.SetComputeStatus(ctx, c.GetName(), next); err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, err)
+		}
+		changed = true
+	}
+	if changed {
+		s.c.kickPlacement()
+		s.c.assignments.notify()
+	}
+	return connect.NewResponse(&unyov1.ReportAssignmentsResponse{}), nil
+}
+
+// applyState is a compute's status after its agent reported st, or nil
+// when nothing changes. A compute being deleted stays Deleting whatever
+// the agent says until it says deleted.
+func applyState(cur *unyov1.ComputeStatus, st *unyov1.AssignmentState, deleting bool, now time.Time) *unyov1.ComputeStatus {
+	next := proto.CloneOf(cur)
+	if next == nil {
+		next = &unyov1.ComputeStatus{}
+	}
+	if st.GetHandle() != "" {
+		next.Handle = st.GetHandle()
+	}
+	if st.GetAddress() != "" {
+		next.Address = st.GetAddress()
+	}
+	if !deleting {
+		switch st.GetState() {
+		case StateRunning:
+			if next.Phase != PhaseActive {
+				next.ActiveAt = timestamppb.New(now)
+			}
+			next.Phase, next.Reason, next.Message, next.Reasons = PhaseActive, "", "", nil
+		case StateFailed:
+			next.Phase, next.Reason, next.Message, next.Reasons = PhaseFailed, ReasonProviderError, st.GetMessage(), nil
+		}
+	}
+	if proto.Equal(next, cur) {
+		return nil
+	}
+	next.UpdatedAt = timestamppb.New(now)
+	return next
+}
+
+// kickPlacement wakes the node stage, if it runs on this replica.
+func (c *Cluster) kickPlacement() {
+	select {
+	case c.placeKick <- struct{}{}:
+	default:
+	}
+}
+
+// broadcast wakes every waiter at once: wait returns a channel that
+// notify closes.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+}
+
+// CordonNode cordons or uncordons a node. Uncordoning moves the node's
+// generation, which makes the node stage try Blocked computes again.
+func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	name := req.Msg.GetName()
+	if req.Msg.GetCluster() != "" && req.Msg.GetCluster() != s.c.opts.Name {
+		return connect.NewResponse(&unyov1.CordonNodeResponse{}), nil
+	}
+	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
+		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not cordon nodes of cluster %q", p, s.c.opts.Name))
+	}
+	changed, err := s.c.store.SetNodeCordoned(ctx, name, req.Msg.GetCordoned())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	resp := &unyov1.CordonNodeResponse{Found: 1}
+	if changed {
+		resp.Changed = 1
+		what := "uncordoned"
+		if req.Msg.GetCordoned() {
+			what = "cordoned"
+		}
+		s.c.log.Info("node "+what, "node", name, "by", server.PrincipalFrom(ctx).String())
+		s.c.audit.Record(ctx, "NodeService/CordonNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, nil, req.Msg, nil)
+		s.c.kickPlacement()
+	}
+	return connect.NewResponse(resp), nil
+}

@@ -1,0 +1,463 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/placement"
+	"github.com/unyo-ops/unyo/provision/schedule"
+	"github.com/unyo-ops/unyo/provision/topology"
+)
+
+// Phases and desired states this file writes (the contract's words).
+const (
+	phaseInitializing = "Initializing"
+	phaseDeleting     = "Deleting"
+	desiredDeleted    = "deleted"
+)
+
+// computeRow is one row of computes.
+type computeRow struct {
+	c          *unyov1.Compute
+	deleting   bool
+	assignment *unyov1.Assignment
+	assignGen  int64
+}
+
+func scanCompute(row scanner) (computeRow, error) {
+	var (
+		name             string
+		deleting, gen    int64
+		assignment, body []byte
+	)
+	if err := row.Scan(&name, &deleting, &assignment, &body, &gen); err != nil {
+		return computeRow{}, err
+	}
+	r := computeRow{c: &unyov1.Compute{}, deleting: deleting != 0, assignGen: gen}
+	if err := proto.Unmarshal(body, r.c); err != nil {
+		return computeRow{}, fmt.Errorf("decode compute %q: %w", name, err)
+	}
+	if assignment != nil {
+		r.assignment = &unyov1.Assignment{}
+		if err := proto.Unmarshal(assignment, r.assignment); err != nil {
+			return computeRow{}, fmt.Errorf("decode assignment of compute %q: %w", name, err)
+		}
+	}
+	return r, nil
+}
+
+const computeColumns = "name, deleting, assignment, body, assign_gen"
+
+func marshalOrNil(m proto.Message) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return proto.Marshal(m)
+}
+
+// writeCompute stores r whole.
+func writeCompute(ctx context.Context, tx *sql.Tx, r computeRow, assignGen int64) error {
+	body, err := proto.Marshal(r.c)
+	if err != nil {
+		return fmt.Errorf("encode compute %q: %w", r.c.GetName(), err)
+	}
+	var a []byte
+	if r.assignment != nil {
+		if a, err = marshalOrNil(r.assignment); err != nil {
+			return fmt.Errorf("encode assignment of %q: %w", r.c.GetName(), err)
+		}
+	}
+	deleting := 0
+	if r.deleting {
+		deleting = 1
+	}
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO computes (name, service, node, deleting, assign_gen, assignment, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (name) DO UPDATE SET service = excluded.service, node = excluded.node,
+			deleting = excluded.deleting, assign_gen = excluded.assign_gen,
+			assignment = excluded.assignment, body = excluded.body`,
+		r.c.GetName(), r.c.GetService(), r.assignment.GetNode(), deleting, assignGen, a, body)
+	return err
+}
+
+// bumpAssignments moves the assignments counter and returns its new value.
+func bumpAssignments(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var v int64
+	err := tx.QueryRowContext(ctx, "UPDATE counters SET value = value + 1 WHERE name = 'assignments' RETURNING value").Scan(&v)
+	return v, err
+}
+
+func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at time.Time) ([]*unyov1.Compute, error) {
+	var out []*unyov1.Compute
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, "SELECT "+computeColumns+" FROM computes ORDER BY name")
+		if err != nil {
+			return err
+		}
+		all, err := scanAll(rows, scanCompute)
+		if err != nil {
+			return err
+		}
+		held := make(map[string]computeRow, len(all))
+		for _, r := range all {
+			held[r.c.GetName()] = r
+		}
+		ts := timestamppb.New(at)
+		want := map[string]bool{}
+		for _, d := range desired {
+			want[d.GetName()] = true
+			old, ok := held[d.GetName()]
+			if ok && old.deleting {
+				// Root wants it again while it is being removed: it is
+				// stored anew once the removal is done.
+				continue
+			}
+			c := proto.CloneOf(d)
+			c.UpdatedAt = ts
+			if ok {
+				if proto.Equal(withoutStatus(old.c), withoutStatus(c)) {
+					continue
+				}
+				c.Status, c.CreatedAt, c.Revision = old.c.GetStatus(), old.c.GetCreatedAt(), old.c.GetRevision()+1
+			} else {
+				c.Status = &unyov1.ComputeStatus{Phase: phaseInitializing, UpdatedAt: ts}
+				c.CreatedAt, c.Revision = ts, 1
+			}
+			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen}
+			if err := writeCompute(ctx, tx, r, r.assignGen); err != nil {
+				return err
+			}
+			held[d.GetName()] = r
+		}
+		for name, r := range held {
+			if want[name] || r.deleting {
+				continue
+			}
+			r.deleting = true
+			r.c.Status = proto.CloneOf(r.c.GetStatus())
+			if r.c.Status == nil {
+				r.c.Status = &unyov1.ComputeStatus{}
+			}
+			r.c.Status.Phase, r.c.Status.Reason, r.c.Status.Message, r.c.Status.Reasons = phaseDeleting, "", "", nil
+			r.c.Status.UpdatedAt = ts
+			gen := r.assignGen
+			if r.assignment != nil {
+				if gen, err = bumpAssignments(ctx, tx); err != nil {
+					return err
+				}
+				r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
+			}
+			if err := writeCompute(ctx, tx, r, gen); err != nil {
+				return err
+			}
+			held[name] = r
+		}
+		out = make([]*unyov1.Compute, 0, len(held))
+		for _, r := range held {
+			out = append(out, r.c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync %d computes: %w", len(desired), err)
+	}
+	slices.SortFunc(out, func(a, b *unyov1.Compute) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
+
+// withoutStatus is c without what the cluster maintains, to tell whether
+// root changed anything.
+func withoutStatus(c *unyov1.Compute) *unyov1.Compute {
+	c = proto.CloneOf(c)
+	c.Status, c.CreatedAt, c.UpdatedAt, c.Revision = nil, nil, nil, 0
+	return c
+}
+
+func (s *Store) ListComputes(ctx context.Context) ([]*unyov1.Compute, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+computeColumns+" FROM computes ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list computes: %w", err)
+	}
+	rs, err := scanAll(rows, scanCompute)
+	if err != nil {
+		return nil, fmt.Errorf("list computes: %w", err)
+	}
+	out := make([]*unyov1.Compute, len(rs))
+	for i, r := range rs {
+		out[i] = r.c
+	}
+	return out, nil
+}
+
+func (s *Store) GetCompute(ctx context.Context, name string) (*unyov1.Compute, error) {
+	r, err := scanCompute(s.r.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("compute", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get compute %q: %w", name, err)
+	}
+	return r.c, nil
+}
+
+func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1"+s.d.forUpdate, name))
+		if err != nil {
+			return err
+		}
+		r.c.Status = st
+		body, err := proto.Marshal(r.c)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE computes SET body = $1 WHERE name = $2", body, name)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("compute", name)
+	}
+	if err != nil {
+		return fmt.Errorf("set status of compute %q: %w", name, err)
+	}
+	return nil
+}
+
+func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (int64, error) {
+	var gen int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// The service's lock first, then the node's, always in this
+		// order: placements of one service take turns (anti-affinity
+		// spans nodes), and placements on one node take turns (capacity).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
+			ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
+			return fmt.Errorf("lock service: %w", err)
+		}
+		var locked int64
+		if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("node", res.Node)
+			}
+			return fmt.Errorf("lock node: %w", err)
+		}
+		if locked != res.Generation {
+			return fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
+		}
+		n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+		if err != nil {
+			return fmt.Errorf("read node: %w", err)
+		}
+		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", res.Compute))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("compute", res.Compute)
+		}
+		if err != nil {
+			return err
+		}
+		if r.deleting {
+			return fmt.Errorf("compute %s is being deleted", res.Compute)
+		}
+		existing, err := servicePlacements(ctx, tx, res.Service)
+		if err != nil {
+			return err
+		}
+		for _, p := range existing {
+			if p.compute == res.Compute {
+				return fmt.Errorf("compute %s: %w (on node %s)", res.Compute, store.ErrExists, p.Node)
+			}
+		}
+		req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy}
+		for _, p := range existing {
+			req.Existing = append(req.Existing, p.Placement)
+		}
+		if err := schedule.Check(placement.Node(n), req); err != nil {
+			return err
+		}
+		at := res.ReservedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reservations (compute, service, node, vcpus, memory_bytes, disk_bytes, reserved_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, res.Compute, res.Service, res.Node,
+			res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, at.UnixNano()); err != nil {
+			return fmt.Errorf("write reservation: %w", err)
+		}
+		if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
+			return err
+		}
+		agen, err := bumpAssignments(ctx, tx)
+		if err != nil {
+			return err
+		}
+		a = proto.CloneOf(a)
+		a.Node, a.Generation = res.Node, agen
+		r.assignment = a
+		if st != nil {
+			r.c.Status = st
+		}
+		return writeCompute(ctx, tx, r, agen)
+	})
+	var reason *schedule.Reason
+	if errors.As(err, &reason) {
+		// The caller tells a refusal from a failure by the Reason.
+		return 0, reason
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reserve %d vCPUs, %d bytes of memory and %d of disk for %s on node %s: %w",
+			res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.Compute, res.Node, err)
+	}
+	return gen, nil
+}
+
+// servicePlacement is one reservation of a service, with its node's
+// labels (for the hard rules).
+type servicePlacement struct {
+	compute string
+	schedule.Placement
+}
+
+func servicePlacements(ctx context.Context, tx *sql.Tx, service string) ([]servicePlacement, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT r.compute, r.node, n.body FROM reservations r
+		LEFT JOIN nodes n ON n.name = r.node WHERE r.service = $1 ORDER BY r.compute`, service)
+	if err != nil {
+		return nil, fmt.Errorf("read placements of service %s: %w", service, err)
+	}
+	return scanAll(rows, func(row scanner) (servicePlacement, error) {
+		var p servicePlacement
+		var body []byte
+		if err := row.Scan(&p.compute, &p.Node, &body); err != nil {
+			return p, err
+		}
+		n := &unyov1.Node{Name: p.Node}
+		if body != nil {
+			if err := proto.Unmarshal(body, n); err != nil {
+				return p, fmt.Errorf("decode node %q: %w", p.Node, err)
+			}
+		}
+		// A gone node's placement still counts, with no labels but its
+		// hostname.
+		p.Labels = topology.NodeLabels(n)
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		return p, nil
+	})
+}
+
+func (s *Store) DropCompute(ctx context.Context, name string) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var node string
+		err := tx.QueryRowContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", name).Scan(&node)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
+				return err
+			}
+		}
+		var hadAssignment bool
+		err = tx.QueryRowContext(ctx, "DELETE FROM computes WHERE name = $1 RETURNING assignment IS NOT NULL", name).Scan(&hadAssignment)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if hadAssignment {
+			_, err = bumpAssignments(ctx, tx)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("drop compute %q: %w", name, err)
+	}
+	return nil
+}
+
+func (s *Store) ListReservations(ctx context.Context) ([]store.Reservation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT compute, service, node, vcpus, memory_bytes, disk_bytes, reserved_at
+		FROM reservations ORDER BY compute`)
+	if err != nil {
+		return nil, fmt.Errorf("list reservations: %w", err)
+	}
+	out, err := scanAll(rows, func(row scanner) (store.Reservation, error) {
+		var r store.Reservation
+		var at int64
+		err := row.Scan(&r.Compute, &r.Service, &r.Node, &r.Resources.VCPUs, &r.Resources.MemoryBytes, &r.Resources.DiskBytes, &at)
+		r.ReservedAt = time.Unix(0, at)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list reservations: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Assignment, int64, error) {
+	var out []*unyov1.Assignment
+	var gen int64
+	// In one transaction, so that the counter matches the list.
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'assignments'").Scan(&gen); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT assignment FROM computes WHERE node = $1 AND assignment IS NOT NULL ORDER BY name", node)
+		if err != nil {
+			return err
+		}
+		out, err = scanAll(rows, func(row scanner) (*unyov1.Assignment, error) {
+			var b []byte
+			if err := row.Scan(&b); err != nil {
+				return nil, err
+			}
+			a := &unyov1.Assignment{}
+			return a, proto.Unmarshal(b, a)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list assignments of node %q: %w", node, err)
+	}
+	return out, gen, nil
+}
+
+func (s *Store) AssignmentsGeneration(ctx context.Context) (int64, error) {
+	var gen int64
+	if err := s.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'assignments'").Scan(&gen); err != nil {
+		return 0, fmt.Errorf("read assignments generation: %w", err)
+	}
+	return gen, nil
+}
+
+func (s *Store) SetNodeCordoned(ctx context.Context, node string, cordoned bool) (bool, error) {
+	v := 0
+	if cordoned {
+		v = 1
+	}
+	res, err := s.w.ExecContext(ctx, "UPDATE nodes SET cordoned = $1, generation = generation + 1 WHERE name = $2 AND cordoned <> $1", v, node)
+	if err != nil {
+		return false, fmt.Errorf("cordon node %q: %w", node, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, fmt.Errorf("cordon node %q: %w", node, err)
+	} else if n > 0 {
+		return true, nil
+	}
+	if _, err := s.GetNode(ctx, node); err != nil {
+		return false, err
+	}
+	return false, nil
+}
