@@ -82,6 +82,9 @@ type Clients struct {
 	Audit       unyov1connect.AuditServiceClient
 	// Networks allocates and releases addresses by hand (root only).
 	Networks unyov1connect.NetworkServiceClient
+	// Provision hands a cluster its Computes (root) and carries agents'
+	// assignments.
+	Provision unyov1connect.ProvisionServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -152,6 +155,7 @@ func New(opts Options) (*Clients, error) {
 		Tokens:      unyov1connect.NewTokenServiceClient(hc, url, o...),
 		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
 		Networks:    unyov1connect.NewNetworkServiceClient(hc, url, o...),
+		Provision:   unyov1connect.NewProvisionServiceClient(hc, url, o...),
 	}, nil
 }
 
