@@ -99,6 +99,8 @@ func kindExtensions() []kindExtension {
 		{"Network", addNetworkDiagramCommand},
 		{"PhysicalResource", addResourceCommands},
 		{"Network", addNetworkCommands},
+		{"RegionService", addServiceCommands},
+		{"Compute", addComputeCommands},
 	}
 }
 
