@@ -124,6 +124,10 @@ func (c rootCalls) SyncComputes(ctx context.Context, cluster string, computes []
 		return nil, err
 	}
 	resp, err := cl.Provision.SyncComputes(ctx, connect.NewRequest(&unyov1.SyncComputesRequest{Computes: computes}))
+	if connect.CodeOf(err) == connect.CodeUnimplemented {
+		// A cluster of an older version: its replicas wait for it.
+		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("cluster %s does not run replicas (no ProvisionService): %w", cluster, err))
+	}
 	if err != nil {
 		return nil, clusterHints.Explain(ci.GetUrl(), err)
 	}
