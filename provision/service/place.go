@@ -93,11 +93,12 @@ func ClusterReasons(r *schedule.ClusterReason) []*unyov1.ScheduleReasonCount {
 }
 
 // Blocked is the status of a replica the cluster stage could not place:
-// Blocked with NoCapacity when capacity appearing could help, Failed with
-// Unsatisfiable when it cannot.
+// Blocked with NoCapacity when capacity appearing could help (a cluster
+// registering counts: with none registered yet the replica waits), Failed
+// with Unsatisfiable when it cannot.
 func Blocked(r *schedule.ClusterReason) *unyov1.ComputeStatus {
 	st := &unyov1.ComputeStatus{Phase: PhaseBlocked, Reason: ReasonNoCapacity, Message: r.String(), Reasons: ClusterReasons(r)}
-	if r.Class == schedule.Unsatisfiable {
+	if r.Class == schedule.Unsatisfiable && (r.Clusters > 0 || r.Invalid != "") {
 		st.Phase, st.Reason = PhaseFailed, ReasonUnsatisfiable
 	}
 	return st

@@ -198,3 +198,22 @@ func TestPlan(t *testing.T) {
 		t.Errorf("line 0 = %+v; want refused by region", l)
 	}
 }
+
+func TestBlocked(t *testing.T) {
+	shape := schedule.Resources{VCPUs: 1, MemoryBytes: 1 << 30}
+	for _, tt := range []struct {
+		name     string
+		clusters []schedule.Cluster
+		phase    string
+		reason   string
+	}{
+		{"no cluster registered yet", nil, PhaseBlocked, ReasonNoCapacity},
+		{"a full cluster", []schedule.Cluster{{Name: "a", Region: "tokyo"}}, PhaseBlocked, ReasonNoCapacity},
+		{"no cluster in the region", []schedule.Cluster{{Name: "a", Region: "osaka"}}, PhaseFailed, ReasonUnsatisfiable},
+	} {
+		res := schedule.PlaceClusters(tt.clusters, shape, 1, ClusterPolicy(good(), nil))
+		if st := Blocked(res.Reason); st.GetPhase() != tt.phase || st.GetReason() != tt.reason {
+			t.Errorf("%s: %s %s, want %s %s (%s)", tt.name, st.GetPhase(), st.GetReason(), tt.phase, tt.reason, st.GetMessage())
+		}
+	}
+}
