@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/schedule"
@@ -98,12 +99,18 @@ func (c rootCalls) Clusters(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Node, error) {
+// clients returns a registered cluster and root's clients for it.
+func (c rootCalls) clients(ctx context.Context, cluster string) (*unyov1.ClusterInfo, *client.Clients, error) {
 	ci, err := c.r.store.GetCluster(ctx, cluster)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cl, err := c.r.client(ctx, ci)
+	return ci, cl, err
+}
+
+func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Node, error) {
+	ci, cl, err := c.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +122,7 @@ func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Nod
 }
 
 func (c rootCalls) SyncComputes(ctx context.Context, cluster string, computes []*unyov1.Compute) ([]*unyov1.Compute, error) {
-	ci, err := c.r.store.GetCluster(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := c.r.client(ctx, ci)
+	ci, cl, err := c.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
