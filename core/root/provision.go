@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -468,7 +469,7 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 			held[cl][x.GetName()] = x
 		}
 	}
-	var put []*unyov1.Object
+	changed := map[string]*unyov1.Compute{}
 	var gone []string
 	nudge := false
 	for svc, records := range w.computes {
@@ -494,17 +495,21 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 				}
 			}
 			if !proto.Equal(before, r) {
-				put = append(put, kinds.Wrap(r))
+				changed[r.GetName()] = r
 			}
 		}
 		if s != nil && c.handOff(s, records, now) {
 			nudge = true
 			for _, r := range records {
 				if r.GetCluster() == "" && r.GetStatus().GetPhase() == service.PhaseInitializing {
-					put = append(put, kinds.Wrap(r))
+					changed[r.GetName()] = r
 				}
 			}
 		}
+	}
+	put := make([]*unyov1.Object, 0, len(changed))
+	for _, name := range slices.Sorted(maps.Keys(changed)) {
+		put = append(put, kinds.Wrap(changed[name]))
 	}
 	if len(put) > 0 {
 		if _, err := c.store.PutObjects(ctx, put); err != nil {

@@ -326,3 +326,30 @@ func TestControllerClusterStageReasons(t *testing.T) {
 		t.Errorf("c1 was synced %d times, want once (with an empty list)", n)
 	}
 }
+
+// TestControllerSendsTheFullList: every SyncComputes carries every Compute
+// root wants in that cluster, of every service, so that a cluster deletes
+// exactly what is absent.
+func TestControllerSendsTheFullList(t *testing.T) {
+	f := newControllerFixture(t, "c1")
+	f.apply(webService(2))
+	api := webService(1)
+	api.Name = "api"
+	f.apply(api)
+	f.pass()
+	f.pass() // a steady pass sends the same list again
+	if got := f.fake.heldNames("c1"); !slices.Equal(got, []string{"api-0", "web-0", "web-1"}) {
+		t.Fatalf("c1 holds %v, want every service's computes", got)
+	}
+	if n := f.fake.syncs["c1"]; n != 2 {
+		t.Errorf("c1 synced %d times in two passes", n)
+	}
+	r := &Root{store: f.st, nudgeServices: make(chan struct{}, 1)}
+	if _, err := r.deleteService(context.Background(), "api"); err != nil {
+		t.Fatal(err)
+	}
+	f.pass()
+	if got := f.fake.heldNames("c1"); !slices.Equal(got, []string{"web-0", "web-1"}) {
+		t.Fatalf("after deleting api, c1 holds %v", got)
+	}
+}
