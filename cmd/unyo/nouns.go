@@ -129,6 +129,8 @@ func kindExtensions() []kindExtension {
 		{"Network", addNetworkDiagramCommand},
 		{"PhysicalResource", addResourceCommands},
 		{"Network", addNetworkCommands},
+		{"RegionService", addServiceCommands},
+		{"Compute", addComputeCommands},
 	}
 }
 

@@ -17,7 +17,7 @@ func TestNamedRefs(t *testing.T) {
 		{[]string{"check", "disk", "load"}, "[Check/disk@dc1 Check/load@dc1]"},
 		{[]string{"rules", "page"}, "[EventRule/page@dc1]"},
 		{[]string{"maint", "patch"}, "[Maintenance/patch@dc1]"},
-		{[]string{"chek", "disk"}, `unknown kind "chek" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network)`},
+		{[]string{"chek", "disk"}, `unknown kind "chek" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute)`},
 	}
 	for _, tt := range tests {
 		refs, err := namedRefs(tt.args, "dc1")
@@ -64,6 +64,10 @@ func TestKindCommands(t *testing.T) {
 			want = []string{"diagram", "get", "ls"}
 		case "networks":
 			want = []string{"allocate", "diagram", "get", "ls", "release"}
+		case "services":
+			want = []string{"delete", "get", "ls", "plan", "scale"}
+		case "computes":
+			want = []string{"delete", "get", "ls"}
 		}
 		if !slices.Equal(subs, want) {
 			t.Errorf("unyo %s: subcommands %v, want %v", c.Name(), subs, want)

@@ -82,7 +82,8 @@ type Clients struct {
 	Audit       unyov1connect.AuditServiceClient
 	// Networks allocates and releases addresses by hand (root only).
 	Networks unyov1connect.NetworkServiceClient
-	// Provision: root syncs a cluster's computes; agents fetch assignments.
+	// Provision hands a cluster its Computes (root) and carries agents'
+	// assignments.
 	Provision unyov1connect.ProvisionServiceClient
 }
 

@@ -1,7 +1,6 @@
 package printer
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -10,32 +9,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/printer/cell"
 )
 
-// age is how long ago ts was, in one unit: 12s, 3m, 2h, 4d, 3y. Hours run
-// to 48 so that "30h" is not rounded down to "1d".
-func age(now time.Time, ts *timestamppb.Timestamp) string {
-	if ts == nil || (ts.GetSeconds() == 0 && ts.GetNanos() == 0) {
-		return "-"
-	}
-	d := now.Sub(ts.AsTime())
-	if d < 0 {
-		d = 0 // another host's clock ran ahead
-	}
-	const day = 24 * time.Hour
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", d/time.Second)
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d < 2*365*day:
-		return fmt.Sprintf("%dd", d/day)
-	default:
-		return fmt.Sprintf("%dy", d/(365*day))
-	}
-}
+// age is how long ago ts was, in one unit (cell.Age).
+func age(now time.Time, ts *timestamppb.Timestamp) string { return cell.Age(now, ts) }
 
 // humanBytes prints a size in binary units, with one decimal below 10:
 // 512MiB, 7.5GiB, 16GiB.

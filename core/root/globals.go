@@ -39,6 +39,7 @@ const syncAfterRegister = 500 * time.Millisecond
 
 // registered asks the sync loop to bring a cluster up to date soon.
 func (r *Root) registered(name string) {
+	r.servicesChanged() // its nodes may take replicas waiting for capacity
 	select {
 	case r.nudge <- name:
 	default: // the loop is busy; the periodic pass reaches the cluster

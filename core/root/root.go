@@ -89,6 +89,13 @@ type Root struct {
 
 	// watch is what root saw of every cluster (peers.go).
 	watch rootWatch
+
+	// svcMu orders writes of services and computes: the service
+	// controller's and operators' (provision.go).
+	svcMu sync.Mutex
+	// nudgeServices asks the service controller for a pass soon.
+	nudgeServices chan struct{}
+	services      *serviceController
 }
 
 // clientKey names a cached client: root's credential is per cluster and is
@@ -124,7 +131,8 @@ func New(st store.Store, opts Options) *Root {
 		auth: identity.NewAuthenticator(st, credentialKinds), clients: map[clientKey]*client.Clients{},
 		nudge: make(chan string, 64), nudgeAll: make(chan struct{}, 1),
 		watch: rootWatch{watches: map[string]*peerwatch.Watch{}},
-		audit: &rbac.Recorder{Store: st, Logger: log}}
+		audit: &rbac.Recorder{Store: st, Logger: log}, nudgeServices: make(chan struct{}, 1)}
+	r.services = newServiceController(st, rootCalls{r}, &r.svcMu, opts.ClusterTimeout, log.With("component", "services"))
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
 	}
@@ -138,8 +146,9 @@ func New(st store.Store, opts Options) *Root {
 func (r *Root) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); r.syncLoop(ctx) }()
+	go func() { defer wg.Done(); r.serviceLoop(ctx) }()
 	go func() { defer wg.Done(); r.watchLoop(ctx) }()
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/unyo-ops/unyo/core/limits"
 	"github.com/unyo-ops/unyo/core/objects"
 	"github.com/unyo-ops/unyo/core/server"
+	"github.com/unyo-ops/unyo/provision/service"
 )
 
 type clusterService struct{ r *Root }
@@ -120,17 +121,16 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 	// cluster are stored first: a cluster down now converges on them later.
 	dryRun := req.Msg.GetDryRun()
 	if len(mine) > 0 {
-		apply := s.local.Apply
-		if dryRun {
-			apply = s.local.Try
-		}
-		results, err := apply(ctx, mine)
+		results, err := s.applyMine(ctx, mine, dryRun)
 		if err != nil {
 			return nil, err
 		}
 		resp.Results = results
 		if !dryRun {
 			s.noteInventory(results)
+			if touchesServices(results) {
+				s.r.servicesChanged()
+			}
 		}
 	}
 	var clusters []*unyov1.ClusterInfo
@@ -160,6 +160,20 @@ func (s *objectService) Apply(ctx context.Context, req *connect.Request[unyov1.A
 		resp.Results = append(resp.Results, a.value.GetResults()...)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// applyMine stores root's own objects; services keep the status root
+// derived, written in turn with the service controller's writes.
+func (s *objectService) applyMine(ctx context.Context, mine []*unyov1.Object, dryRun bool) ([]*unyov1.ApplyResult, error) {
+	s.r.svcMu.Lock()
+	defer s.r.svcMu.Unlock()
+	if err := s.r.keepServiceStatus(ctx, mine); err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return s.local.Try(ctx, mine)
+	}
+	return s.local.Apply(ctx, mine)
 }
 
 // noteInventory has root bring node topology up to date when an inventory
@@ -259,7 +273,20 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 			}
 			// Root's copy goes first: the clusters that miss the delete
 			// below drop theirs when root next brings them up to date.
-			result, err := s.local.Delete(ctx, ks[i], ref.GetName())
+			// Services and computes are deleted by the service
+			// controller, after their clusters removed the replicas.
+			del := s.local.Delete
+			switch ks[i].Name {
+			case service.KindService:
+				del = func(ctx context.Context, _ kinds.Kind, name string) (*unyov1.ApplyResult, error) {
+					return s.r.deleteService(ctx, name)
+				}
+			case service.KindCompute:
+				del = func(ctx context.Context, _ kinds.Kind, name string) (*unyov1.ApplyResult, error) {
+					return s.r.deleteCompute(ctx, name)
+				}
+			}
+			result, err := del(ctx, ks[i], ref.GetName())
 			if err != nil {
 				return nil, err
 			}

@@ -2880,6 +2880,8 @@ type Object struct {
 	//	*Object_Flavor
 	//	*Object_Image
 	//	*Object_Network
+	//	*Object_RegionService
+	//	*Object_Compute
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3030,6 +3032,24 @@ func (x *Object) GetNetwork() *Network {
 	return nil
 }
 
+func (x *Object) GetRegionService() *RegionService {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_RegionService); ok {
+			return x.RegionService
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetCompute() *Compute {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Compute); ok {
+			return x.Compute
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -3084,6 +3104,16 @@ type Object_Network struct {
 	Network *Network `protobuf:"bytes,22,opt,name=network,proto3,oneof"`
 }
 
+type Object_RegionService struct {
+	// Services (provision.proto), owned by root. Computes are root's
+	// records of a service's replicas: listed and deleted, never applied.
+	RegionService *RegionService `protobuf:"bytes,30,opt,name=region_service,json=regionService,proto3,oneof"`
+}
+
+type Object_Compute struct {
+	Compute *Compute `protobuf:"bytes,31,opt,name=compute,proto3,oneof"`
+}
+
 func (*Object_Check) isObject_Kind() {}
 
 func (*Object_EventRule) isObject_Kind() {}
@@ -3107,6 +3137,10 @@ func (*Object_Flavor) isObject_Kind() {}
 func (*Object_Image) isObject_Kind() {}
 
 func (*Object_Network) isObject_Kind() {}
+
+func (*Object_RegionService) isObject_Kind() {}
+
+func (*Object_Compute) isObject_Kind() {}
 
 type ObjectRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -9711,7 +9745,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
 	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
 	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
-	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xcf\x04\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xbe\x05\n" +
 	"\x06Object\x12&\n" +
 	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
 	"\n" +
@@ -9728,7 +9762,9 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\acluster\x18\x0f \x01(\v2\x10.unyo.v1.ClusterH\x00R\acluster\x12)\n" +
 	"\x06flavor\x18\x14 \x01(\v2\x0f.unyo.v1.FlavorH\x00R\x06flavor\x12&\n" +
 	"\x05image\x18\x15 \x01(\v2\x0e.unyo.v1.ImageH\x00R\x05image\x12,\n" +
-	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetworkB\x06\n" +
+	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetwork\x12?\n" +
+	"\x0eregion_service\x18\x1e \x01(\v2\x16.unyo.v1.RegionServiceH\x00R\rregionService\x12,\n" +
+	"\acompute\x18\x1f \x01(\v2\x10.unyo.v1.ComputeH\x00R\acomputeB\x06\n" +
 	"\x04kind\"M\n" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -10469,7 +10505,9 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Flavor)(nil),                   // 159: unyo.v1.Flavor
 	(*Image)(nil),                    // 160: unyo.v1.Image
 	(*Network)(nil),                  // 161: unyo.v1.Network
-	(*AddressAllocation)(nil),        // 162: unyo.v1.AddressAllocation
+	(*RegionService)(nil),            // 162: unyo.v1.RegionService
+	(*Compute)(nil),                  // 163: unyo.v1.Compute
+	(*AddressAllocation)(nil),        // 164: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	133, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
@@ -10543,213 +10581,215 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	159, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
 	160, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
 	161, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	6,   // 71: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	152, // 72: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 73: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 74: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 75: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 76: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 77: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 78: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 79: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 80: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 81: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 82: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 83: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 84: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 85: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 86: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 87: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 88: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	143, // 89: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	52,  // 90: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 91: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 92: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 93: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 94: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 95: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 96: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 97: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 98: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 99: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 100: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 101: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 102: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 103: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 104: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 105: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 106: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 107: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 108: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 109: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	150, // 110: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 111: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	158, // 112: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
-	72,  // 113: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 114: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	150, // 115: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	150, // 116: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	73,  // 117: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	74,  // 118: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	71,  // 119: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	162, // 120: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	162, // 121: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	150, // 122: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 123: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	85,  // 124: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	150, // 125: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	152, // 126: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	152, // 127: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	72,  // 128: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	144, // 129: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	145, // 130: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	87,  // 131: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	146, // 132: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	86,  // 133: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	90,  // 134: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	150, // 135: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	150, // 136: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	152, // 137: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	150, // 138: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	88,  // 139: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 140: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 141: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	150, // 142: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	89,  // 143: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 144: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 145: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	147, // 146: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	98,  // 147: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	150, // 148: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	150, // 149: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	148, // 150: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	101, // 151: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	98,  // 152: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 153: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 154: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	101, // 155: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	152, // 156: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	152, // 157: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	104, // 158: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 159: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 160: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 161: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 162: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 163: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 164: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 165: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	149, // 166: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	150, // 167: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	110, // 168: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 169: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 170: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 171: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	150, // 172: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	113, // 173: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 174: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 175: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 176: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 177: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	150, // 178: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	150, // 179: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	150, // 180: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	152, // 181: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	123, // 182: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	123, // 183: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	123, // 184: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	150, // 185: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	150, // 186: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	130, // 187: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 188: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 189: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 190: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 191: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 192: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 193: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 194: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 195: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 196: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 197: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 198: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 199: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	115, // 200: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 201: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	117, // 202: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
-	59,  // 203: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 204: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 205: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 206: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 207: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 208: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 209: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 210: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 211: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	119, // 212: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	121, // 213: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 214: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	81,  // 215: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	83,  // 216: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	91,  // 217: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	93,  // 218: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	94,  // 219: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	96,  // 220: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	99,  // 221: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	102, // 222: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	105, // 223: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	107, // 224: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	109, // 225: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	112, // 226: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	124, // 227: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	126, // 228: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	128, // 229: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	131, // 230: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 231: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 232: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 233: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 234: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 235: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 236: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 237: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 238: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 239: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 240: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 241: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	116, // 242: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 243: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	118, // 244: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
-	60,  // 245: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 246: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 247: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 248: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 249: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 250: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 251: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 252: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 253: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	120, // 254: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	122, // 255: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 256: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	82,  // 257: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	84,  // 258: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	92,  // 259: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	95,  // 260: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	95,  // 261: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 262: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	100, // 263: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	103, // 264: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	106, // 265: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	108, // 266: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	111, // 267: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	114, // 268: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	125, // 269: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	127, // 270: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	129, // 271: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	132, // 272: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	231, // [231:273] is the sub-list for method output_type
-	189, // [189:231] is the sub-list for method input_type
-	189, // [189:189] is the sub-list for extension type_name
-	189, // [189:189] is the sub-list for extension extendee
-	0,   // [0:189] is the sub-list for field type_name
+	162, // 71: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
+	163, // 72: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
+	6,   // 73: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	152, // 74: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 75: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	7,   // 76: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	14,  // 77: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	12,  // 78: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	30,  // 79: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	31,  // 80: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	44,  // 81: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 82: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 83: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	44,  // 84: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	32,  // 85: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 86: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	30,  // 87: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	32,  // 88: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	30,  // 89: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	32,  // 90: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	143, // 91: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	52,  // 92: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 93: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 94: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 95: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	32,  // 96: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 97: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	14,  // 98: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	32,  // 99: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	14,  // 100: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	32,  // 101: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 102: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 103: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	29,  // 104: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 105: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 106: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	32,  // 107: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	29,  // 108: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	27,  // 109: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	32,  // 110: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 111: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	150, // 112: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	7,   // 113: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	158, // 114: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	72,  // 115: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 116: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	150, // 117: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	150, // 118: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	73,  // 119: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	74,  // 120: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	71,  // 121: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	164, // 122: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	164, // 123: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	150, // 124: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	7,   // 125: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	85,  // 126: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	150, // 127: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	152, // 128: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	152, // 129: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	72,  // 130: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	144, // 131: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	145, // 132: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	87,  // 133: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	146, // 134: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	86,  // 135: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	90,  // 136: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	150, // 137: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	150, // 138: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	152, // 139: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	150, // 140: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	88,  // 141: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	32,  // 142: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 143: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	150, // 144: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	89,  // 145: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	32,  // 146: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 147: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	147, // 148: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	98,  // 149: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	150, // 150: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	150, // 151: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	148, // 152: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	101, // 153: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	98,  // 154: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 155: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 156: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	101, // 157: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	152, // 158: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	152, // 159: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	104, // 160: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	32,  // 161: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 162: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 163: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	98,  // 164: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	32,  // 165: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 166: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 167: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	149, // 168: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	150, // 169: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	110, // 170: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	32,  // 171: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 172: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 173: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	150, // 174: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	113, // 175: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	32,  // 176: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 177: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 178: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	150, // 179: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	150, // 180: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	150, // 181: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	150, // 182: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	152, // 183: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	123, // 184: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	123, // 185: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	123, // 186: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	150, // 187: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	150, // 188: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	130, // 189: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 190: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 191: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 192: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 193: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 194: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 195: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 196: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 197: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 198: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 199: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 200: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 201: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	115, // 202: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 203: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	117, // 204: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	59,  // 205: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 206: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 207: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 208: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 209: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 210: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 211: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 212: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 213: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	119, // 214: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	121, // 215: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 216: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	81,  // 217: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	83,  // 218: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	91,  // 219: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	93,  // 220: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	94,  // 221: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	96,  // 222: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	99,  // 223: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	102, // 224: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	105, // 225: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	107, // 226: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	109, // 227: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	112, // 228: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	124, // 229: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	126, // 230: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	128, // 231: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	131, // 232: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 233: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 234: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 235: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 236: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 237: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 238: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 239: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 240: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 241: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 242: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 243: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	116, // 244: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 245: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	118, // 246: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	60,  // 247: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 248: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 249: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 250: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 251: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 252: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 253: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 254: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 255: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	120, // 256: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	122, // 257: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 258: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	82,  // 259: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	84,  // 260: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	92,  // 261: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	95,  // 262: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	95,  // 263: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 264: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	100, // 265: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	103, // 266: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	106, // 267: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	108, // 268: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	111, // 269: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	114, // 270: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	125, // 271: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	127, // 272: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	129, // 273: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	132, // 274: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	233, // [233:275] is the sub-list for method output_type
+	191, // [191:233] is the sub-list for method input_type
+	191, // [191:191] is the sub-list for extension type_name
+	191, // [191:191] is the sub-list for extension extendee
+	0,   // [0:191] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10778,6 +10818,8 @@ func file_unyo_v1_unyo_proto_init() {
 		(*Object_Flavor)(nil),
 		(*Object_Image)(nil),
 		(*Object_Network)(nil),
+		(*Object_RegionService)(nil),
+		(*Object_Compute)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -22,7 +22,8 @@ import (
 // agree.
 func Kinds() *kinds.Registry {
 	ks := append([]kinds.Kind{check(), eventRule(), maintenanceKind()}, inventoryKinds()...)
-	r, err := kinds.New(append(ks, catalog()...)...)
+	ks = append(ks, catalog()...)
+	r, err := kinds.New(append(ks, services()...)...)
 	if err != nil {
 		panic(err) // a programming error that every test run finds
 	}

@@ -7,6 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Labels prints a map as sorted k=v pairs, or none if it is empty.
@@ -43,4 +46,29 @@ func FirstFew(items []string, show int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:show], ", "), len(items)-show)
+}
+
+// Age is how long ago ts was, in one unit: 12s, 3m, 2h, 4d, 3y; "-" when
+// unset. Hours run to 48 so that "30h" is not rounded down to "1d".
+func Age(now time.Time, ts *timestamppb.Timestamp) string {
+	if ts == nil || (ts.GetSeconds() == 0 && ts.GetNanos() == 0) {
+		return "-"
+	}
+	d := now.Sub(ts.AsTime())
+	if d < 0 {
+		d = 0 // another host's clock ran ahead
+	}
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d < 2*365*day:
+		return fmt.Sprintf("%dd", d/day)
+	default:
+		return fmt.Sprintf("%dy", d/(365*day))
+	}
 }

@@ -1,0 +1,75 @@
+package builtin
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/printer/cell"
+	"github.com/unyo-ops/unyo/provision/service"
+)
+
+// errComputeApplied refuses a Compute in a document: root keeps one per
+// replica of a RegionService, and nothing else makes them.
+var errComputeApplied = errors.New("computes are created through their RegionService: apply a RegionService (or `unyo services scale NAME N`) instead")
+
+// services are RegionServices and root's records of their replicas
+// (DESIGN.md, "Provisioning"); root owns both. Computes live in the same
+// objects table as every kind, so that `unyo computes ls|get` and
+// `unyo get computes` work like any other kind's, but they are written
+// only by root's controller (core/root/provision.go).
+func services() []kinds.Kind {
+	return []kinds.Kind{
+		kinds.Define(kinds.Spec[*unyov1.RegionService]{
+			Noun: "services", Help: "RegionServices: replicas of a compute placed in a region", Aliases: []string{"service", "svc"},
+			Owner:    kinds.RootTier,
+			Validate: func(s *unyov1.RegionService, _ time.Time) error { return service.Validate(s) },
+			Refs:     service.Refs,
+			Columns: []kinds.TypedColumn[*unyov1.RegionService]{
+				{Header: "NAME", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetName() }},
+				{Header: "REGION", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetSpec().GetRegion() }},
+				{Header: "FLAVOR", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetSpec().GetCompute().GetFlavor() }},
+				{Header: "IMAGE", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetSpec().GetCompute().GetImage() }},
+				{Header: "PROVIDER", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetSpec().GetCompute().GetProvider() }},
+				{Header: "REPLICAS", Cell: func(s *unyov1.RegionService, _ time.Time) string {
+					return fmt.Sprintf("%d/%d", s.GetStatus().GetActive(), s.GetSpec().GetCompute().GetReplicas())
+				}},
+				{Header: "PHASE", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetStatus().GetPhase() }},
+				{Header: "REASON", Width: 60, Cell: func(s *unyov1.RegionService, _ time.Time) string {
+					return reason(s.GetStatus().GetReason(), s.GetStatus().GetMessage())
+				}},
+				{Header: "AGE", Cell: func(s *unyov1.RegionService, now time.Time) string { return cell.Age(now, s.GetCreatedAt()) }},
+			},
+		}),
+		kinds.Define(kinds.Spec[*unyov1.Compute]{
+			Noun: "computes", Help: "Computes: the replicas of RegionServices (root's records)", Aliases: []string{"compute"},
+			Owner:    kinds.RootTier,
+			Validate: func(*unyov1.Compute, time.Time) error { return errComputeApplied },
+			Columns: []kinds.TypedColumn[*unyov1.Compute]{
+				{Header: "NAME", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetName() }},
+				{Header: "SERVICE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetService() }},
+				{Header: "PHASE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetPhase() }},
+				{Header: "CLUSTER", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetCluster() }},
+				{Header: "NODE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetNode() }},
+				{Header: "ADDRESS", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetAddress() }},
+				{Header: "REASON", Width: 60, Cell: func(c *unyov1.Compute, _ time.Time) string {
+					return reason(c.GetStatus().GetReason(), c.GetStatus().GetMessage())
+				}},
+				{Header: "AGE", Cell: func(c *unyov1.Compute, now time.Time) string { return cell.Age(now, c.GetCreatedAt()) }},
+			},
+		}),
+	}
+}
+
+// reason is "CODE: words", or either alone.
+func reason(code, msg string) string {
+	switch {
+	case code == "":
+		return msg
+	case msg == "":
+		return code
+	}
+	return code + ": " + msg
+}

@@ -1,0 +1,611 @@
+package root
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/schedule"
+	"github.com/unyo-ops/unyo/provision/service"
+)
+
+// Root's service controller keeps every RegionService's replicas: one
+// Compute record per replica (NAME-0, NAME-1, ...) in root's objects
+// table, each given a cluster by the cluster stage and handed to that
+// cluster with ProvisionService.SyncComputes, which answers with the
+// statuses root copies back. A pass runs every SyncInterval and right
+// after a service or compute changes. Root has no lease: one root process
+// runs the controller, and svcMu orders its writes against operators'
+// applies and deletes of services and computes.
+//
+// A pass has three steps, so that no write waits on a slow cluster:
+//
+//  1. read every cluster's nodes (ListNodes, outside the lock);
+//  2. under svcMu, bring the records in line with the services (scale up
+//     at the lowest free index, scale down from the tail, mark the
+//     replicas of a deleted service Deleting), run the cluster stage for
+//     the replicas without a cluster, and store the records;
+//  3. call SyncComputes on every cluster answering with the full list of
+//     the Computes root wants there (outside the lock), then under svcMu
+//     copy the statuses back onto the records as they are now, remove the
+//     records of replicas the clusters no longer hold (Deleting →
+//     Deleted), pass replicas a cluster turned down to the next cluster,
+//     and store each service's derived status.
+
+// ClusterCalls are the calls the service controller makes to clusters;
+// tests fake them.
+type ClusterCalls interface {
+	// Clusters names the registered clusters.
+	Clusters(ctx context.Context) ([]string, error)
+	ListNodes(ctx context.Context, cluster string) ([]*unyov1.Node, error)
+	// SyncComputes hands a cluster the full list of the Computes root
+	// wants there and returns every Compute it holds, with status.
+	SyncComputes(ctx context.Context, cluster string, computes []*unyov1.Compute) ([]*unyov1.Compute, error)
+}
+
+// serviceController is root's RegionService controller.
+type serviceController struct {
+	store   store.Store
+	calls   ClusterCalls
+	log     *slog.Logger
+	now     func() time.Time
+	timeout time.Duration
+	// mu orders the controller's writes against operators' writes of
+	// services and computes (Root.svcMu).
+	mu *sync.Mutex
+
+	// turnedDown are, per service, the clusters that answered its
+	// replicas Blocked with NoCapacity and were passed over; handoffs
+	// counts the passes (bounded by service.MaxHandoffs) until the service
+	// is Active. Kept in memory: a restarted root tries every cluster
+	// again, which is harmless.
+	turnedDown map[string][]string
+	handoffs   map[string]int
+	// again asks for another pass soon (replicas were passed on).
+	again chan struct{}
+}
+
+func newServiceController(st store.Store, calls ClusterCalls, mu *sync.Mutex, timeout time.Duration, log *slog.Logger) *serviceController {
+	return &serviceController{store: st, calls: calls, log: log, now: time.Now, timeout: timeout, mu: mu,
+		turnedDown: map[string][]string{}, handoffs: map[string]int{}, again: make(chan struct{}, 1)}
+}
+
+// rootCalls are ClusterCalls over root's clients, with root's own
+// credential for each cluster (the one it uses for SetNodeTopology).
+type rootCalls struct{ r *Root }
+
+func (c rootCalls) Clusters(ctx context.Context) ([]string, error) {
+	cs, err := c.r.store.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cs))
+	for i, ci := range cs {
+		names[i] = ci.GetName()
+	}
+	return names, nil
+}
+
+// clients returns a registered cluster and root's clients for it.
+func (c rootCalls) clients(ctx context.Context, cluster string) (*unyov1.ClusterInfo, *client.Clients, error) {
+	ci, err := c.r.store.GetCluster(ctx, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := c.r.client(ctx, ci)
+	return ci, cl, err
+}
+
+func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Node, error) {
+	ci, cl, err := c.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Nodes.ListNodes(ctx, connect.NewRequest(&unyov1.ListNodesRequest{Cluster: cluster}))
+	if err != nil {
+		return nil, clusterHints.Explain(ci.GetUrl(), err)
+	}
+	return resp.Msg.GetNodes(), nil
+}
+
+func (c rootCalls) SyncComputes(ctx context.Context, cluster string, computes []*unyov1.Compute) ([]*unyov1.Compute, error) {
+	ci, cl, err := c.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Provision.SyncComputes(ctx, connect.NewRequest(&unyov1.SyncComputesRequest{Computes: computes}))
+	if connect.CodeOf(err) == connect.CodeUnimplemented {
+		// A cluster of an older version: its replicas wait for it.
+		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("cluster %s does not run replicas (no ProvisionService): %w", cluster, err))
+	}
+	if err != nil {
+		return nil, clusterHints.Explain(ci.GetUrl(), err)
+	}
+	return resp.Msg.GetComputes(), nil
+}
+
+// servicesChanged asks the controller for a pass soon.
+func (r *Root) servicesChanged() {
+	select {
+	case r.nudgeServices <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// serviceLoop runs the controller until ctx ends.
+func (r *Root) serviceLoop(ctx context.Context) {
+	t := time.NewTicker(r.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		if err := r.services.pass(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("a pass of the service controller failed; the next one retries", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.nudgeServices:
+		case <-r.services.again:
+		}
+	}
+}
+
+// serviceKinds are the kinds whose changes the controller acts on.
+var serviceKinds = []string{service.KindService, service.KindCompute}
+
+// world is what a pass read of root's objects.
+type world struct {
+	services map[string]*unyov1.RegionService
+	computes map[string][]*unyov1.Compute // by service
+	attrs    map[string]*unyov1.Cluster
+	flavors  map[string]*unyov1.Flavor
+	images   map[string]*unyov1.Image
+}
+
+func (c *serviceController) read(ctx context.Context) (*world, error) {
+	w := &world{services: map[string]*unyov1.RegionService{}, computes: map[string][]*unyov1.Compute{},
+		attrs: map[string]*unyov1.Cluster{}, flavors: map[string]*unyov1.Flavor{}, images: map[string]*unyov1.Image{}}
+	for _, kind := range []string{service.KindService, service.KindCompute, "Cluster", "Flavor", "Image"} {
+		objs, err := c.store.ListObjects(ctx, kind)
+		if err != nil {
+			return nil, fmt.Errorf("list root's %s objects: %w", kind, err)
+		}
+		for _, o := range objs {
+			switch m := kinds.Message(o).(type) {
+			case *unyov1.RegionService:
+				w.services[m.GetName()] = m
+			case *unyov1.Compute:
+				w.computes[m.GetService()] = append(w.computes[m.GetService()], m)
+			case *unyov1.Cluster:
+				w.attrs[m.GetName()] = m
+			case *unyov1.Flavor:
+				w.flavors[m.GetName()] = m
+			case *unyov1.Image:
+				w.images[m.GetName()] = m
+			}
+		}
+	}
+	return w, nil
+}
+
+// pass is one run of the controller.
+func (c *serviceController) pass(ctx context.Context) error {
+	if rev, err := c.store.ObjectsRevision(ctx, serviceKinds...); err != nil || rev == 0 {
+		return err // never had a service: nothing to hand any cluster
+	}
+	names, err := c.calls.Clusters(ctx)
+	if err != nil {
+		return fmt.Errorf("list the clusters: %w", err)
+	}
+	nodes, reachable := c.listNodes(ctx, names)
+
+	want, err := c.plan(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	answers := c.sync(ctx, reachable, want)
+	return c.absorb(ctx, names, answers)
+}
+
+// listNodes reads every cluster's nodes; a cluster that does not answer
+// is left out of this pass (its records keep their last status).
+func (c *serviceController) listNodes(ctx context.Context, names []string) (map[string][]schedule.Node, []string) {
+	out := map[string][]schedule.Node{}
+	var reachable []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+			ns, err := c.calls.ListNodes(cctx, name)
+			if err != nil {
+				c.log.Warn("a cluster's nodes could not be read; its replicas wait for the next pass", "cluster", name, "err", err)
+				return
+			}
+			sn := make([]schedule.Node, len(ns))
+			for i, n := range ns {
+				sn[i] = service.Node(n)
+			}
+			mu.Lock()
+			out[name] = sn
+			reachable = append(reachable, name)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(reachable)
+	return out, reachable
+}
+
+// plan brings the records in line with the services and gives a cluster to
+// the replicas without one; it returns, per cluster, the Computes root
+// wants there.
+func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedule.Node) (map[string][]*unyov1.Compute, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var clusterNodes []service.ClusterNodes
+	for name, ns := range nodes {
+		clusterNodes = append(clusterNodes, service.ClusterNodes{Name: name, Attrs: w.attrs[name], Nodes: ns})
+	}
+	slices.SortFunc(clusterNodes, func(a, b service.ClusterNodes) int { return strings.Compare(a.Name, b.Name) })
+	clusters := service.Clusters(clusterNodes)
+	now := c.now()
+	var put []*unyov1.Object
+	svcNames := make([]string, 0, len(w.services))
+	for name := range w.services {
+		svcNames = append(svcNames, name)
+	}
+	slices.Sort(svcNames)
+	for _, name := range svcNames {
+		s := w.services[name]
+		records := c.reconcile(s, w.computes[name], now)
+		c.resolve(s, records, w, clusters, now)
+		w.computes[name] = records
+		for _, r := range records {
+			put = append(put, kinds.Wrap(r))
+		}
+	}
+	// Records of services that are gone (root stopped before finishing
+	// a delete) are deleted like their service's.
+	for svc, records := range w.computes {
+		if _, ok := w.services[svc]; ok {
+			continue
+		}
+		for _, r := range records {
+			if r.GetStatus().GetPhase() != service.PhaseDeleting {
+				r.Status = &unyov1.ComputeStatus{Phase: service.PhaseDeleting, UpdatedAt: timestamppb.New(now)}
+				put = append(put, kinds.Wrap(r))
+			}
+		}
+	}
+	if len(put) > 0 {
+		if _, err := c.store.PutObjects(ctx, put); err != nil {
+			return nil, fmt.Errorf("store the service controller's compute records: %w", err)
+		}
+	}
+	want := map[string][]*unyov1.Compute{}
+	for _, records := range w.computes {
+		for _, r := range records {
+			if r.GetCluster() == "" || r.GetStatus().GetPhase() == service.PhaseDeleting {
+				continue
+			}
+			sent := proto.Clone(r).(*unyov1.Compute)
+			sent.Status, sent.Revision, sent.CreatedAt, sent.UpdatedAt = nil, 0, nil, nil
+			want[r.GetCluster()] = append(want[r.GetCluster()], sent)
+		}
+	}
+	return want, nil
+}
+
+// deleting says whether a service is on its way out: deleted by an
+// operator, or scaled to zero.
+func deleting(s *unyov1.RegionService) bool {
+	return s.GetStatus().GetPhase() == service.PhaseDeleting || s.GetSpec().GetCompute().GetReplicas() <= 0
+}
+
+// reconcile returns the service's records with as many live replicas as it
+// wants: new ones at the lowest unused indexes, the highest indexes marked
+// Deleting when there are too many, all of them when the service goes.
+func (c *serviceController) reconcile(s *unyov1.RegionService, records []*unyov1.Compute, now time.Time) []*unyov1.Compute {
+	slices.SortFunc(records, func(a, b *unyov1.Compute) int { return int(a.GetIndex() - b.GetIndex()) })
+	want := int(s.GetSpec().GetCompute().GetReplicas())
+	if deleting(s) {
+		want = 0
+	}
+	used := map[int32]bool{}
+	var live []*unyov1.Compute
+	for _, r := range records {
+		used[r.GetIndex()] = true
+		if r.GetStatus().GetPhase() != service.PhaseDeleting {
+			live = append(live, r)
+		}
+	}
+	for i := len(live) - 1; i >= want; i-- {
+		live[i].Status = &unyov1.ComputeStatus{Phase: service.PhaseDeleting, Node: live[i].GetStatus().GetNode(),
+			Address: live[i].GetStatus().GetAddress(), Handle: live[i].GetStatus().GetHandle(), UpdatedAt: timestamppb.New(now)}
+	}
+	for idx := int32(0); len(live) < want; idx++ {
+		if used[idx] {
+			continue
+		}
+		r := &unyov1.Compute{Name: service.ReplicaName(s.GetName(), int(idx)), Service: s.GetName(), Index: idx,
+			Status: &unyov1.ComputeStatus{Phase: service.PhaseInitializing, UpdatedAt: timestamppb.New(now)}}
+		records = append(records, r)
+		live = append(live, r)
+	}
+	return records
+}
+
+// resolve gives the live replicas the service's spec, the flavor's shape
+// and the image's source, and a cluster to those without one.
+func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.Compute, w *world, clusters []schedule.Cluster, now time.Time) {
+	var live []*unyov1.Compute
+	for _, r := range records {
+		if r.GetStatus().GetPhase() != service.PhaseDeleting {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	spec := proto.Clone(s.GetSpec().GetCompute()).(*unyov1.ComputeSpec)
+	spec.Replicas, spec.Autoscale = 0, nil
+	fail := func(msg string) {
+		for _, r := range live {
+			if r.GetCluster() == "" {
+				r.Status = &unyov1.ComputeStatus{Phase: service.PhaseFailed, Reason: service.ReasonUnsatisfiable, Message: msg, UpdatedAt: timestamppb.New(now)}
+			}
+		}
+	}
+	flavor, ok := w.flavors[spec.GetFlavor()]
+	if !ok {
+		fail(fmt.Sprintf("flavor %q does not exist", spec.GetFlavor()))
+		return
+	}
+	shape, err := service.Shape(flavor)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	image, ok := w.images[spec.GetImage()]
+	if !ok {
+		fail(fmt.Sprintf("image %q does not exist", spec.GetImage()))
+		return
+	}
+	for _, r := range live {
+		r.Spec, r.Resources, r.ImageSource = spec, service.Resources(shape), image.GetSpec().GetSource()
+	}
+	where, reason := service.PlaceReplicas(s, live, clusters, shape, c.turnedDown[s.GetName()])
+	if reason != nil && len(c.turnedDown[s.GetName()]) > 0 && len(where) == 0 {
+		// Every cluster left turned the replicas down; the next pass
+		// tries them all again (handoffs stay counted).
+		delete(c.turnedDown, s.GetName())
+	}
+	for _, r := range live {
+		if r.GetCluster() != "" {
+			continue
+		}
+		if cl, ok := where[r.GetName()]; ok {
+			r.Cluster = cl
+			r.Status = &unyov1.ComputeStatus{Phase: service.PhaseCreating, UpdatedAt: timestamppb.New(now)}
+			continue
+		}
+		if reason != nil {
+			st := service.Blocked(reason)
+			if !sameComputeStatus(r.GetStatus(), st) {
+				st.UpdatedAt = timestamppb.New(now)
+				r.Status = st
+			}
+		}
+	}
+}
+
+// sync hands every reachable cluster the Computes root wants there, in
+// parallel; an empty list tells a cluster to delete every Compute it holds.
+func (c *serviceController) sync(ctx context.Context, reachable []string, want map[string][]*unyov1.Compute) map[string][]*unyov1.Compute {
+	out := map[string][]*unyov1.Compute{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range reachable {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+			got, err := c.calls.SyncComputes(cctx, name, want[name])
+			if err != nil {
+				if connect.CodeOf(err) == connect.CodeUnimplemented {
+					c.log.Debug("a cluster does not run replicas yet (no ProvisionService)", "cluster", name)
+				} else {
+					c.log.Warn("handing a cluster its computes failed; the next pass retries", "cluster", name, "computes", len(want[name]), "err", err)
+				}
+				return
+			}
+			mu.Lock()
+			out[name] = got
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// absorb copies the clusters' answers onto the records as they are now,
+// removes the records of replicas that are gone, passes turned-down
+// replicas on, and stores each service's status.
+func (c *serviceController) absorb(ctx context.Context, registered []string, answers map[string][]*unyov1.Compute) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	held := map[string]map[string]*unyov1.Compute{}
+	for cl, cs := range answers {
+		held[cl] = map[string]*unyov1.Compute{}
+		for _, x := range cs {
+			held[cl][x.GetName()] = x
+		}
+	}
+	changed := map[string]*unyov1.Compute{}
+	var gone []string
+	nudge := false
+	for svc, records := range w.computes {
+		s := w.services[svc]
+		for _, r := range records {
+			before := proto.Clone(r)
+			cl := r.GetCluster()
+			answer, answered := held[cl]
+			switch {
+			case r.GetStatus().GetPhase() == service.PhaseDeleting:
+				// Deleted once no cluster holds it: never handed to one,
+				// its cluster unregistered, or its cluster's answer lacks it.
+				if cl == "" || !slices.Contains(registered, cl) || (answered && answer[r.GetName()] == nil) {
+					gone = append(gone, r.GetName())
+				}
+				continue
+			case cl == "" || !answered:
+				continue
+			case answer[r.GetName()] != nil:
+				r.Status = proto.Clone(answer[r.GetName()].GetStatus()).(*unyov1.ComputeStatus)
+				if r.Status == nil {
+					r.Status = &unyov1.ComputeStatus{Phase: service.PhaseCreating, UpdatedAt: timestamppb.New(now)}
+				}
+			}
+			if !proto.Equal(before, r) {
+				changed[r.GetName()] = r
+			}
+		}
+		if s != nil && c.handOff(s, records, now) {
+			nudge = true
+			for _, r := range records {
+				if r.GetCluster() == "" && r.GetStatus().GetPhase() == service.PhaseInitializing {
+					changed[r.GetName()] = r
+				}
+			}
+		}
+	}
+	put := make([]*unyov1.Object, 0, len(changed))
+	for _, name := range slices.Sorted(maps.Keys(changed)) {
+		put = append(put, kinds.Wrap(changed[name]))
+	}
+	if len(put) > 0 {
+		if _, err := c.store.PutObjects(ctx, put); err != nil {
+			return fmt.Errorf("store the computes' statuses: %w", err)
+		}
+	}
+	var errs []error
+	for _, name := range gone {
+		if err := c.store.DeleteObject(ctx, service.KindCompute, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("remove the deleted compute %s: %w", name, err))
+		} else {
+			c.log.Info("a compute was deleted", "compute", name)
+		}
+	}
+	for name, s := range w.services {
+		records := slices.DeleteFunc(slices.Clone(w.computes[name]), func(r *unyov1.Compute) bool { return slices.Contains(gone, r.GetName()) })
+		if deleting(s) && len(records) == 0 {
+			if err := c.store.DeleteObject(ctx, service.KindService, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("remove the deleted service %s: %w", name, err))
+			} else {
+				c.log.Info("a service was deleted with its computes", "service", name)
+			}
+			delete(c.turnedDown, name)
+			delete(c.handoffs, name)
+			continue
+		}
+		st := service.Derive(s, records, deleting(s), now)
+		if st.GetPhase() == service.PhaseActive {
+			delete(c.turnedDown, name)
+			delete(c.handoffs, name)
+		}
+		if service.SameStatus(s.GetStatus(), st) {
+			continue
+		}
+		s.Status = st
+		if _, err := c.store.PutObjects(ctx, []*unyov1.Object{kinds.Wrap(s)}); err != nil {
+			errs = append(errs, fmt.Errorf("store service %s's status: %w", name, err))
+		}
+	}
+	if nudge {
+		select {
+		case c.again <- struct{}{}:
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// handOff passes a service's replicas that a cluster turned down (Blocked,
+// NoCapacity) to the next cluster, at most service.MaxHandoffs times per
+// service until it is Active. Without allow_split a replica set moves only
+// whole: when every replica of the service in that cluster is turned down.
+// It reports whether it moved any.
+func (c *serviceController) handOff(s *unyov1.RegionService, records []*unyov1.Compute, now time.Time) bool {
+	name := s.GetName()
+	if deleting(s) || c.handoffs[name] >= service.MaxHandoffs {
+		return false
+	}
+	per := map[string][]*unyov1.Compute{}
+	for _, r := range records {
+		if r.GetCluster() != "" && r.GetStatus().GetPhase() != service.PhaseDeleting {
+			per[r.GetCluster()] = append(per[r.GetCluster()], r)
+		}
+	}
+	moved := false
+	for cl, rs := range per {
+		var blocked []*unyov1.Compute
+		for _, r := range rs {
+			if r.GetStatus().GetPhase() == service.PhaseBlocked && r.GetStatus().GetReason() == service.ReasonNoCapacity {
+				blocked = append(blocked, r)
+			}
+		}
+		if len(blocked) == 0 || (!s.GetSpec().GetCompute().GetSchedule().GetAllowSplit() && len(blocked) < len(rs)) {
+			continue
+		}
+		for _, r := range blocked {
+			c.log.Info("a cluster turned a replica down for lack of capacity; passing it to the next cluster", "compute", r.GetName(), "cluster", cl, "reason", r.GetStatus().GetMessage())
+			r.Cluster = ""
+			r.Status = &unyov1.ComputeStatus{Phase: service.PhaseInitializing, Message: fmt.Sprintf("cluster %s turned it down: %s", cl, r.GetStatus().GetMessage()), UpdatedAt: timestamppb.New(now)}
+		}
+		c.turnedDown[name] = append(c.turnedDown[name], cl)
+		c.handoffs[name]++
+		moved = true
+		if c.handoffs[name] >= service.MaxHandoffs {
+			break
+		}
+	}
+	return moved
+}
+
+// sameComputeStatus compares statuses but for when they were written.
+func sameComputeStatus(a, b *unyov1.ComputeStatus) bool {
+	a, b = proto.Clone(a).(*unyov1.ComputeStatus), proto.Clone(b).(*unyov1.ComputeStatus)
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	a.UpdatedAt, b.UpdatedAt = nil, nil
+	return proto.Equal(a, b)
+}

@@ -1,0 +1,166 @@
+package service
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/provision/schedule"
+)
+
+// MaxHandoffs is how many clusters may turn a service's replicas down
+// (Blocked, NoCapacity) before root stops passing them on: they then wait
+// Blocked in the last cluster, which places them as soon as capacity
+// appears there. Three clusters tried in all bounds the churn of a
+// replica set bouncing between full clusters.
+const MaxHandoffs = 2
+
+// ClusterNodes is one cluster with its attributes and nodes as root sees
+// them.
+type ClusterNodes struct {
+	Name  string
+	Attrs *unyov1.Cluster
+	Nodes []schedule.Node
+}
+
+// Clusters is the cluster stage's view of clusters.
+func Clusters(cs []ClusterNodes) []schedule.Cluster {
+	out := make([]schedule.Cluster, len(cs))
+	for i, c := range cs {
+		out[i] = Cluster(c.Name, c.Attrs, c.Nodes)
+	}
+	return out
+}
+
+// PlaceReplicas is the cluster stage for one service: it gives every live
+// replica that has no cluster yet (in index order) a cluster. Without
+// allow_split, replicas join the cluster the service's other replicas are
+// in; otherwise schedule.PlaceClusters chooses, skipping the clusters in
+// exclude (those that turned the service down). What it gives is taken
+// from clusters' free capacity, so that services placed later in the same
+// pass see it. The replicas no cluster took are left out of the answer,
+// and reason says why.
+func PlaceReplicas(s *unyov1.RegionService, live []*unyov1.Compute, clusters []schedule.Cluster, shape schedule.Resources, exclude []string) (map[string]string, *schedule.ClusterReason) {
+	var todo []*unyov1.Compute
+	var current string
+	for _, c := range live {
+		if c.GetCluster() == "" {
+			todo = append(todo, c)
+		} else if !slices.Contains(exclude, c.GetCluster()) {
+			current = c.GetCluster()
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(todo, func(a, b *unyov1.Compute) int { return int(a.GetIndex() - b.GetIndex()) })
+	out := map[string]string{}
+	if current != "" && !s.GetSpec().GetCompute().GetSchedule().GetAllowSplit() {
+		for _, c := range todo {
+			out[c.GetName()] = current
+		}
+		take(clusters, current, shape, len(todo))
+		return out, nil
+	}
+	res := schedule.PlaceClusters(clusters, shape, len(todo), ClusterPolicy(s, exclude))
+	i := 0
+	for _, a := range res.Assignments {
+		for range a.Replicas {
+			out[todo[i].GetName()] = a.Cluster
+			i++
+		}
+		take(clusters, a.Cluster, shape, a.Replicas)
+	}
+	return out, res.Reason
+}
+
+func take(clusters []schedule.Cluster, name string, shape schedule.Resources, n int) {
+	for i := range clusters {
+		if clusters[i].Name == name {
+			Take(&clusters[i], shape, n)
+		}
+	}
+}
+
+// ClusterReasons are a cluster-stage reason as a Compute status carries
+// them: one entry per cluster.
+func ClusterReasons(r *schedule.ClusterReason) []*unyov1.ScheduleReasonCount {
+	out := make([]*unyov1.ScheduleReasonCount, 0, len(r.Rejections))
+	for _, j := range r.Rejections {
+		out = append(out, &unyov1.ScheduleReasonCount{Code: j.Cluster, Count: int32(j.Fits), Detail: j.String()})
+	}
+	return out
+}
+
+// Blocked is the status of a replica the cluster stage could not place:
+// Blocked with NoCapacity when capacity appearing could help (a cluster
+// registering counts: with none registered yet the replica waits), Failed
+// with Unsatisfiable when it cannot.
+func Blocked(r *schedule.ClusterReason) *unyov1.ComputeStatus {
+	st := &unyov1.ComputeStatus{Phase: PhaseBlocked, Reason: ReasonNoCapacity, Message: r.String(), Reasons: ClusterReasons(r)}
+	if r.Class == schedule.Unsatisfiable && (r.Clusters > 0 || r.Invalid != "") {
+		st.Phase, st.Reason = PhaseFailed, ReasonUnsatisfiable
+	}
+	return st
+}
+
+// PlanLine is where one replica would go, or why it would not.
+type PlanLine struct {
+	Replica, Cluster, Node, Reason string
+}
+
+// Plan says where a service's replicas would go, running the cluster stage
+// and then the node stage on the chosen clusters' nodes as given, without
+// reserving anything. Replicas the service already has are not counted:
+// the plan is for the document as if it were new.
+func Plan(s *unyov1.RegionService, shape schedule.Resources, cs []ClusterNodes) []PlanLine {
+	n := int(s.GetSpec().GetCompute().GetReplicas())
+	live := make([]*unyov1.Compute, n)
+	for i := range live {
+		live[i] = &unyov1.Compute{Name: ReplicaName(s.GetName(), i), Index: int32(i)}
+	}
+	where, reason := PlaceReplicas(s, live, Clusters(cs), shape, nil)
+	lines := make([]PlanLine, n)
+	per := map[string][]int{}
+	for i, c := range live {
+		lines[i].Replica = c.GetName()
+		if cl, ok := where[c.GetName()]; ok {
+			lines[i].Cluster = cl
+			per[cl] = append(per[cl], i)
+		} else if reason != nil {
+			lines[i].Reason = reason.Class.String() + ": " + reason.String()
+		}
+	}
+	for _, c := range cs {
+		idx := per[c.Name]
+		if len(idx) == 0 {
+			continue
+		}
+		res := schedule.Place(c.Nodes, schedule.Request{Service: s.GetName(), Shape: shape, Policy: NodePolicy(s)}, len(idx))
+		for k, i := range idx {
+			if k < len(res.Placed) {
+				lines[i].Node = res.Placed[k].Node
+			} else {
+				lines[i].Reason = res.Reason.Class.String() + ": " + res.Reason.String()
+			}
+		}
+	}
+	return lines
+}
+
+// PlanText renders a plan as a table an operator reads.
+func PlanText(lines []PlanLine) string {
+	var b strings.Builder
+	b.WriteString("REPLICA\tCLUSTER\tNODE\tREASON\n")
+	for _, l := range lines {
+		b.WriteString(strings.Join([]string{l.Replica, dash(l.Cluster), dash(l.Node), dash(l.Reason)}, "\t") + "\n")
+	}
+	return b.String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
