@@ -123,6 +123,9 @@ type Agent struct {
 	registered  bool
 	heartbeat   time.Duration
 	checksRev   int64
+	// sentPlugins is what the heartbeats told the cluster of the plugins
+	// (syncLoop's alone).
+	sentPlugins pluginReport
 	centralDefs []checks.Definition
 	reregister  chan struct{}
 	statusLn    net.Listener
