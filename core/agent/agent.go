@@ -118,11 +118,11 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	mu          sync.Mutex
-	cred        credential
-	registered  bool
-	heartbeat   time.Duration
-	checksRev   int64
+	mu         sync.Mutex
+	cred       credential
+	registered bool
+	heartbeat  time.Duration
+	checksRev  int64
 	// sentPlugins is what the heartbeats told the cluster of the plugins
 	// (syncLoop's alone).
 	sentPlugins pluginReport
