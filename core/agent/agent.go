@@ -118,14 +118,15 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	mu         sync.Mutex
-	cred       credential
-	registered bool
-	heartbeat  time.Duration
-	checksRev  int64
 	// sentPlugins is what the heartbeats told the cluster of the plugins
 	// (syncLoop's alone).
 	sentPlugins pluginReport
+
+	mu          sync.Mutex
+	cred        credential
+	registered  bool
+	heartbeat   time.Duration
+	checksRev   int64
 	centralDefs []checks.Definition
 	reregister  chan struct{}
 	statusLn    net.Listener
