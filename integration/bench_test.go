@@ -190,10 +190,18 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 			c := clients[w/perClient]
 			for i := range names {
 				n := &unyov1.Node{Name: name(i), Labels: map[string]string{"sim": "yes"}, Capacity: &unyov1.Capacity{Cpus: 8, MemoryBytes: 32 << 30}}
-				if _, err := c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: n})); err != nil {
-					b.Error(err)
+				// An agent retries until it is registered; so do these, on
+				// a machine loaded enough for a call to time out.
+				var err error
+				for range 5 {
+					if _, err = c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: n})); err == nil {
+						_, err = c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i)}))
+					}
+					if err == nil {
+						break
+					}
 				}
-				if _, err := c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i)})); err != nil {
+				if err != nil {
 					b.Error(err)
 				}
 			}
