@@ -13,12 +13,15 @@ import (
 )
 
 // ReleaseExecutable unmaps from this process the resident pages of its
-// executable's clean read-only mappings (code, read-only data), and asks
-// the kernel to reclaim those no other process maps. Nothing is lost: the
-// kernel reads each page back from the file when it is next used. A
-// mapping with any page of its own (Anonymous, such as the relocations
-// the dynamic loader wrote before making them read-only) is left alone.
-// It returns how many resident bytes those mappings held.
+// executable's clean read-only mappings (code, read-only data) and drops
+// from the page cache those of the file's pages no other process maps.
+// Nothing is lost: the kernel reads each page back from the file when it
+// is next used, and only that page (MADV_RANDOM): the page cache may hold
+// the file in large folios (as written by one large write), which would
+// map whole megabytes back at the first touch. A mapping with any page of
+// its own (Anonymous, such as the relocations the dynamic loader wrote
+// before making them read-only) is left alone. It returns how many
+// resident bytes those mappings held.
 func ReleaseExecutable() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -31,24 +34,21 @@ func ReleaseExecutable() (int64, error) {
 	var released int64
 	var errs []error
 	for _, m := range maps {
-		// PAGEOUT frees the pages only this process maps (the usual case
-		// on a node, where the agent is the only unyo); DONTNEED drops
-		// this process's mapping of the rest, which stay in the page
-		// cache for the processes sharing them.
-		if err := m.madvise(unix.MADV_PAGEOUT); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("madvise(MADV_PAGEOUT) %x-%x: %w", m.start, m.end, err))
-		}
 		if err := m.madvise(unix.MADV_DONTNEED); err != nil {
 			errs = append(errs, fmt.Errorf("madvise(MADV_DONTNEED) %x-%x: %w", m.start, m.end, err))
 			continue
 		}
-		// Read back only the pages used, not the readahead window around
-		// each: what the agent runs after starting is a small part of
-		// the binary.
 		if err := m.madvise(unix.MADV_RANDOM); err != nil {
 			errs = append(errs, fmt.Errorf("madvise(MADV_RANDOM) %x-%x: %w", m.start, m.end, err))
 		}
 		released += m.rss
+	}
+	// Pages still mapped elsewhere (another unyo on the machine) stay.
+	if f, err := os.Open("/proc/self/exe"); err == nil {
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			errs = append(errs, fmt.Errorf("fadvise(POSIX_FADV_DONTNEED) %s: %w", exe, err))
+		}
+		f.Close()
 	}
 	return released, errors.Join(errs...)
 }
