@@ -85,6 +85,7 @@ func freePortRun(t testing.TB, n int) (host string, first int) {
 // proc is a unyo process started by a test.
 type proc struct {
 	t    testing.TB
+	bin  string // the unyo binary run
 	name string
 	args []string
 	env  []string
@@ -99,7 +100,13 @@ type proc struct {
 // test fails, and stops it (SIGKILL if it does not exit) when the test ends.
 func startUnyo(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, args: args, env: env, log: filepath.Join(t.TempDir(), name+".log")}
+	return startUnyoBin(t, unyoBin, name, env, args...)
+}
+
+// startUnyoBin is startUnyo running the unyo binary at bin.
+func startUnyoBin(t testing.TB, bin, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, bin: bin, name: name, args: args, env: env, log: filepath.Join(t.TempDir(), name+".log")}
 	p.start()
 	t.Cleanup(func() {
 		p.stop(syscall.SIGTERM, 10*time.Second)
@@ -120,7 +127,7 @@ func (p *proc) start() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	cmd := exec.Command(unyoBin, p.args...)
+	cmd := exec.Command(p.bin, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -2,9 +2,10 @@
 # Installs the Debian packages the tests use: real PostgreSQL, Debian's
 # monitoring-plugins, VictoriaMetrics and ClickHouse servers, an SMTP
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
-# diagram goldens are rendered by dot), and Prometheus Alertmanager
-# (the side-by-side benchmark and its harness test), and nagios4-common
-# (its example configuration is what unyo import nagios is tested on). Runs apt-get
+# diagram goldens are rendered by dot), Prometheus Alertmanager
+# (the side-by-side benchmark and its harness test), Prometheus's node
+# exporter (beside the agent in the RSS benchmark) and nagios4-common (its
+# example configuration is what unyo import nagios is tested on). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -15,6 +16,7 @@ command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
 command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-client)
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
+[ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
 command -v dot >/dev/null || need+=(graphviz)
 [ -f /etc/nagios4/nagios.cfg ] || need+=(nagios4-common)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi

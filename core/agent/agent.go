@@ -118,6 +118,10 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
+	// sentPlugins is what the heartbeats told the cluster of the plugins
+	// (syncLoop's alone).
+	sentPlugins pluginReport
+
 	mu         sync.Mutex
 	cred       credential
 	registered bool

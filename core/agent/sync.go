@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,6 +144,7 @@ func (a *Agent) register(ctx context.Context) error {
 	a.clusterName = resp.Msg.GetCluster()
 	a.mu.Unlock()
 	a.setRegistered(true)
+	a.sentPlugins = pluginReport{} // a cluster registering the node anew is told them all
 	a.log.Info("registered with cluster", "cluster", resp.Msg.GetCluster(), "url", a.opts.ClusterURL)
 	return nil
 }
@@ -154,13 +156,47 @@ func (a *Agent) fingerprintPath() string {
 	return "/"
 }
 
+// fullPluginsEvery is how many heartbeats may say "plugins unchanged"
+// before one carries them all again: the cluster may have failed to
+// record the last list it was sent (it says so in its log and keeps the
+// heartbeat), and this bounds how long it holds an old one.
+const fullPluginsEvery = 30
+
+// pluginReport is what the heartbeats told the cluster of the plugins, so
+// that a heartbeat carries them only when they changed.
+type pluginReport struct {
+	last      []*unyov1.PluginStatus
+	unchanged int // heartbeats since the last that carried them
+	known     bool
+}
+
+// request fills req's plugins: none and PluginsUnchanged when they are as
+// last answered.
+func (r *pluginReport) request(req *unyov1.HeartbeatRequest, now []*unyov1.PluginStatus) {
+	if r.known && r.unchanged < fullPluginsEvery && slices.EqualFunc(r.last, now, func(a, b *unyov1.PluginStatus) bool { return proto.Equal(a, b) }) {
+		req.PluginsUnchanged = true
+		return
+	}
+	req.Plugins = now
+}
+
+// answered records that the cluster took req.
+func (r *pluginReport) answered(req *unyov1.HeartbeatRequest) {
+	if req.GetPluginsUnchanged() {
+		r.unchanged++
+		return
+	}
+	r.last, r.unchanged, r.known = req.GetPlugins(), 0, true
+}
+
 func (a *Agent) beat(ctx context.Context) error {
-	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{
-		Node: a.opts.NodeName, Plugins: a.pluginStatusProto(),
-	}))
+	req := &unyov1.HeartbeatRequest{Node: a.opts.NodeName}
+	a.sentPlugins.request(req, a.pluginStatusProto())
+	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(req))
 	if err != nil {
 		return err
 	}
+	a.sentPlugins.answered(req)
 	a.status.heartbeatOK()
 	a.mu.Lock()
 	changed := resp.Msg.GetChecksRevision() != a.checksRev

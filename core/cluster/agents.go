@@ -183,7 +183,9 @@ func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov
 		return nil, err
 	}
 	s.c.beats.add(req.Msg.GetNode(), time.Now())
-	s.c.notePlugins(ctx, n, req.Msg.GetPlugins())
+	if !req.Msg.GetPluginsUnchanged() {
+		s.c.notePlugins(ctx, n, req.Msg.GetPlugins())
+	}
 	rev, err := s.c.revisions.get(ctx)
 	if err != nil {
 		return nil, internal(fmt.Errorf("read checks revision: %w", err))

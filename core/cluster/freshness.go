@@ -93,7 +93,13 @@ func (m *freshnessMonitor) judge(ctx context.Context) {
 		return
 	}
 	if m.from.IsZero() {
-		m.from = countFrom(m.started, nodes)
+		beats := make([]time.Time, 0, len(nodes))
+		for _, n := range nodes {
+			if hb := n.GetLastHeartbeat(); hb != nil {
+				beats = append(beats, hb.AsTime())
+			}
+		}
+		m.from = countFrom(m.started, beats)
 	}
 	ready := make(map[string]*unyov1.Node, len(nodes))
 	for _, n := range nodes {

@@ -165,20 +165,18 @@ func TestLivenessGraceAfterStart(t *testing.T) {
 // longest retry delay.
 func TestCountFrom(t *testing.T) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	beat := func(d time.Duration) *unyov1.Node {
-		return &unyov1.Node{LastHeartbeat: timestamppb.New(start.Add(d))}
-	}
+	beat := func(d time.Duration) time.Time { return start.Add(d) }
 	for _, tc := range []struct {
 		name  string
-		nodes []*unyov1.Node
+		nodes []time.Time
 		want  time.Duration
 	}{
 		{"no nodes", nil, 0},
-		{"no heartbeat yet", []*unyov1.Node{{Name: "new"}}, 0},
-		{"a failover: heartbeats kept arriving", []*unyov1.Node{beat(-time.Hour), beat(-time.Second)}, time.Second},
-		{"away 5s", []*unyov1.Node{beat(-5 * time.Second), beat(-time.Minute)}, 5 * time.Second},
-		{"away an hour", []*unyov1.Node{beat(-time.Hour)}, limits.MaxHeartbeatRetry},
-		{"a heartbeat after the start", []*unyov1.Node{beat(time.Second)}, 0},
+		{"no heartbeat yet", []time.Time{{}}, 0},
+		{"a failover: heartbeats kept arriving", []time.Time{beat(-time.Hour), beat(-time.Second)}, time.Second},
+		{"away 5s", []time.Time{beat(-5 * time.Second), beat(-time.Minute)}, 5 * time.Second},
+		{"away an hour", []time.Time{beat(-time.Hour)}, limits.MaxHeartbeatRetry},
+		{"a heartbeat after the start", []time.Time{beat(time.Second)}, 0},
 	} {
 		if got := countFrom(start, tc.nodes).Sub(start); got != tc.want {
 			t.Errorf("%s: counts from start+%s, want +%s", tc.name, got, tc.want)

@@ -23,6 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/identity"
+	"github.com/unyo-ops/unyo/core/internal/footprint"
 	"github.com/unyo-ops/unyo/core/internal/private"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/logstore/clickhouse"
@@ -355,6 +356,8 @@ func Agent(ctx context.Context, c *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Started: what only starting needed can go (see package footprint).
+	footprint.Agent(log)
 	return a.Run(ctx)
 }
 

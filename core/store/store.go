@@ -121,6 +121,13 @@ type LogPositions interface {
 	PruneLogPositions(ctx context.Context, before time.Time) (int, error)
 }
 
+// NodeBeat is a node's liveness as the store keeps it.
+type NodeBeat struct {
+	Name          string
+	State         unyov1.NodeState
+	LastHeartbeat time.Time // zero before the first heartbeat
+}
+
 // Nodes are the machines whose agents report to a cluster.
 type Nodes interface {
 	// UpsertNode registers a node or updates its description, keeping
@@ -139,6 +146,10 @@ type Nodes interface {
 	SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (changed bool, err error)
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
+	// ListNodeBeats returns every node's liveness columns only, sorted by
+	// name: what the liveness judge reads every second, without decoding
+	// each node's description.
+	ListNodeBeats(ctx context.Context) ([]NodeBeat, error)
 	// DeleteNode removes a node, its credential and its log positions;
 	// ErrNotFound if it has neither record nor credential. Its events stay
 	// as history.

@@ -3485,10 +3485,14 @@ type HeartbeatRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Node     string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	Capacity *Capacity              `protobuf:"bytes,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	// The agent's check plugins now.
-	Plugins       []*PluginStatus `protobuf:"bytes,3,rep,name=plugins,proto3" json:"plugins,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The agent's check plugins now; empty when plugins_unchanged.
+	Plugins []*PluginStatus `protobuf:"bytes,3,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// The agent's check plugins are as in its last answered heartbeat: the
+	// cluster keeps what it has (heartbeats carry only what changed). An
+	// agent that does not set it sends its plugins every time.
+	PluginsUnchanged bool `protobuf:"varint,4,opt,name=plugins_unchanged,json=pluginsUnchanged,proto3" json:"plugins_unchanged,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -3540,6 +3544,13 @@ func (x *HeartbeatRequest) GetPlugins() []*PluginStatus {
 		return x.Plugins
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetPluginsUnchanged() bool {
+	if x != nil {
+		return x.PluginsUnchanged
+	}
+	return false
 }
 
 type HeartbeatResponse struct {
@@ -9786,11 +9797,12 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03csr\x18\x02 \x01(\fR\x03csr\"<\n" +
 	"\x18RenewCertificateResponse\x12 \n" +
-	"\vcertificate\x18\x01 \x01(\fR\vcertificate\"\x86\x01\n" +
+	"\vcertificate\x18\x01 \x01(\fR\vcertificate\"\xb3\x01\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
 	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12/\n" +
-	"\aplugins\x18\x03 \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\"<\n" +
+	"\aplugins\x18\x03 \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12+\n" +
+	"\x11plugins_unchanged\x18\x04 \x01(\bR\x10pluginsUnchanged\"<\n" +
 	"\x11HeartbeatResponse\x12'\n" +
 	"\x0fchecks_revision\x18\x01 \x01(\x03R\x0echecksRevision\"T\n" +
 	"\x14ReportResultsRequest\x12\x12\n" +

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +249,28 @@ func nodeTests() []contractTest {
 			}
 			_, err := s.GetNode(ctx(t), "ghost")
 			wantNotFound(t, err, "ghost")
+			// ListNodeBeats: the same liveness columns as the nodes, sorted,
+			// zero for a node never heard from.
+			must(t, s.UpsertNode(ctx(t), node("silent")))
+			beats, err := s.ListNodeBeats(ctx(t))
+			must(t, err)
+			var names []string
+			for _, b := range beats {
+				names = append(names, b.Name)
+				if b.Name == "silent" {
+					if !b.LastHeartbeat.IsZero() {
+						t.Errorf("ListNodeBeats: node silent heard from at %v, want never", b.LastHeartbeat)
+					}
+					continue
+				}
+				n := getNode(t, s, b.Name)
+				if b.State != n.GetState() || !b.LastHeartbeat.Equal(n.GetLastHeartbeat().AsTime()) {
+					t.Errorf("ListNodeBeats: %+v, want state %v and last heartbeat %v as ListNodes", b, n.GetState(), n.GetLastHeartbeat().AsTime())
+				}
+			}
+			if want := []string{"down", "new", "ready", "silent", "stale"}; !slices.Equal(names, want) {
+				t.Errorf("ListNodeBeats names = %v, want %v", names, want)
+			}
 
 			// A late, older heartbeat does not move last_heartbeat back.
 			must(t, s.TouchNodes(ctx(t), map[string]time.Time{"new": at(5).AsTime()}))
