@@ -37,8 +37,8 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
-	"github.com/unyo-ops/unyo/core/web"
 	"github.com/unyo-ops/unyo/core/wal"
+	"github.com/unyo-ops/unyo/core/web"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )

@@ -55,6 +55,10 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Body == nil {
 		r.Body = http.NoBody
 	}
+	// Nothing crosses a wire: compressing the answer would only cost time
+	// (a quarter of the alerts page's with 10,000 alerts).
+	r.Header.Del("Accept-Encoding")
+	r.Header.Del("Connect-Accept-Encoding")
 	r.Header.Del("Authorization")
 	if t.token != "" {
 		r.Header.Set("Authorization", "Bearer "+t.token)

@@ -30,6 +30,7 @@ var funcs = template.FuncMap{
 	"query":      query,
 	"svg":        func(s string) template.HTML { return template.HTML(s) }, // only for SVG the console drew itself
 	"add":        func(a, b int) int { return a + b },
+	"rows":       groupRows,
 	"navItems":   func() []string { return navItems },
 	"title":      func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },
 	// emptyGroup is the pattern the page's script copies for a group that

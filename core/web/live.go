@@ -188,9 +188,8 @@ func (c *Console) diff(v *view, groups []alertGroup, mayAct bool) (liveMsg, bool
 			next[row.Key] = viewRow{hash: row.hash, group: row.Group}
 			if old, ok := v.rows[row.Key]; !ok || old != next[row.Key] {
 				b.Reset()
-				if err := c.renderRow(&b, row, mayAct); err != nil {
-					return msg, false, err
-				}
+				row.MayAct = mayAct
+				renderRow(&b, row)
 				msg.Upsert = append(msg.Upsert, liveRow{Key: row.Key, Group: row.Group, After: after, HTML: b.String()})
 			}
 			after = row.Key
