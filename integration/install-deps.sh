@@ -2,8 +2,9 @@
 # Installs the Debian packages the tests use: real PostgreSQL, Debian's
 # monitoring-plugins, VictoriaMetrics and ClickHouse servers, an SMTP
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
-# diagram goldens are rendered by dot), and Prometheus Alertmanager
-# (the side-by-side benchmark and its harness test). Runs apt-get
+# diagram goldens are rendered by dot), Prometheus Alertmanager
+# (the side-by-side benchmark and its harness test), and Chromium (the web
+# console's browser tests drive it headless). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -15,6 +16,7 @@ command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-c
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
 command -v dot >/dev/null || need+=(graphviz)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2

@@ -67,11 +67,14 @@
     (m.groups || []).forEach(function (g) { byKey[g.key] = g; });
     (m.upsert || []).forEach(function (u) {
       var old = byId("a-" + u.key);
+      // A row redrawn keeps the operator's selection.
+      var picked = old && old.querySelector("input[name=sel]:checked");
       if (old) old.remove();
       var body = section(byKey[u.group] || { key: u.group, label: u.group, "class": "grp" }).querySelector("tbody");
       var t = document.createElement("template");
       t.innerHTML = u.html;
       var row = t.content.firstElementChild;
+      if (picked) { var box = row.querySelector("input[name=sel]"); if (box) box.checked = true; }
       var after = u.after ? byId("a-" + u.after) : null;
       if (after && after.parentNode === body) after.after(row); else body.prepend(row);
     });
@@ -102,7 +105,8 @@
       var data = new URLSearchParams(new FormData(form));
       if (ev.submitter) data.set("action", ev.submitter.value);
       var out = byId("act-status");
-      fetch(form.action, { method: "POST", body: data, credentials: "same-origin",
+      // getAttribute: form.action is the button named "action".
+      fetch(form.getAttribute("action"), { method: "POST", body: data, credentials: "same-origin",
         headers: { "Accept": "application/json", "X-CSRF-Token": form.elements.csrf.value } })
         .then(function (r) { return r.json(); })
         .then(function (j) {
