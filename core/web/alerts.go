@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"html"
@@ -123,8 +124,15 @@ func groupOf(a *unyov1.Alert, by string) (key, class string) {
 // rowHash changes whenever what a row shows changes.
 func rowHash(a *unyov1.Alert) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s|%s|%d|%d|%d|%s|%s|%s|%d|%d|%d|%s", a.GetCluster(), a.GetId(), a.GetLevel(), a.GetState(), a.GetCount(),
-		a.GetNode(), a.GetCheck(), a.GetSummary(), a.GetFirstSeen().GetSeconds(), a.GetLastSeen().GetSeconds(), len(a.GetHistory()), a.GetRule())
+	var n [8]byte
+	for _, s := range []string{a.GetCluster(), a.GetId(), a.GetNode(), a.GetCheck(), a.GetSummary(), a.GetRule()} {
+		_, _ = h.Write([]byte(s))
+		_, _ = h.Write([]byte{0})
+	}
+	for _, v := range []int64{int64(a.GetLevel()), int64(a.GetState()), a.GetCount(), a.GetFirstSeen().GetSeconds(), a.GetLastSeen().GetSeconds(), int64(len(a.GetHistory()))} {
+		binary.LittleEndian.PutUint64(n[:], uint64(v))
+		_, _ = h.Write(n[:])
+	}
 	return h.Sum64()
 }
 

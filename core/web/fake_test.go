@@ -181,7 +181,10 @@ type env struct {
 	srv *httptest.Server
 }
 
-func newEnv(t testing.TB, api *fakeAPI) *env {
+func newEnv(t testing.TB, api *fakeAPI) *env { return newEnvLive(t, api, 200*time.Millisecond) }
+
+// newEnvLive is newEnv with the live streams asking the API every interval.
+func newEnvLive(t testing.TB, api *fakeAPI, interval time.Duration) *env {
 	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Auth: server.Auth{AdminTokens: []string{adminTok}}})
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, server.AuthenticatorFunc(func(_ context.Context, c server.Credential) (server.Principal, error) {
 		if c.Token == viewerTok {
@@ -197,7 +200,7 @@ func newEnv(t testing.TB, api *fakeAPI) *env {
 	srv.Handle(unyov1connect.NewMaintenanceServiceHandler(api, o...))
 	srv.Handle(unyov1connect.NewMetricsServiceHandler(api, o...))
 	srv.Handle(unyov1connect.NewClusterServiceHandler(api, o...))
-	c, err := web.New(web.Options{API: srv.Handler(), Auth: srv.Auth(), LiveInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	c, err := web.New(web.Options{API: srv.Handler(), Auth: srv.Auth(), LiveInterval: interval, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

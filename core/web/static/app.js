@@ -79,11 +79,15 @@
       if (after && after.parentNode === body) after.after(row); else body.prepend(row);
     });
     // Groups in the server's order, with their counts; empty ones go.
-    var keep = {};
+    // Sections move only when out of order: moving one with thousands of
+    // rows costs the browser a layout of all of them.
+    var keep = {}, prev = null;
     (m.groups || []).forEach(function (g) {
       var s = section(g);
       s.querySelector("h2 .count").textContent = g.count;
-      groups.appendChild(s);
+      var want = prev ? prev.nextElementSibling : groups.firstElementChild;
+      if (want !== s) groups.insertBefore(s, want);
+      prev = s;
       keep[g.key] = true;
     });
     Array.prototype.slice.call(groups.children).forEach(function (s) {
