@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,89 +11,16 @@ import (
 
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/testutil"
+	"github.com/unyo-ops/unyo/core/testutil/browser"
 	"github.com/unyo-ops/unyo/provision/diagram"
 )
-
-// browserFlags start Debian's chromium so that it works on a closed
-// network: nothing of its own phones home (connections it would open are
-// refused here and stall it).
-var browserFlags = []chromedp.ExecAllocatorOption{
-	chromedp.Flag("headless", true),
-	chromedp.Flag("no-sandbox", true),
-	chromedp.Flag("disable-gpu", true),
-	chromedp.Flag("no-first-run", true),
-	chromedp.Flag("disable-background-networking", true),
-	chromedp.Flag("disable-component-update", true),
-	chromedp.Flag("disable-sync", true),
-	chromedp.WindowSize(1366, 900), // a laptop screen
-}
-
-// newBrowser starts a headless chromium with a fresh profile; when the test
-// fails, a screenshot of the page is saved in its artifacts directory.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	bin := testutil.NeedTool(t, "chromium", "apt-get install -y chromium", "/usr/bin/chromium", "chromium")
-	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir())}, browserFlags...)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		if t.Failed() {
-			saveScreenshot(t, ctx)
-		}
-		cancel()
-		cancelAlloc()
-	})
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
-// artifactsDir is where a test leaves what helps after a failure:
-// $UNYO_TEST_ARTIFACTS/<test>, or a directory under the system's temporary
-// directory that outlives the test.
-func artifactsDir(t *testing.T) string {
-	base := os.Getenv("UNYO_TEST_ARTIFACTS")
-	if base == "" {
-		base = filepath.Join(os.TempDir(), "unyo-test-artifacts")
-	}
-	dir := filepath.Join(base, strings.ReplaceAll(t.Name(), "/", "_"))
-	_ = os.MkdirAll(dir, 0o755)
-	return dir
-}
-
-func saveScreenshot(t *testing.T, ctx context.Context) {
-	var png []byte
-	var url, body string
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := chromedp.Run(sctx, chromedp.Location(&url), chromedp.FullScreenshot(&png, 100), chromedp.OuterHTML("html", &body)); err != nil {
-		t.Logf("no screenshot: %v", err)
-		return
-	}
-	dir := artifactsDir(t)
-	_ = os.WriteFile(filepath.Join(dir, "screenshot.png"), png, 0o644)
-	_ = os.WriteFile(filepath.Join(dir, "page.html"), []byte(body), 0o644)
-	t.Logf("the browser was at %s; screenshot and page saved in %s", url, dir)
-}
-
-// step runs browser actions with a time limit, failing the test with what
-// it was doing.
-func step(t *testing.T, ctx context.Context, what string, timeout time.Duration, actions ...chromedp.Action) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := chromedp.Run(sctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
 
 // Issue 18: the web console in a real browser, served by root: log in; a
 // failing check's alert appears without a reload; acknowledge and close it
 // from the page (recorded under the token's name); an event's
 // explanation; a rack diagram with the expected racks and units.
 func TestWebConsoleInBrowser(t *testing.T) {
-	ctx := newBrowser(t)
+	ctx := browser.New(t)
 	dir := t.TempDir()
 	rootURL := startRootServer(t, dir, "")
 	clAddr := freeAddr(t)
@@ -139,12 +64,12 @@ agent:
 
 	// No page without a session: the console sends the browser to log in.
 	var loc string
-	step(t, ctx, "open the console", 30*time.Second,
+	browser.Step(t, ctx, "open the console", 30*time.Second,
 		chromedp.Navigate(rootURL+"/alerts"), chromedp.WaitVisible("#token", chromedp.ByID), chromedp.Location(&loc))
 	if !strings.Contains(loc, "/login") {
 		t.Fatalf("without a session the console showed %s", loc)
 	}
-	step(t, ctx, "log in", 30*time.Second,
+	browser.Step(t, ctx, "log in", 30*time.Second,
 		chromedp.SendKeys("#token", adminToken, chromedp.ByID),
 		chromedp.Submit("#token", chromedp.ByID),
 		chromedp.WaitVisible("#live-status", chromedp.ByID),
@@ -164,15 +89,15 @@ spec:
 		t.Fatalf("apply the failing check: %v\n%s", err, out)
 	}
 	row := `//tr[td[normalize-space(.)="web-fail"]]`
-	step(t, ctx, "see the alert appear without reloading", 90*time.Second, chromedp.WaitVisible(row, chromedp.BySearch))
+	browser.Step(t, ctx, "see the alert appear without reloading", 90*time.Second, chromedp.WaitVisible(row, chromedp.BySearch))
 	var marker int
-	step(t, ctx, "read the marker", 5*time.Second, chromedp.Evaluate(`window.unyoMarker || 0`, &marker))
+	browser.Step(t, ctx, "read the marker", 5*time.Second, chromedp.Evaluate(`window.unyoMarker || 0`, &marker))
 	if marker != 42 {
 		t.Fatal("the page was reloaded to show the alert")
 	}
 
 	// Acknowledge from the page: the row turns acknowledged, live.
-	step(t, ctx, "acknowledge it", 30*time.Second,
+	browser.Step(t, ctx, "acknowledge it", 30*time.Second,
 		chromedp.Click(row+`//input[@type="checkbox"]`, chromedp.BySearch),
 		chromedp.Click("#ack-selected", chromedp.ByID),
 		chromedp.WaitVisible(`//tr[td[normalize-space(.)="web-fail"]][td[normalize-space(.)="acknowledged"]]`, chromedp.BySearch))
@@ -181,13 +106,13 @@ spec:
 		t.Fatalf("delete the check: %v\n%s", err, out)
 	}
 	// Close needs a reason; with one, the row leaves the open alerts.
-	step(t, ctx, "close it with a reason", 30*time.Second,
+	browser.Step(t, ctx, "close it with a reason", 30*time.Second,
 		chromedp.Click(row+`//input[@type="checkbox"]`, chromedp.BySearch),
 		chromedp.SendKeys("#close-reason", "fixed by the browser test", chromedp.ByID),
 		chromedp.Click("#close-selected", chromedp.ByID))
-	step(t, ctx, "see it closed", 30*time.Second,
+	browser.Step(t, ctx, "see it closed", 30*time.Second,
 		chromedp.WaitVisible(`//span[@id="act-status"][contains(., "Closed 1 alert")]`, chromedp.BySearch))
-	step(t, ctx, "see its row go", 30*time.Second,
+	browser.Step(t, ctx, "see its row go", 30*time.Second,
 		chromedp.Poll(`document.evaluate('count(`+row+`)', document, null, XPathResult.NUMBER_TYPE, null).numberValue === 0`, nil))
 	out, err := op("alerts", "ls", "--all", "--check", "web-fail", "-o", "json")
 	if err != nil {
@@ -199,7 +124,7 @@ spec:
 
 	// An event's explanation.
 	var outcome string
-	step(t, ctx, "open the event's explanation", 30*time.Second,
+	browser.Step(t, ctx, "open the event's explanation", 30*time.Second,
 		chromedp.Navigate(rootURL+"/events?check=web-fail&history=1"), // the check is deleted: its history remains
 		chromedp.Click(`//a[contains(., "web console test")]`, chromedp.BySearch),
 		chromedp.WaitVisible("#explanation", chromedp.ByID),
@@ -225,7 +150,7 @@ spec:
 		}
 	}
 	var racks, units int
-	step(t, ctx, "draw the floor's racks", 30*time.Second,
+	browser.Step(t, ctx, "draw the floor's racks", 30*time.Second,
 		chromedp.Navigate(rootURL+"/racks?floor=floor-1-1-1"),
 		chromedp.WaitVisible("#rack-diagram svg", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelectorAll('#rack-diagram g[id^="rack-"]').length`, &racks),
@@ -238,7 +163,7 @@ spec:
 	// browser too: one h1, a label for every control.
 	for _, p := range []string{"/alerts", "/events", "/nodes", "/node?name=web1&cluster=c1", "/rules", "/maintenance", "/racks?floor=floor-1-1-1", "/networks?from=rack-1-1-server1", "/metrics?q=up"} {
 		var problems []string
-		step(t, ctx, "check "+p, 30*time.Second, chromedp.Navigate(rootURL+p), chromedp.WaitReady("main", chromedp.ByQuery),
+		browser.Step(t, ctx, "check "+p, 30*time.Second, chromedp.Navigate(rootURL+p), chromedp.WaitReady("main", chromedp.ByQuery),
 			chromedp.Evaluate(a11yScript, &problems))
 		for _, pr := range problems {
 			t.Errorf("%s: %s", p, pr)

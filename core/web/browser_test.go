@@ -2,35 +2,32 @@ package web_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/testutil"
+	chromium "github.com/unyo-ops/unyo/core/testutil/browser"
 )
 
 // The performance in a real browser: the alerts page with 10,000
 // open alerts over 10 clusters loads, stays responsive, and a change
 // reaches the open page within 2 s. The figures are logged (go test -v).
+// It is a measurement, run on demand (UNYO_BROWSER_BENCH=1): on a machine
+// shared with a test suite the browser's timings say more about the load
+// than about the page.
 func TestAlertsPage10kInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser and renders 10,000 alerts")
+	if os.Getenv("UNYO_BROWSER_BENCH") != "1" {
+		t.Skip("a measurement: run with UNYO_BROWSER_BENCH=1 (starts chromium and renders 10,000 alerts)")
 	}
-	bin := testutil.NeedTool(t, "chromium", "apt-get install -y chromium", "/usr/bin/chromium", "chromium")
+	ctx := chromium.New(t)
 	f := fixture(t)
 	f.alerts = manyAlerts(10000)
 	e := newEnvLive(t, f, time.Second) // the default
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1366, 900))
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(e.srv.URL+"/login"),
 		chromedp.SendKeys("#token", adminTok, chromedp.ByID),
