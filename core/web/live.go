@@ -100,9 +100,11 @@ func (c *Console) alertsLive(w http.ResponseWriter, r *http.Request, q *request)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
-	// The server's write timeout would cut the stream; it ends with the
-	// page instead.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	// The server's read and write timeouts would cut the stream; it ends
+	// with the page instead (and a cut stream resumes from its view).
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	send := func(event string, data any) bool {
 		b, err := json.Marshal(data)
 		if err != nil {
@@ -152,11 +154,7 @@ func (c *Console) alertsLive(w http.ResponseWriter, r *http.Request, q *request)
 			}
 			continue
 		}
-		msg, changed, err := c.diff(v, arrange(as, v.query.Group), mayAct)
-		if err != nil {
-			c.log.Error("render live alert rows", "err", err)
-			return
-		}
+		msg, changed := diff(v, arrange(as, v.query.Group), mayAct)
 		msg.Errors = errs
 		if changed {
 			if !send("alerts", msg) {
@@ -176,7 +174,7 @@ func (c *Console) alertsLive(w http.ResponseWriter, r *http.Request, q *request)
 
 // diff turns the new grouping into the update of a page showing v, and
 // makes v the new state.
-func (c *Console) diff(v *view, groups []alertGroup, mayAct bool) (liveMsg, bool, error) {
+func diff(v *view, groups []alertGroup, mayAct bool) (liveMsg, bool) {
 	msg := liveMsg{Groups: make([]liveGroup, 0, len(groups))}
 	next := make(map[string]viewRow, len(v.rows))
 	var b bytes.Buffer
@@ -201,5 +199,5 @@ func (c *Console) diff(v *view, groups []alertGroup, mayAct bool) (liveMsg, bool
 		}
 	}
 	v.rows = next
-	return msg, len(msg.Upsert)+len(msg.Remove) > 0, nil
+	return msg, len(msg.Upsert)+len(msg.Remove) > 0
 }
