@@ -4,8 +4,9 @@
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
 # diagram goldens are rendered by dot), Prometheus Alertmanager
 # (the side-by-side benchmark and its harness test), Prometheus's node
-# exporter (beside the agent in the RSS benchmark) and nagios4-common (its
-# example configuration is what unyo import nagios is tested on). Runs apt-get
+# exporter (beside the agent in the RSS benchmark), nagios4-common (its
+# example configuration is what unyo import nagios is tested on) and
+# Chromium (the web console's browser tests drive it headless). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -19,6 +20,7 @@ command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-c
 [ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
 command -v dot >/dev/null || need+=(graphviz)
 [ -f /etc/nagios4/nagios.cfg ] || need+=(nagios4-common)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2

@@ -39,6 +39,7 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
 	"github.com/unyo-ops/unyo/core/wal"
+	"github.com/unyo-ops/unyo/core/web"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
@@ -124,6 +125,10 @@ func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.
 	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, Logger: log,
 		Peers: c.Root.Peers, PeerWatch: root.PeerWatchOptions{Interval: c.Root.PeerWatch.Interval, Thresholds: thresholds(c.Root.PeerWatch)}})
 	r.Register(srv)
+	// The web console at /, calling the API just registered.
+	if err := web.Mount(srv, log.With("role", "root")); err != nil {
+		return err
+	}
 	ln, err := srv.Listen()
 	if err != nil {
 		return err

@@ -140,6 +140,11 @@ func (s *Server) HandlerOptions() []connect.HandlerOption {
 	}
 }
 
+// Handler is everything the server answers (the API behind its
+// authentication, and whatever else was registered): the web console calls
+// the API through it in-process, as the operator who logged in.
+func (s *Server) Handler() http.Handler { return s.mux }
+
 // Handle registers a handler under its path: connect handlers (paths
 // /unyo.v1.*) behind authentication, anything else as it is.
 func (s *Server) Handle(path string, h http.Handler) {

@@ -76,6 +76,9 @@ type NetNode struct {
 	// networks.
 	Member   bool
 	Networks []string
+	// State and Href, as Item's: set by the web console after layout.
+	State string
+	Href  string
 }
 
 // Link is one cable: A is the upper end (or, between equals, the first by

@@ -76,6 +76,11 @@ type Item struct {
 	// Children are what runs on the resource (a cluster view will show
 	// the computes on each node); filled through RackOptions.Children.
 	Children []Child
+	// State and Href, when set (the web console sets them after layout),
+	// add the class "state-STATE" to the resource's box and make it a link;
+	// the CLI leaves them empty, so its drawings do not change.
+	State string
+	Href  string
 }
 
 // Child is something drawn on a resource.

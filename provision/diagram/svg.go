@@ -212,8 +212,16 @@ func svgItem(b *bufio.Writer, it Item, x, y, h int, prefixes ...string) {
 		}
 		tip += fmt.Sprintf("\n  %s (%s)", c.Name, orDash(c.Kind))
 	}
+	boxClass := kindClass(it.Kind)
+	if it.State != "" {
+		boxClass += " state-" + it.State
+		tip += "\nstate: " + it.State
+	}
+	if it.Href != "" {
+		fmt.Fprintf(b, `<a href="%s">`, esc(it.Href))
+	}
 	fmt.Fprintf(b, `<g><title>%s</title>`, esc(tip))
-	fmt.Fprintf(b, `<rect class="item %s" x="%d" y="%d" width="%d" height="%d" rx="2"/>`, kindClass(it.Kind), x+1, y+1, svgRackW-2, h-2)
+	fmt.Fprintf(b, `<rect class="item %s" x="%d" y="%d" width="%d" height="%d" rx="2"/>`, boxClass, x+1, y+1, svgRackW-2, h-2)
 	n := chars(svgRackW - 12)
 	detail := orDash(it.Kind)
 	if it.Model != "" {
@@ -235,7 +243,11 @@ func svgItem(b *bufio.Writer, it Item, x, y, h int, prefixes ...string) {
 		}
 		fmt.Fprintf(b, `<text%s x="%d" y="%d">%s</text>`, class, x+6, y+i*svgUnitH+13, esc(l))
 	}
-	b.WriteString("</g>\n")
+	b.WriteString("</g>")
+	if it.Href != "" {
+		b.WriteString("</a>")
+	}
+	b.WriteString("\n")
 }
 
 // netBox is a node's box in the network drawing.
@@ -354,9 +366,19 @@ func NetworkSVG(w io.Writer, n *Network) error {
 			if node.Start {
 				class += " start"
 			}
+			if node.State != "" {
+				class += " state-" + node.State
+			}
+			if node.Href != "" {
+				fmt.Fprintf(b, `<a href="%s">`, esc(node.Href))
+			}
 			fmt.Fprintf(b, `<g><title>%s</title><rect class="%s" x="%d" y="%d" width="%d" height="%d" rx="4"/>`, esc(node.Name), class, bx.x, bx.y, bx.w, svgNodeH)
-			fmt.Fprintf(b, `<text class="mid" x="%d" y="%d">%s</text><text class="small mid" x="%d" y="%d">%s</text></g>`+"\n",
+			fmt.Fprintf(b, `<text class="mid" x="%d" y="%d">%s</text><text class="small mid" x="%d" y="%d">%s</text></g>`,
 				bx.cx(), bx.y+16, esc(node.Name), bx.cx(), bx.y+30, esc(nodeSub(node)))
+			if node.Href != "" {
+				b.WriteString("</a>")
+			}
+			b.WriteString("\n")
 		}
 	}
 	for _, g := range n.Networks {
