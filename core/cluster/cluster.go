@@ -6,7 +6,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/peerwatch"
+	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -226,6 +229,18 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewStatsServiceHandler(&statsService{c}, o...))
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: c.store, Audit: c.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&rbac.AuditService{Store: c.store, Cluster: c.opts.Name}, o...))
+	// Prometheus' query API over this cluster's TSDB, for Grafana.
+	prom := promapi.Options{
+		Unavailable: fmt.Sprintf("cluster %q keeps no metrics: its metrics.store is none", c.opts.Name),
+		Version:     c.opts.Version,
+		Authorize: func(req *http.Request) (context.Context, error) {
+			return srv.Auth().Authorize(req, unyov1connect.MetricsServiceQueryProcedure)
+		},
+	}
+	if c.opts.Metrics != nil {
+		prom.Backend = c.opts.Metrics
+	}
+	srv.Handle("/api/v1/", promapi.Handler(prom))
 	// Tokens this cluster issued are credentials here.
 	srv.Auth().Denied = c.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})
