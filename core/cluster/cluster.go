@@ -23,6 +23,7 @@ import (
 	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/selfmon"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -96,6 +97,7 @@ type PeerWatchOptions struct {
 // Cluster holds one cluster replica's services and loops.
 type Cluster struct {
 	opts    Options
+	self    *selfmon.Registry // the server's /metrics, from Register
 	store   store.Store
 	log     *slog.Logger
 	started time.Time
@@ -213,6 +215,7 @@ func New(st store.Store, opts Options) *Cluster {
 // Register mounts the cluster's services on srv.
 func (c *Cluster) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.auth)
+	c.registerSelfMetrics(srv.Metrics())
 	if c.certAuth != nil {
 		srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.certAuth)
 	}

@@ -157,6 +157,7 @@ func (r *Root) Run(ctx context.Context) {
 // Register mounts the root's services on srv.
 func (r *Root) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, r.auth)
+	r.registerSelfMetrics(srv.Metrics())
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewClusterServiceHandler(&clusterService{r}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(r), o...))
