@@ -196,7 +196,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 		// RESOURCE, RACK and ZONE are where root's inventory says the node
 		// sits (all its topology labels show with -o yaml); "<none>": the
 		// inventory has no entry for it.
-		t := table{header: []string{"NAME", "CLUSTER", "STATE", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
+		t := table{header: []string{"NAME", "CLUSTER", "STATE", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "VERSION", "LAST HEARTBEAT"}}
 		for _, n := range nodes {
 			c := n.GetCapacity()
 			cpus := "-"
@@ -211,7 +211,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(),
 				resource, orDash(top["topology.unyo.dev/rack"]), orDash(top["topology.unyo.dev/zone"]), cpus,
 				humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()),
-				cell.Labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
+				cell.Labels(n.GetLabels(), "<none>"), orDash(n.GetAgentVersion()), age(p.now(), n.GetLastHeartbeat()))
 		}
 		return t
 	})
@@ -316,7 +316,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 
 func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 	return printList(p, "clusters", clusters, func() table {
-		t := table{header: []string{"NAME", "URL", "REACHABLE", "REGION", "DATACENTER", "WEIGHT", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "VERSION", "REGION", "DATACENTER", "WEIGHT", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
 		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
 		if withErrors {
 			t.header = append(t.header, "ERROR")
@@ -332,7 +332,7 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 				by = append(by, o.GetWatcher())
 				seen = append(seen, o.GetWatcher()+":"+o.GetStatus())
 			}
-			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable}
+			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable, orDash(c.GetVersion())}
 			row = append(row, clusterAttributes(c.GetAttributes())...)
 			row = append(row, orDash(strings.Join(by, ",")), orDash(strings.Join(seen, " ")), age(p.now(), c.GetLastSeen()))
 			if withErrors {
