@@ -192,8 +192,8 @@ func ParseTime(v string, def time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// parseStep accepts seconds (fractional) or a Prometheus duration (15s, 1m).
-func parseStep(v string) (time.Duration, error) {
+// ParseStep accepts seconds (fractional) or a Prometheus duration (15s, 1m).
+func ParseStep(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, badData{errors.New("missing step parameter")}
 	}
@@ -267,7 +267,7 @@ func (h *handler) query(ctx context.Context, r *http.Request, isRange bool) (any
 	if q.End.Before(q.Start) {
 		return nil, badData{errors.New("end timestamp must not be before start time")}
 	}
-	if q.Step, err = parseStep(r.FormValue("step")); err != nil {
+	if q.Step, err = ParseStep(r.FormValue("step")); err != nil {
 		return nil, err
 	}
 	if q.End.Sub(q.Start)/q.Step > maxRangePoints {
