@@ -3,7 +3,8 @@
 # monitoring-plugins, VictoriaMetrics and ClickHouse servers, an SMTP
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
 # diagram goldens are rendered by dot), and Prometheus Alertmanager
-# (the side-by-side benchmark and its harness test). Runs apt-get
+# (the side-by-side benchmark and its harness test), Prometheus and
+# systemd-analyze (self-monitoring and packaging tests). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -14,6 +15,10 @@ command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
 command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-client)
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
+# Prometheus scrapes unyo's /metrics; promtool lints it and queries the
+# Prometheus API; systemd-analyze verifies the units in configs/systemd.
+[ -x /usr/bin/prometheus ] || need+=(prometheus)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v dot >/dev/null || need+=(graphviz)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
