@@ -4,13 +4,32 @@
 GO ?= go
 BIN := bin/unyo
 
-.PHONY: dev build test deps lint bench proto fuzz
+# The version every binary reports (unyo version, --version, status, nodes
+# ls): the release tag, or tag-commits-hash, "-dirty" with local changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VPKG := github.com/unyo-ops/unyo/core/version
+LDFLAGS := -s -w -X $(VPKG).version=$(VERSION) -X $(VPKG).revision=$(REVISION) -X $(VPKG).buildDate=$(BUILD_DATE)
+
+.PHONY: dev build test deps lint bench proto fuzz dist man
 
 dev: build
 	./$(BIN) dev --config configs/dev.yaml
 
 build:
-	$(GO) build -o $(BIN) ./cmd/unyo
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
+
+# The man pages, generated from the command tree (unyo.1, unyo-apply.1, ...).
+man: build
+	rm -rf bin/man && ./$(BIN) man --dir bin/man
+
+# A release: dist/unyo-VERSION-linux-ARCH.tar.gz (the binary, bundled
+# plugins, example configurations, systemd units, Prometheus rules, man
+# pages) and Debian packages built with nfpm (a Go module; see
+# integration/dist/nfpm.yaml). ARCH follows GOARCH.
+dist: build man
+	VERSION=$(VERSION) GO=$(GO) bash integration/dist/dist.sh
 
 deps:
 	@bash integration/install-deps.sh

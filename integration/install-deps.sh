@@ -3,7 +3,8 @@
 # monitoring-plugins, VictoriaMetrics and ClickHouse servers, an SMTP
 # server (aiosmtpd) for the smtp action plugin, Graphviz (the network
 # diagram goldens are rendered by dot), Prometheus Alertmanager
-# (the side-by-side benchmark and its harness test), Prometheus's node
+# (the side-by-side benchmark and its harness test), Prometheus and
+# systemd-analyze (self-monitoring and packaging tests), Prometheus's node
 # exporter (beside the agent in the RSS benchmark), nagios4-common (its
 # example configuration is what unyo import nagios is tested on) and
 # Chromium (the web console's browser tests drive it headless). Runs apt-get
@@ -18,6 +19,10 @@ command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-c
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
 [ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
+# Prometheus scrapes unyo's /metrics; promtool lints it and queries the
+# Prometheus API; systemd-analyze verifies the units in configs/systemd.
+[ -x /usr/bin/prometheus ] || need+=(prometheus)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v dot >/dev/null || need+=(graphviz)
 [ -f /etc/nagios4/nagios.cfg ] || need+=(nagios4-common)
 [ -x /usr/bin/chromium ] || need+=(chromium)

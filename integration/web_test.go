@@ -161,7 +161,7 @@ spec:
 
 	// Every page of the console has the accessibility basics in the
 	// browser too: one h1, a label for every control.
-	for _, p := range []string{"/alerts", "/events", "/nodes", "/node?name=web1&cluster=c1", "/rules", "/maintenance", "/racks?floor=floor-1-1-1", "/networks?from=rack-1-1-server1", "/metrics?q=up"} {
+	for _, p := range []string{"/alerts", "/events", "/nodes", "/node?name=web1&cluster=c1", "/rules", "/maintenance", "/racks?floor=floor-1-1-1", "/networks?from=rack-1-1-server1", "/graph?q=up"} {
 		var problems []string
 		browser.Step(t, ctx, "check "+p, 30*time.Second, chromedp.Navigate(rootURL+p), chromedp.WaitReady("main", chromedp.ByQuery),
 			chromedp.Evaluate(a11yScript, &problems))

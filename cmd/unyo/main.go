@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/unyo-ops/unyo/core/launch"
 )
 
 func main() {
@@ -26,7 +28,10 @@ func newRootCommand() *cobra.Command {
 		Short:         "unyo runs and watches your fleet: agents, checks, events, clusters",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `unyo version` prints first.
+		Version: launch.Version,
 	}
+	cmd.SetVersionTemplate("unyo {{.Version}}\n")
 	g := &globals{}
 	g.bind(cmd)
 	cmd.AddCommand(
@@ -35,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
-		newStatusCommand(g), newVersionCommand(), newImportCommand(), newExplainCommand(),
+		newStatusCommand(g), newVersionCommand(), newImportCommand(), newExplainCommand(), newManCommand(),
 	)
 	cmd.AddCommand(newKindCommands(g)...)
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/launch"
+	"github.com/unyo-ops/unyo/core/version"
 )
 
 // runRole loads the configuration for role and runs fn with it.
@@ -132,12 +134,33 @@ func newAgentCommand() *cobra.Command {
 }
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print unyo's version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "unyo", launch.Version)
+		Short: "Print unyo's version, VCS revision, build date and Go version",
+		Long: "Print unyo's version: the release `make build` linked in (git describe), or else\n" +
+			"the module version `go install` recorded and the VCS revision of the checkout.\n" +
+			"`unyo status` and `unyo clusters ls` show the servers' versions, `unyo nodes ls` the agents'.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in := version.Get()
+			w := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(in)
+			case "", "table":
+				fmt.Fprintln(w, "unyo", in.String())
+				if in.BuildDate != "" {
+					fmt.Fprintln(w, "built:", in.BuildDate)
+				}
+				fmt.Fprintln(w, "go:", in.GoVersion)
+				return nil
+			}
+			return fmt.Errorf("-o %q: want table or json", output)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/unyo-ops/unyo/core/internal/private"
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/procenv"
+	"github.com/unyo-ops/unyo/core/selfmon"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
@@ -84,6 +85,7 @@ type Options struct {
 // Agent is one node's agent.
 type Agent struct {
 	opts  Options
+	self  *selfmon.Registry // /metrics on the status endpoint
 	log   *slog.Logger
 	cl    *client.Clients
 	spool *spool.Spool
@@ -195,7 +197,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("agent.check_env[%d]: %w", i, err)
 		}
 	}
-	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1),
+	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1), self: selfmon.New(opts.Version),
 		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv), overflowKick: make(chan struct{}, 1)}
 	a.overflow.maxRecords, a.overflow.maxBytes = opts.BufferRecords, opts.BufferBytes
 	a.seq.Store(uint64(time.Now().UnixNano()))

@@ -10,6 +10,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/metricbatch"
+	"github.com/unyo-ops/unyo/core/selfmon"
 	"github.com/unyo-ops/unyo/core/spool"
 )
 
@@ -72,6 +73,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 				}
 			}
 			a.status.sendFailed(err)
+			a.self.Counter("unyo_agent_send_failures_total{spool=" + selfmon.Label(o.name) + "}").Inc()
 			a.log.Warn("sending to the cluster failed; the records stay spooled", "spool", o.name,
 				"pending", o.spool.Stats().PendingRecords, "err", a.cl.Explain(err))
 			if !ctxwait.Sleep(ctx, bo.next()) {
@@ -80,6 +82,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			continue
 		}
 		bo.reset()
+		a.self.Counter("unyo_agent_sent_records_total{spool=" + selfmon.Label(o.name) + "}").Add(len(batch.Records))
 		if err := o.spool.Ack(batch); err != nil {
 			a.log.Error("acknowledging sent records in the spool failed; they may be sent again", "spool", o.name, "err", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/selfmon"
 	"github.com/unyo-ops/unyo/core/spool"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
@@ -152,6 +154,8 @@ func (a *Agent) serveStatus(ctx context.Context) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("GET /status", a.statusHandler())
+	a.collectSelfMetrics()
+	mux.Handle("GET /metrics", a.self.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -162,6 +166,42 @@ func (a *Agent) serveStatus(ctx context.Context) {
 	if err := srv.Serve(a.statusLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		a.log.Error("status endpoint stopped", "err", err)
 	}
+}
+
+// collectSelfMetrics adds the agent's queues to /metrics at scrape time:
+// each spool's backlog (what waits for the cluster), what it dropped to stay
+// within its size, the results held in memory while the spool could not
+// take them, and whether the agent is registered.
+func (a *Agent) collectSelfMetrics() {
+	a.self.Collect(func(w io.Writer) {
+		for _, o := range []*outbox{{name: "results", spool: a.spool}, a.metrics, a.logs} {
+			if o == nil || o.spool == nil {
+				continue
+			}
+			st := o.spool.Stats()
+			l := "{spool=" + selfmon.Label(o.name) + "}"
+			selfmon.Gauge(w, "unyo_agent_spool_pending_records"+l, float64(st.PendingRecords))
+			selfmon.Gauge(w, "unyo_agent_spool_pending_bytes"+l, float64(st.PendingBytes))
+			selfmon.Gauge(w, "unyo_agent_spool_dropped_records_total"+l, float64(st.DroppedRecords))
+			selfmon.Gauge(w, "unyo_agent_spool_corruptions_total"+l, float64(st.Corruptions))
+		}
+		a.overflow.mu.Lock()
+		held := len(a.overflow.recs)
+		a.overflow.mu.Unlock()
+		selfmon.Gauge(w, "unyo_agent_overflow_records", float64(held))
+		a.status.mu.Lock()
+		registered, failing := a.status.Registered, a.status.LastSendError != ""
+		a.status.mu.Unlock()
+		selfmon.Gauge(w, "unyo_agent_registered", b2f(registered))
+		selfmon.Gauge(w, "unyo_agent_send_failing", b2f(failing))
+	})
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // statusHandler answers /status: the full view with the status token,

@@ -82,8 +82,10 @@ func (c *Cluster) deliver(ctx context.Context, hc *http.Client, j store.PendingA
 		return
 	}
 	if out.Succeeded {
+		c.count(`unyo_actions_total{kind="api_hook",outcome="delivered"}`, 1)
 		return
 	}
+	c.count(`unyo_actions_total{kind="api_hook",outcome="failed"}`, 1)
 	c.log.Warn("api_hook delivery failed for good", "rule", j.Rule, "url", target, "outcome", out.String())
 	// A final failure is an event like any other, so rules can alert on it.
 	node := c.opts.Name
@@ -122,8 +124,10 @@ func (c *Cluster) deliverPlugin(ctx context.Context, j store.PendingAction) {
 		return
 	}
 	if out.ok {
+		c.count(`unyo_actions_total{kind="plugin",outcome="delivered"}`, 1)
 		return
 	}
+	c.count(`unyo_actions_total{kind="plugin",outcome="failed"}`, 1)
 	c.log.Warn("plugin action failed for good", "rule", j.Rule, "plugin", id, "outcome", out.text)
 	node := c.opts.Name
 	if e, err := c.store.GetEvent(ctx, j.EventID); err == nil {

@@ -214,6 +214,10 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	if res.Stored+res.Duplicates+res.Filtered > 0 {
 		s.c.noteAccepted() // the cluster's ingest age, for its watchers
 	}
+	s.c.count(`unyo_ingest_results_total{outcome="stored"}`, res.Stored)
+	s.c.count(`unyo_ingest_results_total{outcome="duplicate"}`, res.Duplicates)
+	s.c.count(`unyo_ingest_results_total{outcome="filtered"}`, res.Filtered)
+	s.c.count(`unyo_ingest_results_total{outcome="rejected"}`, len(res.Rejected))
 	resp := &unyov1.ReportResultsResponse{
 		Accepted: int32(res.Stored), Duplicates: int32(res.Duplicates), Filtered: int32(res.Filtered), Rejected: res.Rejected,
 	}

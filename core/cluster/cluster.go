@@ -6,7 +6,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,7 +22,9 @@ import (
 	"github.com/unyo-ops/unyo/core/lease"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/peerwatch"
+	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/selfmon"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
@@ -94,6 +98,7 @@ type PeerWatchOptions struct {
 // Cluster holds one cluster replica's services and loops.
 type Cluster struct {
 	opts    Options
+	self    *selfmon.Registry // the server's /metrics, from Register
 	store   store.Store
 	log     *slog.Logger
 	started time.Time
@@ -217,6 +222,7 @@ func New(st store.Store, opts Options) *Cluster {
 // Register mounts the cluster's services on srv.
 func (c *Cluster) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.auth)
+	c.registerSelfMetrics(srv.Metrics())
 	if c.certAuth != nil {
 		srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.certAuth)
 	}
@@ -235,7 +241,19 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: c.store, Audit: c.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&rbac.AuditService{Store: c.store, Cluster: c.opts.Name}, o...))
 	// Alertmanager's API v2 over the services above (amtool, karma).
-	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Local(), Name: c.opts.Name, Version: c.opts.Version, Logger: c.log}))
+	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Handler(), Name: c.opts.Name, Version: c.opts.Version, Logger: c.log}))
+	// Prometheus' query API over this cluster's TSDB, for Grafana.
+	prom := promapi.Options{
+		Unavailable: fmt.Sprintf("cluster %q keeps no metrics: its metrics.store is none", c.opts.Name),
+		Version:     c.opts.Version,
+		Authorize: func(req *http.Request) (context.Context, error) {
+			return srv.Auth().Authorize(req, unyov1connect.MetricsServiceQueryProcedure)
+		},
+	}
+	if c.opts.Metrics != nil {
+		prom.Backend = c.opts.Metrics
+	}
+	srv.Handle("/api/v1/", promapi.Handler(prom))
 	// Tokens this cluster issued are credentials here.
 	srv.Auth().Denied = c.audit.Denied
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, &rbac.Authenticator{Store: c.store, Cluster: c.opts.Name, Logger: c.log})

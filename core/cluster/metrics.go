@@ -69,8 +69,10 @@ func (s *metricsService) WriteMetrics(ctx context.Context, req *connect.Request[
 		return nil, err
 	}
 	if err := writeError(node, points, werr); err != nil {
+		s.c.count("unyo_metrics_write_failures_total", 1)
 		return nil, err
 	}
+	s.c.count("unyo_metrics_samples_received_total", points)
 	return connect.NewResponse(&unyov1.WriteMetricsResponse{Accepted: int32(points)}), nil
 }
 

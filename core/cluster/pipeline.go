@@ -184,6 +184,7 @@ func (p *pipelineRunner) process(ctx context.Context, events []store.SeqEvent, n
 		}
 		return fmt.Errorf("commit %d processed events: %w", len(events), err)
 	}
+	p.c.count("unyo_pipeline_events_total", len(events))
 	p.c.writeHistory(ctx, history)
 	return nil
 }

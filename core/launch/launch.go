@@ -38,14 +38,16 @@ import (
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/core/tsdb/vmembed"
 	"github.com/unyo-ops/unyo/core/tsdb/vmremote"
+	"github.com/unyo-ops/unyo/core/version"
 	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/core/web"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
 	"github.com/unyo-ops/unyo/plugins/host"
 )
 
-// Version is stamped into status answers and node descriptions.
-var Version = "dev"
+// Version is stamped into status answers and node descriptions: the
+// release the Makefile linked in, or the VCS revision Go recorded.
+var Version = version.Short()
 
 // OpenStore opens the configured state store.
 func OpenStore(ctx context.Context, c config.Store) (store.Store, error) {
@@ -68,6 +70,7 @@ func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Opt
 		Limits:          server.Limits{RequestBytes: int64(c.Server.MaxRequestBytes), MessageBytes: int(c.Server.MaxRequestBytes)},
 		ShutdownTimeout: c.Server.ShutdownTimeout,
 		Logger:          log,
+		Version:         Version,
 	}
 }
 

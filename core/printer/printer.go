@@ -198,7 +198,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 		// inventory has no entry for it.
 		// SCHED is schedulable, cordoned or draining; CPUS, MEMORY and
 		// DISK are reserved/capacity once computes hold any of the node.
-		t := table{header: []string{"NAME", "CLUSTER", "STATE", "SCHED", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "LAST HEARTBEAT"}}
+		t := table{header: []string{"NAME", "CLUSTER", "STATE", "SCHED", "RESOURCE", "RACK", "ZONE", "CPUS", "MEMORY", "DISK", "LABELS", "VERSION", "LAST HEARTBEAT"}}
 		for _, n := range nodes {
 			c := n.GetCapacity()
 			r := n.GetReserved()
@@ -227,7 +227,7 @@ func (p *printer) nodes(nodes []*unyov1.Node) error {
 			t.add(n.GetName(), orDash(n.GetCluster()), n.GetState().DisplayName(), sched,
 				resource, orDash(top["topology.unyo.dev/rack"]), orDash(top["topology.unyo.dev/zone"]), cpus,
 				memory, disk,
-				cell.Labels(n.GetLabels(), "<none>"), age(p.now(), n.GetLastHeartbeat()))
+				cell.Labels(n.GetLabels(), "<none>"), orDash(n.GetAgentVersion()), age(p.now(), n.GetLastHeartbeat()))
 		}
 		return t
 	})
@@ -334,7 +334,7 @@ func (p *printer) events(events []*unyov1.Event) error {
 
 func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 	return printList(p, "clusters", clusters, func() table {
-		t := table{header: []string{"NAME", "URL", "REACHABLE", "REGION", "DATACENTER", "WEIGHT", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
+		t := table{header: []string{"NAME", "URL", "REACHABLE", "VERSION", "REGION", "DATACENTER", "WEIGHT", "WATCHED-BY", "PEER STATUS", "LAST SEEN"}}
 		withErrors := slices.ContainsFunc(clusters, func(c *unyov1.ClusterInfo) bool { return c.GetError() != "" })
 		if withErrors {
 			t.header = append(t.header, "ERROR")
@@ -350,7 +350,7 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 				by = append(by, o.GetWatcher())
 				seen = append(seen, o.GetWatcher()+":"+o.GetStatus())
 			}
-			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable}
+			row := []string{orDash(c.GetName()), orDash(c.GetUrl()), reachable, orDash(c.GetVersion())}
 			row = append(row, clusterAttributes(c.GetAttributes())...)
 			row = append(row, orDash(strings.Join(by, ",")), orDash(strings.Join(seen, " ")), age(p.now(), c.GetLastSeen()))
 			if withErrors {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -26,6 +27,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/peerwatch"
+	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -165,6 +167,7 @@ func (r *Root) Run(ctx context.Context) {
 // Register mounts the root's services on srv.
 func (r *Root) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, r.auth)
+	r.registerSelfMetrics(srv.Metrics())
 	o := srv.HandlerOptions()
 	srv.Handle(unyov1connect.NewClusterServiceHandler(&clusterService{r}, o...))
 	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(r), o...))
@@ -180,7 +183,15 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
 	srv.Handle(unyov1connect.NewNetworkServiceHandler(&networkService{r}, o...))
 	// Alertmanager's API v2 over the services above (amtool, karma).
-	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Local(), Name: "root", Version: r.opts.Version, Logger: r.log}))
+	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Handler(), Name: "root", Version: r.opts.Version, Logger: r.log}))
+	// Prometheus' query API for Grafana: over every cluster, and over one.
+	auth := func(req *http.Request) (context.Context, error) {
+		return srv.Auth().Authorize(req, unyov1connect.MetricsServiceQueryProcedure)
+	}
+	srv.Handle("/api/v1/", promapi.Handler(promapi.Options{Backend: promBackend{r: r}, Authorize: auth, Version: r.opts.Version}))
+	srv.Handle("/clusters/{cluster}/api/v1/", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		promapi.Handler(promapi.Options{Backend: promBackend{r: r, cluster: req.PathValue("cluster")}, Authorize: auth, Version: r.opts.Version}).ServeHTTP(w, req)
+	}))
 	// Tokens root issued are credentials at root; root acts for their
 	// holders at the clusters (see client).
 	srv.Auth().Denied = r.audit.Denied

@@ -24,7 +24,18 @@ import (
 // and returns clients for them.
 func serve(t testing.TB, log *slog.Logger, register func(*server.Server), run func(context.Context)) *client.Clients {
 	t.Helper()
-	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log})
+	url := startServer(t, server.New(server.Options{Listen: "127.0.0.1:0", Logger: log}), register, run)
+	c, err := client.New(client.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startServer runs register's services on srv until the test ends and
+// returns its URL.
+func startServer(t testing.TB, srv *server.Server, register func(*server.Server), run func(context.Context)) string {
+	t.Helper()
 	register(srv)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -36,11 +47,7 @@ func serve(t testing.TB, log *slog.Logger, register func(*server.Server), run fu
 	go func() { defer wg.Done(); run(ctx) }()
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	c, err := client.New(client.Options{URL: "http://" + ln.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return "http://" + ln.Addr().String()
 }
 
 func openStore(t testing.TB, name string) *sqlstore.Store {

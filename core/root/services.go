@@ -55,6 +55,7 @@ func (s *clusterService) ListClusters(ctx context.Context, _ *connect.Request[un
 		c.Reachable = reachable[c.GetName()]
 		c.Error = failed[c.GetName()]
 		c.Plugins = plugins[c.GetName()]
+		c.Version = statuses[c.GetName()].GetVersion()
 		c.Attributes = attrs[c.GetName()]
 		delete(attrs, c.GetName())
 	}

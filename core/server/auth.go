@@ -155,6 +155,17 @@ func (a *Auth) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// Authorize is Middleware's check for a handler outside the connect API
+// (the Prometheus API): it authorizes r as a call of procedure, whose
+// access the handler shares, and returns the context carrying the caller.
+func (a *Auth) Authorize(r *http.Request, procedure string) (context.Context, error) {
+	p, err := a.Check(r, procedure)
+	if err != nil {
+		return nil, err
+	}
+	return withForwarded(WithPrincipal(r.Context(), p), r), nil
+}
+
 // RequireNode checks that the caller may act as node: the node itself, or a
 // user with the admin role (and anybody without authentication).
 func RequireNode(ctx context.Context, node string) error {

@@ -56,3 +56,35 @@ func TestHealthzAsksTheHealthHook(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAskForACredential: /metrics names procedures, leases and
+// clusters, so a server that authenticates its API asks the scraper for a
+// credential too.
+func TestMetricsAskForACredential(t *testing.T) {
+	addr := serve(t, server.Options{Auth: server.Auth{AdminTokens: []string{"adm"}}})
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{
+		{"", http.StatusUnauthorized},
+		{"wrong", http.StatusUnauthorized},
+		{"adm", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("token %q: %d, want %d: %.200s", tc.token, resp.StatusCode, tc.code, body)
+		}
+		if tc.code == http.StatusOK && !strings.Contains(string(body), "unyo_build_info") {
+			t.Errorf("token %q: no unyo_build_info in %.300s", tc.token, body)
+		}
+	}
+}

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
+	"github.com/unyo-ops/unyo/core/selfmon"
 )
 
 // Limits bound what one client can make a server hold. Zero fields take
@@ -85,6 +88,8 @@ type Options struct {
 	// Health, if set, is asked by /healthz, which answers 503 with its
 	// error (a cluster: its store cannot be read).
 	Health func(context.Context) error
+	// Version is the build's, for unyo_build_info on /metrics.
+	Version string
 }
 
 // Server is an HTTP server for connect handlers. Register handlers with
@@ -95,6 +100,7 @@ type Server struct {
 	limits Limits
 	mux    *http.ServeMux
 	log    *slog.Logger
+	self   *selfmon.Registry
 }
 
 // New returns a server; it does not listen yet.
@@ -105,8 +111,12 @@ func New(opts Options) *Server {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger}
+	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger, self: selfmon.New(opts.Version)}
 	s.auth = &s.opts.Auth
+	// Self-monitoring carries the names of procedures, leases and
+	// clusters: it asks for a credential, as the API does (a viewer token
+	// in the scraper's authorization), where the API asks for one.
+	s.mux.Handle("GET /metrics", s.authorized(unyov1connect.StatusServiceGetStatusProcedure, s.self.Handler()))
 	// An unauthenticated health endpoint for load balancers and scripts.
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if opts.Health != nil {
@@ -141,23 +151,84 @@ func (s *Server) HandlerOptions() []connect.HandlerOption {
 }
 
 // Handler is everything the server answers (the API behind its
-// authentication, and whatever else was registered): the web console calls
-// the API through it in-process, as the operator who logged in.
+// authentication, and whatever else was registered): the web console and
+// the Alertmanager API (core/amapi) call the server's own services through
+// it in process, as the caller.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// Metrics is the server's self-monitoring registry, for the services it
+// serves to add their metrics to.
+func (s *Server) Metrics() *selfmon.Registry { return s.self }
+
+// authorized serves h to callers allowed to call procedure.
+func (s *Server) authorized(procedure string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, err := s.auth.Authorize(r, procedure)
+		if err != nil {
+			code := http.StatusForbidden
+			if connect.CodeOf(err) == connect.CodeUnauthenticated {
+				code = http.StatusUnauthorized
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // Handle registers a handler under its path: connect handlers (paths
-// /unyo.v1.*) behind authentication, anything else as it is.
+// /unyo.v1.*) behind authentication, anything else as it is. Every call
+// is counted on /metrics by procedure (or path prefix) and status.
 func (s *Server) Handle(path string, h http.Handler) {
 	if strings.HasPrefix(path, "/unyo.v1.") {
 		h = s.auth.Middleware(s.bounded(h))
 	}
-	s.mux.Handle(path, h)
+	s.mux.Handle(path, s.counted(h))
 }
 
-// Local serves the server's handlers as registered (connect procedures
-// behind authentication), for handlers that call the server's own services
-// in process, such as core/amapi.
-func (s *Server) Local() http.Handler { return s.mux }
+// counted counts and times the calls of h: unyo_api_requests_total
+// {procedure, code} and unyo_api_request_duration_seconds{procedure}. The
+// procedure is the connect procedure's path, or "/api/v1" style prefixes
+// for the other APIs, so that the label's values stay few.
+func (s *Server) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(cw, r)
+		proc := procedureLabel(r.URL.Path)
+		s.self.Counter(fmt.Sprintf(`unyo_api_requests_total{procedure=%s,code="%d"}`, selfmon.Label(proc), cw.code)).Inc()
+		selfmon.Since(s.self.Histogram(`unyo_api_request_duration_seconds{procedure=`+selfmon.Label(proc)+`}`), start)
+	})
+}
+
+func procedureLabel(path string) string {
+	if strings.HasPrefix(path, "/unyo.v1.") && strings.Count(path, "/") == 2 {
+		return path
+	}
+	if i := strings.Index(path, "/api/v"); i >= 0 && len(path) >= i+7 {
+		return path[i : i+7] // /api/v1, /api/v2
+	}
+	return "other"
+}
+
+// codeWriter notes the status code; it flushes for streaming calls.
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (c *codeWriter) WriteHeader(code int) {
+	c.code = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *codeWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *codeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // bounded limits the body of an authenticated call and answers a panic in
 // its handler with an error instead of a dropped connection.

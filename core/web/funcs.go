@@ -39,7 +39,7 @@ var funcs = template.FuncMap{
 }
 
 // navItems are the pages in the main navigation, by path.
-var navItems = []string{"alerts", "events", "nodes", "rules", "maintenance", "racks", "networks", "metrics"}
+var navItems = []string{"alerts", "events", "nodes", "rules", "maintenance", "racks", "networks", "graph"}
 
 func ts(t *timestamppb.Timestamp) string {
 	if t == nil || (t.GetSeconds() == 0 && t.GetNanos() == 0) {

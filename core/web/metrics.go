@@ -62,7 +62,7 @@ func (c *Console) metricsPage(w http.ResponseWriter, r *http.Request, q *request
 			d["Legend"] = ls
 		}
 	}
-	c.render(w, r, q, "metrics.html", "Metrics", "metrics", d, errs)
+	c.render(w, r, q, "metrics.html", "Metrics", "graph", d, errs)
 }
 
 func parseSpan(s string) (time.Duration, error) {

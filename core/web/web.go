@@ -117,7 +117,7 @@ func (c *Console) routes() {
 	m.Handle("POST /maintenance/end", c.authed(c.maintenanceEnd))
 	m.Handle("GET /racks", c.authed(c.racksPage))
 	m.Handle("GET /networks", c.authed(c.networksPage))
-	m.Handle("GET /metrics", c.authed(c.metricsPage))
+	m.Handle("GET /graph", c.authed(c.metricsPage)) // /metrics is the server's self-monitoring
 	c.mux = m
 }
 

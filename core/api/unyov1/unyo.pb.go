@@ -5360,7 +5360,10 @@ type ClusterInfo struct {
 	Attributes *Cluster `protobuf:"bytes,9,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	// Filled by ListClusters: what the cluster's watchers saw of it, root's
 	// own watch first, then its peers' (inter-cluster monitoring).
-	WatchedBy     []*PeerObservation `protobuf:"bytes,8,rep,name=watched_by,json=watchedBy,proto3" json:"watched_by,omitempty"`
+	WatchedBy []*PeerObservation `protobuf:"bytes,8,rep,name=watched_by,json=watchedBy,proto3" json:"watched_by,omitempty"`
+	// Filled by ListClusters from the cluster's status: the version of the
+	// cluster server that answered.
+	Version       string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5456,6 +5459,13 @@ func (x *ClusterInfo) GetWatchedBy() []*PeerObservation {
 		return x.WatchedBy
 	}
 	return nil
+}
+
+func (x *ClusterInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 // PeerObservation is what a watcher (root, or a peer cluster) last saw of
@@ -9914,7 +9924,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x02by\x18\x03 \x01(\tR\x02by\"\x90\x01\n" +
 	"\x16EndMaintenanceResponse\x128\n" +
 	"\fmaintenances\x18\x01 \x03(\v2\x14.unyo.v1.MaintenanceR\fmaintenances\x12<\n" +
-	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\xfd\x02\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x97\x03\n" +
 	"\vClusterInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
@@ -9927,7 +9937,9 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"attributes\x18\t \x01(\v2\x10.unyo.v1.ClusterR\n" +
 	"attributes\x127\n" +
 	"\n" +
-	"watched_by\x18\b \x03(\v2\x18.unyo.v1.PeerObservationR\twatchedBy\"\x91\x02\n" +
+	"watched_by\x18\b \x03(\v2\x18.unyo.v1.PeerObservationR\twatchedBy\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\tR\aversion\"\x91\x02\n" +
 	"\x0fPeerObservation\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x18\n" +
 	"\awatcher\x18\x02 \x01(\tR\awatcher\x12\x16\n" +

@@ -10,6 +10,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // migrations holds one directory per dialect of files NNNN_name.sql, applied
@@ -77,7 +80,7 @@ func migrateTo(ctx context.Context, db *sql.DB, d *dialect, upTo int64) error {
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := beginMigration(ctx, db)
 	if err != nil {
 		return fmt.Errorf("migrate schema: begin transaction: %w", err)
 	}
@@ -137,4 +140,26 @@ func migrateTo(ctx context.Context, db *sql.DB, d *dialect, upTo int64) error {
 		return fmt.Errorf("migrate schema: commit: %w", err)
 	}
 	return nil
+}
+
+// migrationWait bounds how long a replica waits for another one that is
+// migrating the same SQLite database: longer than SQLite's busy timeout,
+// since a first migration on a slow disk takes longer than that.
+const migrationWait = 2 * time.Minute
+
+// beginMigration begins the migration's transaction. On SQLite the begin
+// takes the write lock (BEGIN IMMEDIATE), which a replica migrating the
+// same file holds for the whole migration: a busy database is waited for,
+// up to migrationWait, rather than failing the start.
+func beginMigration(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	deadline := time.Now().Add(migrationWait)
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return tx, err
+		}
+		if !ctxwait.Sleep(ctx, 100*time.Millisecond) {
+			return nil, fmt.Errorf("%w (waiting for another replica's migration: %w)", err, ctx.Err())
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/VictoriaMetrics/VictoriaMetrics/app/vmstorage"
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/protoparser/prometheus"
 
+	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/tsdb"
 )
 
@@ -76,33 +76,6 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// parseTime accepts Unix seconds (fractional) or RFC 3339, as Prometheus.
-func parseTime(v string, def time.Time) (time.Time, error) {
-	if v == "" {
-		return def, nil
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.UnixMilli(int64(math.Round(f * 1e3))), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("cannot parse time %q: want Unix seconds or RFC 3339", v)
-	}
-	return t, nil
-}
-
-// parseStep accepts seconds (fractional) or a Go/Prometheus duration.
-func parseStep(v string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("cannot parse step %q: want seconds or a duration such as 15s", v)
-	}
-	return d, nil
-}
-
 func (s *Store) httpQuery(w http.ResponseWriter, r *http.Request, isRange bool) {
 	expr := r.FormValue("query")
 	if expr == "" {
@@ -117,9 +90,9 @@ func (s *Store) httpQuery(w http.ResponseWriter, r *http.Request, isRange bool) 
 	if isRange {
 		var q tsdb.QueryRange
 		q.Expr = expr
-		if q.Start, err = parseTime(r.FormValue("start"), now.Add(-5*time.Minute)); err == nil {
-			if q.End, err = parseTime(r.FormValue("end"), now); err == nil {
-				q.Step, err = parseStep(r.FormValue("step"))
+		if q.Start, err = promapi.ParseTime(r.FormValue("start"), now.Add(-5*time.Minute)); err == nil {
+			if q.End, err = promapi.ParseTime(r.FormValue("end"), now); err == nil {
+				q.Step, err = promapi.ParseStep(r.FormValue("step"))
 			}
 		}
 		if err != nil {
@@ -129,7 +102,7 @@ func (s *Store) httpQuery(w http.ResponseWriter, r *http.Request, isRange bool) 
 		res, err = s.QueryRange(r.Context(), q)
 	} else {
 		var at time.Time
-		if at, err = parseTime(r.FormValue("time"), now); err != nil {
+		if at, err = promapi.ParseTime(r.FormValue("time"), now); err != nil {
 			httpError(w, http.StatusBadRequest, "bad_data", err)
 			return
 		}
@@ -178,10 +151,10 @@ func seriesArgs(r *http.Request) (matches []string, start, end time.Time, err er
 		return nil, start, end, errors.New("missing match[] parameter")
 	}
 	now := time.Now()
-	if start, err = parseTime(r.FormValue("start"), now.Add(-5*time.Minute)); err != nil {
+	if start, err = promapi.ParseTime(r.FormValue("start"), now.Add(-5*time.Minute)); err != nil {
 		return nil, start, end, err
 	}
-	if end, err = parseTime(r.FormValue("end"), now); err != nil {
+	if end, err = promapi.ParseTime(r.FormValue("end"), now); err != nil {
 		return nil, start, end, err
 	}
 	return matches, start, end, nil

@@ -1,0 +1,93 @@
+package promapi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unyo-ops/unyo/core/tsdb"
+)
+
+func at(v float64) []tsdb.Point { return []tsdb.Point{{T: time.UnixMilli(1000), V: v}} }
+
+func TestPlanRemote(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string // the expressions pushed to every cluster
+		err  string
+	}{
+		{"node_load1", []string{"node_load1"}, ""},
+		{"rate(x[5m]) * 8", []string{"rate(x[5m]) * 8"}, ""},
+		{"sum(rate(x[5m]))", []string{"sum(rate(x[5m]))"}, ""},
+		{"avg by (job) (x)", []string{"sum(x) by(job)", "count(x) by(job)"}, ""},
+		{"sum by (cluster, job) (x)", []string{"sum(x) by(job)"}, ""},
+		{"sum by (cluster) (x)", []string{"sum(x)"}, ""},
+		{"max without (node) (x)", []string{"max(x) without(node)"}, ""},
+		{"sum(a) / sum(b)", []string{"sum(a)", "sum(b)"}, ""},
+		{"topk(3, x)", nil, "topk() does not combine"},
+		{"sum(sum by (node) (x))", nil, "sum() inside the expression"},
+		{"histogram_quantile(0.9, sum by (le) (rate(h[5m])))", nil, "sum() inside the expression"},
+		{"absent(x)", nil, "absent() depends on all series"},
+		{"a * on(node) group_left b", nil, "may match series of different clusters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			p, err := NewPlan(tt.expr)
+			if tt.err != "" {
+				if !errors.Is(err, ErrNotGlobal) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want ErrNotGlobal naming %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Remote, tt.want) {
+				t.Errorf("remote %q, want %q", p.Remote, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanEval(t *testing.T) {
+	job := func(j string, v float64) tsdb.Series {
+		return tsdb.Series{Labels: map[string]string{"job": j}, Points: at(v)}
+	}
+	tests := []struct {
+		expr  string
+		parts []Part
+		want  string
+	}{
+		{"sum by (job) (x)", []Part{
+			{"c1", [][]tsdb.Series{{job("a", 1), job("b", 2)}}},
+			{"c2", [][]tsdb.Series{{job("a", 10)}}},
+		}, "map[job:a]=11 map[job:b]=2"},
+		{"max(x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(3)}}}}, {"c2", [][]tsdb.Series{{{Points: at(7)}}}}}, "map[]=7"},
+		{"count(x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(3)}}}}, {"c2", [][]tsdb.Series{{{Points: at(7)}}}}}, "map[]=10"},
+		// avg = (sum 6 + sum 30) / (count 2 + count 3)
+		{"avg(x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}, {{Points: at(2)}}}}, {"c2", [][]tsdb.Series{{{Points: at(30)}}, {{Points: at(3)}}}}}, "map[]=7.2"},
+		{"sum by (cluster) (x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(30)}}}}}, "map[cluster:c1]=6 map[cluster:c2]=30"},
+		{"sum(x) > 10", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(3)}}}}}, ""},
+		{"sum(x) > bool 5", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(3)}}}}}, "map[]=1"},
+		{"up", []Part{{"c1", [][]tsdb.Series{{{Labels: map[string]string{"__name__": "up"}, Points: at(1)}}}}}, "map[__name__:up cluster:c1]=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			p, err := NewPlan(tt.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range p.Eval(tt.parts) {
+				got = append(got, fmt.Sprintf("%v=%v", s.Labels, s.Points[len(s.Points)-1].V))
+			}
+			slices.Sort(got)
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
