@@ -303,8 +303,8 @@ func TestPagesRender(t *testing.T) {
 		"/node?name=n1&cluster=c1":        {"rack-1-1-server1", "8 CPUs", "16.0 GiB", "topology.unyo.dev/rack", `class="spark"`, "DISK WARNING"},
 		"/racks?floor=floor-1-1-1":        {`<g id="rack-rack-1-1">`, "rack-1-1-server1", "state-critical", `href="/node?cluster=c1&amp;name=n1"`},
 		"/networks?from=rack-1-1-server1": {"<svg", "rack-1-1-server1"},
-		"/graph?q=node_load1&range=1h":  {`class="chart"`, "node_load1{cluster=&#34;c1&#34;"},
-		"/graph?q=((&range=1h":          {"cannot parse"},
+		"/graph?q=node_load1&range=1h":    {`class="chart"`, "node_load1{cluster=&#34;c1&#34;"},
+		"/graph?q=((&range=1h":            {"cannot parse"},
 		"/maintenance":                    {"Start a maintenance"},
 		"/rules":                          {"<h1>Rules</h1>"},
 	}
