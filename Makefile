@@ -17,8 +17,11 @@ LDFLAGS := -s -w -X $(VPKG).version=$(VERSION) -X $(VPKG).revision=$(REVISION) -
 dev: build
 	./$(BIN) dev --config configs/dev.yaml
 
+# The binary, and beside it the bundled provider-exec, which `unyo dev`
+# enables for its agent so that RegionServices run on this machine.
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
+	$(GO) build -trimpath -o bin/unyo-provider-exec ./plugins/provider-exec
 
 # The man pages, generated from the command tree (unyo.1, unyo-apply.1, ...).
 man: build

@@ -1,8 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +35,26 @@ spec: {cidr: 10.200.0.0/24, gateway: 10.200.0.1, scope: region, region: tokyo}
 `
 
 // webService is the RegionService "web" of n replicas on provider exec.
+// serviceMarker tells the replicas' processes of these tests apart from
+// every other process: sleep MARKER.
+const serviceMarker = "31536018"
+
+// serviceProcs returns the pids of running replica processes.
+func serviceProcs() []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !bytes.Equal(cmd, []byte("sleep\x00"+serviceMarker+"\x00")) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func webService(n int) string {
 	return fmt.Sprintf(`
 kind: RegionService
@@ -42,7 +67,7 @@ spec:
     network: svcnet
     provider: exec
     replicas: %d
-    command: [/bin/sleep, "3600"]
+    command: [sleep, "`+serviceMarker+`"]
     schedule:
       anti_affinity: [{key: topology.unyo.dev/hostname}]
 `, n)
@@ -191,8 +216,14 @@ func TestRegionServicesAtRoot(t *testing.T) {
 // hostname) and become Active at root; scaling down removes the tail from
 // its node; deleting the service removes every replica.
 func TestRegionServiceEndToEnd(t *testing.T) {
-	t.Skip("needs the cluster side of issue 14 (ProvisionService.SyncComputes, the node stage, assignments and the agents' provider-exec runner), which is not on this branch; delete this line once it is merged")
 	dir := t.TempDir()
+	t.Cleanup(func() {
+		for _, pid := range serviceProcs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
+	sum := sha256File(t, plugin)
 	rootURL := startRootServer(t, dir, "")
 	op := func(args ...string) (string, error) {
 		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
@@ -229,7 +260,11 @@ agent:
   resource: %s
   flush_interval: 100ms
   status_listen: 127.0.0.1:0
-`, dir, n.node, n.node, clURL, joinToken, n.resource)))
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
+`, dir, n.node, n.node, clURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
 	}
 	testutil.Eventually(t, 60*time.Second, "three Ready nodes", func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
@@ -275,6 +310,9 @@ agent:
 	if len(nodes) != 3 {
 		t.Errorf("replicas on %d nodes, want 3 (anti-affinity on the hostname): %v", len(nodes), got)
 	}
+	if pids := serviceProcs(); len(pids) != 3 {
+		t.Errorf("%d replica processes run, want 3: %v", len(pids), pids)
+	}
 	must("services", "scale", "web", "2")
 	testutil.Eventually(t, 60*time.Second, "web-2 gone", func() error {
 		got, err := placed()
@@ -291,6 +329,9 @@ agent:
 		}
 		if _, gerr := op("services", "get", "web"); gerr == nil {
 			err = fmt.Errorf("service web is still there")
+		}
+		if pids := serviceProcs(); err == nil && len(pids) > 0 {
+			err = fmt.Errorf("replica processes still run: %v", pids)
 		}
 		return err
 	})

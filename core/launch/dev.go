@@ -3,8 +3,12 @@ package launch
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -85,6 +89,7 @@ func DevWith(ctx context.Context, c *config.Config, log *slog.Logger, o DevOptio
 	if err := applyExamples(ctx, st, c.Cluster.Name, log); err != nil {
 		return err
 	}
+	devProvider(c, log)
 	a, err := newAgent(c, log)
 	if err != nil {
 		return err
@@ -111,6 +116,48 @@ func DevWith(ctx context.Context, c *config.Config, log *slog.Logger, o DevOptio
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// devProvider enables the bundled provider-exec for dev's agent when it
+// sits beside the unyo binary (`make build` puts it there) and the
+// configuration enables no provider, so that the example RegionService
+// (configs/examples/service.yaml) runs on this machine.
+func devProvider(c *config.Config, log *slog.Logger) {
+	for _, p := range c.Agent.Plugins.Enabled {
+		if p.Kind == "provider" {
+			return
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(exe)
+	bin := filepath.Join(dir, "unyo-provider-exec")
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		log.Info("no provider plugin beside unyo: RegionServices are placed but their replicas do not run (make build builds it)", "looked_for", bin)
+		return
+	}
+	c.Agent.Plugins.Dirs = append(c.Agent.Plugins.Dirs, dir)
+	c.Agent.Plugins.Enabled = append(c.Agent.Plugins.Enabled, config.Plugin{
+		Kind: "provider", Name: "exec", SHA256: sum,
+		Config: map[string]any{"state_dir": filepath.Join(c.DataDir, "provider-exec")},
+	})
+	log.Info("the local agent runs RegionService replicas with the bundled provider-exec", "plugin", bin)
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // applyExamples stores the example checks and default rules in a cluster

@@ -224,34 +224,42 @@ func (c *serviceController) pass(ctx context.Context) error {
 // listNodes reads every cluster's nodes; a cluster that does not answer
 // is left out of this pass (its records keep their last status).
 func (c *serviceController) listNodes(ctx context.Context, names []string) (map[string][]schedule.Node, []string) {
-	out := map[string][]schedule.Node{}
-	var reachable []string
+	out := perCluster(ctx, c.timeout, names, func(ctx context.Context, name string) ([]schedule.Node, error) {
+		ns, err := c.calls.ListNodes(ctx, name)
+		if err != nil {
+			c.log.Warn("a cluster's nodes could not be read; its replicas wait for the next pass", "cluster", name, "err", err)
+			return nil, err
+		}
+		sn := make([]schedule.Node, len(ns))
+		for i, n := range ns {
+			sn[i] = service.Node(n)
+		}
+		return sn, nil
+	})
+	return out, slices.Sorted(maps.Keys(out))
+}
+
+// perCluster calls fn for every cluster at once, each call bounded by
+// timeout, and returns the answers of the clusters whose call succeeded.
+func perCluster[T any](ctx context.Context, timeout time.Duration, names []string, fn func(ctx context.Context, cluster string) (T, error)) map[string]T {
+	out := map[string]T{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, c.timeout)
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			ns, err := c.calls.ListNodes(cctx, name)
+			got, err := fn(cctx, name)
 			if err != nil {
-				c.log.Warn("a cluster's nodes could not be read; its replicas wait for the next pass", "cluster", name, "err", err)
 				return
 			}
-			sn := make([]schedule.Node, len(ns))
-			for i, n := range ns {
-				sn[i] = service.Node(n)
-			}
 			mu.Lock()
-			out[name] = sn
-			reachable = append(reachable, name)
+			out[name] = got
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
-	slices.Sort(reachable)
-	return out, reachable
+	return out
 }
 
 // plan brings the records in line with the services and gives a cluster to
@@ -424,31 +432,16 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 // sync hands every reachable cluster the Computes root wants there, in
 // parallel; an empty list tells a cluster to delete every Compute it holds.
 func (c *serviceController) sync(ctx context.Context, reachable []string, want map[string][]*unyov1.Compute) map[string][]*unyov1.Compute {
-	out := map[string][]*unyov1.Compute{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range reachable {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, c.timeout)
-			defer cancel()
-			got, err := c.calls.SyncComputes(cctx, name, want[name])
-			if err != nil {
-				if connect.CodeOf(err) == connect.CodeUnimplemented {
-					c.log.Debug("a cluster does not run replicas yet (no ProvisionService)", "cluster", name)
-				} else {
-					c.log.Warn("handing a cluster its computes failed; the next pass retries", "cluster", name, "computes", len(want[name]), "err", err)
-				}
-				return
-			}
-			mu.Lock()
-			out[name] = got
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+	return perCluster(ctx, c.timeout, reachable, func(ctx context.Context, name string) ([]*unyov1.Compute, error) {
+		got, err := c.calls.SyncComputes(ctx, name, want[name])
+		switch {
+		case connect.CodeOf(err) == connect.CodeUnimplemented:
+			c.log.Debug("a cluster does not run replicas yet (no ProvisionService)", "cluster", name)
+		case err != nil:
+			c.log.Warn("handing a cluster its computes failed; the next pass retries", "cluster", name, "computes", len(want[name]), "err", err)
+		}
+		return got, err
+	})
 }
 
 // absorb copies the clusters' answers onto the records as they are now,
