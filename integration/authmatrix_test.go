@@ -30,6 +30,7 @@ var callerMay = map[string]string{
 	"ClusterService/DeleteCluster":   "admin",
 	"NodeService/DeleteNode":         "admin",
 	"NodeService/SetNodeTopology":    "admin", // and root's credential at a cluster
+	"NodeService/CordonNode":         "operator admin",
 	"TokenService/CreateToken":       "admin",
 	"TokenService/ListTokens":        "admin",
 	"TokenService/RevokeToken":       "admin",

@@ -200,8 +200,9 @@ spec:
 			return err
 		}
 		for _, line := range strings.Split(table, "\n") {
-			if f := strings.Fields(line); len(f) > 5 && f[0] == "node-b" {
-				if f[3] != "<none>" || f[4] != "-" {
+			// NAME CLUSTER STATE SCHED RESOURCE RACK ...
+			if f := strings.Fields(line); len(f) > 6 && f[0] == "node-b" {
+				if f[4] != "<none>" || f[5] != "-" {
 					return fmt.Errorf("node-b's row: %q", line)
 				}
 				return nil

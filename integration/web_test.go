@@ -101,10 +101,26 @@ spec:
 		chromedp.Click(row+`//input[@type="checkbox"]`, chromedp.BySearch),
 		chromedp.Click("#ack-selected", chromedp.ByID),
 		chromedp.WaitVisible(`//tr[td[normalize-space(.)="web-fail"]][td[normalize-space(.)="acknowledged"]]`, chromedp.BySearch))
-	// The check stops, so that no new alert opens for it once it is closed.
-	if out, err := op("delete", "check", "web-fail"); err != nil {
-		t.Fatalf("delete the check: %v\n%s", err, out)
+	// The check recovers, so that no new alert opens for it once it is
+	// closed: once an OK result is the latest, no failing one is in flight
+	// (an agent sends its results in order).
+	recovered := writeFile(t, dir, "ok.yaml", `
+kind: Check
+name: web-fail
+spec:
+  command: [sh, -c, 'echo "OK - web console test recovered"; exit 0']
+  interval: 1s
+`)
+	if out, err := op("apply", "-f", recovered); err != nil {
+		t.Fatalf("apply the recovered check: %v\n%s", err, out)
 	}
+	testutil.Eventually(t, 60*time.Second, "an OK result as web-fail's latest", func() error {
+		out, err := op("events", "ls", "--check", "web-fail")
+		if err == nil && !strings.Contains(out, "recovered") {
+			err = fmt.Errorf("events ls --check web-fail:\n%s", out)
+		}
+		return err
+	})
 	// Close needs a reason; with one, the row leaves the open alerts.
 	browser.Step(t, ctx, "close it with a reason", 30*time.Second,
 		chromedp.Click(row+`//input[@type="checkbox"]`, chromedp.BySearch),
@@ -125,7 +141,7 @@ spec:
 	// An event's explanation.
 	var outcome string
 	browser.Step(t, ctx, "open the event's explanation", 30*time.Second,
-		chromedp.Navigate(rootURL+"/events?check=web-fail&history=1"), // the check is deleted: its history remains
+		chromedp.Navigate(rootURL+"/events?check=web-fail&history=1"),
 		chromedp.Click(`//a[contains(., "web console test")]`, chromedp.BySearch),
 		chromedp.WaitVisible("#explanation", chromedp.ByID),
 		chromedp.Text("#outcome", &outcome, chromedp.ByID))

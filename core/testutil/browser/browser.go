@@ -36,15 +36,30 @@ var flags = []chromedp.ExecAllocatorOption{
 func New(t *testing.T) context.Context {
 	t.Helper()
 	bin := testutil.NeedTool(t, "chromium", "apt-get install -y chromium", "/usr/bin/chromium", "chromium")
-	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir())}, flags...)
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is gone, so the profile is
+	// removed with retries once it has quit.
+	profile, err := os.MkdirTemp("", "unyo-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.UserDataDir(profile)}, flags...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() {
 		if t.Failed() {
 			save(t, ctx)
 		}
+		_ = chromedp.Cancel(ctx) // closes the browser and waits for it
 		cancel()
 		cancelAlloc()
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+		}
+		t.Errorf("remove chromium's profile: %v", err)
 	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
