@@ -15,24 +15,8 @@ import (
 func TestNetworkIPAM(t *testing.T) {
 	dir := t.TempDir()
 	url := startRootServer(t, dir, "root:\n  address_quarantine: 1h\n")
-	run := func(args ...string) (string, error) {
-		return cli(t, url, append([]string{"--token", adminToken}, args...)...)
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := run(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	wantErr := func(want string, args ...string) {
-		t.Helper()
-		_, err := run(args...)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
-		}
-	}
+	a := adminCLI{t, url}
+	run, must, wantErr := a.run, a.must, a.wantErr
 	testutil.Eventually(t, 30*time.Second, "root to answer", func() error { _, err := run("status"); return err })
 
 	must("apply", "-f", writeFile(t, dir, "net.yaml", `

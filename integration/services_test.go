@@ -83,24 +83,8 @@ spec:
 func TestRegionServicesAtRoot(t *testing.T) {
 	dir := t.TempDir()
 	url := startRootServer(t, dir, "")
-	run := func(args ...string) (string, error) {
-		return cli(t, url, append([]string{"--token", adminToken}, args...)...)
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := run(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	wantErr := func(want string, args ...string) {
-		t.Helper()
-		_, err := run(args...)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
-		}
-	}
+	a := adminCLI{t, url}
+	run, must, wantErr := a.run, a.must, a.wantErr
 	// computes lists "NAME PHASE" of root's records, in name order.
 	computes := func() (string, error) {
 		items, err := cliJSON(t, url, "--token", adminToken, "computes", "ls")
@@ -225,17 +209,8 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
 	sum := sha256File(t, plugin)
 	rootURL := startRootServer(t, dir, "")
-	op := func(args ...string) (string, error) {
-		return cli(t, rootURL, append([]string{"--token", adminToken}, args...)...)
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := op(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	a := adminCLI{t, rootURL}
+	op, must := a.run, a.must
 	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
 		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
 	inventory := topologyInventory("r2") + `
@@ -335,4 +310,33 @@ agent:
 		}
 		return err
 	})
+}
+
+// adminCLI runs unyo commands at url with the admin token: run returns
+// what the command printed and its error, must fails the test on an error,
+// wantErr expects an error that says want.
+type adminCLI struct {
+	t   *testing.T
+	url string
+}
+
+func (a adminCLI) run(args ...string) (string, error) {
+	return cli(a.t, a.url, append([]string{"--token", adminToken}, args...)...)
+}
+
+func (a adminCLI) must(args ...string) string {
+	a.t.Helper()
+	out, err := a.run(args...)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return out
+}
+
+func (a adminCLI) wantErr(want string, args ...string) {
+	a.t.Helper()
+	_, err := a.run(args...)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		a.t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
+	}
 }
