@@ -31,6 +31,7 @@ var callerMay = map[string]string{
 	"NodeService/DeleteNode":         "admin",
 	"NodeService/SetNodeTopology":    "admin", // and root's credential at a cluster
 	"NodeService/CordonNode":         "operator admin",
+	"NodeService/DrainNode":          "operator admin",
 	"TokenService/CreateToken":       "admin",
 	"TokenService/ListTokens":        "admin",
 	"TokenService/RevokeToken":       "admin",

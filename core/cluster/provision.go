@@ -310,3 +310,8 @@ func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov
 	}
 	return connect.NewResponse(resp), nil
 }
+
+// DrainNode drains a node: not built yet (issue 14, item 6).
+func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("draining nodes is not built yet"))
+}

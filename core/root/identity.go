@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -214,6 +215,35 @@ func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov
 		return out.Msg, nil
 	})
 	resp := &unyov1.CordonNodeResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Changed += a.value.GetChanged()
+		resp.Found += a.value.GetFound()
+	}
+	if resp.Found == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// DrainNode starts or stops a drain of a node in the cluster that has it.
+func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.DrainNodeResponse, error) {
+		in := proto.CloneOf(req.Msg)
+		in.Cluster = name
+		out, err := c.Nodes.DrainNode(ctx, connect.NewRequest(in))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return &unyov1.DrainNodeResponse{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg, nil
+	})
+	resp := &unyov1.DrainNodeResponse{ClusterErrors: errs}
 	for _, a := range answers {
 		resp.Changed += a.value.GetChanged()
 		resp.Found += a.value.GetFound()

@@ -68,6 +68,7 @@ var procedures = map[string]Access{
 	unyov1connect.MaintenanceServiceEndMaintenanceProcedure: AccessOperate,
 	unyov1connect.NetworkServiceAllocateAddressProcedure:    AccessOperate,
 	unyov1connect.NodeServiceCordonNodeProcedure:            AccessOperate,
+	unyov1connect.NodeServiceDrainNodeProcedure:             AccessOperate,
 	unyov1connect.NetworkServiceReleaseAddressProcedure:     AccessOperate,
 	unyov1connect.ObjectServiceGetProcedure:                 AccessRead,
 	unyov1connect.ObjectServiceListProcedure:                AccessRead,

@@ -2953,11 +2953,18 @@ type Compute struct {
 	Resources   *ComputeResources `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
 	ImageSource string            `protobuf:"bytes,6,opt,name=image_source,json=imageSource,proto3" json:"image_source,omitempty"`
 	// Chosen by root's cluster stage.
-	Cluster       string                 `protobuf:"bytes,7,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Status        *ComputeStatus         `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
-	Revision      int64                  `protobuf:"varint,9,opt,name=revision,proto3" json:"revision,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Cluster   string                 `protobuf:"bytes,7,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Status    *ComputeStatus         `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Revision  int64                  `protobuf:"varint,9,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// The revision of the service's compute template this replica must run
+	// (set by root; a rolling update moves it replica by replica).
+	SpecRevision int64 `protobuf:"varint,12,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
+	// How the cluster replaces a placed replica whose spec_revision changed:
+	// true places the new instance first and removes the old one once the new
+	// is Active (max_surge); false removes the old one first (max_unavailable).
+	Surge         bool `protobuf:"varint,13,opt,name=surge,proto3" json:"surge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3069,6 +3076,20 @@ func (x *Compute) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Compute) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
+}
+
+func (x *Compute) GetSurge() bool {
+	if x != nil {
+		return x.Surge
+	}
+	return false
+}
+
 type ComputeResources struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Vcpus         int64                  `protobuf:"varint,1,opt,name=vcpus,proto3" json:"vcpus,omitempty"`
@@ -3145,10 +3166,13 @@ type ComputeStatus struct {
 	Node    string                 `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
 	Address string                 `protobuf:"bytes,6,opt,name=address,proto3" json:"address,omitempty"`
 	// The provider's handle of the realized resource.
-	Handle        string                 `protobuf:"bytes,7,opt,name=handle,proto3" json:"handle,omitempty"`
-	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
-	ActiveAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=active_at,json=activeAt,proto3" json:"active_at,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Handle      string                 `protobuf:"bytes,7,opt,name=handle,proto3" json:"handle,omitempty"`
+	ScheduledAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	ActiveAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=active_at,json=activeAt,proto3" json:"active_at,omitempty"`
+	UpdatedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// The spec_revision of the instance this status describes (set by the
+	// cluster when the instance that runs it becomes Active).
+	SpecRevision  int64 `protobuf:"varint,11,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3251,6 +3275,13 @@ func (x *ComputeStatus) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *ComputeStatus) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 type ScheduleReasonCount struct {
@@ -4133,7 +4164,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06active\x18\x05 \x01(\x05R\x06active\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xaf\x03\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xea\x03\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4148,12 +4179,14 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"created_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"j\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
+	"\rspec_revision\x18\f \x01(\x03R\fspecRevision\x12\x14\n" +
+	"\x05surge\x18\r \x01(\bR\x05surge\"j\n" +
 	"\x10ComputeResources\x12\x14\n" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x88\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xad\x03\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4166,7 +4199,8 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\tactive_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bactiveAt\x129\n" +
 	"\n" +
 	"updated_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"W\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
+	"\rspec_revision\x18\v \x01(\x03R\fspecRevision\"W\n" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +

@@ -8617,6 +8617,148 @@ func (x *CordonNodeResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+type DrainNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At root: the node's cluster; empty asks every cluster.
+	Cluster string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// How long the drain may take, as a Go duration (default 1h).
+	Deadline string `protobuf:"bytes,3,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// At the deadline, remove what is left even without replacements.
+	Force bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	// Stop a drain in progress; the node stays cordoned.
+	Cancel        bool `protobuf:"varint,5,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeRequest) Reset() {
+	*x = DrainNodeRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeRequest) ProtoMessage() {}
+
+func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
+func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *DrainNodeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DrainNodeRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *DrainNodeRequest) GetDeadline() string {
+	if x != nil {
+		return x.Deadline
+	}
+	return ""
+}
+
+func (x *DrainNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *DrainNodeRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+type DrainNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many nodes started (or stopped) draining.
+	Changed int32 `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
+	// How many nodes were found (0 or 1 per cluster).
+	Found         int32           `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,3,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeResponse) Reset() {
+	*x = DrainNodeResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeResponse) ProtoMessage() {}
+
+func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
+func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *DrainNodeResponse) GetChanged() int32 {
+	if x != nil {
+		return x.Changed
+	}
+	return 0
+}
+
+func (x *DrainNodeResponse) GetFound() int32 {
+	if x != nil {
+		return x.Found
+	}
+	return 0
+}
+
+func (x *DrainNodeResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 type AddClusterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -8629,7 +8771,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8641,7 +8783,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8654,7 +8796,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -8682,7 +8824,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8694,7 +8836,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8707,7 +8849,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -8726,7 +8868,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8738,7 +8880,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8751,7 +8893,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -8769,7 +8911,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8781,7 +8923,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8794,7 +8936,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -8824,7 +8966,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8836,7 +8978,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8849,7 +8991,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *Token) GetId() string {
@@ -8944,7 +9086,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8956,7 +9098,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8969,7 +9111,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -9025,7 +9167,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9037,7 +9179,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9050,7 +9192,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -9075,7 +9217,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9087,7 +9229,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9100,7 +9242,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
 }
 
 type ListTokensResponse struct {
@@ -9112,7 +9254,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9124,7 +9266,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9137,7 +9279,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -9156,7 +9298,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9168,7 +9310,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9181,7 +9323,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -9200,7 +9342,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9212,7 +9354,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9225,7 +9367,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -9262,7 +9404,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9274,7 +9416,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9287,7 +9429,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -9383,7 +9525,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9395,7 +9537,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9408,7 +9550,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -9456,7 +9598,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9468,7 +9610,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9481,7 +9623,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -10191,6 +10333,16 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x12CordonNodeResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\x05R\achanged\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\x05R\x05found\x12<\n" +
+	"\x0ecluster_errors\x18\x03 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x8a\x01\n" +
+	"\x10DrainNodeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12\x1a\n" +
+	"\bdeadline\x18\x03 \x01(\tR\bdeadline\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\x12\x16\n" +
+	"\x06cancel\x18\x05 \x01(\bR\x06cancel\"\x81\x01\n" +
+	"\x11DrainNodeResponse\x12\x18\n" +
+	"\achanged\x18\x01 \x01(\x05R\achanged\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\x05R\x05found\x12<\n" +
 	"\x0ecluster_errors\x18\x03 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
 	"\x11AddClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -10296,7 +10448,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
 	"\x03Get\x12\x13.unyo.v1.GetRequest\x1a\x14.unyo.v1.GetResponse\x123\n" +
-	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xf3\x02\n" +
+	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xb7\x03\n" +
 	"\vNodeService\x12B\n" +
 	"\tListNodes\x12\x19.unyo.v1.ListNodesRequest\x1a\x1a.unyo.v1.ListNodesResponse\x12<\n" +
 	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse\x12E\n" +
@@ -10304,7 +10456,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"DeleteNode\x12\x1a.unyo.v1.DeleteNodeRequest\x1a\x1b.unyo.v1.DeleteNodeResponse\x12T\n" +
 	"\x0fSetNodeTopology\x12\x1f.unyo.v1.SetNodeTopologyRequest\x1a .unyo.v1.SetNodeTopologyResponse\x12E\n" +
 	"\n" +
-	"CordonNode\x12\x1a.unyo.v1.CordonNodeRequest\x1a\x1b.unyo.v1.CordonNodeResponse2\x96\x01\n" +
+	"CordonNode\x12\x1a.unyo.v1.CordonNodeRequest\x1a\x1b.unyo.v1.CordonNodeResponse\x12B\n" +
+	"\tDrainNode\x12\x19.unyo.v1.DrainNodeRequest\x1a\x1a.unyo.v1.DrainNodeResponse2\x96\x01\n" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
@@ -10365,7 +10518,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 145)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -10486,129 +10639,131 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*DeleteNodeResponse)(nil),       // 116: unyo.v1.DeleteNodeResponse
 	(*CordonNodeRequest)(nil),        // 117: unyo.v1.CordonNodeRequest
 	(*CordonNodeResponse)(nil),       // 118: unyo.v1.CordonNodeResponse
-	(*AddClusterRequest)(nil),        // 119: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 120: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 121: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 122: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 123: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 124: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 125: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 126: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 127: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 128: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 129: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 130: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 131: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 132: unyo.v1.ListAuditResponse
-	nil,                              // 133: unyo.v1.Node.LabelsEntry
-	nil,                              // 134: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 135: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 136: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 137: unyo.v1.Check.LabelsEntry
-	nil,                              // 138: unyo.v1.Event.LabelsEntry
-	nil,                              // 139: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 140: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 141: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 142: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 143: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 144: unyo.v1.Sample.LabelsEntry
-	nil,                              // 145: unyo.v1.Series.LabelsEntry
-	nil,                              // 146: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 147: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 148: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 149: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 150: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 151: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 152: google.protobuf.Duration
-	(*Region)(nil),                   // 153: unyo.v1.Region
-	(*Datacenter)(nil),               // 154: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 155: unyo.v1.Floor
-	(*Rack)(nil),                     // 156: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 157: unyo.v1.PhysicalResource
-	(*Cluster)(nil),                  // 158: unyo.v1.Cluster
-	(*Flavor)(nil),                   // 159: unyo.v1.Flavor
-	(*Image)(nil),                    // 160: unyo.v1.Image
-	(*Network)(nil),                  // 161: unyo.v1.Network
-	(*RegionService)(nil),            // 162: unyo.v1.RegionService
-	(*Compute)(nil),                  // 163: unyo.v1.Compute
-	(*AddressAllocation)(nil),        // 164: unyo.v1.AddressAllocation
+	(*DrainNodeRequest)(nil),         // 119: unyo.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),        // 120: unyo.v1.DrainNodeResponse
+	(*AddClusterRequest)(nil),        // 121: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 122: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 123: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 124: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 125: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 126: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 127: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 128: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 129: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 130: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 131: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 132: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 133: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 134: unyo.v1.ListAuditResponse
+	nil,                              // 135: unyo.v1.Node.LabelsEntry
+	nil,                              // 136: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 137: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 138: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 139: unyo.v1.Check.LabelsEntry
+	nil,                              // 140: unyo.v1.Event.LabelsEntry
+	nil,                              // 141: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 142: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 143: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 144: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 145: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 146: unyo.v1.Sample.LabelsEntry
+	nil,                              // 147: unyo.v1.Series.LabelsEntry
+	nil,                              // 148: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 149: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 150: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 151: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 152: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 153: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 154: google.protobuf.Duration
+	(*Region)(nil),                   // 155: unyo.v1.Region
+	(*Datacenter)(nil),               // 156: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 157: unyo.v1.Floor
+	(*Rack)(nil),                     // 158: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 159: unyo.v1.PhysicalResource
+	(*Cluster)(nil),                  // 160: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 161: unyo.v1.Flavor
+	(*Image)(nil),                    // 162: unyo.v1.Image
+	(*Network)(nil),                  // 163: unyo.v1.Network
+	(*RegionService)(nil),            // 164: unyo.v1.RegionService
+	(*Compute)(nil),                  // 165: unyo.v1.Compute
+	(*AddressAllocation)(nil),        // 166: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	133, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	135, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	150, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	150, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	152, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	152, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
 	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	134, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	136, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
 	5,   // 7: unyo.v1.Node.reserved:type_name -> unyo.v1.Capacity
-	150, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	135, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	136, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	152, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	137, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	138, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
 	10,  // 11: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
 	11,  // 12: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
 	9,   // 13: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	151, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	137, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	153, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	139, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
 	8,   // 16: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	150, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	150, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	152, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	152, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
 	1,   // 19: unyo.v1.Event.level:type_name -> unyo.v1.Level
 	0,   // 20: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
 	13,  // 21: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	150, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	152, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	150, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	152, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	152, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	154, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	152, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	154, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
 	15,  // 26: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	138, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	140, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
 	16,  // 28: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	150, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	150, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	139, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	140, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	152, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	152, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	141, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	142, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
 	18,  // 33: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
 	19,  // 34: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
 	20,  // 35: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
 	22,  // 36: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	151, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	153, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
 	17,  // 38: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
 	21,  // 39: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	141, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	143, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
 	23,  // 41: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	150, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	150, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	150, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	150, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	152, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	152, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	152, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	152, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
 	14,  // 46: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	142, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	144, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
 	26,  // 48: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	150, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	150, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	150, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	152, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	152, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	152, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
 	4,   // 52: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
 	4,   // 53: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
 	3,   // 54: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
 	4,   // 55: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	150, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	150, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	152, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	152, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
 	28,  // 58: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
 	12,  // 59: unyo.v1.Object.check:type_name -> unyo.v1.Check
 	24,  // 60: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
 	27,  // 61: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	153, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	154, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	155, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	156, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	157, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	158, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	159, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	160, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	161, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	162, // 71: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
-	163, // 72: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
+	155, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	156, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	157, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	158, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	159, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	160, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	161, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	162, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	163, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	164, // 71: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
+	165, // 72: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
 	6,   // 73: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	152, // 74: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	154, // 74: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
 	5,   // 75: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
 	7,   // 76: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
 	14,  // 77: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
@@ -10625,7 +10780,7 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	32,  // 88: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	30,  // 89: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
 	32,  // 90: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	143, // 91: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	145, // 91: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
 	52,  // 92: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
 	6,   // 93: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
 	32,  // 94: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
@@ -10645,175 +10800,178 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	29,  // 108: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
 	27,  // 109: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
 	32,  // 110: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 111: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	150, // 112: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	152, // 111: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	152, // 112: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
 	7,   // 113: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	158, // 114: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	160, // 114: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
 	72,  // 115: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
 	1,   // 116: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	150, // 117: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	150, // 118: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	152, // 117: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	152, // 118: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
 	73,  // 119: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
 	74,  // 120: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
 	71,  // 121: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	164, // 122: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	164, // 123: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	150, // 124: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	166, // 122: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	166, // 123: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	152, // 124: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
 	7,   // 125: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
 	85,  // 126: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	150, // 127: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	152, // 128: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	152, // 129: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	152, // 127: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	154, // 128: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	154, // 129: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
 	72,  // 130: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	144, // 131: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	145, // 132: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	146, // 131: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	147, // 132: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
 	87,  // 133: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	146, // 134: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	148, // 134: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
 	86,  // 135: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
 	90,  // 136: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	150, // 137: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	150, // 138: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	152, // 139: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	150, // 140: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	152, // 137: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	152, // 138: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	154, // 139: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	152, // 140: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
 	88,  // 141: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
 	32,  // 142: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 143: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	150, // 144: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	152, // 143: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	152, // 144: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
 	89,  // 145: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
 	32,  // 146: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 147: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	147, // 148: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	152, // 147: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	149, // 148: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
 	98,  // 149: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	150, // 150: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	150, // 151: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	148, // 152: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	152, // 150: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	152, // 151: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	150, // 152: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
 	101, // 153: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
 	98,  // 154: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 155: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 156: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	152, // 156: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
 	101, // 157: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	152, // 158: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	152, // 159: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	154, // 158: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	154, // 159: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
 	104, // 160: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
 	32,  // 161: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 162: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 163: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	152, // 162: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	152, // 163: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
 	98,  // 164: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
 	32,  // 165: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 166: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 167: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	149, // 168: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	150, // 169: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	152, // 166: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	152, // 167: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	151, // 168: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	152, // 169: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
 	110, // 170: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
 	32,  // 171: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 172: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 173: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	150, // 174: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	152, // 172: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	152, // 173: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	152, // 174: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
 	113, // 175: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
 	32,  // 176: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	32,  // 177: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
 	32,  // 178: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	150, // 179: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	150, // 180: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	150, // 181: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	150, // 182: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	152, // 183: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	123, // 184: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	123, // 185: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	123, // 186: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	150, // 187: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	150, // 188: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	130, // 189: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 190: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 191: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 192: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 193: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 194: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 195: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 196: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 197: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 198: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 199: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 200: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 201: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	115, // 202: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 203: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	117, // 204: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
-	59,  // 205: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 206: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 207: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 208: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 209: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 210: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 211: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 212: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 213: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	119, // 214: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	121, // 215: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 216: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	81,  // 217: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	83,  // 218: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	91,  // 219: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	93,  // 220: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	94,  // 221: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	96,  // 222: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	99,  // 223: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	102, // 224: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	105, // 225: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	107, // 226: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	109, // 227: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	112, // 228: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	124, // 229: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	126, // 230: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	128, // 231: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	131, // 232: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 233: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 234: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 235: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 236: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 237: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 238: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 239: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 240: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 241: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 242: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 243: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	116, // 244: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 245: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	118, // 246: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
-	60,  // 247: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 248: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 249: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 250: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 251: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 252: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 253: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 254: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 255: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	120, // 256: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	122, // 257: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 258: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	82,  // 259: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	84,  // 260: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	92,  // 261: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	95,  // 262: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	95,  // 263: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 264: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	100, // 265: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	103, // 266: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	106, // 267: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	108, // 268: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	111, // 269: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	114, // 270: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	125, // 271: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	127, // 272: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	129, // 273: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	132, // 274: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	233, // [233:275] is the sub-list for method output_type
-	191, // [191:233] is the sub-list for method input_type
-	191, // [191:191] is the sub-list for extension type_name
-	191, // [191:191] is the sub-list for extension extendee
-	0,   // [0:191] is the sub-list for field type_name
+	32,  // 179: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	152, // 180: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	152, // 181: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	152, // 182: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	152, // 183: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	154, // 184: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	125, // 185: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	125, // 186: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	125, // 187: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	152, // 188: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	152, // 189: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	132, // 190: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	32,  // 191: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 192: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	37,  // 193: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	39,  // 194: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	41,  // 195: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	35,  // 196: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	43,  // 197: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	46,  // 198: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	48,  // 199: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	50,  // 200: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	55,  // 201: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	57,  // 202: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	115, // 203: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	53,  // 204: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	117, // 205: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	119, // 206: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
+	59,  // 207: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	61,  // 208: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	63,  // 209: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	65,  // 210: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	67,  // 211: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	67,  // 212: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 213: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	75,  // 214: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	77,  // 215: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	121, // 216: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	123, // 217: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	79,  // 218: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	81,  // 219: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	83,  // 220: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	91,  // 221: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	93,  // 222: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	94,  // 223: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	96,  // 224: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	99,  // 225: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	102, // 226: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	105, // 227: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	107, // 228: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	109, // 229: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	112, // 230: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	126, // 231: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	128, // 232: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	130, // 233: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	133, // 234: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	34,  // 235: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	38,  // 236: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	40,  // 237: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	42,  // 238: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	36,  // 239: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	45,  // 240: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	47,  // 241: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	49,  // 242: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	51,  // 243: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	56,  // 244: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	58,  // 245: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	116, // 246: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	54,  // 247: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	118, // 248: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	120, // 249: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
+	60,  // 250: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	62,  // 251: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	64,  // 252: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	66,  // 253: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	68,  // 254: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	68,  // 255: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 256: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	76,  // 257: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	78,  // 258: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	122, // 259: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	124, // 260: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	80,  // 261: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	82,  // 262: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	84,  // 263: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	92,  // 264: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	95,  // 265: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	95,  // 266: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 267: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	100, // 268: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	103, // 269: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	106, // 270: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	108, // 271: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	111, // 272: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	114, // 273: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	127, // 274: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	129, // 275: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	131, // 276: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	134, // 277: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	235, // [235:278] is the sub-list for method output_type
+	192, // [192:235] is the sub-list for method input_type
+	192, // [192:192] is the sub-list for extension type_name
+	192, // [192:192] is the sub-list for extension extendee
+	0,   // [0:192] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10851,7 +11009,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   145,
+			NumMessages:   147,
 			NumExtensions: 0,
 			NumServices:   14,
 		},

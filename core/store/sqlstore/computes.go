@@ -288,12 +288,8 @@ func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *un
 		if at.IsZero() {
 			at = time.Now()
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reservations (compute, service, node, vcpus, memory_bytes, disk_bytes, reserved_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, res.Compute, res.Service, res.Node,
-			res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, at.UnixNano()); err != nil {
-			return fmt.Errorf("write reservation: %w", err)
-		}
-		if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
+		res.ReservedAt = at
+		if gen, err = insertReservation(ctx, tx, res); err != nil {
 			return err
 		}
 		agen, err := bumpAssignments(ctx, tx)
@@ -355,21 +351,45 @@ func servicePlacements(ctx context.Context, tx *sql.Tx, service string) ([]servi
 	})
 }
 
+// insertReservation is the one place a reservation is written: every
+// reservation, and anything kept beside it (the billing ledger), starts
+// here. It moves the node's generation and returns it.
+func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (gen int64, err error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reservations (compute, service, node, vcpus, memory_bytes, disk_bytes, reserved_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, res.Compute, res.Service, res.Node,
+		res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.ReservedAt.UnixNano()); err != nil {
+		return 0, fmt.Errorf("write reservation: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("move generation of node %q: %w", res.Node, err)
+	}
+	return gen, nil
+}
+
+// deleteReservation is the one place a reservation is released (a no-op
+// when the compute holds none); it moves the node's generation.
+func deleteReservation(ctx context.Context, tx *sql.Tx, compute string) error {
+	var node string
+	err := tx.QueryRowContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", compute).Scan(&node)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("release reservation of %q: %w", compute, err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
+		return fmt.Errorf("move generation of node %q: %w", node, err)
+	}
+	return nil
+}
+
 func (s *Store) DropCompute(ctx context.Context, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var node string
-		err := tx.QueryRowContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", name).Scan(&node)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		if err := deleteReservation(ctx, tx, name); err != nil {
 			return err
-		default:
-			if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
-				return err
-			}
 		}
 		var hadAssignment bool
-		err = tx.QueryRowContext(ctx, "DELETE FROM computes WHERE name = $1 RETURNING assignment IS NOT NULL", name).Scan(&hadAssignment)
+		err := tx.QueryRowContext(ctx, "DELETE FROM computes WHERE name = $1 RETURNING assignment IS NOT NULL", name).Scan(&hadAssignment)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

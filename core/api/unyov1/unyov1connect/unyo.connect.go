@@ -93,6 +93,8 @@ const (
 	NodeServiceSetNodeTopologyProcedure = "/unyo.v1.NodeService/SetNodeTopology"
 	// NodeServiceCordonNodeProcedure is the fully-qualified name of the NodeService's CordonNode RPC.
 	NodeServiceCordonNodeProcedure = "/unyo.v1.NodeService/CordonNode"
+	// NodeServiceDrainNodeProcedure is the fully-qualified name of the NodeService's DrainNode RPC.
+	NodeServiceDrainNodeProcedure = "/unyo.v1.NodeService/DrainNode"
 	// EventServiceListEventsProcedure is the fully-qualified name of the EventService's ListEvents RPC.
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
@@ -504,6 +506,12 @@ type NodeServiceClient interface {
 	// keeps its computes but takes no new ones. Root forwards it to the
 	// node's cluster.
 	CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error)
+	// DrainNode drains a node (operator), server-side: it cordons the node,
+	// opens a Maintenance naming the drain, places replacements of the node's
+	// computes elsewhere first and removes each original once its replacement
+	// is Active, then ends the Maintenance. Root forwards it to the node's
+	// cluster.
+	DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error)
 }
 
 // NewNodeServiceClient constructs a client for the unyo.v1.NodeService service. By default, it uses
@@ -547,6 +555,12 @@ func NewNodeServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(nodeServiceMethods.ByName("CordonNode")),
 			connect.WithClientOptions(opts...),
 		),
+		drainNode: connect.NewClient[unyov1.DrainNodeRequest, unyov1.DrainNodeResponse](
+			httpClient,
+			baseURL+NodeServiceDrainNodeProcedure,
+			connect.WithSchema(nodeServiceMethods.ByName("DrainNode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -557,6 +571,7 @@ type nodeServiceClient struct {
 	deleteNode      *connect.Client[unyov1.DeleteNodeRequest, unyov1.DeleteNodeResponse]
 	setNodeTopology *connect.Client[unyov1.SetNodeTopologyRequest, unyov1.SetNodeTopologyResponse]
 	cordonNode      *connect.Client[unyov1.CordonNodeRequest, unyov1.CordonNodeResponse]
+	drainNode       *connect.Client[unyov1.DrainNodeRequest, unyov1.DrainNodeResponse]
 }
 
 // ListNodes calls unyo.v1.NodeService.ListNodes.
@@ -584,6 +599,11 @@ func (c *nodeServiceClient) CordonNode(ctx context.Context, req *connect.Request
 	return c.cordonNode.CallUnary(ctx, req)
 }
 
+// DrainNode calls unyo.v1.NodeService.DrainNode.
+func (c *nodeServiceClient) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	return c.drainNode.CallUnary(ctx, req)
+}
+
 // NodeServiceHandler is an implementation of the unyo.v1.NodeService service.
 type NodeServiceHandler interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
@@ -599,6 +619,12 @@ type NodeServiceHandler interface {
 	// keeps its computes but takes no new ones. Root forwards it to the
 	// node's cluster.
 	CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error)
+	// DrainNode drains a node (operator), server-side: it cordons the node,
+	// opens a Maintenance naming the drain, places replacements of the node's
+	// computes elsewhere first and removes each original once its replacement
+	// is Active, then ends the Maintenance. Root forwards it to the node's
+	// cluster.
+	DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error)
 }
 
 // NewNodeServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -638,6 +664,12 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(nodeServiceMethods.ByName("CordonNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	nodeServiceDrainNodeHandler := connect.NewUnaryHandler(
+		NodeServiceDrainNodeProcedure,
+		svc.DrainNode,
+		connect.WithSchema(nodeServiceMethods.ByName("DrainNode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.NodeService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case NodeServiceListNodesProcedure:
@@ -650,6 +682,8 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 			nodeServiceSetNodeTopologyHandler.ServeHTTP(w, r)
 		case NodeServiceCordonNodeProcedure:
 			nodeServiceCordonNodeHandler.ServeHTTP(w, r)
+		case NodeServiceDrainNodeProcedure:
+			nodeServiceDrainNodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -677,6 +711,10 @@ func (UnimplementedNodeServiceHandler) SetNodeTopology(context.Context, *connect
 
 func (UnimplementedNodeServiceHandler) CordonNode(context.Context, *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.CordonNode is not implemented"))
+}
+
+func (UnimplementedNodeServiceHandler) DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.DrainNode is not implemented"))
 }
 
 // EventServiceClient is a client for the unyo.v1.EventService service.
