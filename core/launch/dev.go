@@ -3,10 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds/builtin"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Dev runs root, one cluster and an agent for this machine in one process,
@@ -153,11 +151,7 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return host.SHA256(f)
 }
 
 // applyExamples stores the example checks and default rules in a cluster

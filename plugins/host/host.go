@@ -338,6 +338,18 @@ type digestEntry struct {
 // unprivileged user can set back). The identity cached is that of the
 // opened file before and after hashing, so a change during the hash is not
 // cached either.
+// SHA256 is the hex sha256 of what r holds: the digest plugins are pinned by.
+func SHA256(r io.Reader) (string, error) {
+	hash := sha256.New()
+	// Large reads: hashing a plugin binary is on the path of its first start,
+	// and 1 MiB reads save about a tenth of it against io.Copy's 32 KiB
+	// (struct{io.Reader} hides os.File's WriteTo, which would pick its own).
+	if _, err := io.CopyBuffer(hash, struct{ io.Reader }{r}, make([]byte, 1<<20)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(hash.Sum(nil)), nil
+}
+
 func (h *Host) digest(path string) (string, bool, error) {
 	if fi, err := os.Stat(path); err == nil {
 		if id, ok := identity(fi); ok {
@@ -356,15 +368,11 @@ func (h *Host) digest(path string) (string, bool, error) {
 	defer f.Close()
 	began := time.Now()
 	before, errB := f.Stat()
-	hash := sha256.New()
-	// Large reads: hashing a plugin binary is on the path of its first start,
-	// and 1 MiB reads save about a tenth of it against io.Copy's 32 KiB
-	// (struct{io.Reader} hides os.File's WriteTo, which would pick its own).
-	if _, err := io.CopyBuffer(hash, struct{ io.Reader }{f}, make([]byte, 1<<20)); err != nil {
+	actual, err := SHA256(f)
+	if err != nil {
 		return "", false, err
 	}
 	h.hashes.Add(1)
-	actual := hex.EncodeToString(hash.Sum(nil))
 	after, errA := f.Stat()
 	if errB != nil || errA != nil {
 		return actual, false, nil
