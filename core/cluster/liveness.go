@@ -68,9 +68,18 @@ func (l *livenessMonitor) Run(ctx context.Context) { every(ctx, time.Second, l.j
 
 // judge reads only the nodes' liveness columns: at 50,000 nodes, decoding
 // every node's description each second was most of an idle cluster's CPU.
-// A node's description is read only when it changes state.
+// A node's description is read only when it changes state. After the first
+// judgement it reads only the nodes that may change state: those not Ready,
+// and Ready ones silent for longer than stale_after (a Ready node heard
+// from since stays Ready). What it remembers of other nodes is forgotten,
+// which is safe: only a node that is not Ready needs its memory.
 func (l *livenessMonitor) judge(ctx context.Context) {
-	nodes, err := l.store.ListNodeBeats(ctx)
+	now := l.now()
+	var lateBefore time.Time
+	if !l.from.IsZero() {
+		lateBefore = now.Add(-l.staleAfter)
+	}
+	nodes, err := l.store.ListNodeBeats(ctx, lateBefore)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.log.Warn("listing nodes for liveness failed", "err", err)
@@ -84,9 +93,8 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 		}
 		l.from = countFrom(l.started, beats)
 	}
-	now := l.now()
 	var events []*unyov1.Event
-	// Forget deleted nodes.
+	// Forget deleted nodes, and Ready ones heard from.
 	listed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		listed[n.Name] = true

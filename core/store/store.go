@@ -146,10 +146,11 @@ type Nodes interface {
 	SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (changed bool, err error)
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
-	// ListNodeBeats returns every node's liveness columns only, sorted by
-	// name: what the liveness judge reads every second, without decoding
-	// each node's description.
-	ListNodeBeats(ctx context.Context) ([]NodeBeat, error)
+	// ListNodeBeats returns nodes' liveness columns only, sorted by name:
+	// what the liveness judge reads every second, without decoding each
+	// node's description. With lateBefore zero it lists every node;
+	// otherwise only those not Ready or last heard from before lateBefore.
+	ListNodeBeats(ctx context.Context, lateBefore time.Time) ([]NodeBeat, error)
 	// DeleteNode removes a node, its credential and its log positions;
 	// ErrNotFound if it has neither record nor credential. Its events stay
 	// as history.

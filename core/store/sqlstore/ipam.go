@@ -465,10 +465,10 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // hotQueries are prepared when a store opens: they run once or more per
-// allocated address or stored object. (Preparing on the database inside a
+// allocated address, stored object or heartbeat flush. (Preparing on the database inside a
 // transaction would wait for SQLite's one writer connection, which the
 // transaction holds.)
-var hotQueries = []string{selectObject, upsertObject, lockCursorQuery, selectNetwork, selectHeld, selectTaken, upsertAllocation, updateCursor}
+var hotQueries = []string{selectObject, upsertObject, lockCursorQuery, selectNetwork, selectHeld, selectTaken, upsertAllocation, updateCursor, touchNodesQuery}
 
 func (s *Store) prepareHot(ctx context.Context) error {
 	s.prepared = map[string]*sql.Stmt{}

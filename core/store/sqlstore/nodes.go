@@ -53,6 +53,29 @@ func (s *Store) UpsertNode(ctx context.Context, n *unyov1.Node) error {
 // took more CPU than the update itself.
 const touchChunk = 100
 
+// touchNodesQuery records touchChunk heartbeats. It is prepared when the
+// store opens (hotQueries): parsing it took about half of TouchNodes' CPU.
+// A shorter last chunk repeats its last row, which updates that node to
+// the same value twice, so every chunk has this one shape.
+var touchNodesQuery = func() string {
+	var q strings.Builder
+	fmt.Fprintf(&q, `UPDATE nodes SET
+		last_heartbeat = CASE WHEN v.column2 > nodes.last_heartbeat
+			THEN v.column2 ELSE nodes.last_heartbeat END,
+		state = CASE WHEN nodes.state = %d THEN %d ELSE nodes.state END
+	FROM (VALUES `, unyov1.NodeState_NODE_STATE_UNSPECIFIED, unyov1.NodeState_NODE_STATE_READY)
+	for i := range touchChunk {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		// Casts give PostgreSQL the column types of the VALUES list.
+		fmt.Fprintf(&q, "(CAST($%d AS TEXT), CAST($%d AS BIGINT))", 2*i+1, 2*i+2)
+	}
+	// VALUES columns are column1, column2 on both backends.
+	q.WriteString(") AS v WHERE nodes.name = v.column1")
+	return q.String()
+}()
+
 // TouchNodes records heartbeats in one transaction. Unknown nodes are
 // ignored; a heartbeat never moves last_heartbeat backwards. A node still
 // UNSPECIFIED becomes READY; any other state is the liveness logic's call.
@@ -63,25 +86,17 @@ func (s *Store) TouchNodes(ctx context.Context, seen map[string]time.Time) error
 	// Sorted, so that concurrent calls lock rows in the same order.
 	names := slices.Sorted(maps.Keys(seen))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := s.stmts(tx).get(ctx, touchNodesQuery)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 2*touchChunk)
 		for chunk := range slices.Chunk(names, touchChunk) {
-			var q strings.Builder
-			fmt.Fprintf(&q, `UPDATE nodes SET
-				last_heartbeat = CASE WHEN v.column2 > nodes.last_heartbeat
-					THEN v.column2 ELSE nodes.last_heartbeat END,
-				state = CASE WHEN nodes.state = %d THEN %d ELSE nodes.state END
-			FROM (VALUES `, unyov1.NodeState_NODE_STATE_UNSPECIFIED, unyov1.NodeState_NODE_STATE_READY)
-			args := make([]any, 0, 2*len(chunk))
-			for i, name := range chunk {
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				// Casts give PostgreSQL the column types of the VALUES list.
-				fmt.Fprintf(&q, "(CAST($%d AS TEXT), CAST($%d AS BIGINT))", 2*i+1, 2*i+2)
-				args = append(args, name, seen[name].UnixNano())
+			for i := range touchChunk {
+				name := chunk[min(i, len(chunk)-1)]
+				args[2*i], args[2*i+1] = name, seen[name].UnixNano()
 			}
-			// VALUES columns are column1, column2 on both backends.
-			q.WriteString(") AS v WHERE nodes.name = v.column1")
-			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
@@ -193,10 +208,18 @@ func (s *Store) ListNodes(ctx context.Context) ([]*unyov1.Node, error) {
 	return nodes, nil
 }
 
-// ListNodeBeats returns every node's name, state and last heartbeat, sorted
-// by name, without decoding the bodies.
-func (s *Store) ListNodeBeats(ctx context.Context) ([]store.NodeBeat, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT name, state, last_heartbeat FROM nodes ORDER BY name")
+// ListNodeBeats returns the name, state and last heartbeat of every node
+// (lateBefore zero) or of those not Ready or silent since before
+// lateBefore, sorted by name, without decoding the bodies. The filter runs
+// in the database: at 50,000 nodes the judge would otherwise decode every
+// row each second to find the few late ones.
+func (s *Store) ListNodeBeats(ctx context.Context, lateBefore time.Time) ([]store.NodeBeat, error) {
+	q, args := "SELECT name, state, last_heartbeat FROM nodes ORDER BY name", []any(nil)
+	if !lateBefore.IsZero() {
+		q = "SELECT name, state, last_heartbeat FROM nodes WHERE state <> $1 OR last_heartbeat < $2 ORDER BY name"
+		args = []any{int32(unyov1.NodeState_NODE_STATE_READY), lateBefore.UnixNano()}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list node heartbeats: %w", err)
 	}
