@@ -12,24 +12,42 @@ import (
 
 // historyPruner keeps the state store's event history to the newest keep
 // events of each node and check (the log store keeps the long history).
+// A pass looks only at the pairs that got events since the previous one;
+// every fullEvery-th pass (and the first) looks at all of them, which also
+// collects explanations that incremental passes leave behind.
 type historyPruner struct {
 	store store.Store
 	keep  int
 	log   *slog.Logger
+	// through is the pipeline cursor the last pass pruned up to; passes
+	// counts passes since the last full one.
+	through int64
+	passes  int
 }
 
-func (p *historyPruner) Run(ctx context.Context) { every(ctx, 30*time.Second, p.prune) }
+const (
+	pruneEvery = 30 * time.Second
+	fullEvery  = 20 // 10 minutes
+)
+
+func (p *historyPruner) Run(ctx context.Context) { every(ctx, pruneEvery, p.prune) }
 
 func (p *historyPruner) prune(ctx context.Context) {
-	n, err := p.store.PruneEvents(ctx, p.keep)
+	after := p.through
+	if p.passes%fullEvery == 0 {
+		after = 0
+	}
+	n, through, err := p.store.PruneEvents(ctx, p.keep, after)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("pruning event history failed", "err", err)
 		}
 		return
 	}
+	p.through = through
+	p.passes++
 	if n > 0 {
-		p.log.Debug("pruned event history", "removed", n, "keep_per_check", p.keep)
+		p.log.Debug("pruned event history", "removed", n, "keep_per_check", p.keep, "full", after == 0)
 	}
 }
 

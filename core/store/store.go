@@ -295,8 +295,12 @@ type Events interface {
 	GetEvent(ctx context.Context, id string) (*unyov1.Event, error)
 	ListEvents(ctx context.Context, f EventFilter) ([]*unyov1.Event, error)
 	// PruneEvents keeps the newest keep history entries per node/check and
-	// returns how many it removed. The latest state is never pruned.
-	PruneEvents(ctx context.Context, keep int) (removed int, err error)
+	// returns how many it removed. The latest state is never pruned, nor
+	// events the pipeline has not processed. With after > 0 only the pairs
+	// that got events after seq after are looked at: pass the through of the
+	// previous call, so that a pass costs what arrived since, not the whole
+	// history. through is the pipeline cursor the pass pruned up to.
+	PruneEvents(ctx context.Context, keep int, after int64) (removed int, through int64, err error)
 	// ForgetEvents is what deleting a check or a node does to events, in
 	// one transaction: the active alerts that f's node or check opened are
 	// resolved (alerts.OpResolve, signed by, with reason), and its latest

@@ -192,3 +192,71 @@ func BenchmarkAckMarkOverhead(b *testing.B) {
 	b.ReportMetric(events/took[1].Seconds(), "events/s-with-mark")
 	b.ReportMetric(100*(took[1].Seconds()/took[0].Seconds()-1), "%overhead")
 }
+
+// BenchmarkPruneEvents: one retention pass over a history of 2,000
+// node/check pairs x 50 events (keep 20) after 200 pairs got a new event:
+// "full" ranks the whole history, as every pass did before; "incremental"
+// ranks only the pairs that got events since the previous pass.
+func BenchmarkPruneEvents(b *testing.B) {
+	const pairs, depth, keep, touched = 2000, 50, 20, 200
+	event := func(pair, i int) *unyov1.Event {
+		return &unyov1.Event{
+			Id: fmt.Sprintf("p%04d-%06d", pair, i), Node: fmt.Sprintf("n%04d", pair), Check: "disk",
+			Status: unyov1.CheckStatus_CHECK_STATUS_OK, Output: "fine",
+			StartedAt: timestamppb.New(time.Unix(1700000000+int64(i), 0)),
+		}
+	}
+	for _, mode := range []string{"full", "incremental"} {
+		b.Run(mode, func(b *testing.B) {
+			s, err := OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "unyo.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for i := range depth {
+				batch := make([]*unyov1.Event, pairs)
+				for p := range pairs {
+					batch[p] = event(p, i)
+				}
+				if _, err := s.AppendEvents(b.Context(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			processed := func() {
+				if _, err := s.w.ExecContext(b.Context(), "UPDATE counters SET value = (SELECT MAX(seq) FROM events) WHERE name = 'pipeline_cursor'"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			processed()
+			_, through, err := s.PruneEvents(b.Context(), keep, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			removed := 0
+			b.ResetTimer()
+			for n := range b.N {
+				b.StopTimer()
+				batch := make([]*unyov1.Event, touched)
+				for p := range touched {
+					batch[p] = event((n*touched+p)%pairs, depth+n)
+				}
+				if _, err := s.AppendEvents(b.Context(), batch); err != nil {
+					b.Fatal(err)
+				}
+				processed()
+				after := through
+				if mode == "full" {
+					after = 0
+				}
+				b.StartTimer()
+				got, t, err := s.PruneEvents(b.Context(), keep, after)
+				if err != nil {
+					b.Fatal(err)
+				}
+				removed += got
+				through = t
+			}
+			b.ReportMetric(float64(removed)/float64(b.N), "removed/op")
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -390,32 +391,69 @@ func scanEvent(row scanner) (*unyov1.Event, error) {
 	return e, nil
 }
 
+// pruneRanked is the history beyond the newest $1 events of each node and
+// check, among events the pipeline has processed ($2 is its cursor): every
+// pair's (pruneAll) or only the pairs that got events after $3.
+const (
+	pruneRanked = `
+	SELECT seq FROM (
+		SELECT e.seq, ROW_NUMBER() OVER (
+			PARTITION BY e.node, e.check_name ORDER BY e.started_at DESC, e.id DESC) AS rn
+		FROM events e %s
+	) AS ranked
+	WHERE rn > $1 AND seq <= $2`
+	pruneAll = "WHERE $3 >= 0"
+	// The pairs first, then each one's events through the (node,
+	// check_name, started_at) index.
+	pruneTouched = "JOIN (SELECT DISTINCT node, check_name FROM events WHERE seq > $3) AS t ON e.node = t.node AND e.check_name = t.check_name"
+)
+
 // PruneEvents deletes history beyond the newest keep events per node/check
 // and returns how many it deleted. The latest state is left alone.
-func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
+func (s *Store) PruneEvents(ctx context.Context, keep int, after int64) (removed int, through int64, err error) {
 	if keep < 0 {
-		return 0, fmt.Errorf("prune events: keep %d is negative", keep)
+		return 0, after, fmt.Errorf("prune events: keep %d is negative", keep)
 	}
-	// Events the pipeline has not processed yet stay, however many.
 	var n int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-		DELETE FROM events WHERE id IN (
-			SELECT id FROM (
-				SELECT id, seq, ROW_NUMBER() OVER (
-					PARTITION BY node, check_name ORDER BY started_at DESC, id DESC) AS rn
-				FROM events
-			) AS ranked
-			WHERE rn > $1 AND seq <= (SELECT value FROM counters WHERE name = 'pipeline_cursor')
-		)`, keep)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// Events the pipeline has not processed yet stay, however many; the
+		// pairs they belong to are pruned once a later pass finds them
+		// after this pass's cursor.
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'pipeline_cursor'").Scan(&through); err != nil {
+			return err
+		}
+		which := pruneTouched
+		if after <= 0 {
+			which = pruneAll
+		}
+		rows, err := tx.QueryContext(ctx, "DELETE FROM events WHERE seq IN ("+fmt.Sprintf(pruneRanked, which)+") RETURNING seq", keep, through, after)
 		if err != nil {
 			return err
 		}
-		if n, err = res.RowsAffected(); err != nil || n == 0 {
+		seqs, err := scanAll(rows, func(row scanner) (seq int64, err error) { return seq, row.Scan(&seq) })
+		if err != nil {
 			return err
 		}
-		// Explanations go with their events, except the latest state's
-		// (kept however old); this also collects those of latest entries
+		if n = int64(len(seqs)); n == 0 {
+			return nil
+		}
+		if after > 0 {
+			// Explanations go with their events, except the latest state's.
+			for chunk := range slices.Chunk(seqs, 500) {
+				args := make([]any, len(chunk))
+				marks := make([]string, len(chunk))
+				for i, seq := range chunk {
+					args[i], marks[i] = seq, "$"+strconv.Itoa(i+1)
+				}
+				in := strings.Join(marks, ", ")
+				if _, err := tx.ExecContext(ctx, "DELETE FROM explanations WHERE seq IN ("+in+
+					") AND seq NOT IN (SELECT seq FROM latest_events WHERE seq IN ("+in+"))", args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// A full pass also collects the explanations of latest entries
 		// replaced or forgotten since their history went.
 		_, err = tx.ExecContext(ctx, `
 		DELETE FROM explanations
@@ -424,7 +462,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep int) (int, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
+		return 0, after, fmt.Errorf("prune events to the newest %d per node/check: %w", keep, err)
 	}
-	return int(n), nil
+	return int(n), through, nil
 }

@@ -96,7 +96,7 @@ func TestUpgradeKeepsExplanations(t *testing.T) {
 
 		// Pruning keeps the latest entries' explanations, old and new;
 		// e3 replaced e2 as latest.
-		if _, err := s.PruneEvents(ctx, 0); err != nil {
+		if _, _, err := s.PruneEvents(ctx, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		delete(want, "e1")

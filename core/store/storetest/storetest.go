@@ -825,14 +825,14 @@ func eventTests() []contractTest {
 			latest := listEvents(t, s, store.EventFilter{})
 
 			// Events the pipeline has not processed are never pruned.
-			removed, err := s.PruneEvents(ctx(t), 0)
+			removed, _, err := s.PruneEvents(ctx(t), 0, 0)
 			must(t, err)
 			if removed != 0 {
 				t.Errorf("prune before the pipeline processed anything: removed %d, want 0", removed)
 			}
 			processAll(t, s)
 
-			removed, err = s.PruneEvents(ctx(t), 2)
+			removed, _, err = s.PruneEvents(ctx(t), 2, 0)
 			must(t, err)
 			if removed != 4 {
 				t.Errorf("prune to 2: removed %d, want 4", removed)
@@ -840,13 +840,13 @@ func eventTests() []contractTest {
 			wantIDs(t, s, store.EventFilter{History: true, Node: "web1", Check: "disk"}, "a-disk-4 a-disk-3")
 			wantIDs(t, s, store.EventFilter{History: true, Node: "web1", Check: "load"}, "a-load-1 a-load-0")
 			wantIDs(t, s, store.EventFilter{History: true, Node: "web2"}, "b-disk-2 b-disk-1")
-			removed, err = s.PruneEvents(ctx(t), 2)
+			removed, _, err = s.PruneEvents(ctx(t), 2, 0)
 			must(t, err)
 			if removed != 0 {
 				t.Errorf("second prune to 2: removed %d, want 0", removed)
 			}
 
-			removed, err = s.PruneEvents(ctx(t), 0)
+			removed, _, err = s.PruneEvents(ctx(t), 0, 0)
 			must(t, err)
 			if removed != 6 {
 				t.Errorf("prune to 0: removed %d, want 6", removed)
@@ -859,9 +859,53 @@ func eventTests() []contractTest {
 			got, err := s.GetEvent(ctx(t), "a-disk-4")
 			must(t, err)
 			wantEqual(t, "pruned latest event", got, events[4])
-			if _, err := s.PruneEvents(ctx(t), -1); err == nil {
+			if _, _, err := s.PruneEvents(ctx(t), -1, 0); err == nil {
 				t.Error("PruneEvents accepted a negative keep")
 			}
+		}},
+		{"PruneIncremental", func(t *testing.T, s store.Store) {
+			var events []*unyov1.Event
+			for i := range 5 {
+				events = append(events, event(fmt.Sprintf("a-disk-%d", i), "web1", "disk", success, i))
+			}
+			for i := range 3 {
+				events = append(events, event(fmt.Sprintf("b-disk-%d", i), "web2", "disk", success, i))
+			}
+			appendEvents(t, s, len(events), events...)
+			processAll(t, s)
+			removed, through, err := s.PruneEvents(ctx(t), 2, 0)
+			must(t, err)
+			if removed != 4 || through == 0 {
+				t.Fatalf("full prune to 2: removed %d through %d, want 4 through the cursor", removed, through)
+			}
+			// Newer events of web1 only, not processed yet: they count in
+			// the ranking but stay; the older ones past keep go, and the
+			// cursor has not moved.
+			appendEvents(t, s, 2, event("a-disk-5", "web1", "disk", success, 5), event("a-disk-6", "web1", "disk", success, 6))
+			removed, through2, err := s.PruneEvents(ctx(t), 2, through)
+			must(t, err)
+			if removed != 2 || through2 != through {
+				t.Errorf("prune before the pipeline processed the new events: removed %d through %d, want 2 through %d", removed, through2, through)
+			}
+			// Once processed, a pass after through looks at web1 only: web2
+			// keeps two although keep is now 1.
+			processAll(t, s)
+			removed, through3, err := s.PruneEvents(ctx(t), 1, through2)
+			must(t, err)
+			if removed != 1 || through3 <= through2 {
+				t.Errorf("incremental prune to 1: removed %d through %d, want 1 through past %d", removed, through3, through2)
+			}
+			wantIDs(t, s, store.EventFilter{History: true, Node: "web1"}, "a-disk-6")
+			wantIDs(t, s, store.EventFilter{History: true, Node: "web2"}, "b-disk-2 b-disk-1")
+			// Nothing new: an incremental pass removes nothing; a full one
+			// catches web2 up.
+			if removed, _, err := s.PruneEvents(ctx(t), 1, through3); err != nil || removed != 0 {
+				t.Errorf("incremental prune with nothing new: removed %d, err %v; want 0", removed, err)
+			}
+			if removed, _, err := s.PruneEvents(ctx(t), 1, 0); err != nil || removed != 1 {
+				t.Errorf("full prune to 1: removed %d, err %v; want 1", removed, err)
+			}
+			wantIDs(t, s, store.EventFilter{History: true, Node: "web2"}, "b-disk-2")
 		}},
 		{"ConcurrentAppendsLoseNothing", func(t *testing.T, s store.Store) {
 			const (
