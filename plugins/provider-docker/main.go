@@ -262,7 +262,7 @@ func (p *dockerProvider) resource(ctx context.Context, ins container.InspectResp
 	_ = json.Unmarshal([]byte(labels[labelConfig]), &cfg)
 	hs, _ := json.Marshal(handleState{ContainerID: ins.ID, Name: ins.Name})
 	r := sdk.Resource{ID: labels[labelID], Labels: callerLabels(labels), Config: cfg,
-		Handle: sdk.Handle{Version: handleVersion, State: hs},
+		Handle:     sdk.Handle{Version: handleVersion, State: hs},
 		Attributes: map[string]string{"container_id": ins.ID, "container_name": trimSlash(ins.Name), "image": ins.Config.Image}}
 	if t, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil {
 		r.CreatedAt = t
