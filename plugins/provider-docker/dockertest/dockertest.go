@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,15 +123,28 @@ func (d *Daemon) Log() string {
 	return string(b)
 }
 
-// Kill SIGKILLs dockerd (its containerd goes with it) and removes the
-// bind mount it leaves on its data root, as a crash would leave it.
+// Kill SIGKILLs dockerd as a crash would. Its containerd dies with it;
+// the containers and their shims keep running. Kill returns once that
+// containerd is gone (reaped by init), since a dockerd started while its
+// pid still exists waits for it in vain; and removes the bind mount
+// dockerd leaves on its data root.
 func (d *Daemon) Kill() {
 	if d.cmd == nil {
 		return
 	}
+	containerd, _ := os.ReadFile(filepath.Join(d.Dir, "exec", "containerd", "containerd.pid"))
 	_ = d.cmd.Process.Signal(syscall.SIGKILL)
 	<-d.done
 	d.cmd = nil
+	if pid := strings.TrimSpace(string(containerd)); pid != "" {
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat("/proc/" + pid); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	_ = syscall.Unmount(filepath.Join(d.Dir, "data"), syscall.MNT_DETACH)
 }
 
@@ -176,6 +190,7 @@ func (d *Daemon) cleanup() {
 		cancel()
 	}
 	d.stop()
+	killCgroup(d.CgroupParent, d.Dir)
 	for _, m := range []string{filepath.Join(d.Dir, "data"), filepath.Join(d.Dir, "exec")} {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
@@ -192,6 +207,39 @@ func (d *Daemon) cleanup() {
 		d.t.Errorf("removing dockerd's directory: %v", err)
 	}
 	removeCgroups(d.t, d.CgroupParent)
+}
+
+// killCgroup SIGKILLs every process left in the test's cgroups (the
+// containers of a dockerd that failed to restart) and the containerd
+// shims of this daemon, found by the exec root on their command line.
+func killCgroup(parent, dir string) {
+	var pids []int
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/pids", parent), func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Name() == "cgroup.procs" {
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return nil
+	})
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range procs {
+		b, _ := os.ReadFile(c)
+		if strings.Contains(string(b), "containerd-shim") && strings.Contains(string(b), dir+"/") {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if len(pids) > 0 {
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // removeCgroups removes the test's cgroup parent in every v1 hierarchy
