@@ -17,8 +17,8 @@ import (
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/conformance"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
-	"github.com/unyo-ops/unyo/plugins/provider-docker/dockertest"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+	"github.com/unyo-ops/unyo/plugins/provider-docker/dockertest"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
