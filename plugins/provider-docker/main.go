@@ -28,9 +28,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,7 +209,7 @@ func (p *dockerProvider) Create(ctx context.Context, req sdk.CreateRequest) (sdk
 		return sdk.Resource{}, err
 	}
 	env := make([]string, 0, len(rc.Env))
-	for _, k := range sortedKeys(rc.Env) {
+	for _, k := range slices.Sorted(maps.Keys(rc.Env)) {
 		env = append(env, k+"="+rc.Env[k])
 	}
 	cc := &container.Config{Image: rc.Image, Env: env, Labels: labels}
@@ -435,21 +438,8 @@ func shouldRestart(ins container.InspectResponse) bool {
 	return false
 }
 
-func trimSlash(s string) string {
-	if len(s) > 0 && s[0] == '/' {
-		return s[1:]
-	}
-	return s
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+// trimSlash drops the "/" Docker puts before container names.
+func trimSlash(s string) string { return strings.TrimPrefix(s, "/") }
 
 func main() {
 	sdk.Serve(&dockerProvider{})
