@@ -84,16 +84,11 @@ func TestWithDockerd(t *testing.T) {
 	d := startDocker(t)
 
 	t.Run("conformance", func(t *testing.T) {
-		fx := &conformance.Fixtures{
-			Config:        map[string]any{"host": d.Host},
-			InvalidConfig: map[string]any{"host": 42.0},
-			Provider: conformance.ProviderFixtures{
-				Resource: sleeper(map[string]any{"vcpus": 0.5, "memory_bytes": float64(64 << 20), "pids_limit": 32.0}),
-				Other:    sleeper(map[string]any{"vcpus": 0.25}),
-				Invalid:  map[string]any{"image": "", "vcpus": -1.0},
-				Failing:  map[string]any{"image": "unyo-test/not-here:none", "command": []any{"sleep", "1"}},
-			},
+		fx, err := conformance.LoadFixtures("testdata/conformance.yaml")
+		if err != nil {
+			t.Fatal(err)
 		}
+		fx.Config["host"] = d.Host
 		conformance.Run(t, conformance.Binary(conformance.Build(t, ".", "unyo-provider-docker"), fx))
 	})
 
@@ -283,6 +278,24 @@ func TestDockerdKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.Provider.Delete(context.Background(), &pluginv1.DeleteRequest{Id: "web-1"}) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := c.Provider.Watch(ctx, &pluginv1.WatchRequest{Ids: []string{"web-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := make(chan *pluginv1.WatchResponse, 64)
+	go func() {
+		defer close(watched)
+		for {
+			e, err := w.Recv()
+			if err != nil {
+				return
+			}
+			watched <- e
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the event stream is open
 	d.Kill()
 	if _, err := c.Provider.Get(context.Background(), &pluginv1.GetRequest{Id: "web-1"}); err == nil {
 		t.Errorf("Get with dockerd down succeeded")
@@ -304,6 +317,22 @@ func TestDockerdKilled(t *testing.T) {
 	}
 	if cs := containers(t, d); len(cs) != 1 {
 		t.Errorf("%d containers after the restart, want 1", len(cs))
+	}
+	// Watch outlived dockerd: it reopened the event stream and reported
+	// the resource's state again.
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case e, ok := <-watched:
+			if !ok {
+				t.Fatal("Watch ended when dockerd went away")
+			}
+			if e.GetId() == "web-1" && e.GetState() == sdk.Running {
+				return
+			}
+		case <-deadline:
+			t.Fatal("Watch reported nothing after dockerd came back")
+		}
 	}
 }
 
