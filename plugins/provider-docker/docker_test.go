@@ -240,6 +240,18 @@ func TestWithDockerd(t *testing.T) {
 		}
 	})
 
+	t.Run("flavor_too_large", func(t *testing.T) {
+		c := serve(t, d)
+		before := len(containers(t, d))
+		_, err := create(t, c, "huge-1", sleeper(map[string]any{"vcpus": 4096.0}))
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "4096 vCPUs") {
+			t.Fatalf("Create of a flavor larger than the node: %v", err)
+		}
+		if after := len(containers(t, d)); after != before {
+			t.Errorf("a refused Create left %d containers", after-before)
+		}
+	})
+
 	t.Run("image_tar", func(t *testing.T) {
 		c := serve(t, d)
 		// A tar that is not an image: loading fails with a clear error and

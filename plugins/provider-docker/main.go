@@ -195,6 +195,15 @@ func (p *dockerProvider) Create(ctx context.Context, req sdk.CreateRequest) (sdk
 	if err != nil {
 		return sdk.Resource{}, err
 	}
+	if rc.VCPUs > 0 || rc.MemoryBytes > 0 {
+		info, err := cli.Info(ctx)
+		if err != nil {
+			return sdk.Resource{}, fmt.Errorf("provider docker: dockerd at %s does not answer: %w", cfg.Host, err)
+		}
+		if why := fits(rc, info.NCPU, info.MemTotal); why != "" {
+			return sdk.Resource{}, status.Errorf(codes.FailedPrecondition, "provider docker: %s", why)
+		}
+	}
 	if err := ensureImage(ctx, cli, rc); err != nil {
 		return sdk.Resource{}, err
 	}

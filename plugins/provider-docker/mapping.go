@@ -255,3 +255,16 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(keep, " | ")
 }
+
+// fits says why a resource's shape does not fit the node (its dockerd's
+// CPUs and memory), "" when it fits: such a container would be refused
+// (CPUs) or never get what it asked for (memory).
+func fits(rc ResourceConfig, cpus int, memory int64) string {
+	switch {
+	case cpus > 0 && rc.VCPUs > float64(cpus):
+		return fmt.Sprintf("the flavor asks for %g vCPUs and this node has %d", rc.VCPUs, cpus)
+	case memory > 0 && rc.MemoryBytes > memory:
+		return fmt.Sprintf("the flavor asks for %d MiB of memory and this node has %d MiB", rc.MemoryBytes>>20, memory>>20)
+	}
+	return ""
+}

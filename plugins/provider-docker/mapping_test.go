@@ -171,3 +171,19 @@ func TestStatsMetrics(t *testing.T) {
 		t.Errorf("statsMetrics = %v, want %v", got, want)
 	}
 }
+
+func TestFits(t *testing.T) {
+	for _, tc := range []struct {
+		rc   ResourceConfig
+		want string
+	}{
+		{ResourceConfig{VCPUs: 2, MemoryBytes: 1 << 30}, ""},
+		{ResourceConfig{}, ""},
+		{ResourceConfig{VCPUs: 2.5}, "2.5 vCPUs and this node has 2"},
+		{ResourceConfig{MemoryBytes: 8 << 30}, "8192 MiB of memory and this node has 4096 MiB"},
+	} {
+		if got := fits(tc.rc, 2, 4<<30); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("fits(%+v) = %q, want %q", tc.rc, got, tc.want)
+		}
+	}
+}
