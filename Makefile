@@ -18,10 +18,12 @@ dev: build
 	./$(BIN) dev --config configs/dev.yaml
 
 # The binary, and beside it the bundled provider-exec, which `unyo dev`
-# enables for its agent so that RegionServices run on this machine.
+# enables for its agent so that RegionServices run on this machine, and
+# provider-docker (containers through a node's dockerd).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
 	$(GO) build -trimpath -o bin/unyo-provider-exec ./plugins/provider-exec
+	$(GO) build -trimpath -o bin/unyo-provider-docker ./plugins/provider-docker
 
 # The man pages, generated from the command tree (unyo.1, unyo-apply.1, ...).
 man: build

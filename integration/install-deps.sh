@@ -6,8 +6,11 @@
 # (the side-by-side benchmark and its harness test), Prometheus and
 # systemd-analyze (self-monitoring and packaging tests), Prometheus's node
 # exporter (beside the agent in the RSS benchmark), nagios4-common (its
-# example configuration is what unyo import nagios is tested on) and
-# Chromium (the web console's browser tests drive it headless). Runs apt-get
+# example configuration is what unyo import nagios is tested on),
+# Chromium (the web console's browser tests drive it headless), and
+# docker.io with busybox-static (provider-docker's tests start a private
+# dockerd and import a busybox image built from the static binary; the
+# package starts no daemon: policy-rc.d). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -26,6 +29,8 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v dot >/dev/null || need+=(graphviz)
 [ -f /etc/nagios4/nagios.cfg ] || need+=(nagios4-common)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/sbin/dockerd ] || need+=(docker.io)
+[ -x /bin/busybox ] || need+=(busybox-static)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2
