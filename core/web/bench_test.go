@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -22,21 +23,36 @@ func manyAlerts(n int) []*unyov1.Alert {
 }
 
 // BenchmarkAlertsPage10k renders the alerts page, API call included, with
-// 10,000 open alerts over 10 clusters (the issue asks under 300 ms).
+// 10,000 open alerts over 10 clusters (the issue asks under 300 ms). It
+// reports the server's time per page (arrival to the last byte handed to
+// the socket) beside the round trip; the client only counts the bytes.
 func BenchmarkAlertsPage10k(b *testing.B) {
 	f := fixture(b)
 	f.alerts = manyAlerts(10000)
 	e := newEnv(b, f)
 	br := e.browser()
 	br.login(adminTok)
-	var size int
+	req, err := http.NewRequest("GET", e.srv.URL+"/alerts", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range br.cookies {
+		req.AddCookie(&http.Cookie{Name: k, Value: v})
+	}
+	var size int64
+	e.served.Store(0)
 	b.ResetTimer()
 	for b.Loop() {
-		resp, body := br.get("/alerts")
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
 		}
-		size = len(body)
+		size, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || size < 1e6 {
+			b.Fatalf("status %d, %d bytes", resp.StatusCode, size)
+		}
 	}
+	b.ReportMetric(float64(e.served.Load())/1e6/float64(b.N), "server-ms/page")
 	b.ReportMetric(float64(size)/1e6, "MB/page")
 }

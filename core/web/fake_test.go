@@ -3,12 +3,14 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,6 +181,9 @@ type env struct {
 	t   testing.TB
 	api *fakeAPI
 	srv *httptest.Server
+	// served is the time the server spent on page requests, from the
+	// request's arrival to the handler's return (the whole page sent).
+	served atomic.Int64
 }
 
 func newEnv(t testing.TB, api *fakeAPI) *env { return newEnvLive(t, api, 200*time.Millisecond) }
@@ -205,9 +210,15 @@ func newEnvLive(t testing.TB, api *fakeAPI, interval time.Duration) *env {
 		t.Fatal(err)
 	}
 	srv.Handle("/", c)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &env{t: t, api: api, srv: hs}
+	e := &env{t: t, api: api}
+	h := srv.Handler()
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		e.served.Add(int64(time.Since(start)))
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
 }
 
 // inventory is the diagram package's fixture.
@@ -274,16 +285,8 @@ func (b *browser) do(method, path string, form map[string][]string, hdr map[stri
 			b.cookies[c.Name] = c.Value
 		}
 	}
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp, sb.String()
+	page, _ := io.ReadAll(resp.Body)
+	return resp, string(page)
 }
 
 func (b *browser) get(path string) (*http.Response, string) { return b.do("GET", path, nil, nil) }

@@ -41,11 +41,14 @@ var funcs = template.FuncMap{
 // navItems are the pages in the main navigation, by path.
 var navItems = []string{"alerts", "events", "nodes", "rules", "maintenance", "racks", "networks", "graph"}
 
+// tsLayout is how pages show a time: in UTC, to the second.
+const tsLayout = "2006-01-02 15:04:05Z"
+
 func ts(t *timestamppb.Timestamp) string {
 	if t == nil || (t.GetSeconds() == 0 && t.GetNanos() == 0) {
 		return "-"
 	}
-	return t.AsTime().UTC().Format("2006-01-02 15:04:05Z")
+	return t.AsTime().UTC().Format(tsLayout)
 }
 
 func iso(t *timestamppb.Timestamp) string {

@@ -78,6 +78,17 @@ type page struct {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, q *request, name, title, nav string, data any, errs []string) {
+	p := c.page(q, title, nav, data, errs)
+	var b bytes.Buffer
+	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
+		c.renderFailed(w, name, err)
+		return
+	}
+	writePage(w, b.Bytes())
+}
+
+// page is what the templates get for a page of q's session.
+func (c *Console) page(q *request, title, nav string, data any, errs []string) page {
 	p := page{Title: title, Nav: nav, Data: data, Errors: errs}
 	if q != nil {
 		p.User = q.sess.principal.String()
@@ -86,15 +97,20 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *request, nam
 		p.Flash = c.sessions.takeFlash(q.sess)
 		p.MayAct = q.mayAct()
 	}
-	var b bytes.Buffer
-	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
-		c.log.Error("render a console page", "page", name, "err", err)
-		http.Error(w, "the console failed to render this page; root's log has the details", http.StatusInternalServerError)
-		return
-	}
+	return p
+}
+
+func (c *Console) renderFailed(w http.ResponseWriter, name string, err error) {
+	c.log.Error("render a console page", "page", name, "err", err)
+	http.Error(w, "the console failed to render this page; root's log has the details", http.StatusInternalServerError)
+}
+
+// writePage sends a rendered page. Pages are rendered whole before the
+// first byte goes out, so that a failure is an error page, not half a page.
+func writePage(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b)
 }
 
 // apiFailed answers a failed API call: a lost session goes back to the

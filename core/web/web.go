@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/server"
@@ -51,6 +52,9 @@ type Console struct {
 	sessions *sessions
 	tmpl     *template.Template
 	mux      *http.ServeMux
+	// pageBufs are the alerts page's buffers (*bytes.Buffer), kept for
+	// the next page.
+	pageBufs sync.Pool
 }
 
 // New returns a console; mount it at / of the server whose API it calls.
