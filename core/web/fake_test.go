@@ -47,6 +47,9 @@ type fakeAPI struct {
 	events  []*unyov1.Event
 	nodes   []*unyov1.Node
 	objects []*unyov1.Object
+	// actedBy is who applied objects and cordoned nodes, as the API
+	// recorded them.
+	actedBy []string
 }
 
 func (f *fakeAPI) setAlerts(as ...*unyov1.Alert) {
@@ -127,10 +130,14 @@ func (f *fakeAPI) GetEvent(_ context.Context, req *connect.Request[unyov1.GetEve
 }
 
 func (f *fakeAPI) ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return connect.NewResponse(&unyov1.ListNodesResponse{Nodes: f.nodes}), nil
 }
 
 func (f *fakeAPI) GetNode(_ context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, n := range f.nodes {
 		if n.GetName() == req.Msg.GetName() {
 			return connect.NewResponse(&unyov1.GetNodeResponse{Nodes: []*unyov1.Node{n}}), nil
@@ -139,7 +146,38 @@ func (f *fakeAPI) GetNode(_ context.Context, req *connect.Request[unyov1.GetNode
 	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found", req.Msg.GetName()))
 }
 
+// CordonNode needs the operator role, as the cluster's does.
+func (f *fakeAPI) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	if err := server.RequireWrite(ctx, "Node", req.Msg.GetCluster(), false); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &unyov1.CordonNodeResponse{}
+	for _, n := range f.nodes {
+		if n.GetName() == req.Msg.GetName() {
+			out.Found++
+			if n.GetCordoned() != req.Msg.GetCordoned() {
+				n.Cordoned = req.Msg.GetCordoned()
+				out.Changed++
+				f.actedBy = append(f.actedBy, server.Actor(ctx))
+			}
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+// DrainNode answers as a cluster without drain does.
+func (f *fakeAPI) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	if err := server.RequireWrite(ctx, "Node", req.Msg.GetCluster(), false); err != nil {
+		return nil, err
+	}
+	return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("draining nodes is not built yet in cluster c1"))
+}
+
 func (f *fakeAPI) List(_ context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := &unyov1.ListResponse{}
 	for _, o := range f.objects {
 		if kinds.KindOf(o) == req.Msg.GetKind() {
@@ -149,6 +187,20 @@ func (f *fakeAPI) List(_ context.Context, req *connect.Request[unyov1.ListReques
 	return connect.NewResponse(out), nil
 }
 
+// Get answers the last object applied under the name.
+func (f *fakeAPI) Get(_ context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ref := req.Msg.GetRef()
+	for i := len(f.objects) - 1; i >= 0; i-- {
+		o := f.objects[i]
+		if kinds.KindOf(o) == ref.GetKind() && kinds.Name(o) == ref.GetName() {
+			return connect.NewResponse(&unyov1.GetResponse{Objects: []*unyov1.Object{proto.Clone(o).(*unyov1.Object)}}), nil
+		}
+	}
+	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s %q not found", ref.GetKind(), ref.GetName()))
+}
+
 func (f *fakeAPI) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
 	if err := server.RequireWrite(ctx, "Maintenance", "", false); err != nil {
 		return nil, err
@@ -156,6 +208,7 @@ func (f *fakeAPI) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.objects = append(f.objects, req.Msg.GetObjects()...)
+	f.actedBy = append(f.actedBy, server.Actor(ctx))
 	return connect.NewResponse(&unyov1.ApplyResponse{}), nil
 }
 

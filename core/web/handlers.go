@@ -94,7 +94,11 @@ func (c *Console) page(q *request, title, nav string, data any, errs []string) p
 		p.User = q.sess.principal.String()
 		p.Role = q.sess.principal.Role.String()
 		p.CSRF = q.sess.csrf
-		p.Flash = c.sessions.takeFlash(q.sess)
+		var problem string
+		p.Flash, problem = c.sessions.takeFlash(q.sess)
+		if problem != "" {
+			p.Errors = append(p.Errors, problem)
+		}
 		p.MayAct = q.mayAct()
 	}
 	return p
@@ -163,7 +167,7 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, q *request, back 
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": ok, "message": msg})
 		return
 	}
-	c.sessions.setFlash(q.sess, msg)
+	c.sessions.setFlash(q.sess, msg, ok)
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
