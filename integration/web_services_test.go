@@ -175,6 +175,16 @@ func TestWebServicesInBrowser(t *testing.T) {
 		chromedp.Click("#drain", chromedp.ByID),
 		chromedp.WaitVisible(`//div[@class="problems"][contains(., "Node node-a not draining: ")]`, chromedp.BySearch))
 
+	// The new pages have the accessibility basics in the browser too.
+	for _, p := range []string{"/services", "/service?name=web", "/node?name=node-a&cluster=c1", "/racks?cluster=c1"} {
+		var problems []string
+		browser.Step(t, ctx, "check "+p, 30*time.Second, chromedp.Navigate(rootURL+p), chromedp.WaitReady("main", chromedp.ByQuery),
+			chromedp.Evaluate(a11yScript, &problems))
+		for _, pr := range problems {
+			t.Errorf("%s: %s", p, pr)
+		}
+	}
+
 	// Scale from the service's page: the tail replica goes.
 	browser.Step(t, ctx, "scale web to 2", 30*time.Second,
 		chromedp.Navigate(rootURL+"/service?name=web"),
