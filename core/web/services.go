@@ -144,17 +144,7 @@ func (c *Console) plan(r *http.Request, q *request, s *unyov1.RegionService) ([]
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %s", message(err))
 	}
-	var cs []service.ClusterNodes
-	for _, ci := range clusters.Msg.GetClusters() {
-		cn := service.ClusterNodes{Name: ci.GetName(), Attrs: ci.GetAttributes()}
-		for _, n := range nodes.Msg.GetNodes() {
-			if n.GetCluster() == ci.GetName() {
-				cn.Nodes = append(cn.Nodes, service.Node(n))
-			}
-		}
-		cs = append(cs, cn)
-	}
-	return service.Plan(s, shape, cs), nil
+	return service.Plan(s, shape, service.ClustersOf(clusters.Msg.GetClusters(), nodes.Msg.GetNodes())), nil
 }
 
 // serviceScale sets a service's replicas, as `unyo services scale`: the
