@@ -20,6 +20,10 @@ type request struct {
 	id   string
 	sess *session
 	api  *api
+	// refresh marks a page's script redrawing part of the page (the
+	// X-Unyo-Refresh header): it leaves the flash for the next page, and
+	// pages may skip what the part does not show.
+	refresh bool
 }
 
 // mayAct says whether the operator's role allows acknowledging, closing and
@@ -58,10 +62,14 @@ func (c *Console) authed(h pageHandler) http.Handler {
 				return
 			}
 		}
-		q := &request{id: ck.Value, sess: ss, api: newAPI(c.opts.API, ss.token, r.RemoteAddr)}
+		q := &request{id: ck.Value, sess: ss, api: newAPI(c.opts.API, ss.token, r.RemoteAddr), refresh: r.Header.Get(refreshHeader) != ""}
 		h(w, r, q)
 	})
 }
+
+// refreshHeader marks a request of a page's script for the page again,
+// to redraw the parts marked data-refresh.
+const refreshHeader = "X-Unyo-Refresh"
 
 // page is what every page template gets.
 type page struct {
@@ -94,12 +102,14 @@ func (c *Console) page(q *request, title, nav string, data any, errs []string) p
 		p.User = q.sess.principal.String()
 		p.Role = q.sess.principal.Role.String()
 		p.CSRF = q.sess.csrf
-		var problem string
-		p.Flash, problem = c.sessions.takeFlash(q.sess)
-		if problem != "" {
-			p.Errors = append(p.Errors, problem)
-		}
 		p.MayAct = q.mayAct()
+		if !q.refresh {
+			var problem string
+			p.Flash, problem = c.sessions.takeFlash(q.sess)
+			if problem != "" {
+				p.Errors = append(p.Errors, problem)
+			}
+		}
 	}
 	return p
 }

@@ -113,9 +113,11 @@ func (c *Console) servicePage(w http.ResponseWriter, r *http.Request, q *request
 			d.Computes = append(d.Computes, cp)
 		}
 	}
-	d.Plan, err = c.plan(r, q, s)
-	if err != nil {
-		d.PlanError = err.Error()
+	// A refresh redraws only the replicas: no plan to compute.
+	if !q.refresh {
+		if d.Plan, err = c.plan(r, q, s); err != nil {
+			d.PlanError = err.Error()
+		}
 	}
 	c.render(w, r, q, "service.html", "Service "+s.GetName(), "services", d, errs)
 }

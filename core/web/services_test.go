@@ -178,3 +178,19 @@ func TestRackViewListsComputes(t *testing.T) {
 		}
 	}
 }
+
+// The page's script redraws the replicas with X-Unyo-Refresh: that
+// request skips the plan and leaves the flash for the next page.
+func TestServicePageRefresh(t *testing.T) {
+	e := newEnv(t, fixture(t))
+	b := e.browser()
+	b.login(adminTok)
+	b.do("POST", "/service/scale", map[string][]string{"csrf": {b.csrf}, "name": {"web"}, "replicas": {"3"}}, nil)
+	resp, body := b.do("GET", "/service?name=web", nil, map[string]string{"X-Unyo-Refresh": "1"})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="c-web-0"`) || strings.Contains(body, `<th scope="col">Replica</th><th scope="col">Cluster</th>`) || strings.Contains(body, "scaled to 3") {
+		t.Errorf("a refresh: %d, replicas %v, plan or flash in it", resp.StatusCode, strings.Contains(body, `id="c-web-0"`))
+	}
+	if _, body := b.get("/service?name=web"); !strings.Contains(body, "scaled to 3") || !strings.Contains(body, `<th scope="col">Replica</th><th scope="col">Cluster</th>`) {
+		t.Errorf("the next page lost the flash or the plan")
+	}
+}

@@ -153,7 +153,7 @@
       var every = (parseInt(el.dataset.refresh, 10) || 5) * 1000;
       setInterval(function () {
         if (document.hidden) return;
-        fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Unyo-Refresh": "1" } })
           .then(function (r) { return r.ok && !r.redirected ? r.text() : null; })
           .then(function (html) {
             if (!html) return;
