@@ -185,15 +185,30 @@ func TestWebServicesInBrowser(t *testing.T) {
 		}
 	}
 
-	// Scale from the service's page: the tail replica goes.
-	browser.Step(t, ctx, "scale web to 2", 30*time.Second,
-		chromedp.Navigate(rootURL+"/service?name=web"),
-		chromedp.WaitVisible("#replicas", chromedp.ByID),
-		chromedp.SetValue("#replicas", "2", chromedp.ByID),
-		chromedp.Click("#scale", chromedp.ByID),
-		chromedp.WaitVisible(".confirm", chromedp.ByQuery),
-		chromedp.Click("#scale", chromedp.ByID),
-		chromedp.WaitVisible(`//p[@class="flash"][contains(., "scaled to 2 replica(s) by admin")]`, chromedp.BySearch))
+	// Scale from the service's page. A fourth replica has no node left
+	// (anti-affinity on the hostname): its row shows, by itself, that it
+	// cannot be placed, with the scheduler's words and counts. Then down
+	// to two: the tail goes.
+	scale := func(n string) chromedp.Tasks {
+		return chromedp.Tasks{
+			chromedp.Navigate(rootURL + "/service?name=web"),
+			chromedp.WaitVisible("#replicas", chromedp.ByID),
+			chromedp.SetValue("#replicas", n, chromedp.ByID),
+			chromedp.Click("#scale", chromedp.ByID),
+			chromedp.WaitVisible(".confirm", chromedp.ByQuery),
+			chromedp.Click("#scale", chromedp.ByID),
+			chromedp.WaitVisible(`//p[@class="flash"][contains(., "scaled to `+n+` replica(s) by admin")]`, chromedp.BySearch),
+		}
+	}
+	var blocked string
+	browser.Step(t, ctx, "scale web to 4", 30*time.Second, scale("4"))
+	browser.Step(t, ctx, "see why web-3 is not placed", 60*time.Second,
+		chromedp.WaitVisible(`//tr[@id="c-web-3"]//li[starts-with(., "anti_affinity: 3")]`, chromedp.BySearch),
+		chromedp.Text("#c-web-3", &blocked, chromedp.ByID))
+	if !strings.Contains(blocked, "Unsatisfiable") || !strings.Contains(blocked, "0/3 nodes fit") {
+		t.Errorf("web-3's row does not say why it is not placed: %q", blocked)
+	}
+	browser.Step(t, ctx, "scale web to 2", 30*time.Second, scale("2"))
 	testutil.Eventually(t, 60*time.Second, "web-2 gone", func() error {
 		out, err := a.run("computes", "ls")
 		if err == nil && (strings.Contains(out, "web-2") || !strings.Contains(out, "web-1")) {
