@@ -274,13 +274,23 @@ func Less(a, b *unyov1.Alert) bool { return compare(a, b) < 0 }
 // Sort sorts alerts in console order (see Less).
 func Sort(as []*unyov1.Alert) { slices.SortFunc(as, compare) }
 
+// compare stops at the first difference (cmp.Or would evaluate every
+// key): the console sorts 10,000 alerts per page.
 func compare(a, b *unyov1.Alert) int {
-	return cmp.Or(
-		cmp.Compare(b.GetLevel(), a.GetLevel()),
-		cmp.Compare(stateRank(a.GetState()), stateRank(b.GetState())),
-		a.GetFirstSeen().AsTime().Compare(b.GetFirstSeen().AsTime()),
-		strings.Compare(a.GetId(), b.GetId()),
-	)
+	if c := cmp.Compare(b.GetLevel(), a.GetLevel()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(stateRank(a.GetState()), stateRank(b.GetState())); c != 0 {
+		return c
+	}
+	fa, fb := a.GetFirstSeen(), b.GetFirstSeen()
+	if c := cmp.Compare(fa.GetSeconds(), fb.GetSeconds()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(fa.GetNanos(), fb.GetNanos()); c != 0 {
+		return c
+	}
+	return strings.Compare(a.GetId(), b.GetId())
 }
 
 func stateRank(s unyov1.AlertState) int {

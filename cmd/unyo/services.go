@@ -75,16 +75,7 @@ func addServiceCommands(g *globals, cmd *cobra.Command) {
 			if err != nil {
 				return g.explain(err)
 			}
-			var cs []service.ClusterNodes
-			for _, ci := range clusters.Msg.GetClusters() {
-				c := service.ClusterNodes{Name: ci.GetName(), Attrs: ci.GetAttributes()}
-				for _, n := range nodes.Msg.GetNodes() {
-					if n.GetCluster() == ci.GetName() {
-						c.Nodes = append(c.Nodes, service.Node(n))
-					}
-				}
-				cs = append(cs, c)
-			}
+			cs := service.ClustersOf(clusters.Msg.GetClusters(), nodes.Msg.GetNodes())
 			plans := map[string][]service.PlanLine{}
 			var order []string
 			for _, o := range objs {

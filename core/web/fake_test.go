@@ -3,12 +3,14 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +47,9 @@ type fakeAPI struct {
 	events  []*unyov1.Event
 	nodes   []*unyov1.Node
 	objects []*unyov1.Object
+	// actedBy is who applied objects and cordoned nodes, as the API
+	// recorded them.
+	actedBy []string
 }
 
 func (f *fakeAPI) setAlerts(as ...*unyov1.Alert) {
@@ -125,10 +130,14 @@ func (f *fakeAPI) GetEvent(_ context.Context, req *connect.Request[unyov1.GetEve
 }
 
 func (f *fakeAPI) ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return connect.NewResponse(&unyov1.ListNodesResponse{Nodes: f.nodes}), nil
 }
 
 func (f *fakeAPI) GetNode(_ context.Context, req *connect.Request[unyov1.GetNodeRequest]) (*connect.Response[unyov1.GetNodeResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, n := range f.nodes {
 		if n.GetName() == req.Msg.GetName() {
 			return connect.NewResponse(&unyov1.GetNodeResponse{Nodes: []*unyov1.Node{n}}), nil
@@ -137,7 +146,38 @@ func (f *fakeAPI) GetNode(_ context.Context, req *connect.Request[unyov1.GetNode
 	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found", req.Msg.GetName()))
 }
 
+// CordonNode needs the operator role, as the cluster's does.
+func (f *fakeAPI) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	if err := server.RequireWrite(ctx, "Node", req.Msg.GetCluster(), false); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &unyov1.CordonNodeResponse{}
+	for _, n := range f.nodes {
+		if n.GetName() == req.Msg.GetName() {
+			out.Found++
+			if n.GetCordoned() != req.Msg.GetCordoned() {
+				n.Cordoned = req.Msg.GetCordoned()
+				out.Changed++
+				f.actedBy = append(f.actedBy, server.Actor(ctx))
+			}
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+// DrainNode answers as a cluster without drain does.
+func (f *fakeAPI) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
+	if err := server.RequireWrite(ctx, "Node", req.Msg.GetCluster(), false); err != nil {
+		return nil, err
+	}
+	return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("draining nodes is not built yet in cluster c1"))
+}
+
 func (f *fakeAPI) List(_ context.Context, req *connect.Request[unyov1.ListRequest]) (*connect.Response[unyov1.ListResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := &unyov1.ListResponse{}
 	for _, o := range f.objects {
 		if kinds.KindOf(o) == req.Msg.GetKind() {
@@ -147,6 +187,20 @@ func (f *fakeAPI) List(_ context.Context, req *connect.Request[unyov1.ListReques
 	return connect.NewResponse(out), nil
 }
 
+// Get answers the last object applied under the name.
+func (f *fakeAPI) Get(_ context.Context, req *connect.Request[unyov1.GetRequest]) (*connect.Response[unyov1.GetResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ref := req.Msg.GetRef()
+	for i := len(f.objects) - 1; i >= 0; i-- {
+		o := f.objects[i]
+		if kinds.KindOf(o) == ref.GetKind() && kinds.Name(o) == ref.GetName() {
+			return connect.NewResponse(&unyov1.GetResponse{Objects: []*unyov1.Object{proto.Clone(o).(*unyov1.Object)}}), nil
+		}
+	}
+	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s %q not found", ref.GetKind(), ref.GetName()))
+}
+
 func (f *fakeAPI) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRequest]) (*connect.Response[unyov1.ApplyResponse], error) {
 	if err := server.RequireWrite(ctx, "Maintenance", "", false); err != nil {
 		return nil, err
@@ -154,6 +208,7 @@ func (f *fakeAPI) Apply(ctx context.Context, req *connect.Request[unyov1.ApplyRe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.objects = append(f.objects, req.Msg.GetObjects()...)
+	f.actedBy = append(f.actedBy, server.Actor(ctx))
 	return connect.NewResponse(&unyov1.ApplyResponse{}), nil
 }
 
@@ -179,6 +234,9 @@ type env struct {
 	t   testing.TB
 	api *fakeAPI
 	srv *httptest.Server
+	// served is the time the server spent on page requests, from the
+	// request's arrival to the handler's return (the whole page sent).
+	served atomic.Int64
 }
 
 func newEnv(t testing.TB, api *fakeAPI) *env { return newEnvLive(t, api, 200*time.Millisecond) }
@@ -205,9 +263,15 @@ func newEnvLive(t testing.TB, api *fakeAPI, interval time.Duration) *env {
 		t.Fatal(err)
 	}
 	srv.Handle("/", c)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &env{t: t, api: api, srv: hs}
+	e := &env{t: t, api: api}
+	h := srv.Handler()
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		e.served.Add(int64(time.Since(start)))
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
 }
 
 // inventory is the diagram package's fixture.
@@ -274,16 +338,8 @@ func (b *browser) do(method, path string, form map[string][]string, hdr map[stri
 			b.cookies[c.Name] = c.Value
 		}
 	}
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp, sb.String()
+	page, _ := io.ReadAll(resp.Body)
+	return resp, string(page)
 }
 
 func (b *browser) get(path string) (*http.Response, string) { return b.do("GET", path, nil, nil) }

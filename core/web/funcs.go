@@ -16,36 +16,41 @@ import (
 // funcs are the templates' helpers: names from unyov1's tables, times in
 // UTC, sizes in binary units.
 var funcs = template.FuncMap{
-	"level":      func(l unyov1.Level) string { return l.Name() },
-	"alertLevel": func(l unyov1.AlertLevel) string { return l.Name() },
-	"alertState": func(s unyov1.AlertState) string { return s.Name() },
-	"nodeState":  func(s unyov1.NodeState) string { return s.DisplayName() },
-	"status":     func(s unyov1.CheckStatus) string { return s.Name() },
-	"ts":         ts,
-	"iso":        iso,
-	"dur":        dur,
-	"bytes":      humanBytes,
-	"sorted":     sortedPairs,
-	"join":       strings.Join,
-	"query":      query,
-	"svg":        func(s string) template.HTML { return template.HTML(s) }, // only for SVG the console drew itself
-	"add":        func(a, b int) int { return a + b },
-	"rows":       groupRows,
-	"navItems":   func() []string { return navItems },
-	"title":      func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },
+	"level":       func(l unyov1.Level) string { return l.Name() },
+	"alertLevel":  func(l unyov1.AlertLevel) string { return l.Name() },
+	"alertState":  func(s unyov1.AlertState) string { return s.Name() },
+	"nodeState":   func(s unyov1.NodeState) string { return s.DisplayName() },
+	"status":      func(s unyov1.CheckStatus) string { return s.Name() },
+	"ts":          ts,
+	"iso":         iso,
+	"dur":         dur,
+	"bytes":       humanBytes,
+	"sorted":      sortedPairs,
+	"join":        strings.Join,
+	"query":       query,
+	"svg":         func(s string) template.HTML { return template.HTML(s) }, // only for SVG the console drew itself
+	"add":         func(a, b int) int { return a + b },
+	"rows":        groupRows,
+	"navItems":    func() []string { return navItems },
+	"title":       func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },
+	"computeHref": func(cp *unyov1.Compute) template.URL { return template.URL(computeHref(cp)) },
+	"percent":     percent,
 	// emptyGroup is the pattern the page's script copies for a group that
 	// appears while the page is open.
 	"emptyGroup": func() alertGroup { return alertGroup{Key: "", Label: "", Class: "grp"} },
 }
 
 // navItems are the pages in the main navigation, by path.
-var navItems = []string{"alerts", "events", "nodes", "rules", "maintenance", "racks", "networks", "graph"}
+var navItems = []string{"alerts", "events", "nodes", "services", "rules", "maintenance", "racks", "networks", "graph"}
+
+// tsLayout is how pages show a time: in UTC, to the second.
+const tsLayout = "2006-01-02 15:04:05Z"
 
 func ts(t *timestamppb.Timestamp) string {
 	if t == nil || (t.GetSeconds() == 0 && t.GetNanos() == 0) {
 		return "-"
 	}
-	return t.AsTime().UTC().Format("2006-01-02 15:04:05Z")
+	return t.AsTime().UTC().Format(tsLayout)
 }
 
 func iso(t *timestamppb.Timestamp) string {
@@ -102,4 +107,26 @@ func query(kv ...string) template.URL {
 		b.WriteString(template.URLQueryEscaper(kv[i+1]))
 	}
 	return template.URL(b.String())
+}
+
+// percent is part of whole, as "(25%)", or "" without a whole; CPUs
+// are int32, bytes int64.
+func percent(part, whole any) string {
+	p, w := toInt64(part), toInt64(whole)
+	if w <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("(%d%%)", p*100/w)
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int32:
+		return int64(n)
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	}
+	return 0
 }

@@ -20,6 +20,10 @@ type request struct {
 	id   string
 	sess *session
 	api  *api
+	// refresh marks a page's script redrawing part of the page (the
+	// X-Unyo-Refresh header): it leaves the flash for the next page, and
+	// pages may skip what the part does not show.
+	refresh bool
 }
 
 // mayAct says whether the operator's role allows acknowledging, closing and
@@ -58,10 +62,14 @@ func (c *Console) authed(h pageHandler) http.Handler {
 				return
 			}
 		}
-		q := &request{id: ck.Value, sess: ss, api: newAPI(c.opts.API, ss.token, r.RemoteAddr)}
+		q := &request{id: ck.Value, sess: ss, api: newAPI(c.opts.API, ss.token, r.RemoteAddr), refresh: r.Header.Get(refreshHeader) != ""}
 		h(w, r, q)
 	})
 }
+
+// refreshHeader marks a request of a page's script for the page again,
+// to redraw the parts marked data-refresh.
+const refreshHeader = "X-Unyo-Refresh"
 
 // page is what every page template gets.
 type page struct {
@@ -78,23 +86,45 @@ type page struct {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, q *request, name, title, nav string, data any, errs []string) {
+	p := c.page(q, title, nav, data, errs)
+	var b bytes.Buffer
+	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
+		c.renderFailed(w, name, err)
+		return
+	}
+	writePage(w, b.Bytes())
+}
+
+// page is what the templates get for a page of q's session.
+func (c *Console) page(q *request, title, nav string, data any, errs []string) page {
 	p := page{Title: title, Nav: nav, Data: data, Errors: errs}
 	if q != nil {
 		p.User = q.sess.principal.String()
 		p.Role = q.sess.principal.Role.String()
 		p.CSRF = q.sess.csrf
-		p.Flash = c.sessions.takeFlash(q.sess)
 		p.MayAct = q.mayAct()
+		if !q.refresh {
+			var problem string
+			p.Flash, problem = c.sessions.takeFlash(q.sess)
+			if problem != "" {
+				p.Errors = append(p.Errors, problem)
+			}
+		}
 	}
-	var b bytes.Buffer
-	if err := c.tmpl.ExecuteTemplate(&b, name, p); err != nil {
-		c.log.Error("render a console page", "page", name, "err", err)
-		http.Error(w, "the console failed to render this page; root's log has the details", http.StatusInternalServerError)
-		return
-	}
+	return p
+}
+
+func (c *Console) renderFailed(w http.ResponseWriter, name string, err error) {
+	c.log.Error("render a console page", "page", name, "err", err)
+	http.Error(w, "the console failed to render this page; root's log has the details", http.StatusInternalServerError)
+}
+
+// writePage sends a rendered page. Pages are rendered whole before the
+// first byte goes out, so that a failure is an error page, not half a page.
+func writePage(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b)
 }
 
 // apiFailed answers a failed API call: a lost session goes back to the
@@ -147,7 +177,7 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, q *request, back 
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": ok, "message": msg})
 		return
 	}
-	c.sessions.setFlash(q.sess, msg)
+	c.sessions.setFlash(q.sess, msg, ok)
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -39,10 +41,11 @@ type spark struct {
 }
 
 type nodeData struct {
-	N      *unyov1.Node
-	Events []*unyov1.Event
-	Alerts []*unyov1.Alert
-	Sparks []spark
+	N        *unyov1.Node
+	Events   []*unyov1.Event
+	Alerts   []*unyov1.Alert
+	Sparks   []spark
+	Computes []*unyov1.Compute
 }
 
 // nodePage is one node: state, capacity and reservations, topology, last
@@ -73,6 +76,12 @@ func (c *Console) nodePage(w http.ResponseWriter, r *http.Request, q *request) {
 	} else {
 		d.Alerts = al.Msg.GetAlerts()
 	}
+	if cs, cerrs, err := c.computes(r, q); err != nil {
+		errs = append(errs, "computes: "+message(err))
+	} else {
+		errs = append(errs, cerrs...)
+		d.Computes = computesOn(cs)[n.GetCluster()+"/"+n.GetName()]
+	}
 	end := time.Now()
 	start := end.Add(-time.Hour)
 	for _, m := range sparkMetrics {
@@ -98,4 +107,59 @@ func (c *Console) nodePage(w http.ResponseWriter, r *http.Request, q *request) {
 		d.Sparks = append(d.Sparks, s)
 	}
 	c.render(w, r, q, "node.html", "Node "+n.GetName(), "nodes", d, errs)
+}
+
+// nodeBack is a node's page, where its buttons return.
+func nodeBack(r *http.Request) string {
+	return "/node?" + url.Values{"name": {r.PostFormValue("name")}, "cluster": {r.PostFormValue("cluster")}}.Encode()
+}
+
+// nodeCordon cordons or uncordons a node (cordoned=1 or 0) as the
+// operator, as `unyo nodes cordon|uncordon`.
+func (c *Console) nodeCordon(w http.ResponseWriter, r *http.Request, q *request) {
+	name, cordoned := r.PostFormValue("name"), r.PostFormValue("cordoned") == "1"
+	verb := map[bool]string{true: "cordoned", false: "uncordoned"}[cordoned]
+	resp, err := q.api.nodes.CordonNode(r.Context(), connect.NewRequest(&unyov1.CordonNodeRequest{Name: name, Cluster: r.PostFormValue("cluster"), Cordoned: cordoned}))
+	if err != nil {
+		c.done(w, r, q, nodeBack(r), false, "Node "+name+" not "+verb+": "+message(err))
+		return
+	}
+	c.nodeActed(w, r, q, name, verb, resp.Msg.GetFound(), resp.Msg.GetChanged(), resp.Msg.GetClusterErrors())
+}
+
+// nodeDrain drains a node (or stops its drain, cancel=1) as the operator:
+// NodeService.DrainNode, with the deadline and force the form gives.
+func (c *Console) nodeDrain(w http.ResponseWriter, r *http.Request, q *request) {
+	name, cancel := r.PostFormValue("name"), r.PostFormValue("cancel") == "1"
+	deadline := strings.TrimSpace(r.PostFormValue("deadline"))
+	if deadline != "" {
+		if d, err := time.ParseDuration(deadline); err != nil || d <= 0 {
+			c.done(w, r, q, nodeBack(r), false, fmt.Sprintf("Deadline: %q is not a duration (1h, 30m).", deadline))
+			return
+		}
+	}
+	verb := map[bool]string{true: "stopped draining", false: "draining"}[cancel]
+	resp, err := q.api.nodes.DrainNode(r.Context(), connect.NewRequest(&unyov1.DrainNodeRequest{Name: name, Cluster: r.PostFormValue("cluster"),
+		Deadline: deadline, Force: r.PostFormValue("force") == "1", Cancel: cancel}))
+	if err != nil {
+		c.done(w, r, q, nodeBack(r), false, "Node "+name+" not "+verb+": "+message(err))
+		return
+	}
+	c.nodeActed(w, r, q, name, verb, resp.Msg.GetFound(), resp.Msg.GetChanged(), resp.Msg.GetClusterErrors())
+}
+
+// nodeActed reports a node action's answer: not found, already so, or
+// done; a cluster that did not answer is a failure.
+func (c *Console) nodeActed(w http.ResponseWriter, r *http.Request, q *request, name, verb string, found, changed int32, cerrs []*unyov1.ClusterError) {
+	problems := clusterErrors(cerrs)
+	switch {
+	case len(problems) > 0:
+		c.done(w, r, q, nodeBack(r), false, "Node "+name+" not "+verb+": "+strings.Join(problems, "; "))
+	case found == 0:
+		c.done(w, r, q, nodeBack(r), false, "Node "+name+" was not found.")
+	case changed == 0:
+		c.done(w, r, q, nodeBack(r), true, "Node "+name+" was already "+verb+".")
+	default:
+		c.done(w, r, q, nodeBack(r), true, "Node "+name+" "+verb+" by "+q.sess.principal.String()+".")
+	}
 }

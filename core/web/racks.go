@@ -114,10 +114,30 @@ func (c *Console) racksPage(w http.ResponseWriter, r *http.Request, q *request) 
 	if floor != "" || cluster != "" {
 		fs, nodes, ferrs := c.fleet(r, q, cluster)
 		errs = append(errs, ferrs...)
+		// Each server lists the computes it runs: in its box (the count
+		// and names, all of them in its title) and in the table under the
+		// drawing, linked to their services.
+		cs, cerrs, err := c.computes(r, q)
+		if err != nil {
+			errs = append(errs, "computes: "+message(err))
+		}
+		errs = append(errs, cerrs...)
+		on := computesOn(cs)
+		opt := diagram.RackOptions{Children: func(resource string) []diagram.Child {
+			n, ok := fs.nodes[resource]
+			if !ok {
+				return nil
+			}
+			var out []diagram.Child
+			for _, cp := range on[n.GetCluster()+"/"+n.GetName()] {
+				out = append(out, diagram.Child{Name: cp.GetName(), Kind: "Compute"})
+			}
+			return out
+		}}
 		var v *diagram.Racks
 		if cluster != "" {
-			v = diagram.ClusterRacks(inv, cluster, nodes, diagram.RackOptions{})
-		} else if v, err = diagram.FloorRacks(inv, floor, diagram.RackOptions{}); err != nil {
+			v = diagram.ClusterRacks(inv, cluster, nodes, opt)
+		} else if v, err = diagram.FloorRacks(inv, floor, opt); err != nil {
 			errs = append(errs, err.Error())
 		}
 		if v != nil {
@@ -135,6 +155,7 @@ func (c *Console) racksPage(w http.ResponseWriter, r *http.Request, q *request) 
 				errs = append(errs, err.Error())
 			}
 			d["SVG"] = b.String()
+			d["Placed"] = placedIn(v, fs, on)
 			d["Apart"] = v.Apart
 			d["Notes"] = v.Notes
 		}
@@ -189,5 +210,34 @@ func sortedKeys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// placement is a drawn server and the computes it runs.
+type placement struct {
+	Resource string
+	Node     *unyov1.Node
+	Computes []*unyov1.Compute
+}
+
+// placedIn lists the view's servers that run computes, in drawing order.
+func placedIn(v *diagram.Racks, fs fleetState, on map[string][]*unyov1.Compute) []placement {
+	var out []placement
+	for _, row := range v.Rows {
+		for _, rk := range row.Racks {
+			for _, sl := range rk.Slots {
+				if sl.Item == nil {
+					continue
+				}
+				n, ok := fs.nodes[sl.Item.Name]
+				if !ok {
+					continue
+				}
+				if cs := on[n.GetCluster()+"/"+n.GetName()]; len(cs) > 0 {
+					out = append(out, placement{Resource: sl.Item.Name, Node: n, Computes: cs})
+				}
+			}
+		}
+	}
 	return out
 }

@@ -32,6 +32,7 @@ type session struct {
 	created   time.Time
 	seen      time.Time
 	flash     string
+	problem   string
 	// views are the alert lists pages were rendered from, by view id, for
 	// their live streams to diff against (live.go).
 	views map[string]*view
@@ -100,19 +101,26 @@ func (s *sessions) drop(id string) {
 	delete(s.m, id)
 }
 
-// takeFlash returns and clears the message for the next page.
-func (s *sessions) takeFlash(ss *session) string {
+// takeFlash returns and clears the messages for the next page: what was
+// done, and what was refused.
+func (s *sessions) takeFlash(ss *session) (flash, problem string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := ss.flash
-	ss.flash = ""
-	return f
+	flash, problem = ss.flash, ss.problem
+	ss.flash, ss.problem = "", ""
+	return flash, problem
 }
 
-func (s *sessions) setFlash(ss *session, msg string) {
+// setFlash keeps msg for the next page: a flash when ok, else a problem
+// (shown in the page's alert box).
+func (s *sessions) setFlash(ss *session, msg string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss.flash = msg
+	if ok {
+		ss.flash = msg
+	} else {
+		ss.problem = msg
+	}
 }
 
 // secureCookies says whether the browser will send a Secure cookie back.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/server"
@@ -51,6 +52,9 @@ type Console struct {
 	sessions *sessions
 	tmpl     *template.Template
 	mux      *http.ServeMux
+	// pageBufs are the alerts page's buffers (*bytes.Buffer), kept for
+	// the next page.
+	pageBufs sync.Pool
 }
 
 // New returns a console; mount it at / of the server whose API it calls.
@@ -111,6 +115,11 @@ func (c *Console) routes() {
 	m.Handle("GET /event", c.authed(c.eventPage))
 	m.Handle("GET /nodes", c.authed(c.nodesPage))
 	m.Handle("GET /node", c.authed(c.nodePage))
+	m.Handle("POST /node/cordon", c.authed(c.nodeCordon))
+	m.Handle("POST /node/drain", c.authed(c.nodeDrain))
+	m.Handle("GET /services", c.authed(c.servicesPage))
+	m.Handle("GET /service", c.authed(c.servicePage))
+	m.Handle("POST /service/scale", c.authed(c.serviceScale))
 	m.Handle("GET /rules", c.authed(c.rulesPage))
 	m.Handle("GET /maintenance", c.authed(c.maintenancePage))
 	m.Handle("POST /maintenance/start", c.authed(c.maintenanceStart))

@@ -16,11 +16,12 @@ import (
 
 var pages = []string{"/alerts", "/events", "/nodes", "/rules", "/maintenance", "/racks", "/networks", "/graph",
 	"/alert?id=a1&cluster=c1", "/event?id=ev-a1&cluster=c1", "/node?name=n1&cluster=c1",
-	"/racks?floor=floor-1-1-1", "/networks?from=rack-1-1-server1", "/graph?q=node_load1", "/events?history=1&level=critical"}
+	"/racks?floor=floor-1-1-1", "/networks?from=rack-1-1-server1", "/graph?q=node_load1", "/events?history=1&level=critical",
+	"/services", "/service?name=web", "/racks?cluster=c1"}
 
 func fixture(t testing.TB) *fakeAPI {
 	now := time.Now()
-	f := &fakeAPI{objects: inventory(t)}
+	f := &fakeAPI{objects: append(inventory(t), services(now)...)}
 	f.alerts = []*unyov1.Alert{
 		alert("c1", "a1", unyov1.AlertLevel_ALERT_LEVEL_WARNING, now.Add(-3*time.Hour), "n1", "disk"),
 		alert("c2", "a2", unyov1.AlertLevel_ALERT_LEVEL_CRITICAL, now.Add(-time.Hour), "n2", "load"),
@@ -119,6 +120,9 @@ func TestEveryStateChangeNeedsTheCSRFToken(t *testing.T) {
 		{"/alerts/act", map[string][]string{"action": {"ack"}, "sel": {"c1/a1"}}},
 		{"/maintenance/start", map[string][]string{"reason": {"x"}}},
 		{"/maintenance/end", map[string][]string{"name": {"m"}}},
+		{"/service/scale", map[string][]string{"name": {"web"}, "replicas": {"5"}}},
+		{"/node/cordon", map[string][]string{"name": {"n1"}, "cluster": {"c1"}, "cordoned": {"1"}}},
+		{"/node/drain", map[string][]string{"name": {"n1"}, "cluster": {"c1"}}},
 		{"/logout", map[string][]string{}},
 	}
 	for _, p := range posts {
@@ -136,6 +140,9 @@ func TestEveryStateChangeNeedsTheCSRFToken(t *testing.T) {
 	}
 	if st := e.api.alerts[0].GetState(); st != unyov1.AlertState_ALERT_STATE_OPEN {
 		t.Errorf("a refused request changed the alert: %v", st)
+	}
+	if len(e.api.actedBy) > 0 || e.api.nodes[0].GetCordoned() {
+		t.Errorf("a refused request acted: %v", e.api.actedBy)
 	}
 }
 

@@ -23,6 +23,22 @@ type ClusterNodes struct {
 	Nodes []schedule.Node
 }
 
+// ClustersOf pairs the clusters with their nodes, as ListClusters and
+// ListNodes at root answer them (`unyo services plan`, the console's plan).
+func ClustersOf(clusters []*unyov1.ClusterInfo, nodes []*unyov1.Node) []ClusterNodes {
+	out := make([]ClusterNodes, 0, len(clusters))
+	for _, ci := range clusters {
+		c := ClusterNodes{Name: ci.GetName(), Attrs: ci.GetAttributes()}
+		for _, n := range nodes {
+			if n.GetCluster() == ci.GetName() {
+				c.Nodes = append(c.Nodes, Node(n))
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // Clusters is the cluster stage's view of clusters.
 func Clusters(cs []ClusterNodes) []schedule.Cluster {
 	out := make([]schedule.Cluster, len(cs))

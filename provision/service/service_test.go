@@ -217,3 +217,22 @@ func TestBlocked(t *testing.T) {
 		}
 	}
 }
+
+// ClustersOf gives each cluster the nodes ListNodes says are its own.
+func TestClustersOf(t *testing.T) {
+	clusters := []*unyov1.ClusterInfo{{Name: "c1", Attributes: &unyov1.Cluster{Name: "c1"}}, {Name: "c2"}}
+	nodes := []*unyov1.Node{{Name: "n1", Cluster: "c1"}, {Name: "m1", Cluster: "c2"}, {Name: "n2", Cluster: "c1"}, {Name: "x", Cluster: "c3"}}
+	got := ClustersOf(clusters, nodes)
+	if len(got) != 2 || got[0].Name != "c1" || got[0].Attrs.GetName() != "c1" || got[1].Name != "c2" {
+		t.Fatalf("clusters %+v", got)
+	}
+	var names []string
+	for _, c := range got {
+		for _, n := range c.Nodes {
+			names = append(names, c.Name+"/"+n.Name)
+		}
+	}
+	if s := strings.Join(names, " "); s != "c1/n1 c1/n2 c2/m1" {
+		t.Errorf("nodes %s", s)
+	}
+}

@@ -21,6 +21,8 @@
     }
     live();
     bulk();
+    confirms();
+    refresh();
   });
 
   function byId(id) { return document.getElementById(id); }
@@ -121,6 +123,45 @@
           }
         })
         .catch(function (e) { out.textContent = "Failed: " + e; });
+    });
+  }
+
+  // confirms asks for a second press before a form marked data-confirm
+  // (cordon, drain, scale) is sent: the first shows what it will do. No
+  // dialog, so that the page stays keyboard-friendly and testable.
+  function confirms() {
+    document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+      var note = null, timer = null;
+      f.addEventListener("submit", function (ev) {
+        if (note) return; // armed: this press confirms
+        ev.preventDefault();
+        note = document.createElement("span");
+        note.className = "confirm";
+        note.setAttribute("role", "alert");
+        note.textContent = f.dataset.confirm + " Press again to confirm.";
+        f.appendChild(note);
+        timer = setTimeout(function () { note.remove(); note = null; }, 15000);
+      });
+    });
+  }
+
+  // refresh redraws the parts of a page marked data-refresh="SECONDS"
+  // (a service's replicas) from the page as the server renders it now.
+  function refresh() {
+    if (!window.fetch || !window.DOMParser) return;
+    document.querySelectorAll("[data-refresh][id]").forEach(function (el) {
+      var every = (parseInt(el.dataset.refresh, 10) || 5) * 1000;
+      setInterval(function () {
+        if (document.hidden) return;
+        fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Unyo-Refresh": "1" } })
+          .then(function (r) { return r.ok && !r.redirected ? r.text() : null; })
+          .then(function (html) {
+            if (!html) return;
+            var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(el.id);
+            if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
+          })
+          .catch(function () {});
+      }, every);
     });
   }
 })();
