@@ -16,23 +16,9 @@ import (
 )
 
 // webAutoscaled is the service "web" of webService, autoscaled between 1
-// and 3 replicas on the load the test writes (target 10 per replica set),
+// and 3 replicas on the load the test writes (target 10),
 // scaling down after a 3s window, evaluated every second.
-const webAutoscaled = `
-kind: RegionService
-name: web
-spec:
-  region: tokyo
-  compute:
-    flavor: small
-    image: sleeper
-    network: svcnet
-    provider: exec
-    replicas: 1
-    command: [sleep, "` + serviceMarker + `"]
-    schedule:
-      anti_affinity: [{key: topology.unyo.dev/hostname}]
-    autoscale:
+var webAutoscaled = webService(1) + `    autoscale:
       min: 1
       max: 3
       metric: max(web_load{service="web"})
