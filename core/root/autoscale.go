@@ -20,6 +20,7 @@ import (
 	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/provision/autoscale"
 	"github.com/unyo-ops/unyo/provision/service"
 )
@@ -49,9 +50,14 @@ const autoscaleTick = autoscale.MinInterval
 
 // autoscaler keeps each autoscaled service's recommendations.
 type autoscaler struct {
-	r     *Root
-	log   *slog.Logger
-	now   func() time.Time
+	r   *Root
+	log *slog.Logger
+	now func() time.Time
+	// query evaluates a metric at root (promBackend's Query over every
+	// cluster); emit stores an event in a cluster (eventCluster's). Tests
+	// replace both.
+	query func(ctx context.Context, expr string, at time.Time) ([]tsdb.Series, error)
+	emit  func(ctx context.Context, svc string, status unyov1.CheckStatus, output string)
 	state map[string]*scaleState
 }
 
@@ -65,7 +71,9 @@ type scaleState struct {
 }
 
 func newAutoscaler(r *Root, log *slog.Logger) *autoscaler {
-	return &autoscaler{r: r, log: log, now: time.Now, state: map[string]*scaleState{}}
+	a := &autoscaler{r: r, log: log, now: time.Now, query: promBackend{r: r}.Query, state: map[string]*scaleState{}}
+	a.emit = a.event
+	return a
 }
 
 // autoscaleLoop runs the autoscaler until ctx ends.
@@ -148,16 +156,16 @@ func (a *autoscaler) evaluate(ctx context.Context, s *unyov1.RegionService, p au
 	}
 	if d.Changed() {
 		a.log.Info("autoscaled a service", "service", name, "from", d.Current, "to", d.Desired, "reason", d.Reason)
-		a.event(ctx, name, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("%s scaled from %d to %d replicas by the autoscaler\n%s", name, d.Current, d.Desired, d.Reason))
+		a.emit(ctx, name, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("%s scaled from %d to %d replicas by the autoscaler\n%s", name, d.Current, d.Desired, d.Reason))
 	}
 	switch {
 	case d.Err != nil && d.Err.Error() != st.failing:
 		a.log.Warn("a service's autoscale metric cannot be used; it is not scaled", "service", name, "err", d.Err)
 		st.failing = d.Err.Error()
-		a.event(ctx, name, unyov1.CheckStatus_CHECK_STATUS_WARNING, fmt.Sprintf("%s is not autoscaled: %v\nmetric %s", name, d.Err, p.Metric))
+		a.emit(ctx, name, unyov1.CheckStatus_CHECK_STATUS_WARNING, fmt.Sprintf("%s is not autoscaled: %v\nmetric %s", name, d.Err, p.Metric))
 	case d.Err == nil && st.failing != "":
 		st.failing = ""
-		a.event(ctx, name, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("%s is autoscaled again: its metric is usable\n%s", name, d.Reason))
+		a.emit(ctx, name, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("%s is autoscaled again: its metric is usable\n%s", name, d.Reason))
 	}
 }
 
@@ -168,7 +176,7 @@ func (a *autoscaler) value(ctx context.Context, expr string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.r.opts.ClusterTimeout)
 	defer cancel()
 	ctx, warnings := promapi.CollectWarnings(ctx)
-	series, err := promBackend{r: a.r}.Query(ctx, expr, a.now())
+	series, err := a.query(ctx, expr, a.now())
 	if err != nil {
 		return 0, fmt.Errorf("evaluate %s: %w", expr, err)
 	}

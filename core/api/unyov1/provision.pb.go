@@ -3992,7 +3992,8 @@ type RecordServiceEventRequest struct {
 	Service string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
 	// One of the checks root raises (service-autoscale).
 	Check string `protobuf:"bytes,2,opt,name=check,proto3" json:"check,omitempty"`
-	// The Nagios status name: OK, WARNING, CRITICAL, UNKNOWN.
+	// The Nagios status's name (unyov1 CheckStatus.Name: ok, warning,
+	// critical, unknown).
 	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
 	// The first line is the event's output, the rest its long output.
 	Output string `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
