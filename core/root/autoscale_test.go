@@ -13,6 +13,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/promapi"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/core/tsdb"
 	"github.com/unyo-ops/unyo/provision/autoscale"
 )
@@ -48,6 +49,10 @@ func TestAutoscalerOwnsReplicas(t *testing.T) {
 	ok, err := r.recordAutoscale(ctx, "web", autoscale.Decision{Current: 2, Desired: 4}, st)
 	if err != nil || !ok || replicas() != 4 {
 		t.Fatalf("recordAutoscale 2 → 4: %v, %v, replicas %d", ok, err, replicas())
+	}
+	recs, err := f.st.ListAudit(ctx, store.AuditFilter{Who: "root:autoscaler"})
+	if err != nil || len(recs) != 1 || recs[0].GetName() != "web" || recs[0].GetProcedure() != "ObjectService/Apply" {
+		t.Errorf("the autoscaler's write in the audit log: %v, %v", recs, err)
 	}
 	f.apply(doc(1))
 	if got := replicas(); got != 4 {
