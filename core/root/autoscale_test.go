@@ -32,14 +32,7 @@ func TestAutoscalerOwnsReplicas(t *testing.T) {
 		s.Spec.Compute.Autoscale = &unyov1.Autoscale{Min: 2, Max: 5, Metric: "load", Target: 10}
 		return s
 	}
-	replicas := func() int32 {
-		t.Helper()
-		o, err := f.st.GetObject(ctx, "RegionService", "web")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.GetRegionService().GetSpec().GetCompute().GetReplicas()
-	}
+	replicas := f.replicas
 
 	f.apply(doc(0))
 	if got := replicas(); got != 2 {
@@ -108,14 +101,7 @@ func TestAutoscalerEvaluates(t *testing.T) {
 	s := webService(1)
 	s.Spec.Compute.Autoscale = &unyov1.Autoscale{Min: 1, Max: 3, Metric: `max(load{service="web"})`, Target: 10, ScaleDownWindow: "3s", Interval: "1s"}
 	f.apply(s)
-	replicas := func() int32 {
-		t.Helper()
-		o, err := f.st.GetObject(ctx, "RegionService", "web")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.GetRegionService().GetSpec().GetCompute().GetReplicas()
-	}
+	replicas := f.replicas
 	step := func(series []tsdb.Series, warn string, wantReplicas int32, wantError string, wantEvents int) {
 		t.Helper()
 		answer, warning = series, warn
@@ -156,4 +142,14 @@ func TestAutoscalerEvaluates(t *testing.T) {
 	if !strings.Contains(events[5], "web scaled from 3 to 1 replicas") {
 		t.Errorf("events: %q", events)
 	}
+}
+
+// replicas is service web's replica count as stored.
+func (f *controllerFixture) replicas() int32 {
+	f.t.Helper()
+	o, err := f.st.GetObject(context.Background(), "RegionService", "web")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return o.GetRegionService().GetSpec().GetCompute().GetReplicas()
 }
