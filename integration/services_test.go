@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,7 +201,7 @@ func TestRegionServicesAtRoot(t *testing.T) {
 // its node; deleting the service removes every replica.
 func TestRegionServiceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	rootURL := serviceFleet(t, dir)
+	rootURL, _ := startServiceFleet(t, dir, lightCluster)
 	a := adminCLI{t, rootURL}
 	op, must := a.run, a.must
 	must("apply", "-f", writeFile(t, dir, "web.yaml", webService(3)))
@@ -264,6 +265,64 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// startServiceFleet starts root, cluster c1 (telemetry is its metrics, logs
+// and stats configuration) and agents on nodes node-a, node-b and node-c of
+// the inventory running provider-exec, waits for the three nodes to be
+// Ready and applies the service catalog; it returns root's and the
+// cluster's URLs.
+func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL string) {
+	t.Helper()
+	// The replicas' processes outlive a killed agent; none outlives the test.
+	t.Cleanup(func() {
+		for _, pid := range serviceProcs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
+	sum := sha256File(t, plugin)
+	rootURL = startRootServer(t, dir, "")
+	must := adminCLI{t, rootURL}.must
+	clusterURL = startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
+		rootURL, addClusterAt(t, rootURL, "c1"), telemetry))
+	inventory := topologyInventory("r2") + `
+---
+kind: PhysicalResource
+name: srv-c
+spec: {kind: server, model: m1, serial: SC, rack: r2, unit: 5, height: 1}
+---
+kind: Cluster
+name: c1
+spec: {region: tokyo, weight: 1}
+`
+	must("apply", "-f", writeFile(t, dir, "inventory.yaml", inventory))
+	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}, {"node-c", "srv-c"}} {
+		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
+role: agent
+data_dir: %s/%s
+agent:
+  node_name: %s
+  cluster_url: %s
+  token: %s
+  resource: %s
+  flush_interval: 100ms
+  status_listen: 127.0.0.1:0
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
+`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
+	}
+	testutil.Eventually(t, 60*time.Second, "three Ready nodes", func() error {
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
+		if err != nil || len(items) != 3 {
+			return fmt.Errorf("nodes: %v, %v", len(items), err)
+		}
+		return nil
+	})
+	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
+	return rootURL, clusterURL
 }
 
 // adminCLI runs unyo commands at url with the admin token: run returns

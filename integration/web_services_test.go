@@ -2,9 +2,7 @@ package integration
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,61 +11,6 @@ import (
 	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/core/testutil/browser"
 )
-
-// serviceFleet starts what TestRegionServiceEndToEnd runs on: root, the
-// cluster c1 and three agents (node-a, node-b, node-c on srv-a, srv-b,
-// srv-c of the inventory, two racks of floor-1-1-1) with provider-exec, the
-// catalog applied. It returns root's URL once the three nodes are listed.
-func serviceFleet(t *testing.T, dir string) string {
-	t.Helper()
-	t.Cleanup(func() {
-		for _, pid := range serviceProcs() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
-	sum := sha256File(t, plugin)
-	rootURL := startRootServer(t, dir, "")
-	a := adminCLI{t, rootURL}
-	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
-		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
-	a.must("apply", "-f", writeFile(t, dir, "inventory.yaml", topologyInventory("r2")+`
----
-kind: PhysicalResource
-name: srv-c
-spec: {kind: server, model: m1, serial: SC, rack: r2, unit: 5, height: 1}
----
-kind: Cluster
-name: c1
-spec: {region: tokyo, weight: 1}
-`))
-	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}, {"node-c", "srv-c"}} {
-		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
-role: agent
-data_dir: %s/%s
-agent:
-  node_name: %s
-  cluster_url: %s
-  token: %s
-  resource: %s
-  flush_interval: 100ms
-  status_listen: 127.0.0.1:0
-  plugins:
-    dirs: [%s]
-    enabled:
-      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
-`, dir, n.node, n.node, clURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
-	}
-	testutil.Eventually(t, 60*time.Second, "three nodes", func() error {
-		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
-		if err != nil || len(items) != 3 {
-			return fmt.Errorf("nodes: %v, %v", len(items), err)
-		}
-		return nil
-	})
-	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
-	return rootURL
-}
 
 // Issue 18 item 6 and the node buttons, in a real browser against root, a
 // cluster and three agents on provider-exec: a RegionService's replicas
@@ -78,7 +21,7 @@ agent:
 func TestWebServicesInBrowser(t *testing.T) {
 	ctx := browser.New(t)
 	dir := t.TempDir()
-	rootURL := serviceFleet(t, dir)
+	rootURL, _ := startServiceFleet(t, dir, lightCluster)
 	a := adminCLI{t, rootURL}
 
 	browser.Step(t, ctx, "log in", 30*time.Second,

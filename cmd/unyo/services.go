@@ -42,6 +42,10 @@ func addServiceCommands(g *globals, cmd *cobra.Command) {
 			if s.GetSpec().GetCompute() == nil {
 				return fmt.Errorf("service %s has no compute spec to scale", args[0])
 			}
+			if a := s.GetSpec().GetCompute().GetAutoscale(); a != nil {
+				// Root would keep the autoscaler's count anyway (it owns the replicas).
+				return fmt.Errorf("service %s is autoscaled (min %d, max %d): its autoscaler owns the replicas; change spec.compute.autoscale (min, max) or remove it to set them, or `unyo services delete %s`", args[0], a.GetMin(), a.GetMax(), args[0])
+			}
 			s.Spec.Compute.Replicas = int32(n)
 			s.Status = nil
 			out, err := cl.Objects.Apply(ctx, connect.NewRequest(&unyov1.ApplyRequest{Objects: []*unyov1.Object{kinds.Wrap(s)}}))

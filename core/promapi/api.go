@@ -90,6 +90,19 @@ func Warn(ctx context.Context, msg string) {
 	}
 }
 
+// CollectWarnings returns ctx collecting the warnings of the queries made
+// with it, and a function returning those collected so far: for callers
+// other than the HTTP API (root's autoscaler) that must not act on a
+// partial answer.
+func CollectWarnings(ctx context.Context) (context.Context, func() []string) {
+	w := &warnings{}
+	return context.WithValue(ctx, warningsKey{}, w), func() []string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Clone(w.msgs)
+	}
+}
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	i := strings.LastIndex(r.URL.Path, "/api/v1/")
 	if i < 0 {

@@ -98,6 +98,8 @@ type Root struct {
 	// nudgeServices asks the service controller for a pass soon.
 	nudgeServices chan struct{}
 	services      *serviceController
+	// autoscaler scales the services with spec.compute.autoscale (autoscale.go).
+	autoscaler *autoscaler
 }
 
 // clientKey names a cached client: root's credential is per cluster and is
@@ -135,6 +137,7 @@ func New(st store.Store, opts Options) *Root {
 		watch: rootWatch{watches: map[string]*peerwatch.Watch{}},
 		audit: &rbac.Recorder{Store: st, Logger: log}, nudgeServices: make(chan struct{}, 1)}
 	r.services = newServiceController(st, rootCalls{r}, &r.svcMu, opts.ClusterTimeout, log.With("component", "services"))
+	r.autoscaler = newAutoscaler(r, log.With("component", "autoscaler"))
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
 	}
@@ -148,9 +151,10 @@ func New(st store.Store, opts Options) *Root {
 func (r *Root) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); r.syncLoop(ctx) }()
 	go func() { defer wg.Done(); r.serviceLoop(ctx) }()
+	go func() { defer wg.Done(); r.autoscaleLoop(ctx) }()
 	go func() { defer wg.Done(); r.watchLoop(ctx) }()
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()

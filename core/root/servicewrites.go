@@ -23,7 +23,8 @@ import (
 
 // keepServiceStatus gives every RegionService of an apply the status root
 // holds for it, so that applying an unchanged document changes nothing
-// and a document's own status is never stored. The caller holds svcMu.
+// and a document's own status is never stored; an autoscaled service keeps
+// the replicas its autoscaler set. The caller holds svcMu.
 func (r *Root) keepServiceStatus(ctx context.Context, objs []*unyov1.Object) error {
 	for _, o := range objs {
 		s, ok := kinds.Message(o).(*unyov1.RegionService)
@@ -34,11 +35,23 @@ func (r *Root) keepServiceStatus(ctx context.Context, objs []*unyov1.Object) err
 		stored, err := r.store.GetObject(ctx, service.KindService, s.GetName())
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// An autoscaled service may leave replicas out: it starts at min.
+			if a := s.GetSpec().GetCompute().GetAutoscale(); a != nil && s.GetSpec().GetCompute().GetReplicas() == 0 {
+				s.Spec.Compute.Replicas = a.GetMin()
+			}
 			continue
 		case err != nil:
 			return connect.NewError(connect.CodeInternal, fmt.Errorf("read service %q: %w", s.GetName(), err))
 		}
-		s.Status = stored.GetRegionService().GetStatus()
+		was := stored.GetRegionService()
+		s.Status = was.GetStatus()
+		// The autoscaler owns an autoscaled service's replicas, as a
+		// HorizontalPodAutoscaler owns its Deployment's: a document's
+		// replicas is only the count a new service starts at, and applying
+		// the document again keeps the autoscaler's count.
+		if s.GetSpec().GetCompute().GetAutoscale() != nil && was.GetSpec().GetCompute().GetAutoscale() != nil && !deleting(was) {
+			s.Spec.Compute.Replicas = was.GetSpec().GetCompute().GetReplicas()
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/validate"
 	"github.com/unyo-ops/unyo/core/kinds"
+	"github.com/unyo-ops/unyo/provision/autoscale"
 	"github.com/unyo-ops/unyo/provision/catalog"
 	"github.com/unyo-ops/unyo/provision/schedule"
 )
@@ -97,11 +98,7 @@ func Validate(s *unyov1.RegionService) error {
 	if u := c.GetUpdate(); u.GetMaxUnavailable() < 0 || u.GetMaxSurge() < 0 {
 		f.Add("spec.compute.update", "max_unavailable and max_surge must not be negative")
 	}
-	if a := c.GetAutoscale(); a != nil {
-		if a.GetMin() < 0 || a.GetMax() < a.GetMin() {
-			f.Addf("spec.compute.autoscale", "min %d and max %d: need 0 <= min <= max", a.GetMin(), a.GetMax())
-		}
-	}
+	autoscale.Validate(&f, "spec.compute.autoscale", c.GetAutoscale())
 	for k := range c.GetEnv() {
 		if err := validate.EnvName(k); err != nil {
 			f.Addf(fmt.Sprintf("spec.compute.env[%q]", k), "%v", err)

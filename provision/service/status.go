@@ -26,6 +26,11 @@ import (
 // changes, so that a steady service is not rewritten every pass.
 func Derive(s *unyov1.RegionService, computes []*unyov1.Compute, deleting bool, now time.Time) *unyov1.RegionServiceStatus {
 	st := &unyov1.RegionServiceStatus{Replicas: s.GetSpec().GetCompute().GetReplicas(), ObservedRevision: s.GetRevision()}
+	// The autoscaler's state is root's autoscaler's to write: carried over
+	// while the service is autoscaled, dropped once it is not.
+	if s.GetSpec().GetCompute().GetAutoscale() != nil {
+		st.Autoscale = s.GetStatus().GetAutoscale()
+	}
 	var live []*unyov1.Compute
 	for _, c := range computes {
 		if c.GetStatus().GetPhase() == PhaseDeleting {

@@ -2642,7 +2642,9 @@ type Autoscale struct {
 	ScaleUpWindow   string  `protobuf:"bytes,5,opt,name=scale_up_window,json=scaleUpWindow,proto3" json:"scale_up_window,omitempty"`
 	ScaleDownWindow string  `protobuf:"bytes,6,opt,name=scale_down_window,json=scaleDownWindow,proto3" json:"scale_down_window,omitempty"`
 	// Relative change below which nothing is scaled (default 0.1).
-	Tolerance     float64 `protobuf:"fixed64,7,opt,name=tolerance,proto3" json:"tolerance,omitempty"`
+	Tolerance float64 `protobuf:"fixed64,7,opt,name=tolerance,proto3" json:"tolerance,omitempty"`
+	// How often root evaluates the metric (default 15s, at least 1s).
+	Interval      string `protobuf:"bytes,8,opt,name=interval,proto3" json:"interval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2726,6 +2728,123 @@ func (x *Autoscale) GetTolerance() float64 {
 	return 0
 }
 
+func (x *Autoscale) GetInterval() string {
+	if x != nil {
+		return x.Interval
+	}
+	return ""
+}
+
+// AutoscaleStatus is what root's autoscaler last saw and decided for a
+// service (RegionServiceStatus.autoscale).
+type AutoscaleStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The metric's value at the last evaluation (unset when it failed).
+	Value    float64 `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
+	HasValue bool    `protobuf:"varint,2,opt,name=has_value,json=hasValue,proto3" json:"has_value,omitempty"`
+	// The replicas the last evaluation wanted: HPA's recommendation
+	// (recommended) and what remained after the stabilization windows and
+	// the min/max clamps (desired).
+	Recommended int32                  `protobuf:"varint,3,opt,name=recommended,proto3" json:"recommended,omitempty"`
+	Desired     int32                  `protobuf:"varint,4,opt,name=desired,proto3" json:"desired,omitempty"`
+	EvaluatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=evaluated_at,json=evaluatedAt,proto3" json:"evaluated_at,omitempty"`
+	// The last decision that changed the replicas, and when.
+	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// The last evaluation in words: a decision with its inputs, why it held,
+	// or why the metric could not be used (then no scaling happens).
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The metric could not be evaluated (an error, no series, more than one).
+	Error         string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoscaleStatus) Reset() {
+	*x = AutoscaleStatus{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscaleStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscaleStatus) ProtoMessage() {}
+
+func (x *AutoscaleStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscaleStatus.ProtoReflect.Descriptor instead.
+func (*AutoscaleStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AutoscaleStatus) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *AutoscaleStatus) GetHasValue() bool {
+	if x != nil {
+		return x.HasValue
+	}
+	return false
+}
+
+func (x *AutoscaleStatus) GetRecommended() int32 {
+	if x != nil {
+		return x.Recommended
+	}
+	return 0
+}
+
+func (x *AutoscaleStatus) GetDesired() int32 {
+	if x != nil {
+		return x.Desired
+	}
+	return 0
+}
+
+func (x *AutoscaleStatus) GetEvaluatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EvaluatedAt
+	}
+	return nil
+}
+
+func (x *AutoscaleStatus) GetDecidedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DecidedAt
+	}
+	return nil
+}
+
+func (x *AutoscaleStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AutoscaleStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type LoadbalancerSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// xdp or vpp.
@@ -2737,7 +2856,7 @@ type LoadbalancerSpec struct {
 
 func (x *LoadbalancerSpec) Reset() {
 	*x = LoadbalancerSpec{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	mi := &file_unyo_v1_provision_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2868,7 @@ func (x *LoadbalancerSpec) String() string {
 func (*LoadbalancerSpec) ProtoMessage() {}
 
 func (x *LoadbalancerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[33]
+	mi := &file_unyo_v1_provision_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2881,7 @@ func (x *LoadbalancerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadbalancerSpec.ProtoReflect.Descriptor instead.
 func (*LoadbalancerSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LoadbalancerSpec) GetProvider() string {
@@ -2791,7 +2910,7 @@ type LoadbalancerPort struct {
 
 func (x *LoadbalancerPort) Reset() {
 	*x = LoadbalancerPort{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[34]
+	mi := &file_unyo_v1_provision_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2922,7 @@ func (x *LoadbalancerPort) String() string {
 func (*LoadbalancerPort) ProtoMessage() {}
 
 func (x *LoadbalancerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[34]
+	mi := &file_unyo_v1_provision_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2935,7 @@ func (x *LoadbalancerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadbalancerPort.ProtoReflect.Descriptor instead.
 func (*LoadbalancerPort) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LoadbalancerPort) GetPort() int32 {
@@ -2854,13 +2973,15 @@ type RegionServiceStatus struct {
 	// The service revision the status describes.
 	ObservedRevision int64                  `protobuf:"varint,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
 	UpdatedAt        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The autoscaler's state, for a service with spec.compute.autoscale.
+	Autoscale     *AutoscaleStatus `protobuf:"bytes,13,opt,name=autoscale,proto3" json:"autoscale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionServiceStatus) Reset() {
 	*x = RegionServiceStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[35]
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +2993,7 @@ func (x *RegionServiceStatus) String() string {
 func (*RegionServiceStatus) ProtoMessage() {}
 
 func (x *RegionServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[35]
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +3006,7 @@ func (x *RegionServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionServiceStatus.ProtoReflect.Descriptor instead.
 func (*RegionServiceStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegionServiceStatus) GetPhase() string {
@@ -2937,6 +3058,13 @@ func (x *RegionServiceStatus) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RegionServiceStatus) GetAutoscale() *AutoscaleStatus {
+	if x != nil {
+		return x.Autoscale
+	}
+	return nil
+}
+
 // Compute is one replica of a RegionService: root's record (owned by root,
 // listed by `unyo computes ls`) and, once root chose its cluster, the
 // cluster's record of it.
@@ -2971,7 +3099,7 @@ type Compute struct {
 
 func (x *Compute) Reset() {
 	*x = Compute{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3111,7 @@ func (x *Compute) String() string {
 func (*Compute) ProtoMessage() {}
 
 func (x *Compute) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3124,7 @@ func (x *Compute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compute.ProtoReflect.Descriptor instead.
 func (*Compute) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Compute) GetName() string {
@@ -3101,7 +3229,7 @@ type ComputeResources struct {
 
 func (x *ComputeResources) Reset() {
 	*x = ComputeResources{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3241,7 @@ func (x *ComputeResources) String() string {
 func (*ComputeResources) ProtoMessage() {}
 
 func (x *ComputeResources) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3254,7 @@ func (x *ComputeResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeResources.ProtoReflect.Descriptor instead.
 func (*ComputeResources) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ComputeResources) GetVcpus() int64 {
@@ -3179,7 +3307,7 @@ type ComputeStatus struct {
 
 func (x *ComputeStatus) Reset() {
 	*x = ComputeStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3319,7 @@ func (x *ComputeStatus) String() string {
 func (*ComputeStatus) ProtoMessage() {}
 
 func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3332,7 @@ func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeStatus.ProtoReflect.Descriptor instead.
 func (*ComputeStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ComputeStatus) GetPhase() string {
@@ -3298,7 +3426,7 @@ type ScheduleReasonCount struct {
 
 func (x *ScheduleReasonCount) Reset() {
 	*x = ScheduleReasonCount{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3438,7 @@ func (x *ScheduleReasonCount) String() string {
 func (*ScheduleReasonCount) ProtoMessage() {}
 
 func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3451,7 @@ func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
 func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ScheduleReasonCount) GetCode() string {
@@ -3371,7 +3499,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3511,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3524,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Assignment) GetCompute() string {
@@ -3500,7 +3628,7 @@ type AssignmentState struct {
 
 func (x *AssignmentState) Reset() {
 	*x = AssignmentState{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3640,7 @@ func (x *AssignmentState) String() string {
 func (*AssignmentState) ProtoMessage() {}
 
 func (x *AssignmentState) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3653,7 @@ func (x *AssignmentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
 func (*AssignmentState) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AssignmentState) GetCompute() string {
@@ -3586,7 +3714,7 @@ type SyncComputesRequest struct {
 
 func (x *SyncComputesRequest) Reset() {
 	*x = SyncComputesRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3726,7 @@ func (x *SyncComputesRequest) String() string {
 func (*SyncComputesRequest) ProtoMessage() {}
 
 func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3739,7 @@ func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
 func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SyncComputesRequest) GetComputes() []*Compute {
@@ -3630,7 +3758,7 @@ type SyncComputesResponse struct {
 
 func (x *SyncComputesResponse) Reset() {
 	*x = SyncComputesResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3770,7 @@ func (x *SyncComputesResponse) String() string {
 func (*SyncComputesResponse) ProtoMessage() {}
 
 func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3783,7 @@ func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
 func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SyncComputesResponse) GetComputes() []*Compute {
@@ -3677,7 +3805,7 @@ type GetAssignmentsRequest struct {
 
 func (x *GetAssignmentsRequest) Reset() {
 	*x = GetAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3817,7 @@ func (x *GetAssignmentsRequest) String() string {
 func (*GetAssignmentsRequest) ProtoMessage() {}
 
 func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3830,7 @@ func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetAssignmentsRequest) GetNode() string {
@@ -3729,7 +3857,7 @@ type GetAssignmentsResponse struct {
 
 func (x *GetAssignmentsResponse) Reset() {
 	*x = GetAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3869,7 @@ func (x *GetAssignmentsResponse) String() string {
 func (*GetAssignmentsResponse) ProtoMessage() {}
 
 func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3882,7 @@ func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
@@ -3781,7 +3909,7 @@ type ReportAssignmentsRequest struct {
 
 func (x *ReportAssignmentsRequest) Reset() {
 	*x = ReportAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3793,7 +3921,7 @@ func (x *ReportAssignmentsRequest) String() string {
 func (*ReportAssignmentsRequest) ProtoMessage() {}
 
 func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3806,7 +3934,7 @@ func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReportAssignmentsRequest) GetNode() string {
@@ -3831,7 +3959,7 @@ type ReportAssignmentsResponse struct {
 
 func (x *ReportAssignmentsResponse) Reset() {
 	*x = ReportAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3971,7 @@ func (x *ReportAssignmentsResponse) String() string {
 func (*ReportAssignmentsResponse) ProtoMessage() {}
 
 func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +3984,132 @@ func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
+}
+
+type RecordServiceEventRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Service string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	// One of the checks root raises (service-autoscale).
+	Check string `protobuf:"bytes,2,opt,name=check,proto3" json:"check,omitempty"`
+	// The Nagios status's name (unyov1 CheckStatus.Name: ok, warning,
+	// critical, unknown).
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// The first line is the event's output, the rest its long output.
+	Output string `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	// Laid under the event's service label.
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordServiceEventRequest) Reset() {
+	*x = RecordServiceEventRequest{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordServiceEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordServiceEventRequest) ProtoMessage() {}
+
+func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordServiceEventRequest.ProtoReflect.Descriptor instead.
+func (*RecordServiceEventRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RecordServiceEventRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *RecordServiceEventRequest) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *RecordServiceEventRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RecordServiceEventRequest) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *RecordServiceEventRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+type RecordServiceEventResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordServiceEventResponse) Reset() {
+	*x = RecordServiceEventResponse{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordServiceEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordServiceEventResponse) ProtoMessage() {}
+
+func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordServiceEventResponse.ProtoReflect.Descriptor instead.
+func (*RecordServiceEventResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *RecordServiceEventResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
 }
 
 var File_unyo_v1_provision_proto protoreflect.FileDescriptor
@@ -4139,7 +4392,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x12when_unsatisfiable\x18\x03 \x01(\tR\x11whenUnsatisfiable\"V\n" +
 	"\x0eUpdateStrategy\x12'\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\x05R\x0emaxUnavailable\x12\x1b\n" +
-	"\tmax_surge\x18\x02 \x01(\x05R\bmaxSurge\"\xd1\x01\n" +
+	"\tmax_surge\x18\x02 \x01(\x05R\bmaxSurge\"\xed\x01\n" +
 	"\tAutoscale\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x16\n" +
@@ -4147,7 +4400,18 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x01(\x01R\x06target\x12&\n" +
 	"\x0fscale_up_window\x18\x05 \x01(\tR\rscaleUpWindow\x12*\n" +
 	"\x11scale_down_window\x18\x06 \x01(\tR\x0fscaleDownWindow\x12\x1c\n" +
-	"\ttolerance\x18\a \x01(\x01R\ttolerance\"_\n" +
+	"\ttolerance\x18\a \x01(\x01R\ttolerance\x12\x1a\n" +
+	"\binterval\x18\b \x01(\tR\binterval\"\xa8\x02\n" +
+	"\x0fAutoscaleStatus\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x1b\n" +
+	"\thas_value\x18\x02 \x01(\bR\bhasValue\x12 \n" +
+	"\vrecommended\x18\x03 \x01(\x05R\vrecommended\x12\x18\n" +
+	"\adesired\x18\x04 \x01(\x05R\adesired\x12=\n" +
+	"\fevaluated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\x129\n" +
+	"\n" +
+	"decided_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"_\n" +
 	"\x10LoadbalancerSpec\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12/\n" +
 	"\x05ports\x18\x02 \x03(\v2\x19.unyo.v1.LoadbalancerPortR\x05ports\"c\n" +
@@ -4155,7 +4419,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1f\n" +
 	"\vtarget_port\x18\x02 \x01(\x05R\n" +
 	"targetPort\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xf9\x01\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xb1\x02\n" +
 	"\x13RegionServiceStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4164,7 +4428,8 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06active\x18\x05 \x01(\x05R\x06active\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xea\x03\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x126\n" +
+	"\tautoscale\x18\r \x01(\v2\x18.unyo.v1.AutoscaleStatusR\tautoscale\"\xea\x03\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4251,11 +4516,23 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x18ReportAssignmentsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x120\n" +
 	"\x06states\x18\x02 \x03(\v2\x18.unyo.v1.AssignmentStateR\x06states\"\x1b\n" +
-	"\x19ReportAssignmentsResponse2\x8e\x02\n" +
+	"\x19ReportAssignmentsResponse\"\xfe\x01\n" +
+	"\x19RecordServiceEventRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x14\n" +
+	"\x05check\x18\x02 \x01(\tR\x05check\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06output\x18\x04 \x01(\tR\x06output\x12F\n" +
+	"\x06labels\x18\x05 \x03(\v2..unyo.v1.RecordServiceEventRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\",\n" +
+	"\x1aRecordServiceEventResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id2\xed\x02\n" +
 	"\x10ProvisionService\x12K\n" +
 	"\fSyncComputes\x12\x1c.unyo.v1.SyncComputesRequest\x1a\x1d.unyo.v1.SyncComputesResponse\x12Q\n" +
 	"\x0eGetAssignments\x12\x1e.unyo.v1.GetAssignmentsRequest\x1a\x1f.unyo.v1.GetAssignmentsResponse\x12Z\n" +
-	"\x11ReportAssignments\x12!.unyo.v1.ReportAssignmentsRequest\x1a\".unyo.v1.ReportAssignmentsResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
+	"\x11ReportAssignments\x12!.unyo.v1.ReportAssignmentsRequest\x1a\".unyo.v1.ReportAssignmentsResponse\x12]\n" +
+	"\x12RecordServiceEvent\x12\".unyo.v1.RecordServiceEventRequest\x1a#.unyo.v1.RecordServiceEventResponseB1Z/github.com/unyo-ops/unyo/core/api/unyov1;unyov1b\x06proto3"
 
 var (
 	file_unyo_v1_provision_proto_rawDescOnce sync.Once
@@ -4269,129 +4546,133 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_unyo_v1_provision_proto_goTypes = []any{
-	(*Region)(nil),                    // 0: unyo.v1.Region
-	(*RegionSpec)(nil),                // 1: unyo.v1.RegionSpec
-	(*Datacenter)(nil),                // 2: unyo.v1.Datacenter
-	(*DatacenterSpec)(nil),            // 3: unyo.v1.DatacenterSpec
-	(*Floor)(nil),                     // 4: unyo.v1.Floor
-	(*FloorSpec)(nil),                 // 5: unyo.v1.FloorSpec
-	(*Rack)(nil),                      // 6: unyo.v1.Rack
-	(*RackSpec)(nil),                  // 7: unyo.v1.RackSpec
-	(*RackPosition)(nil),              // 8: unyo.v1.RackPosition
-	(*PhysicalResource)(nil),          // 9: unyo.v1.PhysicalResource
-	(*PhysicalResourceSpec)(nil),      // 10: unyo.v1.PhysicalResourceSpec
-	(*Port)(nil),                      // 11: unyo.v1.Port
-	(*PortLink)(nil),                  // 12: unyo.v1.PortLink
-	(*Cluster)(nil),                   // 13: unyo.v1.Cluster
-	(*ClusterSpec)(nil),               // 14: unyo.v1.ClusterSpec
-	(*Flavor)(nil),                    // 15: unyo.v1.Flavor
-	(*FlavorSpec)(nil),                // 16: unyo.v1.FlavorSpec
-	(*Image)(nil),                     // 17: unyo.v1.Image
-	(*ImageSpec)(nil),                 // 18: unyo.v1.ImageSpec
-	(*Network)(nil),                   // 19: unyo.v1.Network
-	(*NetworkSpec)(nil),               // 20: unyo.v1.NetworkSpec
-	(*AddressRange)(nil),              // 21: unyo.v1.AddressRange
-	(*NetworkUsage)(nil),              // 22: unyo.v1.NetworkUsage
-	(*AddressAllocation)(nil),         // 23: unyo.v1.AddressAllocation
-	(*RegionService)(nil),             // 24: unyo.v1.RegionService
-	(*RegionServiceSpec)(nil),         // 25: unyo.v1.RegionServiceSpec
-	(*ComputeSpec)(nil),               // 26: unyo.v1.ComputeSpec
-	(*SchedulePolicy)(nil),            // 27: unyo.v1.SchedulePolicy
-	(*LabelRequirement)(nil),          // 28: unyo.v1.LabelRequirement
-	(*AffinityTerm)(nil),              // 29: unyo.v1.AffinityTerm
-	(*SpreadConstraint)(nil),          // 30: unyo.v1.SpreadConstraint
-	(*UpdateStrategy)(nil),            // 31: unyo.v1.UpdateStrategy
-	(*Autoscale)(nil),                 // 32: unyo.v1.Autoscale
-	(*LoadbalancerSpec)(nil),          // 33: unyo.v1.LoadbalancerSpec
-	(*LoadbalancerPort)(nil),          // 34: unyo.v1.LoadbalancerPort
-	(*RegionServiceStatus)(nil),       // 35: unyo.v1.RegionServiceStatus
-	(*Compute)(nil),                   // 36: unyo.v1.Compute
-	(*ComputeResources)(nil),          // 37: unyo.v1.ComputeResources
-	(*ComputeStatus)(nil),             // 38: unyo.v1.ComputeStatus
-	(*ScheduleReasonCount)(nil),       // 39: unyo.v1.ScheduleReasonCount
-	(*Assignment)(nil),                // 40: unyo.v1.Assignment
-	(*AssignmentState)(nil),           // 41: unyo.v1.AssignmentState
-	(*SyncComputesRequest)(nil),       // 42: unyo.v1.SyncComputesRequest
-	(*SyncComputesResponse)(nil),      // 43: unyo.v1.SyncComputesResponse
-	(*GetAssignmentsRequest)(nil),     // 44: unyo.v1.GetAssignmentsRequest
-	(*GetAssignmentsResponse)(nil),    // 45: unyo.v1.GetAssignmentsResponse
-	(*ReportAssignmentsRequest)(nil),  // 46: unyo.v1.ReportAssignmentsRequest
-	(*ReportAssignmentsResponse)(nil), // 47: unyo.v1.ReportAssignmentsResponse
-	nil,                               // 48: unyo.v1.Region.LabelsEntry
-	nil,                               // 49: unyo.v1.Datacenter.LabelsEntry
-	nil,                               // 50: unyo.v1.Floor.LabelsEntry
-	nil,                               // 51: unyo.v1.Rack.LabelsEntry
-	nil,                               // 52: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                               // 53: unyo.v1.Cluster.LabelsEntry
-	nil,                               // 54: unyo.v1.Flavor.LabelsEntry
-	nil,                               // 55: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                               // 56: unyo.v1.Image.LabelsEntry
-	nil,                               // 57: unyo.v1.Network.LabelsEntry
-	nil,                               // 58: unyo.v1.RegionService.LabelsEntry
-	nil,                               // 59: unyo.v1.ComputeSpec.EnvEntry
-	nil,                               // 60: unyo.v1.Assignment.EnvEntry
-	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
+	(*Region)(nil),                     // 0: unyo.v1.Region
+	(*RegionSpec)(nil),                 // 1: unyo.v1.RegionSpec
+	(*Datacenter)(nil),                 // 2: unyo.v1.Datacenter
+	(*DatacenterSpec)(nil),             // 3: unyo.v1.DatacenterSpec
+	(*Floor)(nil),                      // 4: unyo.v1.Floor
+	(*FloorSpec)(nil),                  // 5: unyo.v1.FloorSpec
+	(*Rack)(nil),                       // 6: unyo.v1.Rack
+	(*RackSpec)(nil),                   // 7: unyo.v1.RackSpec
+	(*RackPosition)(nil),               // 8: unyo.v1.RackPosition
+	(*PhysicalResource)(nil),           // 9: unyo.v1.PhysicalResource
+	(*PhysicalResourceSpec)(nil),       // 10: unyo.v1.PhysicalResourceSpec
+	(*Port)(nil),                       // 11: unyo.v1.Port
+	(*PortLink)(nil),                   // 12: unyo.v1.PortLink
+	(*Cluster)(nil),                    // 13: unyo.v1.Cluster
+	(*ClusterSpec)(nil),                // 14: unyo.v1.ClusterSpec
+	(*Flavor)(nil),                     // 15: unyo.v1.Flavor
+	(*FlavorSpec)(nil),                 // 16: unyo.v1.FlavorSpec
+	(*Image)(nil),                      // 17: unyo.v1.Image
+	(*ImageSpec)(nil),                  // 18: unyo.v1.ImageSpec
+	(*Network)(nil),                    // 19: unyo.v1.Network
+	(*NetworkSpec)(nil),                // 20: unyo.v1.NetworkSpec
+	(*AddressRange)(nil),               // 21: unyo.v1.AddressRange
+	(*NetworkUsage)(nil),               // 22: unyo.v1.NetworkUsage
+	(*AddressAllocation)(nil),          // 23: unyo.v1.AddressAllocation
+	(*RegionService)(nil),              // 24: unyo.v1.RegionService
+	(*RegionServiceSpec)(nil),          // 25: unyo.v1.RegionServiceSpec
+	(*ComputeSpec)(nil),                // 26: unyo.v1.ComputeSpec
+	(*SchedulePolicy)(nil),             // 27: unyo.v1.SchedulePolicy
+	(*LabelRequirement)(nil),           // 28: unyo.v1.LabelRequirement
+	(*AffinityTerm)(nil),               // 29: unyo.v1.AffinityTerm
+	(*SpreadConstraint)(nil),           // 30: unyo.v1.SpreadConstraint
+	(*UpdateStrategy)(nil),             // 31: unyo.v1.UpdateStrategy
+	(*Autoscale)(nil),                  // 32: unyo.v1.Autoscale
+	(*AutoscaleStatus)(nil),            // 33: unyo.v1.AutoscaleStatus
+	(*LoadbalancerSpec)(nil),           // 34: unyo.v1.LoadbalancerSpec
+	(*LoadbalancerPort)(nil),           // 35: unyo.v1.LoadbalancerPort
+	(*RegionServiceStatus)(nil),        // 36: unyo.v1.RegionServiceStatus
+	(*Compute)(nil),                    // 37: unyo.v1.Compute
+	(*ComputeResources)(nil),           // 38: unyo.v1.ComputeResources
+	(*ComputeStatus)(nil),              // 39: unyo.v1.ComputeStatus
+	(*ScheduleReasonCount)(nil),        // 40: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                 // 41: unyo.v1.Assignment
+	(*AssignmentState)(nil),            // 42: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),        // 43: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),       // 44: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),      // 45: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),     // 46: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),   // 47: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil),  // 48: unyo.v1.ReportAssignmentsResponse
+	(*RecordServiceEventRequest)(nil),  // 49: unyo.v1.RecordServiceEventRequest
+	(*RecordServiceEventResponse)(nil), // 50: unyo.v1.RecordServiceEventResponse
+	nil,                                // 51: unyo.v1.Region.LabelsEntry
+	nil,                                // 52: unyo.v1.Datacenter.LabelsEntry
+	nil,                                // 53: unyo.v1.Floor.LabelsEntry
+	nil,                                // 54: unyo.v1.Rack.LabelsEntry
+	nil,                                // 55: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                                // 56: unyo.v1.Cluster.LabelsEntry
+	nil,                                // 57: unyo.v1.Flavor.LabelsEntry
+	nil,                                // 58: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                                // 59: unyo.v1.Image.LabelsEntry
+	nil,                                // 60: unyo.v1.Network.LabelsEntry
+	nil,                                // 61: unyo.v1.RegionService.LabelsEntry
+	nil,                                // 62: unyo.v1.ComputeSpec.EnvEntry
+	nil,                                // 63: unyo.v1.Assignment.EnvEntry
+	nil,                                // 64: unyo.v1.RecordServiceEventRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 65: google.protobuf.Timestamp
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	48, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	51, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
 	1,  // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	61, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	61, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	65, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	65, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
 	3,  // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	61, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	61, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	50, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	65, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	65, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
 	5,  // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	61, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	61, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	51, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	65, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	65, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
 	7,  // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	61, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	61, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	65, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	52, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	55, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
 	10, // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	61, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	61, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	65, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
 	12, // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	53, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	56, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
 	14, // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	61, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	61, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	65, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	65, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
 	16, // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	61, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	61, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	55, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	56, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	65, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	65, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	58, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	59, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
 	18, // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	61, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	61, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	65, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	65, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
 	20, // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	61, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	61, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	65, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
 	22, // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
 	21, // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
 	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	61, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	61, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	61, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	58, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	65, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	65, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	65, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	61, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
 	25, // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
-	61, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
-	61, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
+	65, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	65, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
 	26, // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
-	33, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
+	34, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
 	27, // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
 	31, // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
 	32, // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
-	59, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	62, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
 	28, // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
 	28, // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
 	29, // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
@@ -4399,35 +4680,41 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	29, // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
 	29, // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
 	30, // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
-	34, // 64: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
-	61, // 65: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
-	26, // 66: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
-	37, // 67: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
-	38, // 68: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
-	61, // 69: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
-	61, // 70: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	39, // 71: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	61, // 72: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	61, // 73: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	61, // 74: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 75: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	60, // 76: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	61, // 77: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 78: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	36, // 79: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	40, // 80: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	41, // 81: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	42, // 82: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	44, // 83: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	46, // 84: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	43, // 85: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	45, // 86: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	47, // 87: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	85, // [85:88] is the sub-list for method output_type
-	82, // [82:85] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	65, // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
+	65, // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
+	35, // 66: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
+	65, // 67: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	33, // 68: unyo.v1.RegionServiceStatus.autoscale:type_name -> unyo.v1.AutoscaleStatus
+	26, // 69: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
+	38, // 70: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
+	39, // 71: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
+	65, // 72: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	65, // 73: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 74: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	65, // 75: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	65, // 76: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	65, // 77: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 78: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	63, // 79: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	65, // 80: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 81: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	37, // 82: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	41, // 83: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	42, // 84: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	64, // 85: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
+	43, // 86: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	45, // 87: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	47, // 88: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	49, // 89: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
+	44, // 90: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	46, // 91: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	48, // 92: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	50, // 93: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
+	90, // [90:94] is the sub-list for method output_type
+	86, // [86:90] is the sub-list for method input_type
+	86, // [86:86] is the sub-list for extension type_name
+	86, // [86:86] is the sub-list for extension extendee
+	0,  // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4441,7 +4728,7 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

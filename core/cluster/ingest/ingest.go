@@ -52,7 +52,14 @@ const (
 	StoreLoss     Source = "store-loss"     // the store lost events it had acknowledged
 	PeerWatch     Source = "peer-watch"     // a peer cluster this one watches is down, stuck or back
 	Placement     Source = "placement"      // a compute could not be placed (Blocked, Failed) or was placed again
+	RootService   Source = "root-service"   // root's event about a RegionService (an autoscaling decision)
 )
+
+// AutoscaleCheck is the check of root's autoscaling events: one per
+// decision that changed a service's replicas, and when its metric stops or
+// starts being usable; on the cluster's own node name, labelled with the
+// service.
+const AutoscaleCheck = "service-autoscale"
 
 // PlacementCheck is the check of placement events: one per compute that
 // the node stage could not place, on the cluster's own node name, labelled

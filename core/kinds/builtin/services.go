@@ -40,6 +40,7 @@ func services() []kinds.Kind {
 				{Header: "REASON", Width: 60, Cell: func(s *unyov1.RegionService, _ time.Time) string {
 					return reason(s.GetStatus().GetReason(), s.GetStatus().GetMessage())
 				}},
+				{Header: "AUTOSCALE", Width: 80, Cell: autoscaleCell},
 				{Header: "AGE", Cell: func(s *unyov1.RegionService, now time.Time) string { return cell.Age(now, s.GetCreatedAt()) }},
 			},
 		}),
@@ -61,6 +62,31 @@ func services() []kinds.Kind {
 			},
 		}),
 	}
+}
+
+// autoscaleCell is a service's autoscale state: its bounds, the metric's
+// last value against the target, the replicas wanted, when the autoscaler
+// last changed them, and its last evaluation in words ("" when the service
+// is not autoscaled).
+func autoscaleCell(s *unyov1.RegionService, now time.Time) string {
+	a := s.GetSpec().GetCompute().GetAutoscale()
+	if a == nil {
+		return ""
+	}
+	st := s.GetStatus().GetAutoscale()
+	out := fmt.Sprintf("%d..%d", a.GetMin(), a.GetMax())
+	switch {
+	case st == nil:
+		return out + " not evaluated yet"
+	case st.GetError() != "":
+		out += " metric unusable"
+	case st.GetHasValue():
+		out += fmt.Sprintf(" metric %.4g/%.4g want %d", st.GetValue(), a.GetTarget(), st.GetDesired())
+	}
+	if st.GetDecidedAt() != nil {
+		out += ", scaled " + cell.Age(now, st.GetDecidedAt()) + " ago"
+	}
+	return out + ": " + st.GetReason()
 }
 
 // reason is "CODE: words", or either alone.

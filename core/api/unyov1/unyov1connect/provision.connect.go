@@ -47,6 +47,9 @@ const (
 	// ProvisionServiceReportAssignmentsProcedure is the fully-qualified name of the ProvisionService's
 	// ReportAssignments RPC.
 	ProvisionServiceReportAssignmentsProcedure = "/unyo.v1.ProvisionService/ReportAssignments"
+	// ProvisionServiceRecordServiceEventProcedure is the fully-qualified name of the ProvisionService's
+	// RecordServiceEvent RPC.
+	ProvisionServiceRecordServiceEventProcedure = "/unyo.v1.ProvisionService/RecordServiceEvent"
 )
 
 // ProvisionServiceClient is a client for the unyo.v1.ProvisionService service.
@@ -59,6 +62,11 @@ type ProvisionServiceClient interface {
 	// (the node comes from the agent's credential).
 	GetAssignments(context.Context, *connect.Request[unyov1.GetAssignmentsRequest]) (*connect.Response[unyov1.GetAssignmentsResponse], error)
 	ReportAssignments(context.Context, *connect.Request[unyov1.ReportAssignmentsRequest]) (*connect.Response[unyov1.ReportAssignmentsResponse], error)
+	// RecordServiceEvent (root -> cluster) stores an event root raises about
+	// a RegionService (an autoscaling decision) through the cluster's
+	// ingest: root has no event store of its own, so the event goes to a
+	// cluster holding the service's replicas.
+	RecordServiceEvent(context.Context, *connect.Request[unyov1.RecordServiceEventRequest]) (*connect.Response[unyov1.RecordServiceEventResponse], error)
 }
 
 // NewProvisionServiceClient constructs a client for the unyo.v1.ProvisionService service. By
@@ -90,14 +98,21 @@ func NewProvisionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(provisionServiceMethods.ByName("ReportAssignments")),
 			connect.WithClientOptions(opts...),
 		),
+		recordServiceEvent: connect.NewClient[unyov1.RecordServiceEventRequest, unyov1.RecordServiceEventResponse](
+			httpClient,
+			baseURL+ProvisionServiceRecordServiceEventProcedure,
+			connect.WithSchema(provisionServiceMethods.ByName("RecordServiceEvent")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // provisionServiceClient implements ProvisionServiceClient.
 type provisionServiceClient struct {
-	syncComputes      *connect.Client[unyov1.SyncComputesRequest, unyov1.SyncComputesResponse]
-	getAssignments    *connect.Client[unyov1.GetAssignmentsRequest, unyov1.GetAssignmentsResponse]
-	reportAssignments *connect.Client[unyov1.ReportAssignmentsRequest, unyov1.ReportAssignmentsResponse]
+	syncComputes       *connect.Client[unyov1.SyncComputesRequest, unyov1.SyncComputesResponse]
+	getAssignments     *connect.Client[unyov1.GetAssignmentsRequest, unyov1.GetAssignmentsResponse]
+	reportAssignments  *connect.Client[unyov1.ReportAssignmentsRequest, unyov1.ReportAssignmentsResponse]
+	recordServiceEvent *connect.Client[unyov1.RecordServiceEventRequest, unyov1.RecordServiceEventResponse]
 }
 
 // SyncComputes calls unyo.v1.ProvisionService.SyncComputes.
@@ -115,6 +130,11 @@ func (c *provisionServiceClient) ReportAssignments(ctx context.Context, req *con
 	return c.reportAssignments.CallUnary(ctx, req)
 }
 
+// RecordServiceEvent calls unyo.v1.ProvisionService.RecordServiceEvent.
+func (c *provisionServiceClient) RecordServiceEvent(ctx context.Context, req *connect.Request[unyov1.RecordServiceEventRequest]) (*connect.Response[unyov1.RecordServiceEventResponse], error) {
+	return c.recordServiceEvent.CallUnary(ctx, req)
+}
+
 // ProvisionServiceHandler is an implementation of the unyo.v1.ProvisionService service.
 type ProvisionServiceHandler interface {
 	// SyncComputes (root -> cluster) replaces the set of the cluster's
@@ -125,6 +145,11 @@ type ProvisionServiceHandler interface {
 	// (the node comes from the agent's credential).
 	GetAssignments(context.Context, *connect.Request[unyov1.GetAssignmentsRequest]) (*connect.Response[unyov1.GetAssignmentsResponse], error)
 	ReportAssignments(context.Context, *connect.Request[unyov1.ReportAssignmentsRequest]) (*connect.Response[unyov1.ReportAssignmentsResponse], error)
+	// RecordServiceEvent (root -> cluster) stores an event root raises about
+	// a RegionService (an autoscaling decision) through the cluster's
+	// ingest: root has no event store of its own, so the event goes to a
+	// cluster holding the service's replicas.
+	RecordServiceEvent(context.Context, *connect.Request[unyov1.RecordServiceEventRequest]) (*connect.Response[unyov1.RecordServiceEventResponse], error)
 }
 
 // NewProvisionServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -152,6 +177,12 @@ func NewProvisionServiceHandler(svc ProvisionServiceHandler, opts ...connect.Han
 		connect.WithSchema(provisionServiceMethods.ByName("ReportAssignments")),
 		connect.WithHandlerOptions(opts...),
 	)
+	provisionServiceRecordServiceEventHandler := connect.NewUnaryHandler(
+		ProvisionServiceRecordServiceEventProcedure,
+		svc.RecordServiceEvent,
+		connect.WithSchema(provisionServiceMethods.ByName("RecordServiceEvent")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.ProvisionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ProvisionServiceSyncComputesProcedure:
@@ -160,6 +191,8 @@ func NewProvisionServiceHandler(svc ProvisionServiceHandler, opts ...connect.Han
 			provisionServiceGetAssignmentsHandler.ServeHTTP(w, r)
 		case ProvisionServiceReportAssignmentsProcedure:
 			provisionServiceReportAssignmentsHandler.ServeHTTP(w, r)
+		case ProvisionServiceRecordServiceEventProcedure:
+			provisionServiceRecordServiceEventHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -179,4 +212,8 @@ func (UnimplementedProvisionServiceHandler) GetAssignments(context.Context, *con
 
 func (UnimplementedProvisionServiceHandler) ReportAssignments(context.Context, *connect.Request[unyov1.ReportAssignmentsRequest]) (*connect.Response[unyov1.ReportAssignmentsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ProvisionService.ReportAssignments is not implemented"))
+}
+
+func (UnimplementedProvisionServiceHandler) RecordServiceEvent(context.Context, *connect.Request[unyov1.RecordServiceEventRequest]) (*connect.Response[unyov1.RecordServiceEventResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.ProvisionService.RecordServiceEvent is not implemented"))
 }
