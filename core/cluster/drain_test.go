@@ -299,6 +299,7 @@ func TestDrain(t *testing.T) {
 		}
 	}
 }
+
 // TestSurgeUpdate: a new spec revision with surge places a next instance
 // running the new spec on another node; once it runs, the old one goes
 // and the status's spec revision is the new one.
