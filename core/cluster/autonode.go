@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/rbac"
-	"github.com/unyo-ops/unyo/core/server"
-	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/replace"
 )
 
@@ -161,18 +158,12 @@ func (a *autoNodes) apply(ctx context.Context, n *unyov1.Node, act replace.AutoA
 // SetNodeAuto sets a node's own automatic cordon and drain intervals.
 func (s *nodeService) SetNodeAuto(ctx context.Context, req *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error) {
 	m := req.Msg
-	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
-		return connect.NewResponse(&unyov1.SetNodeAutoResponse{}), nil
+	if mine, err := s.operates(ctx, m.GetCluster(), "change"); !mine {
+		return connect.NewResponse(&unyov1.SetNodeAutoResponse{}), err
 	}
-	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
-		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not change nodes of cluster %q", p, s.c.opts.Name))
-	}
-	n, err := s.c.store.GetNode(ctx, m.GetName())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", m.GetName(), s.c.opts.Name))
-	}
+	n, err := s.getNode(ctx, m.GetName())
 	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
+		return nil, err
 	}
 	auto := proto.CloneOf(n.GetAuto())
 	if auto == nil {

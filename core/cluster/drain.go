@@ -43,11 +43,8 @@ func drainMaintenance(node string) string { return "drain-" + node }
 // node.
 func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
 	m := req.Msg
-	if m.GetCluster() != "" && m.GetCluster() != s.c.opts.Name {
-		return connect.NewResponse(&unyov1.DrainNodeResponse{}), nil
-	}
-	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
-		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not drain nodes of cluster %q", p, s.c.opts.Name))
+	if mine, err := s.operates(ctx, m.GetCluster(), "drain"); !mine {
+		return connect.NewResponse(&unyov1.DrainNodeResponse{}), err
 	}
 	deadline := defaultDrainDeadline
 	if d := m.GetDeadline(); d != "" && !m.GetCancel() {
@@ -57,12 +54,9 @@ func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1
 		}
 		deadline = v
 	}
-	n, err := s.c.store.GetNode(ctx, m.GetName())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", m.GetName(), s.c.opts.Name))
-	}
+	n, err := s.getNode(ctx, m.GetName())
 	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
+		return nil, err
 	}
 	by := server.PrincipalFrom(ctx).String()
 	resp := &unyov1.DrainNodeResponse{Found: 1}
@@ -87,6 +81,31 @@ func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1
 		s.c.kickPlacement()
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// operates says whether an operator's node operation (verb) for cluster
+// ("" is every cluster) is this cluster's to do, refusing a principal of
+// another cluster.
+func (s *nodeService) operates(ctx context.Context, cluster, verb string) (bool, error) {
+	if cluster != "" && cluster != s.c.opts.Name {
+		return false, nil
+	}
+	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
+		return false, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not %s nodes of cluster %q", p, verb, s.c.opts.Name))
+	}
+	return true, nil
+}
+
+// getNode reads a node for an operator: NotFound names the cluster.
+func (s *nodeService) getNode(ctx context.Context, name string) (*unyov1.Node, error) {
+	n, err := s.c.store.GetNode(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	return n, nil
 }
 
 // startDrain starts the drain of n (or changes the deadline and force of

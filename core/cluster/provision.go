@@ -316,18 +316,12 @@ func (b *broadcast) notify() {
 // generation, which makes the node stage try Blocked computes again.
 func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
 	name := req.Msg.GetName()
-	if req.Msg.GetCluster() != "" && req.Msg.GetCluster() != s.c.opts.Name {
-		return connect.NewResponse(&unyov1.CordonNodeResponse{}), nil
+	if mine, err := s.operates(ctx, req.Msg.GetCluster(), "cordon"); !mine {
+		return connect.NewResponse(&unyov1.CordonNodeResponse{}), err
 	}
-	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
-		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not cordon nodes of cluster %q", p, s.c.opts.Name))
-	}
-	n, err := s.c.store.GetNode(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
-	}
+	n, err := s.getNode(ctx, name)
 	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
+		return nil, err
 	}
 	if err := s.c.operatorCordon(ctx, n, req.Msg.GetCordoned()); err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)

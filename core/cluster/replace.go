@@ -107,9 +107,10 @@ func (s *nodeStage) replacements(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	draining := map[string]bool{}
+	draining, exists := map[string]bool{}, map[string]bool{}
 	var drains []*unyov1.Node
 	for _, n := range nodes {
+		exists[n.GetName()] = true
 		if n.GetDrain().GetPhase() == store.DrainPhaseDraining {
 			draining[n.GetName()] = true
 			drains = append(drains, n)
@@ -120,6 +121,15 @@ func (s *nodeStage) replacements(ctx context.Context) error {
 	}
 	changed := false
 	for _, c := range computes {
+		if v := replaceView(c); v.Retired() && !exists[v.Node] {
+			// The retired instance's node is gone: no agent will say it
+			// is deleted.
+			if err := s.c.store.CurrentGone(ctx, c.GetName(), s.c.now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			changed = true
+			continue
+		}
 		var u *store.ReplacementUpdate
 		switch replace.Orphaned(replaceView(c)) {
 		case replace.Keep:

@@ -46,8 +46,9 @@ type Compute struct {
 // mechanism: another one leaves c alone meanwhile.
 func (c Compute) InFlight() bool { return c.RepPhase != "" && c.RepPhase != Blocked }
 
-// retired says whether the current instance is being removed.
-func (c Compute) retired() bool { return c.RepPhase == Active || c.RepPhase == Evicting }
+// Retired says whether the current instance is being removed (its
+// replacement is Active, or a forced drain evicts it).
+func (c Compute) Retired() bool { return c.RepPhase == Active || c.RepPhase == Evicting }
 
 // Outcome is where a drain stands after a step.
 type Outcome int
@@ -106,7 +107,7 @@ func DrainStep(now time.Time, d Drain, on []Compute) Step {
 				st.Gone = append(st.Gone, c.Name)
 			}
 		case late:
-			if !c.retired() {
+			if !c.Retired() {
 				st.Evict = append(st.Evict, c.Name)
 			}
 			if !d.NodeReady {
@@ -135,7 +136,7 @@ const (
 
 // Orphaned decides a replacement of c when c's node is not draining.
 func Orphaned(c Compute) Cancel {
-	if c.RepReason != ReasonDrain || c.retired() || c.RepPhase == "" {
+	if c.RepReason != ReasonDrain || c.Retired() || c.RepPhase == "" {
 		return Keep
 	}
 	if c.Replacing == "" {
@@ -202,7 +203,7 @@ func OnReport(c Compute, node, state string) Report {
 		switch {
 		case c.Deleting && c.Replacing == "":
 			return Drop
-		case c.Deleting || c.retired():
+		case c.Deleting || c.Retired():
 			return CurrentGone
 		}
 		return Status

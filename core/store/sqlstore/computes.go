@@ -271,29 +271,39 @@ func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.Co
 	return nil
 }
 
+// lockPlacement takes the locks of a placement of res, the service's
+// first, then the node's, always in this order: placements of one service
+// take turns (anti-affinity spans nodes), and placements on one node take
+// turns (capacity). It refuses a node whose generation moved since the
+// choice (ErrGeneration) and returns the node as it is now.
+func (s *Store) lockPlacement(ctx context.Context, tx *sql.Tx, res store.Reservation) (*unyov1.Node, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
+		ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
+		return nil, fmt.Errorf("lock service: %w", err)
+	}
+	var locked int64
+	if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFound("node", res.Node)
+		}
+		return nil, fmt.Errorf("lock node: %w", err)
+	}
+	if locked != res.Generation {
+		return nil, fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
+	}
+	n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+	if err != nil {
+		return nil, fmt.Errorf("read node: %w", err)
+	}
+	return n, nil
+}
+
 func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (int64, error) {
 	var gen int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// The service's lock first, then the node's, always in this
-		// order: placements of one service take turns (anti-affinity
-		// spans nodes), and placements on one node take turns (capacity).
-		if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
-			ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
-			return fmt.Errorf("lock service: %w", err)
-		}
-		var locked int64
-		if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("node", res.Node)
-			}
-			return fmt.Errorf("lock node: %w", err)
-		}
-		if locked != res.Generation {
-			return fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
-		}
-		n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+		n, err := s.lockPlacement(ctx, tx, res)
 		if err != nil {
-			return fmt.Errorf("read node: %w", err)
+			return err
 		}
 		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", res.Compute))
 		if errors.Is(err, sql.ErrNoRows) {

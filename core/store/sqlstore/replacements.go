@@ -46,24 +46,9 @@ func clearReplacement(st *unyov1.ComputeStatus) {
 func (s *Store) ReserveNext(ctx context.Context, res store.Reservation, a *unyov1.Assignment, revision int64, why string) (int64, error) {
 	var gen int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// The same locks, in the same order, as ReserveCompute.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
-			ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
-			return fmt.Errorf("lock service: %w", err)
-		}
-		var locked int64
-		if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("node", res.Node)
-			}
-			return fmt.Errorf("lock node: %w", err)
-		}
-		if locked != res.Generation {
-			return fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
-		}
-		n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+		n, err := s.lockPlacement(ctx, tx, res)
 		if err != nil {
-			return fmt.Errorf("read node: %w", err)
+			return err
 		}
 		r, err := s.lockCompute(ctx, tx, res.Compute)
 		if err != nil {
