@@ -45,7 +45,16 @@ func TestDrainEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "node a1 draining") {
 		t.Errorf("nodes drain: %s", out)
 	}
-	// The cluster dies mid-drain and comes back: the drain is in the store.
+	// The cluster dies mid-drain (a replacement placed) and comes back:
+	// the drain and the replacements are in the store.
+	testutil.Eventually(t, 30*time.Second, "a replacement placed", func() error {
+		for _, c := range f.sync(cs) {
+			if c.GetStatus().GetReplacingNode() != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no replacement yet")
+	})
 	f.cluster.kill()
 	f.cluster.restart()
 	testutil.Eventually(t, 30*time.Second, "the cluster back", func() error {
