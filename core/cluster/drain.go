@@ -223,7 +223,7 @@ func (s *nodeStage) drain(ctx context.Context, pl *planner, n *unyov1.Node, comp
 	for _, name := range step.Evict {
 		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{
 			Phase: replace.Evicting, Reason: replace.ReasonDrain, Message: "the drain's deadline passed; removed without waiting for a replacement",
-			RetireCurrent: true, At: now,
+			RetireCurrent: true, Current: n.GetName(), At: now,
 		}); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return changed, err
 		}
@@ -233,7 +233,7 @@ func (s *nodeStage) drain(ctx context.Context, pl *planner, n *unyov1.Node, comp
 	for _, name := range step.Gone {
 		// The node is not Ready: its agent may never say the instance
 		// is gone.
-		if err := s.c.store.CurrentGone(ctx, name, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.c.store.CurrentGone(ctx, name, n.GetName(), now); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return changed, err
 		}
 		changed = true

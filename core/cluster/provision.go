@@ -217,7 +217,7 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 		}
 		s.c.log.Info("compute deleted; reservation released", "compute", name, "node", node)
 	case replace.CurrentGone:
-		if err := s.c.store.CurrentGone(ctx, name, now); err != nil {
+		if err := s.c.store.CurrentGone(ctx, name, node, now); err != nil {
 			return false, err
 		}
 		s.c.log.Info("the replaced instance is deleted; its reservation released", "compute", name, "node", node, "now_on", c.GetStatus().GetReplacingNode())
@@ -227,12 +227,12 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 		}
 		s.c.log.Info("a called-off replacement is deleted; its reservation released", "compute", name, "node", node)
 	case replace.NextActive:
-		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Active, RetireCurrent: true, At: now}); err != nil {
+		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Active, RetireCurrent: true, Next: node, At: now}); err != nil {
 			return false, err
 		}
 		s.c.log.Info("replacement Active; removing the instance it replaces", "compute", name, "node", c.GetStatus().GetNode(), "next_node", node)
 	case replace.NextFailed:
-		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Failed, Message: st.GetMessage(), At: now}); err != nil {
+		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Failed, Message: st.GetMessage(), Next: node, At: now}); err != nil {
 			return false, err
 		}
 	case replace.Status:

@@ -86,7 +86,7 @@ func (s *nodeStage) placeNext(ctx context.Context, pl *planner, c *unyov1.Comput
 	if st.GetReplacementPhase() == replace.Blocked && st.GetReplacementMessage() == msg {
 		return false, nil
 	}
-	if err := s.c.store.SetReplacement(ctx, c.GetName(), store.ReplacementUpdate{Phase: replace.Blocked, Reason: why, Message: msg, At: now}); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.c.store.SetReplacement(ctx, c.GetName(), store.ReplacementUpdate{Phase: replace.Blocked, Reason: why, Message: msg, Current: cur, At: now}); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return false, err
 	}
 	s.c.log.Info("no node for a replacement; the compute runs on where it is", "compute", c.GetName(), "node", cur, "why", why, "reason", msg)
@@ -124,7 +124,7 @@ func (s *nodeStage) replacements(ctx context.Context) error {
 		if v := replaceView(c); v.Retired() && !exists[v.Node] {
 			// The retired instance's node is gone: no agent will say it
 			// is deleted.
-			if err := s.c.store.CurrentGone(ctx, c.GetName(), s.c.now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := s.c.store.CurrentGone(ctx, c.GetName(), v.Node, s.c.now()); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			changed = true
@@ -138,12 +138,13 @@ func (s *nodeStage) replacements(ctx context.Context) error {
 			if draining[c.GetStatus().GetNode()] {
 				continue
 			}
-			u = &store.ReplacementUpdate{Phase: replace.Cancelling, Message: "the drain ended; the replacement is removed", CancelNext: true, At: s.c.now()}
+			u = &store.ReplacementUpdate{Phase: replace.Cancelling, Message: "the drain ended; the replacement is removed", CancelNext: true,
+				Current: c.GetStatus().GetNode(), Next: c.GetStatus().GetReplacingNode(), At: s.c.now()}
 		case replace.Clear:
 			if draining[c.GetStatus().GetNode()] {
 				continue
 			}
-			u = &store.ReplacementUpdate{At: s.c.now()}
+			u = &store.ReplacementUpdate{Current: c.GetStatus().GetNode(), At: s.c.now()}
 		}
 		if err := s.c.store.SetReplacement(ctx, c.GetName(), *u); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err

@@ -75,7 +75,9 @@ type Computes interface {
 	// gone): its reservation is released and the next instance becomes the
 	// current one (its spec revision the status's), or, without one, the
 	// compute waits Initializing to be placed again.
-	CurrentGone(ctx context.Context, compute string, at time.Time) error
+	// node, when set, is the current instance's node as the caller saw it:
+	// when the compute's differs, the call is stale and does nothing.
+	CurrentGone(ctx context.Context, compute, node string, at time.Time) error
 	// NextGone is the next instance deleted (a cancelled replacement): its
 	// reservation is released and the replacement cleared.
 	NextGone(ctx context.Context, compute string) error
@@ -98,7 +100,11 @@ type ReplacementUpdate struct {
 	RetireCurrent bool
 	// CancelNext turns the next instance's assignment to deleted.
 	CancelNext bool
-	At         time.Time
+	// Current and Next, when set, are the nodes of the instances the
+	// update was decided for: when the compute's differ (a replacement
+	// took over meanwhile), the update is stale and dropped.
+	Current, Next string
+	At            time.Time
 }
 
 // Reservation is the resources one placed compute holds on its node.

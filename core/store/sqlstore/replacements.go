@@ -114,6 +114,9 @@ func (s *Store) SetReplacement(ctx context.Context, compute string, u store.Repl
 		if err != nil {
 			return err
 		}
+		if (u.Current != "" && r.assignment.GetNode() != u.Current) || (u.Next != "" && r.next.GetNode() != u.Next) {
+			return nil
+		}
 		st := statusOf(r.c)
 		if u.Phase == "" && r.next == nil {
 			clearReplacement(st)
@@ -148,13 +151,13 @@ func (s *Store) SetReplacement(ctx context.Context, compute string, u store.Repl
 	return nil
 }
 
-func (s *Store) CurrentGone(ctx context.Context, compute string, at time.Time) error {
+func (s *Store) CurrentGone(ctx context.Context, compute, node string, at time.Time) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		r, err := s.lockCompute(ctx, tx, compute)
 		if err != nil {
 			return err
 		}
-		if r.assignment == nil {
+		if r.assignment == nil || (node != "" && r.assignment.GetNode() != node) {
 			return nil
 		}
 		if err := deleteReservation(ctx, tx, compute, r.assignment.GetNode()); err != nil {

@@ -363,7 +363,11 @@ func replacementTest(t *testing.T, s store.Store) {
 	if a1 := assigned("n1"); a1 != "[web-0/deleted]" {
 		t.Errorf("n1 after the retirement: %s", a1)
 	}
-	must(t, s.CurrentGone(ctx(t), "web-0", t0))
+	// Decided for another instance: stale, nothing happens.
+	must(t, s.CurrentGone(ctx(t), "web-0", "n3", t0))
+	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Evicting", RetireCurrent: true, Current: "n3"}))
+	reserved(map[string]int32{"n1": 1, "n2": 1})
+	must(t, s.CurrentGone(ctx(t), "web-0", "n1", t0))
 	reserved(map[string]int32{"n1": 0, "n2": 1})
 	c, err = s.GetCompute(ctx(t), "web-0")
 	must(t, err)
@@ -383,7 +387,7 @@ func replacementTest(t *testing.T, s store.Store) {
 	reserved(map[string]int32{"n2": 1, "n3": 0})
 	// Forced without a replacement: the compute waits to be placed again.
 	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Evicting", Reason: "Drain", RetireCurrent: true}))
-	must(t, s.CurrentGone(ctx(t), "web-0", t0))
+	must(t, s.CurrentGone(ctx(t), "web-0", "", t0))
 	reserved(map[string]int32{"n1": 0, "n2": 0, "n3": 0})
 	c, err = s.GetCompute(ctx(t), "web-0")
 	must(t, err)
