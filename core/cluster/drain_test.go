@@ -342,7 +342,8 @@ func TestSurgeUpdate(t *testing.T) {
 
 // TestAutoCordon: a node without heartbeats for the cordon interval is
 // cordoned automatically (an event says so), and uncordoned once Ready
-// again for as long; a node's own setting overrides the cluster's.
+// again for as long; a node's own settings override the cluster's, and
+// one not Ready for its drain interval is drained.
 func TestAutoCordon(t *testing.T) {
 	f := newFleet(t, cluster.Options{HeartbeatInterval: 200 * time.Millisecond, StaleAfter: 600 * time.Millisecond, DownAfter: 5 * time.Second, AutoCordonAfter: time.Second})
 	f.join("n1", 2)
@@ -375,6 +376,14 @@ func TestAutoCordon(t *testing.T) {
 		}
 		return fmt.Errorf("%d node-auto events, none about n1", len(resp.Msg.GetEvents()))
 	})
+	// n2's own drain interval: drained on its own, by "auto-drain".
+	if _, err := f.c.Nodes.SetNodeAuto(context.Background(), connect.NewRequest(&unyov1.SetNodeAutoRequest{Name: "n2", DrainAfter: "1s"})); err != nil {
+		t.Fatal(err)
+	}
+	n2 := f.waitDrain("n2", "Drained")
+	if n2.GetDrain().GetBy() != "auto-drain" || !n2.GetCordoned() {
+		t.Errorf("n2 after auto-drain: drain %v cordoned %v", n2.GetDrain(), n2.GetCordoned())
+	}
 	// n1 beats again: uncordoned once Ready for the interval.
 	testutil.Eventually(t, 15*time.Second, "n1 auto-uncordoned", func() error {
 		if _, err := f.c.Agent.Heartbeat(context.Background(), connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"})); err != nil {
