@@ -32,6 +32,7 @@ var callerMay = map[string]string{
 	"NodeService/SetNodeTopology":    "admin", // and root's credential at a cluster
 	"NodeService/CordonNode":         "operator admin",
 	"NodeService/DrainNode":          "operator admin",
+	"NodeService/SetNodeAuto":        "operator admin",
 	"TokenService/CreateToken":       "admin",
 	"TokenService/ListTokens":        "admin",
 	"TokenService/RevokeToken":       "admin",

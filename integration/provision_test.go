@@ -20,13 +20,14 @@ import (
 // provisionFleet is a cluster process (SQLite, no root: the test calls
 // SyncComputes as root would) and agents running provider-exec.
 type provisionFleet struct {
-	t      *testing.T
-	dir    string
-	url    string
-	cl     *client.Clients
-	plugin string // unyo-provider-exec
-	sum    string
-	agents map[string]*proc
+	t       *testing.T
+	dir     string
+	url     string
+	cluster *proc
+	cl      *client.Clients
+	plugin  string // unyo-provider-exec
+	sum     string
+	agents  map[string]*proc
 }
 
 func newProvisionFleet(t *testing.T) *provisionFleet {
@@ -50,7 +51,7 @@ cluster:
   stale_after: 5s
   lease_ttl: 3s
 `, f.dir, addr, adminToken, joinToken))
-	startUnyo(t, "cluster", nil, "server", "--config", cfg)
+	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	cl, err := client.New(client.Options{URL: f.url, Token: adminToken, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

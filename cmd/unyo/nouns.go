@@ -47,7 +47,11 @@ func newNodesCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return g.explain(err)
 			}
-			return printed(cmd, printer.Nodes(printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0), g.output, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
+			w := printer.Partial(cmd.OutOrStdout(), len(resp.Msg.GetClusterErrors()) > 0)
+			if err := printer.Nodes(w, g.output, resp.Msg.GetNodes()); err != nil || (g.output != "" && g.output != printer.Table) {
+				return printed(cmd, err, resp.Msg.GetClusterErrors())
+			}
+			return printed(cmd, printer.NodeOperations(w, resp.Msg.GetNodes()), resp.Msg.GetClusterErrors())
 		},
 	}
 	del := &cobra.Command{
@@ -90,6 +94,7 @@ func newNodesCommand(g *globals) *cobra.Command {
 		}
 	}
 	cmd.PersistentFlags().StringVar(&clusterName, "cluster", "", "only this cluster")
+	cmd.AddCommand(newNodesDrainCommand(g, &clusterName), newNodesSetCommand(g, &clusterName))
 	cmd.AddCommand(ls, get, del,
 		cordon("cordon", "Cordon a node: it keeps its computes but takes no new ones", true),
 		cordon("uncordon", "Uncordon a node: it takes new computes again (Blocked ones are placed at once)", false))

@@ -42,7 +42,11 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	StaleAfter        time.Duration
 	DownAfter         time.Duration
-	HistoryPerCheck   int
+	// AutoCordonAfter and AutoDrainAfter are the nodes' automatic cordon
+	// and drain by default (0 is off); a node's own setting wins.
+	AutoCordonAfter time.Duration
+	AutoDrainAfter  time.Duration
+	HistoryPerCheck int
 	// Metrics and Logs are the cluster's TSDB and log store; nil means none
 	// is configured, and their services say so. The caller closes them.
 	Metrics tsdb.Store

@@ -62,11 +62,16 @@ const maxConflictRounds = 5
 func (s *nodeStage) pass(ctx context.Context) error {
 	for range maxConflictRounds {
 		again, err := s.round(ctx)
-		if err != nil || !again {
+		if err != nil {
 			return err
 		}
+		if !again {
+			break
+		}
 	}
-	return nil
+	// Then replacements (drains, surge updates; replace.go), over what
+	// this pass placed.
+	return s.replacements(ctx)
 }
 
 // round returns true when a commit conflicted and the round should be run
@@ -149,7 +154,7 @@ func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Comp
 		moved, err := s.c.store.ReserveCompute(ctx, store.Reservation{
 			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
 			Resources: req.Shape, Generation: gen, Policy: req.Policy, ReservedAt: now,
-		}, assignmentFor(c), scheduledStatus(c.GetStatus(), ch.Node, now))
+		}, assignmentFor(c), scheduledStatus(c.GetStatus(), ch.Node, c.GetSpecRevision(), now))
 		var reason *schedule.Reason
 		switch {
 		case err == nil:
@@ -211,10 +216,11 @@ func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
 	return st
 }
 
-// scheduledStatus is a compute's status once it has a node.
-func scheduledStatus(cur *unyov1.ComputeStatus, node string, now time.Time) *unyov1.ComputeStatus {
+// scheduledStatus is a compute's status once it has a node, running
+// specRevision.
+func scheduledStatus(cur *unyov1.ComputeStatus, node string, specRevision int64, now time.Time) *unyov1.ComputeStatus {
 	ts := timestamppb.New(now)
-	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress()}
+	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress(), SpecRevision: specRevision}
 }
 
 // unplacedStatus is a compute's status when no node took it: Blocked

@@ -26,6 +26,9 @@ func (s *nodeService) ListNodes(ctx context.Context, req *connect.Request[unyov1
 	if err != nil {
 		return nil, internal(fmt.Errorf("list nodes: %w", err))
 	}
+	for _, n := range nodes {
+		s.c.withEffectiveAuto(n)
+	}
 	return connect.NewResponse(&unyov1.ListNodesResponse{Nodes: nodes}), nil
 }
 
@@ -40,6 +43,7 @@ func (s *nodeService) GetNode(ctx context.Context, req *connect.Request[unyov1.G
 	if err != nil {
 		return nil, internal(fmt.Errorf("get node %q: %w", req.Msg.GetName(), err))
 	}
+	s.c.withEffectiveAuto(n)
 	return connect.NewResponse(&unyov1.GetNodeResponse{Nodes: []*unyov1.Node{n}}), nil
 }
 

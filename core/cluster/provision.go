@@ -16,6 +16,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/replace"
 )
 
 // The contract's phase words and reason codes (provisioning, part 2).
@@ -186,33 +187,64 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 		if err != nil {
 			return nil, connect.NewError(connect.CodeUnavailable, err)
 		}
-		if c.GetStatus().GetNode() != node {
-			s.c.log.Warn("an agent reported a compute not assigned to it; ignored", "node", node, "compute", st.GetCompute(), "assigned_to", c.GetStatus().GetNode())
-			continue
-		}
-		deleting := c.GetStatus().GetPhase() == PhaseDeleting
-		if st.GetState() == StateDeleted && deleting {
-			if err := s.c.store.DropCompute(ctx, c.GetName()); err != nil {
-				return nil, connect.NewError(connect.CodeUnavailable, err)
-			}
-			s.c.log.Info("compute deleted; reservation released", "compute", c.GetName(), "node", node)
-			changed = true
-			continue
-		}
-		next := applyState(c.GetStatus(), st, deleting, time.Now())
-		if next == nil {
-			continue
-		}
-		if err := s.c.store.SetComputeStatus(ctx, c.GetName(), next); err != nil {
+		did, err := s.report(ctx, node, c, st)
+		if err != nil {
 			return nil, connect.NewError(connect.CodeUnavailable, err)
 		}
-		changed = true
+		changed = changed || did
 	}
 	if changed {
 		s.c.kickPlacement()
 		s.c.assignments.notify()
 	}
 	return connect.NewResponse(&unyov1.ReportAssignmentsResponse{}), nil
+}
+
+// report applies node's report st of compute c: the state of its current
+// instance, or of its next one (a replacement, see replace.go).
+func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Compute, st *unyov1.AssignmentState) (bool, error) {
+	name := c.GetName()
+	now := time.Now()
+	switch replace.OnReport(replaceView(c), node, st.GetState()) {
+	case replace.Ignore:
+		if node != c.GetStatus().GetNode() && node != c.GetStatus().GetReplacingNode() {
+			s.c.log.Warn("an agent reported a compute not assigned to it; ignored", "node", node, "compute", name, "assigned_to", c.GetStatus().GetNode())
+		}
+		return false, nil
+	case replace.Drop:
+		if err := s.c.store.DropCompute(ctx, name); err != nil {
+			return false, err
+		}
+		s.c.log.Info("compute deleted; reservation released", "compute", name, "node", node)
+	case replace.CurrentGone:
+		if err := s.c.store.CurrentGone(ctx, name, node, now); err != nil {
+			return false, err
+		}
+		s.c.log.Info("the replaced instance is deleted; its reservation released", "compute", name, "node", node, "now_on", c.GetStatus().GetReplacingNode())
+	case replace.NextGone:
+		if err := s.c.store.NextGone(ctx, name); err != nil {
+			return false, err
+		}
+		s.c.log.Info("a called-off replacement is deleted; its reservation released", "compute", name, "node", node)
+	case replace.NextActive:
+		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Active, RetireCurrent: true, Next: node, At: now}); err != nil {
+			return false, err
+		}
+		s.c.log.Info("replacement Active; removing the instance it replaces", "compute", name, "node", c.GetStatus().GetNode(), "next_node", node)
+	case replace.NextFailed:
+		if err := s.c.store.SetReplacement(ctx, name, store.ReplacementUpdate{Phase: replace.Failed, Message: st.GetMessage(), Next: node, At: now}); err != nil {
+			return false, err
+		}
+	case replace.Status:
+		next := applyState(c.GetStatus(), st, c.GetStatus().GetPhase() == PhaseDeleting, now)
+		if next == nil {
+			return false, nil
+		}
+		if err := s.c.store.SetComputeStatus(ctx, name, next); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // applyState is a compute's status after its agent reported st, or nil
@@ -284,11 +316,15 @@ func (b *broadcast) notify() {
 // generation, which makes the node stage try Blocked computes again.
 func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
 	name := req.Msg.GetName()
-	if req.Msg.GetCluster() != "" && req.Msg.GetCluster() != s.c.opts.Name {
-		return connect.NewResponse(&unyov1.CordonNodeResponse{}), nil
+	if mine, err := s.operates(ctx, req.Msg.GetCluster(), "cordon"); !mine {
+		return connect.NewResponse(&unyov1.CordonNodeResponse{}), err
 	}
-	if p := server.PrincipalFrom(ctx); !p.InCluster(s.c.opts.Name) {
-		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not cordon nodes of cluster %q", p, s.c.opts.Name))
+	n, err := s.getNode(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.operatorCordon(ctx, n, req.Msg.GetCordoned()); err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	changed, err := s.c.store.SetNodeCordoned(ctx, name, req.Msg.GetCordoned())
 	if errors.Is(err, store.ErrNotFound) {
@@ -297,6 +333,7 @@ func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
+	changed = changed || (!req.Msg.GetCordoned() && n.GetDrain() != nil)
 	resp := &unyov1.CordonNodeResponse{Found: 1}
 	if changed {
 		resp.Changed = 1
@@ -309,9 +346,4 @@ func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov
 		s.c.kickPlacement()
 	}
 	return connect.NewResponse(resp), nil
-}
-
-// DrainNode drains a node: not built yet (issue 14, item 6).
-func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("draining nodes is not built yet"))
 }

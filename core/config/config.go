@@ -129,6 +129,13 @@ type Cluster struct {
 	// DownAfter: a Stale node whose agent also fails the direct probe turns
 	// Down after this long without heartbeats.
 	DownAfter time.Duration `yaml:"down_after" mapstructure:"down_after"`
+	// AutoCordonAfter and AutoDrainAfter are every node's automatic cordon
+	// and drain (0, the default, is off): a node not Ready for that long is
+	// cordoned (and uncordoned once Ready again as long), or drained.
+	// `unyo nodes set NAME --auto-cordon D --auto-drain D|off` overrides
+	// them per node.
+	AutoCordonAfter time.Duration `yaml:"auto_cordon_after" mapstructure:"auto_cordon_after"`
+	AutoDrainAfter  time.Duration `yaml:"auto_drain_after" mapstructure:"auto_drain_after"`
 	// Plugins are the action plugins EventRule plugin actions run.
 	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
 	// APIHook says where EventRule api_hook actions may be sent.

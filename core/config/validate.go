@@ -138,6 +138,12 @@ func (c *Config) problems() []Problem {
 		if c.Cluster.DownAfter <= c.Cluster.StaleAfter {
 			bad("cluster.down_after", "must be longer than cluster.stale_after (%s): a node is Stale before it is Down", c.Cluster.StaleAfter)
 		}
+		if c.Cluster.AutoCordonAfter < 0 {
+			bad("cluster.auto_cordon_after", "must not be negative (0 turns it off), got %s", c.Cluster.AutoCordonAfter)
+		}
+		if c.Cluster.AutoDrainAfter < 0 {
+			bad("cluster.auto_drain_after", "must not be negative (0 turns it off), got %s", c.Cluster.AutoDrainAfter)
+		}
 		ps = append(ps, peerWatchProblems("cluster.peer_watch", c.Cluster.PeerWatch)...)
 		ps = append(ps, pluginProblems("cluster.plugins", c.Cluster.Plugins, "action")...)
 		if _, err := apihook.ParsePolicy(c.Cluster.APIHook.Allow); err != nil {

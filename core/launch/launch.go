@@ -255,6 +255,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		Name: c.Cluster.Name, Replica: c.Cluster.Replica, Version: Version,
 		LeaseTTL: c.Cluster.LeaseTTL, HeartbeatInterval: c.Cluster.HeartbeatInterval,
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
+		AutoCordonAfter: c.Cluster.AutoCordonAfter, AutoDrainAfter: c.Cluster.AutoDrainAfter,
 		Metrics: metrics, Logs: logs, TelemetryWAL: telemetryWAL, LogRetention: c.Logs.Retention, Logger: log,
 		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
 		Stats:             statsOptions(c),

@@ -479,3 +479,32 @@ func (p *printer) writeTable(t table) error {
 	}
 	return w.Flush()
 }
+
+// NodeOperations prints, after a node's table, its drain and its
+// automatic cordon and drain (`unyo nodes get`).
+func NodeOperations(w io.Writer, nodes []*unyov1.Node) error {
+	for _, n := range nodes {
+		if d := n.GetDrain(); d != nil {
+			fmt.Fprintf(w, "\nDrain of %s: %s (by %s", n.GetName(), d.GetPhase(), orDash(d.GetBy()))
+			if t := d.GetStartedAt(); t != nil {
+				fmt.Fprintf(w, ", started %s", t.AsTime().UTC().Format(time.RFC3339))
+			}
+			if t := d.GetDeadline(); t != nil {
+				fmt.Fprintf(w, ", deadline %s", t.AsTime().UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(w, ", force %v", d.GetForce())
+			if m := d.GetMaintenance(); m != "" {
+				fmt.Fprintf(w, ", maintenance %s", m)
+			}
+			fmt.Fprintf(w, ")\n  %s\n", d.GetMessage())
+		}
+		if a := n.GetAuto(); a != nil {
+			fmt.Fprintf(w, "Auto of %s: cordon after %s, drain after %s", n.GetName(), orDash(a.GetEffectiveCordonAfter()), orDash(a.GetEffectiveDrainAfter()))
+			if a.GetCordoned() {
+				fmt.Fprint(w, " (cordoned automatically)")
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}

@@ -253,3 +253,32 @@ func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1
 	}
 	return connect.NewResponse(resp), nil
 }
+
+// SetNodeAuto sets a node's automatic cordon and drain in the cluster that
+// has it.
+func (s *nodeService) SetNodeAuto(ctx context.Context, req *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error) {
+	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	if err != nil {
+		return nil, err
+	}
+	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.SetNodeAutoResponse, error) {
+		in := proto.CloneOf(req.Msg)
+		in.Cluster = name
+		out, err := c.Nodes.SetNodeAuto(ctx, connect.NewRequest(in))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return &unyov1.SetNodeAutoResponse{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg, nil
+	})
+	resp := &unyov1.SetNodeAutoResponse{ClusterErrors: errs}
+	for _, a := range answers {
+		resp.Found += a.value.GetFound()
+	}
+	if resp.Found == 0 && len(errs) == 0 {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
+	}
+	return connect.NewResponse(resp), nil
+}

@@ -69,6 +69,7 @@ var procedures = map[string]Access{
 	unyov1connect.NetworkServiceAllocateAddressProcedure:    AccessOperate,
 	unyov1connect.NodeServiceCordonNodeProcedure:            AccessOperate,
 	unyov1connect.NodeServiceDrainNodeProcedure:             AccessOperate,
+	unyov1connect.NodeServiceSetNodeAutoProcedure:           AccessOperate,
 	unyov1connect.NetworkServiceReleaseAddressProcedure:     AccessOperate,
 	unyov1connect.ObjectServiceGetProcedure:                 AccessRead,
 	unyov1connect.ObjectServiceListProcedure:                AccessRead,

@@ -32,6 +32,9 @@ type Computes interface {
 	// GetCompute returns one compute; ErrNotFound if none.
 	GetCompute(ctx context.Context, name string) (*unyov1.Compute, error)
 	// SetComputeStatus replaces a compute's status; ErrNotFound if none.
+	// The replacement's fields (replacing_node, replacement_*) are kept as
+	// stored, and a status naming another node than the stored one is
+	// stale and dropped (a replacement took over meanwhile).
 	SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error
 	// ReserveCompute commits a placement: in one transaction it re-reads
 	// the node and the service's placements, refuses a moved generation
@@ -52,6 +55,56 @@ type Computes interface {
 	// SetNodeCordoned cordons or uncordons a node, bumping its generation
 	// when that changes something; ErrNotFound if there is no such node.
 	SetNodeCordoned(ctx context.Context, node string, cordoned bool) (changed bool, err error)
+
+	// Replacements: a placed compute's next instance on another node
+	// (a drain, a surge update), with its own reservation and assignment,
+	// while the current instance runs.
+
+	// ReserveNext commits a next instance like ReserveCompute (generation,
+	// capacity and hard rules re-checked; the compute's own current
+	// instance does not count against it) and marks the compute's status
+	// (ReplacingNode, ReplacementPhase Creating:Scheduled, ReplacementReason
+	// why). ErrExists when the compute already has a next instance or runs
+	// on that node; ErrNotFound when it has no running instance.
+	ReserveNext(ctx context.Context, r Reservation, a *unyov1.Assignment, revision int64, why string) (generation int64, err error)
+	// SetReplacement records a replacement's phase and message (Phase ""
+	// without a next instance clears the replacement), and can turn the
+	// current or the next instance's assignment to deleted.
+	SetReplacement(ctx context.Context, compute string, u ReplacementUpdate) error
+	// CurrentGone is the current instance deleted by its agent (or its node
+	// gone): its reservation is released and the next instance becomes the
+	// current one (its spec revision the status's), or, without one, the
+	// compute waits Initializing to be placed again.
+	// node, when set, is the current instance's node as the caller saw it:
+	// when the compute's differs, the call is stale and does nothing.
+	CurrentGone(ctx context.Context, compute, node string, at time.Time) error
+	// NextGone is the next instance deleted (a cancelled replacement): its
+	// reservation is released and the replacement cleared.
+	NextGone(ctx context.Context, compute string) error
+	// SetNodeDrain records a node's drain (nil clears it); a Draining one
+	// marks the node draining and cordoned, anything else clears draining.
+	// ErrNotFound if there is no such node.
+	SetNodeDrain(ctx context.Context, node string, d *unyov1.NodeDrain) error
+	// SetNodeAuto records a node's automatic cordon/drain settings.
+	SetNodeAuto(ctx context.Context, node string, a *unyov1.NodeAuto) error
+}
+
+// DrainPhaseDraining is the phase of a drain that runs.
+const DrainPhaseDraining = "Draining"
+
+// ReplacementUpdate is a change to a compute's replacement.
+type ReplacementUpdate struct {
+	Phase, Reason, Message string
+	// RetireCurrent turns the current instance's assignment to deleted
+	// (the next one is Active, or a forced drain evicts it).
+	RetireCurrent bool
+	// CancelNext turns the next instance's assignment to deleted.
+	CancelNext bool
+	// Current and Next, when set, are the nodes of the instances the
+	// update was decided for: when the compute's differ (a replacement
+	// took over meanwhile), the update is stale and dropped.
+	Current, Next string
+	At            time.Time
 }
 
 // Reservation is the resources one placed compute holds on its node.

@@ -3300,9 +3300,24 @@ type ComputeStatus struct {
 	UpdatedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// The spec_revision of the instance this status describes (set by the
 	// cluster when the instance that runs it becomes Active).
-	SpecRevision  int64 `protobuf:"varint,11,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SpecRevision int64 `protobuf:"varint,11,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
+	// A replacement in flight (drain, surge update): the node its next
+	// instance is placed on (empty while none could be placed); the current
+	// instance keeps running until the next one is Active.
+	ReplacingNode string `protobuf:"bytes,12,opt,name=replacing_node,json=replacingNode,proto3" json:"replacing_node,omitempty"`
+	// The next instance's phase: Creating:Scheduled, Active (the current
+	// instance is being removed), Blocked (no node fits; message says why),
+	// Failed, Evicting (a forced drain removes the current instance without
+	// waiting), Cancelling.
+	ReplacementPhase string `protobuf:"bytes,13,opt,name=replacement_phase,json=replacementPhase,proto3" json:"replacement_phase,omitempty"`
+	// Why the compute is being replaced: Drain (its node is drained), Surge
+	// (a new spec revision, next instance first).
+	ReplacementReason string `protobuf:"bytes,14,opt,name=replacement_reason,json=replacementReason,proto3" json:"replacement_reason,omitempty"`
+	// The replacement's state in the operator's words (why it cannot be
+	// placed, the provider's error).
+	ReplacementMessage string `protobuf:"bytes,15,opt,name=replacement_message,json=replacementMessage,proto3" json:"replacement_message,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ComputeStatus) Reset() {
@@ -3410,6 +3425,34 @@ func (x *ComputeStatus) GetSpecRevision() int64 {
 		return x.SpecRevision
 	}
 	return 0
+}
+
+func (x *ComputeStatus) GetReplacingNode() string {
+	if x != nil {
+		return x.ReplacingNode
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetReplacementPhase() string {
+	if x != nil {
+		return x.ReplacementPhase
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetReplacementReason() string {
+	if x != nil {
+		return x.ReplacementReason
+	}
+	return ""
+}
+
+func (x *ComputeStatus) GetReplacementMessage() string {
+	if x != nil {
+		return x.ReplacementMessage
+	}
+	return ""
 }
 
 type ScheduleReasonCount struct {
@@ -4451,7 +4494,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xad\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xe1\x04\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4465,7 +4508,11 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
-	"\rspec_revision\x18\v \x01(\x03R\fspecRevision\"W\n" +
+	"\rspec_revision\x18\v \x01(\x03R\fspecRevision\x12%\n" +
+	"\x0ereplacing_node\x18\f \x01(\tR\rreplacingNode\x12+\n" +
+	"\x11replacement_phase\x18\r \x01(\tR\x10replacementPhase\x12-\n" +
+	"\x12replacement_reason\x18\x0e \x01(\tR\x11replacementReason\x12/\n" +
+	"\x13replacement_message\x18\x0f \x01(\tR\x12replacementMessage\"W\n" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +

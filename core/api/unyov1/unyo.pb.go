@@ -397,7 +397,13 @@ type Node struct {
 	// Moves on every change of the node's capacity, reservations or
 	// schedulability; a placement commits only against the generation it was
 	// chosen at.
-	Generation    int64 `protobuf:"varint,22,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation int64 `protobuf:"varint,22,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The node's drain, while one runs and after it finished or stopped
+	// (until the node is uncordoned); unset when it was never drained.
+	Drain *NodeDrain `protobuf:"bytes,23,opt,name=drain,proto3" json:"drain,omitempty"`
+	// Automatic cordon and drain: the operator's per-node overrides, the
+	// settings in force, and whether unyo cordoned the node on its own.
+	Auto          *NodeAuto `protobuf:"bytes,24,opt,name=auto,proto3" json:"auto,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -586,6 +592,212 @@ func (x *Node) GetGeneration() int64 {
 	return 0
 }
 
+func (x *Node) GetDrain() *NodeDrain {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
+func (x *Node) GetAuto() *NodeAuto {
+	if x != nil {
+		return x.Auto
+	}
+	return nil
+}
+
+// NodeDrain is a server-side drain of one node (`unyo nodes drain`).
+type NodeDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Draining, Drained (empty; the maintenance ended), Stopped (the
+	// deadline passed without --force; message says what is left).
+	Phase     string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	Deadline  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// At the deadline, remove what is left without replacements.
+	Force bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	// The Maintenance the drain opened (silencing the node's alerts).
+	Maintenance string `protobuf:"bytes,5,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
+	// The drain's state in the operator's words: what is left, what
+	// cannot be replaced and why.
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// Who asked for it; "auto-drain" when unyo did on its own.
+	By            string                 `protobuf:"bytes,7,opt,name=by,proto3" json:"by,omitempty"`
+	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeDrain) Reset() {
+	*x = NodeDrain{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeDrain) ProtoMessage() {}
+
+func (x *NodeDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
+func (*NodeDrain) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NodeDrain) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *NodeDrain) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *NodeDrain) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *NodeDrain) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *NodeDrain) GetMaintenance() string {
+	if x != nil {
+		return x.Maintenance
+	}
+	return ""
+}
+
+func (x *NodeDrain) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *NodeDrain) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *NodeDrain) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+// NodeAuto is a node's automatic cordon and drain (seeds' EnableAutoCordon,
+// AutoCordonInterval, EnableAutoDrain, AutoDrainInterval).
+type NodeAuto struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator's overrides: a Go duration, "off", or empty for the
+	// cluster's default.
+	CordonAfter string `protobuf:"bytes,1,opt,name=cordon_after,json=cordonAfter,proto3" json:"cordon_after,omitempty"`
+	DrainAfter  string `protobuf:"bytes,2,opt,name=drain_after,json=drainAfter,proto3" json:"drain_after,omitempty"`
+	// The settings in force (override, else the cluster's default): a
+	// duration or "off".
+	EffectiveCordonAfter string `protobuf:"bytes,3,opt,name=effective_cordon_after,json=effectiveCordonAfter,proto3" json:"effective_cordon_after,omitempty"`
+	EffectiveDrainAfter  string `protobuf:"bytes,4,opt,name=effective_drain_after,json=effectiveDrainAfter,proto3" json:"effective_drain_after,omitempty"`
+	// unyo cordoned the node because it was not Ready; it uncordons it once
+	// the node has been Ready again for the cordon interval.
+	Cordoned      bool `protobuf:"varint,5,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeAuto) Reset() {
+	*x = NodeAuto{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeAuto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeAuto) ProtoMessage() {}
+
+func (x *NodeAuto) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeAuto.ProtoReflect.Descriptor instead.
+func (*NodeAuto) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *NodeAuto) GetCordonAfter() string {
+	if x != nil {
+		return x.CordonAfter
+	}
+	return ""
+}
+
+func (x *NodeAuto) GetDrainAfter() string {
+	if x != nil {
+		return x.DrainAfter
+	}
+	return ""
+}
+
+func (x *NodeAuto) GetEffectiveCordonAfter() string {
+	if x != nil {
+		return x.EffectiveCordonAfter
+	}
+	return ""
+}
+
+func (x *NodeAuto) GetEffectiveDrainAfter() string {
+	if x != nil {
+		return x.EffectiveDrainAfter
+	}
+	return ""
+}
+
+func (x *NodeAuto) GetCordoned() bool {
+	if x != nil {
+		return x.Cordoned
+	}
+	return false
+}
+
 // PluginStatus is one plugin's state as its host (an agent for check
 // plugins, a cluster server for action plugins) sees it.
 type PluginStatus struct {
@@ -607,7 +819,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +831,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +844,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PluginStatus) GetKind() string {
@@ -727,7 +939,7 @@ type CheckSpec struct {
 
 func (x *CheckSpec) Reset() {
 	*x = CheckSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +951,7 @@ func (x *CheckSpec) String() string {
 func (*CheckSpec) ProtoMessage() {}
 
 func (x *CheckSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +964,7 @@ func (x *CheckSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSpec.ProtoReflect.Descriptor instead.
 func (*CheckSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CheckSpec) GetCommand() []string {
@@ -874,7 +1086,7 @@ type PluginCheck struct {
 
 func (x *PluginCheck) Reset() {
 	*x = PluginCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1098,7 @@ func (x *PluginCheck) String() string {
 func (*PluginCheck) ProtoMessage() {}
 
 func (x *PluginCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1111,7 @@ func (x *PluginCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginCheck.ProtoReflect.Descriptor instead.
 func (*PluginCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PluginCheck) GetName() string {
@@ -937,7 +1149,7 @@ type MetricCheck struct {
 
 func (x *MetricCheck) Reset() {
 	*x = MetricCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1161,7 @@ func (x *MetricCheck) String() string {
 func (*MetricCheck) ProtoMessage() {}
 
 func (x *MetricCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1174,7 @@ func (x *MetricCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricCheck.ProtoReflect.Descriptor instead.
 func (*MetricCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MetricCheck) GetExpr() string {
@@ -1023,7 +1235,7 @@ type LogCheck struct {
 
 func (x *LogCheck) Reset() {
 	*x = LogCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1247,7 @@ func (x *LogCheck) String() string {
 func (*LogCheck) ProtoMessage() {}
 
 func (x *LogCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1260,7 @@ func (x *LogCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogCheck.ProtoReflect.Descriptor instead.
 func (*LogCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LogCheck) GetApp() string {
@@ -1122,7 +1334,7 @@ type Check struct {
 
 func (x *Check) Reset() {
 	*x = Check{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1346,7 @@ func (x *Check) String() string {
 func (*Check) ProtoMessage() {}
 
 func (x *Check) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1359,7 @@ func (x *Check) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Check.ProtoReflect.Descriptor instead.
 func (*Check) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Check) GetName() string {
@@ -1229,7 +1441,7 @@ type PerfData struct {
 
 func (x *PerfData) Reset() {
 	*x = PerfData{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1453,7 @@ func (x *PerfData) String() string {
 func (*PerfData) ProtoMessage() {}
 
 func (x *PerfData) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1466,7 @@ func (x *PerfData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PerfData.ProtoReflect.Descriptor instead.
 func (*PerfData) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PerfData) GetLabel() string {
@@ -1349,7 +1561,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1573,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1586,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Event) GetId() string {
@@ -1545,7 +1757,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1769,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1782,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Explanation) GetOutcome() string {
@@ -1608,7 +1820,7 @@ type ExplanationStep struct {
 
 func (x *ExplanationStep) Reset() {
 	*x = ExplanationStep{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1620,7 +1832,7 @@ func (x *ExplanationStep) String() string {
 func (*ExplanationStep) ProtoMessage() {}
 
 func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1633,7 +1845,7 @@ func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplanationStep.ProtoReflect.Descriptor instead.
 func (*ExplanationStep) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExplanationStep) GetStage() string {
@@ -1683,7 +1895,7 @@ type EventMatch struct {
 
 func (x *EventMatch) Reset() {
 	*x = EventMatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1907,7 @@ func (x *EventMatch) String() string {
 func (*EventMatch) ProtoMessage() {}
 
 func (x *EventMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1920,7 @@ func (x *EventMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventMatch.ProtoReflect.Descriptor instead.
 func (*EventMatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EventMatch) GetNode() string {
@@ -1760,7 +1972,7 @@ type CreateAlertAction struct {
 
 func (x *CreateAlertAction) Reset() {
 	*x = CreateAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1984,7 @@ func (x *CreateAlertAction) String() string {
 func (*CreateAlertAction) ProtoMessage() {}
 
 func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1997,7 @@ func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAlertAction.ProtoReflect.Descriptor instead.
 func (*CreateAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateAlertAction) GetLevel() string {
@@ -1821,7 +2033,7 @@ type DeleteAlertAction struct {
 
 func (x *DeleteAlertAction) Reset() {
 	*x = DeleteAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2045,7 @@ func (x *DeleteAlertAction) String() string {
 func (*DeleteAlertAction) ProtoMessage() {}
 
 func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2058,7 @@ func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAlertAction.ProtoReflect.Descriptor instead.
 func (*DeleteAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteAlertAction) GetKey() string {
@@ -1884,7 +2096,7 @@ type ApiHookAction struct {
 
 func (x *ApiHookAction) Reset() {
 	*x = ApiHookAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2108,7 @@ func (x *ApiHookAction) String() string {
 func (*ApiHookAction) ProtoMessage() {}
 
 func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2121,7 @@ func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiHookAction.ProtoReflect.Descriptor instead.
 func (*ApiHookAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApiHookAction) GetUrl() string {
@@ -1969,7 +2181,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2193,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2206,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -2089,7 +2301,7 @@ type PluginAction struct {
 
 func (x *PluginAction) Reset() {
 	*x = PluginAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2313,7 @@ func (x *PluginAction) String() string {
 func (*PluginAction) ProtoMessage() {}
 
 func (x *PluginAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2326,7 @@ func (x *PluginAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginAction.ProtoReflect.Descriptor instead.
 func (*PluginAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PluginAction) GetName() string {
@@ -2163,7 +2375,7 @@ type EventRuleSpec struct {
 
 func (x *EventRuleSpec) Reset() {
 	*x = EventRuleSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2387,7 @@ func (x *EventRuleSpec) String() string {
 func (*EventRuleSpec) ProtoMessage() {}
 
 func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2400,7 @@ func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRuleSpec.ProtoReflect.Descriptor instead.
 func (*EventRuleSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EventRuleSpec) GetType() string {
@@ -2280,7 +2492,7 @@ type EventRule struct {
 
 func (x *EventRule) Reset() {
 	*x = EventRule{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2504,7 @@ func (x *EventRule) String() string {
 func (*EventRule) ProtoMessage() {}
 
 func (x *EventRule) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2517,7 @@ func (x *EventRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRule.ProtoReflect.Descriptor instead.
 func (*EventRule) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EventRule) GetName() string {
@@ -2386,7 +2598,7 @@ type AggregateGroup struct {
 
 func (x *AggregateGroup) Reset() {
 	*x = AggregateGroup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2610,7 @@ func (x *AggregateGroup) String() string {
 func (*AggregateGroup) ProtoMessage() {}
 
 func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2623,7 @@ func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateGroup.ProtoReflect.Descriptor instead.
 func (*AggregateGroup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AggregateGroup) GetRule() string {
@@ -2465,7 +2677,7 @@ type MaintenanceSpec struct {
 
 func (x *MaintenanceSpec) Reset() {
 	*x = MaintenanceSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +2689,7 @@ func (x *MaintenanceSpec) String() string {
 func (*MaintenanceSpec) ProtoMessage() {}
 
 func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +2702,7 @@ func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MaintenanceSpec) GetNodes() []string {
@@ -2553,7 +2765,7 @@ type Maintenance struct {
 
 func (x *Maintenance) Reset() {
 	*x = Maintenance{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2777,7 @@ func (x *Maintenance) String() string {
 func (*Maintenance) ProtoMessage() {}
 
 func (x *Maintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2790,7 @@ func (x *Maintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
 func (*Maintenance) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Maintenance) GetName() string {
@@ -2651,7 +2863,7 @@ type AlertTransition struct {
 
 func (x *AlertTransition) Reset() {
 	*x = AlertTransition{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +2875,7 @@ func (x *AlertTransition) String() string {
 func (*AlertTransition) ProtoMessage() {}
 
 func (x *AlertTransition) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +2888,7 @@ func (x *AlertTransition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertTransition.ProtoReflect.Descriptor instead.
 func (*AlertTransition) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AlertTransition) GetAt() *timestamppb.Timestamp {
@@ -2737,7 +2949,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2961,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2974,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Alert) GetId() string {
@@ -2889,7 +3101,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3113,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3126,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3153,7 +3365,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3165,7 +3377,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3178,7 +3390,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObjectRef) GetKind() string {
@@ -3212,7 +3424,7 @@ type ClusterError struct {
 
 func (x *ClusterError) Reset() {
 	*x = ClusterError{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3436,7 @@ func (x *ClusterError) String() string {
 func (*ClusterError) ProtoMessage() {}
 
 func (x *ClusterError) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3449,7 @@ func (x *ClusterError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterError.ProtoReflect.Descriptor instead.
 func (*ClusterError) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ClusterError) GetCluster() string {
@@ -3267,7 +3479,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3491,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3504,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RegisterRequest) GetNode() *Node {
@@ -3327,7 +3539,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3339,7 +3551,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3352,7 +3564,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RegisterResponse) GetCluster() string {
@@ -3394,7 +3606,7 @@ type RenewCertificateRequest struct {
 
 func (x *RenewCertificateRequest) Reset() {
 	*x = RenewCertificateRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3618,7 @@ func (x *RenewCertificateRequest) String() string {
 func (*RenewCertificateRequest) ProtoMessage() {}
 
 func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3631,7 @@ func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RenewCertificateRequest) GetNode() string {
@@ -3446,7 +3658,7 @@ type RenewCertificateResponse struct {
 
 func (x *RenewCertificateResponse) Reset() {
 	*x = RenewCertificateResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3670,7 @@ func (x *RenewCertificateResponse) String() string {
 func (*RenewCertificateResponse) ProtoMessage() {}
 
 func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3683,7 @@ func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
 func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RenewCertificateResponse) GetCertificate() []byte {
@@ -3497,7 +3709,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3509,7 +3721,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3522,7 +3734,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -3563,7 +3775,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3787,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3800,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -3608,7 +3820,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3832,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3845,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -3665,7 +3877,7 @@ type ReportResultsResponse struct {
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3889,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3902,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -3730,7 +3942,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +3954,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3755,7 +3967,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -3775,7 +3987,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3787,7 +3999,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3800,7 +4012,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -3831,7 +4043,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +4055,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +4068,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -3884,7 +4096,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3896,7 +4108,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3909,7 +4121,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -3936,7 +4148,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3948,7 +4160,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3961,7 +4173,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -3987,7 +4199,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4211,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4224,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -4033,7 +4245,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4045,7 +4257,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4058,7 +4270,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -4084,7 +4296,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4308,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4321,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -4129,7 +4341,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4141,7 +4353,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4154,7 +4366,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -4181,7 +4393,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4193,7 +4405,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4206,7 +4418,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -4233,7 +4445,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4245,7 +4457,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4258,7 +4470,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -4291,7 +4503,7 @@ type NodeTopology struct {
 
 func (x *NodeTopology) Reset() {
 	*x = NodeTopology{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4515,7 @@ func (x *NodeTopology) String() string {
 func (*NodeTopology) ProtoMessage() {}
 
 func (x *NodeTopology) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4528,7 @@ func (x *NodeTopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTopology.ProtoReflect.Descriptor instead.
 func (*NodeTopology) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NodeTopology) GetNode() string {
@@ -4356,7 +4568,7 @@ type SetNodeTopologyRequest struct {
 
 func (x *SetNodeTopologyRequest) Reset() {
 	*x = SetNodeTopologyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4368,7 +4580,7 @@ func (x *SetNodeTopologyRequest) String() string {
 func (*SetNodeTopologyRequest) ProtoMessage() {}
 
 func (x *SetNodeTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4381,7 +4593,7 @@ func (x *SetNodeTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTopologyRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SetNodeTopologyRequest) GetNodes() []*NodeTopology {
@@ -4401,7 +4613,7 @@ type SetNodeTopologyResponse struct {
 
 func (x *SetNodeTopologyResponse) Reset() {
 	*x = SetNodeTopologyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4413,7 +4625,7 @@ func (x *SetNodeTopologyResponse) String() string {
 func (*SetNodeTopologyResponse) ProtoMessage() {}
 
 func (x *SetNodeTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4426,7 +4638,7 @@ func (x *SetNodeTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTopologyResponse.ProtoReflect.Descriptor instead.
 func (*SetNodeTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SetNodeTopologyResponse) GetChanged() []string {
@@ -4445,7 +4657,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4457,7 +4669,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4470,7 +4682,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -4490,7 +4702,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4502,7 +4714,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4515,7 +4727,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4542,7 +4754,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4766,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4779,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -4594,7 +4806,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4606,7 +4818,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4619,7 +4831,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -4651,7 +4863,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4663,7 +4875,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4676,7 +4888,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -4731,7 +4943,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4743,7 +4955,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4756,7 +4968,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -4783,7 +4995,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +5007,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +5020,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -4835,7 +5047,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4847,7 +5059,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4860,7 +5072,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -4892,7 +5104,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4904,7 +5116,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4917,7 +5129,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -4972,7 +5184,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4984,7 +5196,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4997,7 +5209,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -5024,7 +5236,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5036,7 +5248,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5049,7 +5261,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -5076,7 +5288,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5088,7 +5300,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5101,7 +5313,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -5130,7 +5342,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5142,7 +5354,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5155,7 +5367,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -5195,7 +5407,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5207,7 +5419,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5220,7 +5432,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -5241,7 +5453,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5253,7 +5465,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5266,7 +5478,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -5300,7 +5512,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5312,7 +5524,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5325,7 +5537,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -5370,7 +5582,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5382,7 +5594,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5395,7 +5607,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -5493,7 +5705,7 @@ type PeerObservation struct {
 
 func (x *PeerObservation) Reset() {
 	*x = PeerObservation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5505,7 +5717,7 @@ func (x *PeerObservation) String() string {
 func (*PeerObservation) ProtoMessage() {}
 
 func (x *PeerObservation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5518,7 +5730,7 @@ func (x *PeerObservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerObservation.ProtoReflect.Descriptor instead.
 func (*PeerObservation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PeerObservation) GetCluster() string {
@@ -5584,7 +5796,7 @@ type PeerAssignment struct {
 
 func (x *PeerAssignment) Reset() {
 	*x = PeerAssignment{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5596,7 +5808,7 @@ func (x *PeerAssignment) String() string {
 func (*PeerAssignment) ProtoMessage() {}
 
 func (x *PeerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5609,7 +5821,7 @@ func (x *PeerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerAssignment.ProtoReflect.Descriptor instead.
 func (*PeerAssignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PeerAssignment) GetName() string {
@@ -5645,7 +5857,7 @@ type PeerWatcher struct {
 
 func (x *PeerWatcher) Reset() {
 	*x = PeerWatcher{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5657,7 +5869,7 @@ func (x *PeerWatcher) String() string {
 func (*PeerWatcher) ProtoMessage() {}
 
 func (x *PeerWatcher) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5670,7 +5882,7 @@ func (x *PeerWatcher) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerWatcher.ProtoReflect.Descriptor instead.
 func (*PeerWatcher) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PeerWatcher) GetName() string {
@@ -5697,7 +5909,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5709,7 +5921,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5722,7 +5934,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -5755,7 +5967,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +5979,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +5992,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RegisterClusterResponse) GetRootToken() string {
@@ -5812,7 +6024,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5824,7 +6036,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5837,7 +6049,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 type ListClustersResponse struct {
@@ -5849,7 +6061,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5861,7 +6073,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5874,7 +6086,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -5895,7 +6107,7 @@ type AllocateAddressRequest struct {
 
 func (x *AllocateAddressRequest) Reset() {
 	*x = AllocateAddressRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5907,7 +6119,7 @@ func (x *AllocateAddressRequest) String() string {
 func (*AllocateAddressRequest) ProtoMessage() {}
 
 func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5920,7 +6132,7 @@ func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateAddressRequest.ProtoReflect.Descriptor instead.
 func (*AllocateAddressRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AllocateAddressRequest) GetNetwork() string {
@@ -5946,7 +6158,7 @@ type AllocateAddressResponse struct {
 
 func (x *AllocateAddressResponse) Reset() {
 	*x = AllocateAddressResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5958,7 +6170,7 @@ func (x *AllocateAddressResponse) String() string {
 func (*AllocateAddressResponse) ProtoMessage() {}
 
 func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5971,7 +6183,7 @@ func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateAddressResponse.ProtoReflect.Descriptor instead.
 func (*AllocateAddressResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AllocateAddressResponse) GetAllocation() *AddressAllocation {
@@ -5993,7 +6205,7 @@ type ReleaseAddressRequest struct {
 
 func (x *ReleaseAddressRequest) Reset() {
 	*x = ReleaseAddressRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6005,7 +6217,7 @@ func (x *ReleaseAddressRequest) String() string {
 func (*ReleaseAddressRequest) ProtoMessage() {}
 
 func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6018,7 +6230,7 @@ func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAddressRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseAddressRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReleaseAddressRequest) GetNetwork() string {
@@ -6052,7 +6264,7 @@ type ReleaseAddressResponse struct {
 
 func (x *ReleaseAddressResponse) Reset() {
 	*x = ReleaseAddressResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6276,7 @@ func (x *ReleaseAddressResponse) String() string {
 func (*ReleaseAddressResponse) ProtoMessage() {}
 
 func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6289,7 @@ func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAddressResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseAddressResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReleaseAddressResponse) GetAllocation() *AddressAllocation {
@@ -6095,7 +6307,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6107,7 +6319,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6120,7 +6332,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 type GetStatusResponse struct {
@@ -6142,7 +6354,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6154,7 +6366,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6167,7 +6379,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -6255,7 +6467,7 @@ type ClusterHealth struct {
 
 func (x *ClusterHealth) Reset() {
 	*x = ClusterHealth{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6479,7 @@ func (x *ClusterHealth) String() string {
 func (*ClusterHealth) ProtoMessage() {}
 
 func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6492,7 @@ func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterHealth.ProtoReflect.Descriptor instead.
 func (*ClusterHealth) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ClusterHealth) GetLeaseHolder() string {
@@ -6361,7 +6573,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6373,7 +6585,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6386,7 +6598,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Sample) GetName() string {
@@ -6427,7 +6639,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6439,7 +6651,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6452,7 +6664,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -6479,7 +6691,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6491,7 +6703,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6504,7 +6716,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -6530,7 +6742,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6542,7 +6754,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6555,7 +6767,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -6592,7 +6804,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6604,7 +6816,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6617,7 +6829,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -6671,7 +6883,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6683,7 +6895,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6696,7 +6908,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -6729,7 +6941,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6741,7 +6953,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6754,7 +6966,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -6778,7 +6990,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6790,7 +7002,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6803,7 +7015,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -6853,7 +7065,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6865,7 +7077,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6878,7 +7090,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -6912,7 +7124,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6924,7 +7136,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6937,7 +7149,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -6968,7 +7180,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6980,7 +7192,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6993,7 +7205,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -7034,7 +7246,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7046,7 +7258,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7059,7 +7271,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -7104,7 +7316,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7116,7 +7328,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7129,7 +7341,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -7226,7 +7438,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7238,7 +7450,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7251,7 +7463,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -7281,7 +7493,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7293,7 +7505,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7306,7 +7518,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -7353,7 +7565,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7365,7 +7577,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7378,7 +7590,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -7454,7 +7666,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7466,7 +7678,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7479,7 +7691,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -7507,7 +7719,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7519,7 +7731,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7532,7 +7744,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -7562,7 +7774,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7574,7 +7786,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7587,7 +7799,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -7638,7 +7850,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7650,7 +7862,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7663,7 +7875,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -7707,7 +7919,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7719,7 +7931,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7732,7 +7944,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -7775,7 +7987,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7787,7 +7999,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7800,7 +8012,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -7842,7 +8054,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7854,7 +8066,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7867,7 +8079,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -7902,7 +8114,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7914,7 +8126,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7927,7 +8139,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -7994,7 +8206,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8006,7 +8218,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8019,7 +8231,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -8105,7 +8317,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8117,7 +8329,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8130,7 +8342,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -8170,7 +8382,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8182,7 +8394,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8195,7 +8407,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -8248,7 +8460,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8260,7 +8472,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8273,7 +8485,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -8331,7 +8543,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8343,7 +8555,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8356,7 +8568,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -8398,7 +8610,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8410,7 +8622,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8423,7 +8635,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -8451,7 +8663,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8463,7 +8675,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8476,7 +8688,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -8506,7 +8718,7 @@ type CordonNodeRequest struct {
 
 func (x *CordonNodeRequest) Reset() {
 	*x = CordonNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8518,7 +8730,7 @@ func (x *CordonNodeRequest) String() string {
 func (*CordonNodeRequest) ProtoMessage() {}
 
 func (x *CordonNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8531,7 +8743,7 @@ func (x *CordonNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CordonNodeRequest.ProtoReflect.Descriptor instead.
 func (*CordonNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CordonNodeRequest) GetName() string {
@@ -8568,7 +8780,7 @@ type CordonNodeResponse struct {
 
 func (x *CordonNodeResponse) Reset() {
 	*x = CordonNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8580,7 +8792,7 @@ func (x *CordonNodeResponse) String() string {
 func (*CordonNodeResponse) ProtoMessage() {}
 
 func (x *CordonNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8593,7 +8805,7 @@ func (x *CordonNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CordonNodeResponse.ProtoReflect.Descriptor instead.
 func (*CordonNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *CordonNodeResponse) GetChanged() int32 {
@@ -8634,7 +8846,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8646,7 +8858,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8659,7 +8871,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DrainNodeRequest) GetName() string {
@@ -8710,7 +8922,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8722,7 +8934,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8735,7 +8947,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DrainNodeResponse) GetChanged() int32 {
@@ -8759,6 +8971,130 @@ func (x *DrainNodeResponse) GetClusterErrors() []*ClusterError {
 	return nil
 }
 
+type SetNodeAutoRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At root: the node's cluster; empty asks every cluster.
+	Cluster string `protobuf:"bytes,2,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// A Go duration, "off", or "default" (the cluster's setting); empty
+	// leaves the setting as it is.
+	CordonAfter   string `protobuf:"bytes,3,opt,name=cordon_after,json=cordonAfter,proto3" json:"cordon_after,omitempty"`
+	DrainAfter    string `protobuf:"bytes,4,opt,name=drain_after,json=drainAfter,proto3" json:"drain_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeAutoRequest) Reset() {
+	*x = SetNodeAutoRequest{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeAutoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeAutoRequest) ProtoMessage() {}
+
+func (x *SetNodeAutoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeAutoRequest.ProtoReflect.Descriptor instead.
+func (*SetNodeAutoRequest) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *SetNodeAutoRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetNodeAutoRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *SetNodeAutoRequest) GetCordonAfter() string {
+	if x != nil {
+		return x.CordonAfter
+	}
+	return ""
+}
+
+func (x *SetNodeAutoRequest) GetDrainAfter() string {
+	if x != nil {
+		return x.DrainAfter
+	}
+	return ""
+}
+
+type SetNodeAutoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many nodes were found (0 or 1 per cluster).
+	Found         int32           `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	ClusterErrors []*ClusterError `protobuf:"bytes,2,rep,name=cluster_errors,json=clusterErrors,proto3" json:"cluster_errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeAutoResponse) Reset() {
+	*x = SetNodeAutoResponse{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeAutoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeAutoResponse) ProtoMessage() {}
+
+func (x *SetNodeAutoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeAutoResponse.ProtoReflect.Descriptor instead.
+func (*SetNodeAutoResponse) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *SetNodeAutoResponse) GetFound() int32 {
+	if x != nil {
+		return x.Found
+	}
+	return 0
+}
+
+func (x *SetNodeAutoResponse) GetClusterErrors() []*ClusterError {
+	if x != nil {
+		return x.ClusterErrors
+	}
+	return nil
+}
+
 type AddClusterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -8771,7 +9107,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8783,7 +9119,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8796,7 +9132,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -8824,7 +9160,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8836,7 +9172,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8849,7 +9185,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -8868,7 +9204,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8880,7 +9216,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8893,7 +9229,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -8911,7 +9247,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8923,7 +9259,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8936,7 +9272,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -8966,7 +9302,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8978,7 +9314,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8991,7 +9327,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *Token) GetId() string {
@@ -9086,7 +9422,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9098,7 +9434,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9111,7 +9447,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -9167,7 +9503,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9179,7 +9515,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9192,7 +9528,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -9217,7 +9553,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9229,7 +9565,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9242,7 +9578,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
 }
 
 type ListTokensResponse struct {
@@ -9254,7 +9590,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9266,7 +9602,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9279,7 +9615,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -9298,7 +9634,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9310,7 +9646,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9323,7 +9659,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -9342,7 +9678,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9354,7 +9690,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9367,7 +9703,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -9404,7 +9740,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9416,7 +9752,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9429,7 +9765,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -9525,7 +9861,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9537,7 +9873,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9550,7 +9886,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{128}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -9598,7 +9934,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9610,7 +9946,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9623,7 +9959,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{129}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -9649,7 +9985,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xcd\a\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x9e\b\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -9675,13 +10011,32 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\breserved\x18\x15 \x01(\v2\x11.unyo.v1.CapacityR\breserved\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x16 \x01(\x03R\n" +
-	"generation\x1a9\n" +
+	"generation\x12(\n" +
+	"\x05drain\x18\x17 \x01(\v2\x12.unyo.v1.NodeDrainR\x05drain\x12%\n" +
+	"\x04auto\x18\x18 \x01(\v2\x11.unyo.v1.NodeAutoR\x04auto\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
 	"\x13TopologyLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
+	"\tNodeDrain\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x129\n" +
+	"\n" +
+	"started_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x126\n" +
+	"\bdeadline\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\x12 \n" +
+	"\vmaintenance\x18\x05 \x01(\tR\vmaintenance\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12\x0e\n" +
+	"\x02by\x18\a \x01(\tR\x02by\x125\n" +
+	"\bended_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\xd4\x01\n" +
+	"\bNodeAuto\x12!\n" +
+	"\fcordon_after\x18\x01 \x01(\tR\vcordonAfter\x12\x1f\n" +
+	"\vdrain_after\x18\x02 \x01(\tR\n" +
+	"drainAfter\x124\n" +
+	"\x16effective_cordon_after\x18\x03 \x01(\tR\x14effectiveCordonAfter\x122\n" +
+	"\x15effective_drain_after\x18\x04 \x01(\tR\x13effectiveDrainAfter\x12\x1a\n" +
+	"\bcordoned\x18\x05 \x01(\bR\bcordoned\"\xd3\x01\n" +
 	"\fPluginStatus\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -10343,7 +10698,16 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x11DrainNodeResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\x05R\achanged\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\x05R\x05found\x12<\n" +
-	"\x0ecluster_errors\x18\x03 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
+	"\x0ecluster_errors\x18\x03 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"\x86\x01\n" +
+	"\x12SetNodeAutoRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acluster\x18\x02 \x01(\tR\acluster\x12!\n" +
+	"\fcordon_after\x18\x03 \x01(\tR\vcordonAfter\x12\x1f\n" +
+	"\vdrain_after\x18\x04 \x01(\tR\n" +
+	"drainAfter\"i\n" +
+	"\x13SetNodeAutoResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\x05R\x05found\x12<\n" +
+	"\x0ecluster_errors\x18\x02 \x03(\v2\x15.unyo.v1.ClusterErrorR\rclusterErrors\"9\n" +
 	"\x11AddClusterRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\"*\n" +
@@ -10448,7 +10812,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05Apply\x12\x15.unyo.v1.ApplyRequest\x1a\x16.unyo.v1.ApplyResponse\x129\n" +
 	"\x06Delete\x12\x16.unyo.v1.DeleteRequest\x1a\x17.unyo.v1.DeleteResponse\x120\n" +
 	"\x03Get\x12\x13.unyo.v1.GetRequest\x1a\x14.unyo.v1.GetResponse\x123\n" +
-	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\xb7\x03\n" +
+	"\x04List\x12\x14.unyo.v1.ListRequest\x1a\x15.unyo.v1.ListResponse2\x81\x04\n" +
 	"\vNodeService\x12B\n" +
 	"\tListNodes\x12\x19.unyo.v1.ListNodesRequest\x1a\x1a.unyo.v1.ListNodesResponse\x12<\n" +
 	"\aGetNode\x12\x17.unyo.v1.GetNodeRequest\x1a\x18.unyo.v1.GetNodeResponse\x12E\n" +
@@ -10457,7 +10821,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x0fSetNodeTopology\x12\x1f.unyo.v1.SetNodeTopologyRequest\x1a .unyo.v1.SetNodeTopologyResponse\x12E\n" +
 	"\n" +
 	"CordonNode\x12\x1a.unyo.v1.CordonNodeRequest\x1a\x1b.unyo.v1.CordonNodeResponse\x12B\n" +
-	"\tDrainNode\x12\x19.unyo.v1.DrainNodeRequest\x1a\x1a.unyo.v1.DrainNodeResponse2\x96\x01\n" +
+	"\tDrainNode\x12\x19.unyo.v1.DrainNodeRequest\x1a\x1a.unyo.v1.DrainNodeResponse\x12H\n" +
+	"\vSetNodeAuto\x12\x1b.unyo.v1.SetNodeAutoRequest\x1a\x1c.unyo.v1.SetNodeAutoResponse2\x96\x01\n" +
 	"\fEventService\x12E\n" +
 	"\n" +
 	"ListEvents\x12\x1a.unyo.v1.ListEventsRequest\x1a\x1b.unyo.v1.ListEventsResponse\x12?\n" +
@@ -10518,7 +10883,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 151)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -10527,451 +10892,463 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(AlertState)(0),                  // 4: unyo.v1.AlertState
 	(*Capacity)(nil),                 // 5: unyo.v1.Capacity
 	(*Node)(nil),                     // 6: unyo.v1.Node
-	(*PluginStatus)(nil),             // 7: unyo.v1.PluginStatus
-	(*CheckSpec)(nil),                // 8: unyo.v1.CheckSpec
-	(*PluginCheck)(nil),              // 9: unyo.v1.PluginCheck
-	(*MetricCheck)(nil),              // 10: unyo.v1.MetricCheck
-	(*LogCheck)(nil),                 // 11: unyo.v1.LogCheck
-	(*Check)(nil),                    // 12: unyo.v1.Check
-	(*PerfData)(nil),                 // 13: unyo.v1.PerfData
-	(*Event)(nil),                    // 14: unyo.v1.Event
-	(*Explanation)(nil),              // 15: unyo.v1.Explanation
-	(*ExplanationStep)(nil),          // 16: unyo.v1.ExplanationStep
-	(*EventMatch)(nil),               // 17: unyo.v1.EventMatch
-	(*CreateAlertAction)(nil),        // 18: unyo.v1.CreateAlertAction
-	(*DeleteAlertAction)(nil),        // 19: unyo.v1.DeleteAlertAction
-	(*ApiHookAction)(nil),            // 20: unyo.v1.ApiHookAction
-	(*Action)(nil),                   // 21: unyo.v1.Action
-	(*PluginAction)(nil),             // 22: unyo.v1.PluginAction
-	(*EventRuleSpec)(nil),            // 23: unyo.v1.EventRuleSpec
-	(*EventRule)(nil),                // 24: unyo.v1.EventRule
-	(*AggregateGroup)(nil),           // 25: unyo.v1.AggregateGroup
-	(*MaintenanceSpec)(nil),          // 26: unyo.v1.MaintenanceSpec
-	(*Maintenance)(nil),              // 27: unyo.v1.Maintenance
-	(*AlertTransition)(nil),          // 28: unyo.v1.AlertTransition
-	(*Alert)(nil),                    // 29: unyo.v1.Alert
-	(*Object)(nil),                   // 30: unyo.v1.Object
-	(*ObjectRef)(nil),                // 31: unyo.v1.ObjectRef
-	(*ClusterError)(nil),             // 32: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),          // 33: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),         // 34: unyo.v1.RegisterResponse
-	(*RenewCertificateRequest)(nil),  // 35: unyo.v1.RenewCertificateRequest
-	(*RenewCertificateResponse)(nil), // 36: unyo.v1.RenewCertificateResponse
-	(*HeartbeatRequest)(nil),         // 37: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 38: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),     // 39: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),    // 40: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),         // 41: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),        // 42: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),             // 43: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),              // 44: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),            // 45: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),            // 46: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 47: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),               // 48: unyo.v1.GetRequest
-	(*GetResponse)(nil),              // 49: unyo.v1.GetResponse
-	(*ListRequest)(nil),              // 50: unyo.v1.ListRequest
-	(*ListResponse)(nil),             // 51: unyo.v1.ListResponse
-	(*NodeTopology)(nil),             // 52: unyo.v1.NodeTopology
-	(*SetNodeTopologyRequest)(nil),   // 53: unyo.v1.SetNodeTopologyRequest
-	(*SetNodeTopologyResponse)(nil),  // 54: unyo.v1.SetNodeTopologyResponse
-	(*ListNodesRequest)(nil),         // 55: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 56: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),           // 57: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 58: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),        // 59: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),       // 60: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),          // 61: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),         // 62: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),        // 63: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),       // 64: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),          // 65: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),         // 66: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),       // 67: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),      // 68: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),    // 69: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),   // 70: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),              // 71: unyo.v1.ClusterInfo
-	(*PeerObservation)(nil),          // 72: unyo.v1.PeerObservation
-	(*PeerAssignment)(nil),           // 73: unyo.v1.PeerAssignment
-	(*PeerWatcher)(nil),              // 74: unyo.v1.PeerWatcher
-	(*RegisterClusterRequest)(nil),   // 75: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil),  // 76: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),      // 77: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),     // 78: unyo.v1.ListClustersResponse
-	(*AllocateAddressRequest)(nil),   // 79: unyo.v1.AllocateAddressRequest
-	(*AllocateAddressResponse)(nil),  // 80: unyo.v1.AllocateAddressResponse
-	(*ReleaseAddressRequest)(nil),    // 81: unyo.v1.ReleaseAddressRequest
-	(*ReleaseAddressResponse)(nil),   // 82: unyo.v1.ReleaseAddressResponse
-	(*GetStatusRequest)(nil),         // 83: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 84: unyo.v1.GetStatusResponse
-	(*ClusterHealth)(nil),            // 85: unyo.v1.ClusterHealth
-	(*Sample)(nil),                   // 86: unyo.v1.Sample
-	(*Point)(nil),                    // 87: unyo.v1.Point
-	(*Series)(nil),                   // 88: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 89: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 90: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 91: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 92: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 93: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 94: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 95: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 96: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 97: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 98: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 99: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 100: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 101: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 102: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 103: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 104: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 105: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 106: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 107: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 108: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 109: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 110: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 111: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 112: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 113: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 114: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 115: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 116: unyo.v1.DeleteNodeResponse
-	(*CordonNodeRequest)(nil),        // 117: unyo.v1.CordonNodeRequest
-	(*CordonNodeResponse)(nil),       // 118: unyo.v1.CordonNodeResponse
-	(*DrainNodeRequest)(nil),         // 119: unyo.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),        // 120: unyo.v1.DrainNodeResponse
-	(*AddClusterRequest)(nil),        // 121: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 122: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 123: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 124: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 125: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 126: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 127: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 128: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 129: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 130: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 131: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 132: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 133: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 134: unyo.v1.ListAuditResponse
-	nil,                              // 135: unyo.v1.Node.LabelsEntry
-	nil,                              // 136: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 137: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 138: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 139: unyo.v1.Check.LabelsEntry
-	nil,                              // 140: unyo.v1.Event.LabelsEntry
-	nil,                              // 141: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 142: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 143: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 144: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 145: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 146: unyo.v1.Sample.LabelsEntry
-	nil,                              // 147: unyo.v1.Series.LabelsEntry
-	nil,                              // 148: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 149: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 150: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 151: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 152: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 153: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 154: google.protobuf.Duration
-	(*Region)(nil),                   // 155: unyo.v1.Region
-	(*Datacenter)(nil),               // 156: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 157: unyo.v1.Floor
-	(*Rack)(nil),                     // 158: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 159: unyo.v1.PhysicalResource
-	(*Cluster)(nil),                  // 160: unyo.v1.Cluster
-	(*Flavor)(nil),                   // 161: unyo.v1.Flavor
-	(*Image)(nil),                    // 162: unyo.v1.Image
-	(*Network)(nil),                  // 163: unyo.v1.Network
-	(*RegionService)(nil),            // 164: unyo.v1.RegionService
-	(*Compute)(nil),                  // 165: unyo.v1.Compute
-	(*AddressAllocation)(nil),        // 166: unyo.v1.AddressAllocation
+	(*NodeDrain)(nil),                // 7: unyo.v1.NodeDrain
+	(*NodeAuto)(nil),                 // 8: unyo.v1.NodeAuto
+	(*PluginStatus)(nil),             // 9: unyo.v1.PluginStatus
+	(*CheckSpec)(nil),                // 10: unyo.v1.CheckSpec
+	(*PluginCheck)(nil),              // 11: unyo.v1.PluginCheck
+	(*MetricCheck)(nil),              // 12: unyo.v1.MetricCheck
+	(*LogCheck)(nil),                 // 13: unyo.v1.LogCheck
+	(*Check)(nil),                    // 14: unyo.v1.Check
+	(*PerfData)(nil),                 // 15: unyo.v1.PerfData
+	(*Event)(nil),                    // 16: unyo.v1.Event
+	(*Explanation)(nil),              // 17: unyo.v1.Explanation
+	(*ExplanationStep)(nil),          // 18: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),               // 19: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),        // 20: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),        // 21: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),            // 22: unyo.v1.ApiHookAction
+	(*Action)(nil),                   // 23: unyo.v1.Action
+	(*PluginAction)(nil),             // 24: unyo.v1.PluginAction
+	(*EventRuleSpec)(nil),            // 25: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),                // 26: unyo.v1.EventRule
+	(*AggregateGroup)(nil),           // 27: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),          // 28: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),              // 29: unyo.v1.Maintenance
+	(*AlertTransition)(nil),          // 30: unyo.v1.AlertTransition
+	(*Alert)(nil),                    // 31: unyo.v1.Alert
+	(*Object)(nil),                   // 32: unyo.v1.Object
+	(*ObjectRef)(nil),                // 33: unyo.v1.ObjectRef
+	(*ClusterError)(nil),             // 34: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),          // 35: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),         // 36: unyo.v1.RegisterResponse
+	(*RenewCertificateRequest)(nil),  // 37: unyo.v1.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil), // 38: unyo.v1.RenewCertificateResponse
+	(*HeartbeatRequest)(nil),         // 39: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 40: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),     // 41: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),    // 42: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),         // 43: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),        // 44: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),             // 45: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),              // 46: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),            // 47: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),            // 48: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 49: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),               // 50: unyo.v1.GetRequest
+	(*GetResponse)(nil),              // 51: unyo.v1.GetResponse
+	(*ListRequest)(nil),              // 52: unyo.v1.ListRequest
+	(*ListResponse)(nil),             // 53: unyo.v1.ListResponse
+	(*NodeTopology)(nil),             // 54: unyo.v1.NodeTopology
+	(*SetNodeTopologyRequest)(nil),   // 55: unyo.v1.SetNodeTopologyRequest
+	(*SetNodeTopologyResponse)(nil),  // 56: unyo.v1.SetNodeTopologyResponse
+	(*ListNodesRequest)(nil),         // 57: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 58: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),           // 59: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 60: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),        // 61: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),       // 62: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),          // 63: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),         // 64: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),        // 65: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),       // 66: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),          // 67: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),         // 68: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),       // 69: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),      // 70: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),    // 71: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),   // 72: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),              // 73: unyo.v1.ClusterInfo
+	(*PeerObservation)(nil),          // 74: unyo.v1.PeerObservation
+	(*PeerAssignment)(nil),           // 75: unyo.v1.PeerAssignment
+	(*PeerWatcher)(nil),              // 76: unyo.v1.PeerWatcher
+	(*RegisterClusterRequest)(nil),   // 77: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),  // 78: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),      // 79: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),     // 80: unyo.v1.ListClustersResponse
+	(*AllocateAddressRequest)(nil),   // 81: unyo.v1.AllocateAddressRequest
+	(*AllocateAddressResponse)(nil),  // 82: unyo.v1.AllocateAddressResponse
+	(*ReleaseAddressRequest)(nil),    // 83: unyo.v1.ReleaseAddressRequest
+	(*ReleaseAddressResponse)(nil),   // 84: unyo.v1.ReleaseAddressResponse
+	(*GetStatusRequest)(nil),         // 85: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 86: unyo.v1.GetStatusResponse
+	(*ClusterHealth)(nil),            // 87: unyo.v1.ClusterHealth
+	(*Sample)(nil),                   // 88: unyo.v1.Sample
+	(*Point)(nil),                    // 89: unyo.v1.Point
+	(*Series)(nil),                   // 90: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 91: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 92: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 93: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 94: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 95: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 96: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 97: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 98: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 99: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 100: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 101: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 102: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 103: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 104: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 105: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 106: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 107: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 108: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 109: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 110: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 111: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 112: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 113: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 114: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 115: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 116: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 117: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 118: unyo.v1.DeleteNodeResponse
+	(*CordonNodeRequest)(nil),        // 119: unyo.v1.CordonNodeRequest
+	(*CordonNodeResponse)(nil),       // 120: unyo.v1.CordonNodeResponse
+	(*DrainNodeRequest)(nil),         // 121: unyo.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),        // 122: unyo.v1.DrainNodeResponse
+	(*SetNodeAutoRequest)(nil),       // 123: unyo.v1.SetNodeAutoRequest
+	(*SetNodeAutoResponse)(nil),      // 124: unyo.v1.SetNodeAutoResponse
+	(*AddClusterRequest)(nil),        // 125: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 126: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 127: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 128: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 129: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 130: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 131: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 132: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 133: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 134: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 135: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 136: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 137: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 138: unyo.v1.ListAuditResponse
+	nil,                              // 139: unyo.v1.Node.LabelsEntry
+	nil,                              // 140: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 141: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 142: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 143: unyo.v1.Check.LabelsEntry
+	nil,                              // 144: unyo.v1.Event.LabelsEntry
+	nil,                              // 145: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 146: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 147: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 148: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 149: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 150: unyo.v1.Sample.LabelsEntry
+	nil,                              // 151: unyo.v1.Series.LabelsEntry
+	nil,                              // 152: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 153: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 154: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 155: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 156: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 157: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 158: google.protobuf.Duration
+	(*Region)(nil),                   // 159: unyo.v1.Region
+	(*Datacenter)(nil),               // 160: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 161: unyo.v1.Floor
+	(*Rack)(nil),                     // 162: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 163: unyo.v1.PhysicalResource
+	(*Cluster)(nil),                  // 164: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 165: unyo.v1.Flavor
+	(*Image)(nil),                    // 166: unyo.v1.Image
+	(*Network)(nil),                  // 167: unyo.v1.Network
+	(*RegionService)(nil),            // 168: unyo.v1.RegionService
+	(*Compute)(nil),                  // 169: unyo.v1.Compute
+	(*AddressAllocation)(nil),        // 170: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	135, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	139, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	152, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	152, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	7,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	136, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	156, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	156, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	9,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
+	140, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
 	5,   // 7: unyo.v1.Node.reserved:type_name -> unyo.v1.Capacity
-	152, // 8: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	137, // 9: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	138, // 10: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	10,  // 11: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
-	11,  // 12: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
-	9,   // 13: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	153, // 14: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	139, // 15: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	8,   // 16: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	152, // 17: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	152, // 18: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 19: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 20: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	13,  // 21: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	152, // 22: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	154, // 23: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	152, // 24: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	154, // 25: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	15,  // 26: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	140, // 27: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	16,  // 28: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	152, // 29: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	152, // 30: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	141, // 31: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	142, // 32: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	18,  // 33: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	19,  // 34: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	20,  // 35: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	22,  // 36: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	153, // 37: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
-	17,  // 38: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	21,  // 39: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	143, // 40: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	23,  // 41: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	152, // 42: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	152, // 43: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	152, // 44: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	152, // 45: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	14,  // 46: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	144, // 47: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	26,  // 48: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	152, // 49: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	152, // 50: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	152, // 51: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 52: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 53: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 54: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 55: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	152, // 56: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	152, // 57: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	28,  // 58: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	12,  // 59: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	24,  // 60: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	27,  // 61: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	155, // 62: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	156, // 63: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	157, // 64: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	158, // 65: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	159, // 66: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	160, // 67: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	161, // 68: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	162, // 69: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	163, // 70: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	164, // 71: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
-	165, // 72: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
-	6,   // 73: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	154, // 74: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 75: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	7,   // 76: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	14,  // 77: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	12,  // 78: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	30,  // 79: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	31,  // 80: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	44,  // 81: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 82: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 83: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	44,  // 84: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	32,  // 85: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 86: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	30,  // 87: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	32,  // 88: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	30,  // 89: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	32,  // 90: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	145, // 91: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	52,  // 92: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 93: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 94: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 95: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	32,  // 96: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 97: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	14,  // 98: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	32,  // 99: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	14,  // 100: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	32,  // 101: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 102: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 103: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	29,  // 104: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 105: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 106: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	32,  // 107: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	29,  // 108: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	27,  // 109: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	32,  // 110: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 111: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	152, // 112: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	7,   // 113: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	160, // 114: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
-	72,  // 115: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 116: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	152, // 117: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	152, // 118: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	73,  // 119: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	74,  // 120: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	71,  // 121: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	166, // 122: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	166, // 123: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	152, // 124: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	7,   // 125: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	85,  // 126: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	152, // 127: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	154, // 128: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	154, // 129: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	72,  // 130: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	146, // 131: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	147, // 132: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	87,  // 133: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	148, // 134: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	86,  // 135: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	90,  // 136: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	152, // 137: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	152, // 138: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	154, // 139: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	152, // 140: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	88,  // 141: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	32,  // 142: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 143: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	152, // 144: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	89,  // 145: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	32,  // 146: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 147: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	149, // 148: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	98,  // 149: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	152, // 150: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	152, // 151: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	150, // 152: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	101, // 153: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	98,  // 154: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 155: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 156: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	101, // 157: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	154, // 158: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	154, // 159: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	104, // 160: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	32,  // 161: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 162: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	152, // 163: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	98,  // 164: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	32,  // 165: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 166: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	152, // 167: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	151, // 168: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	152, // 169: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	110, // 170: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	32,  // 171: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 172: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	152, // 173: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	152, // 174: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	113, // 175: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	32,  // 176: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 177: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 178: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 179: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	152, // 180: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	152, // 181: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	152, // 182: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	152, // 183: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	154, // 184: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	125, // 185: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	125, // 186: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	125, // 187: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	152, // 188: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	152, // 189: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	132, // 190: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	32,  // 191: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 192: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	37,  // 193: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	39,  // 194: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	41,  // 195: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	35,  // 196: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	43,  // 197: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	46,  // 198: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	48,  // 199: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	50,  // 200: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	55,  // 201: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	57,  // 202: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	115, // 203: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	53,  // 204: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	117, // 205: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
-	119, // 206: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
-	59,  // 207: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	61,  // 208: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	63,  // 209: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	65,  // 210: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	67,  // 211: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	67,  // 212: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 213: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	75,  // 214: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	77,  // 215: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	121, // 216: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	123, // 217: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	79,  // 218: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	81,  // 219: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	83,  // 220: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	91,  // 221: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	93,  // 222: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	94,  // 223: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	96,  // 224: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	99,  // 225: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	102, // 226: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	105, // 227: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	107, // 228: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	109, // 229: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	112, // 230: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	126, // 231: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	128, // 232: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	130, // 233: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	133, // 234: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	34,  // 235: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	38,  // 236: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	40,  // 237: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	42,  // 238: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	36,  // 239: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	45,  // 240: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	47,  // 241: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	49,  // 242: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	51,  // 243: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	56,  // 244: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	58,  // 245: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	116, // 246: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	54,  // 247: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	118, // 248: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
-	120, // 249: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
-	60,  // 250: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	62,  // 251: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	64,  // 252: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	66,  // 253: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	68,  // 254: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	68,  // 255: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 256: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	76,  // 257: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	78,  // 258: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	122, // 259: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	124, // 260: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	80,  // 261: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	82,  // 262: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	84,  // 263: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	92,  // 264: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	95,  // 265: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	95,  // 266: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 267: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	100, // 268: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	103, // 269: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	106, // 270: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	108, // 271: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	111, // 272: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	114, // 273: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	127, // 274: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	129, // 275: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	131, // 276: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	134, // 277: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	235, // [235:278] is the sub-list for method output_type
-	192, // [192:235] is the sub-list for method input_type
-	192, // [192:192] is the sub-list for extension type_name
-	192, // [192:192] is the sub-list for extension extendee
-	0,   // [0:192] is the sub-list for field type_name
+	7,   // 8: unyo.v1.Node.drain:type_name -> unyo.v1.NodeDrain
+	8,   // 9: unyo.v1.Node.auto:type_name -> unyo.v1.NodeAuto
+	156, // 10: unyo.v1.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	156, // 11: unyo.v1.NodeDrain.deadline:type_name -> google.protobuf.Timestamp
+	156, // 12: unyo.v1.NodeDrain.ended_at:type_name -> google.protobuf.Timestamp
+	156, // 13: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	141, // 14: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	142, // 15: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	12,  // 16: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	13,  // 17: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	11,  // 18: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
+	157, // 19: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	143, // 20: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	10,  // 21: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	156, // 22: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	156, // 23: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 24: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 25: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	15,  // 26: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	156, // 27: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	158, // 28: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	156, // 29: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	158, // 30: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	17,  // 31: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	144, // 32: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	18,  // 33: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	156, // 34: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	156, // 35: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	145, // 36: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	146, // 37: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	20,  // 38: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	21,  // 39: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	22,  // 40: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	24,  // 41: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
+	157, // 42: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	19,  // 43: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	23,  // 44: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	147, // 45: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	25,  // 46: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	156, // 47: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	156, // 48: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	156, // 49: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	156, // 50: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	16,  // 51: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	148, // 52: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	28,  // 53: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	156, // 54: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	156, // 55: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	156, // 56: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 57: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 58: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 59: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 60: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	156, // 61: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	156, // 62: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	30,  // 63: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	14,  // 64: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	26,  // 65: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	29,  // 66: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	159, // 67: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	160, // 68: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	161, // 69: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	162, // 70: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	163, // 71: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	164, // 72: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	165, // 73: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	166, // 74: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	167, // 75: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	168, // 76: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
+	169, // 77: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
+	6,   // 78: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	158, // 79: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 80: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	9,   // 81: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	16,  // 82: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	14,  // 83: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	32,  // 84: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	33,  // 85: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	46,  // 86: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	34,  // 87: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 88: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	46,  // 89: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	34,  // 90: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 91: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	32,  // 92: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	34,  // 93: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 94: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	34,  // 95: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	149, // 96: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	54,  // 97: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 98: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	34,  // 99: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 100: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	34,  // 101: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 102: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	16,  // 103: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	34,  // 104: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	16,  // 105: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	34,  // 106: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 107: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 108: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	31,  // 109: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	34,  // 110: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 111: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	34,  // 112: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 113: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	29,  // 114: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	34,  // 115: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 116: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	156, // 117: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	9,   // 118: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	164, // 119: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	74,  // 120: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 121: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	156, // 122: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	156, // 123: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	75,  // 124: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	76,  // 125: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	73,  // 126: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	170, // 127: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	170, // 128: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	156, // 129: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	9,   // 130: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	87,  // 131: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	156, // 132: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	158, // 133: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	158, // 134: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	74,  // 135: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	150, // 136: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	151, // 137: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	89,  // 138: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	152, // 139: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	88,  // 140: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	92,  // 141: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	156, // 142: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	156, // 143: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	158, // 144: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	156, // 145: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	90,  // 146: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	34,  // 147: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 148: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	156, // 149: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	91,  // 150: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	34,  // 151: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 152: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	153, // 153: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	100, // 154: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	156, // 155: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	156, // 156: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	154, // 157: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	103, // 158: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	100, // 159: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	34,  // 160: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 161: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	103, // 162: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	158, // 163: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	158, // 164: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	106, // 165: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	34,  // 166: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 167: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 168: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	100, // 169: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	34,  // 170: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 171: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 172: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	155, // 173: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	156, // 174: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	112, // 175: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	34,  // 176: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 177: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 178: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	156, // 179: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	115, // 180: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	34,  // 181: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 182: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 183: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 184: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 185: unyo.v1.SetNodeAutoResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 186: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	156, // 187: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	156, // 188: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	156, // 189: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	158, // 190: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	129, // 191: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	129, // 192: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	129, // 193: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	156, // 194: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	156, // 195: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	136, // 196: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	34,  // 197: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 198: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	39,  // 199: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	41,  // 200: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	43,  // 201: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	37,  // 202: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	45,  // 203: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	48,  // 204: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	50,  // 205: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	52,  // 206: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	57,  // 207: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	59,  // 208: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	117, // 209: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	55,  // 210: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	119, // 211: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	121, // 212: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
+	123, // 213: unyo.v1.NodeService.SetNodeAuto:input_type -> unyo.v1.SetNodeAutoRequest
+	61,  // 214: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	63,  // 215: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	65,  // 216: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	67,  // 217: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	69,  // 218: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 219: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	71,  // 220: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	77,  // 221: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	79,  // 222: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	125, // 223: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	127, // 224: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	81,  // 225: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	83,  // 226: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	85,  // 227: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	93,  // 228: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	95,  // 229: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	96,  // 230: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	98,  // 231: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	101, // 232: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	104, // 233: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	107, // 234: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	109, // 235: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	111, // 236: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	114, // 237: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	130, // 238: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	132, // 239: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	134, // 240: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	137, // 241: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	36,  // 242: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	40,  // 243: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	42,  // 244: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	44,  // 245: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	38,  // 246: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	47,  // 247: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	49,  // 248: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	51,  // 249: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	53,  // 250: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	58,  // 251: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	60,  // 252: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	118, // 253: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	56,  // 254: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	120, // 255: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	122, // 256: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
+	124, // 257: unyo.v1.NodeService.SetNodeAuto:output_type -> unyo.v1.SetNodeAutoResponse
+	62,  // 258: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	64,  // 259: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	66,  // 260: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	68,  // 261: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	70,  // 262: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 263: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	72,  // 264: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	78,  // 265: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	80,  // 266: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	126, // 267: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	128, // 268: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	82,  // 269: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	84,  // 270: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	86,  // 271: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	94,  // 272: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	97,  // 273: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 274: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	99,  // 275: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	102, // 276: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	105, // 277: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	108, // 278: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	110, // 279: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	113, // 280: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	116, // 281: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	131, // 282: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	133, // 283: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	135, // 284: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	138, // 285: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	242, // [242:286] is the sub-list for method output_type
+	198, // [198:242] is the sub-list for method input_type
+	198, // [198:198] is the sub-list for extension type_name
+	198, // [198:198] is the sub-list for extension extendee
+	0,   // [0:198] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -10980,14 +11357,14 @@ func file_unyo_v1_unyo_proto_init() {
 		return
 	}
 	file_unyo_v1_provision_proto_init()
-	file_unyo_v1_unyo_proto_msgTypes[8].OneofWrappers = []any{}
-	file_unyo_v1_unyo_proto_msgTypes[16].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[10].OneofWrappers = []any{}
+	file_unyo_v1_unyo_proto_msgTypes[18].OneofWrappers = []any{
 		(*Action_CreateAlert)(nil),
 		(*Action_DeleteAlert)(nil),
 		(*Action_ApiHook)(nil),
 		(*Action_Plugin)(nil),
 	}
-	file_unyo_v1_unyo_proto_msgTypes[25].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[27].OneofWrappers = []any{
 		(*Object_Check)(nil),
 		(*Object_EventRule)(nil),
 		(*Object_Maintenance)(nil),
@@ -11009,7 +11386,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   147,
+			NumMessages:   151,
 			NumExtensions: 0,
 			NumServices:   14,
 		},

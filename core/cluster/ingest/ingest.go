@@ -53,6 +53,15 @@ const (
 	PeerWatch     Source = "peer-watch"     // a peer cluster this one watches is down, stuck or back
 	Placement     Source = "placement"      // a compute could not be placed (Blocked, Failed) or was placed again
 	RootService   Source = "root-service"   // root's event about a RegionService (an autoscaling decision)
+	NodeOps       Source = "node-ops"       // a drain started, finished or stopped; unyo cordoned, uncordoned or drained a node on its own
+)
+
+// DrainCheck is the check of drain events and AutoCheck of automatic
+// cordon and drain events: on the cluster's own node name (so that the
+// drain's maintenance does not silence them), labelled with the node.
+const (
+	DrainCheck = "node-drain"
+	AutoCheck  = "node-auto"
 )
 
 // AutoscaleCheck is the check of root's autoscaling events: one per

@@ -56,7 +56,10 @@ func services() []kinds.Kind {
 				{Header: "NODE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetNode() }},
 				{Header: "ADDRESS", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetAddress() }},
 				{Header: "REASON", Width: 60, Cell: func(c *unyov1.Compute, _ time.Time) string {
-					return reason(c.GetStatus().GetReason(), c.GetStatus().GetMessage())
+					if r := reason(c.GetStatus().GetReason(), c.GetStatus().GetMessage()); r != "" {
+						return r
+					}
+					return replacement(c.GetStatus())
 				}},
 				{Header: "AGE", Cell: func(c *unyov1.Compute, now time.Time) string { return cell.Age(now, c.GetCreatedAt()) }},
 			},
@@ -98,4 +101,21 @@ func reason(code, msg string) string {
 		return code
 	}
 	return code + ": " + msg
+}
+
+// replacement is a replacement in flight in words: "Drain: next on a2
+// Creating:Scheduled", "Surge: next Blocked: 0/3 nodes fit: ...".
+func replacement(st *unyov1.ComputeStatus) string {
+	if st.GetReplacementPhase() == "" {
+		return ""
+	}
+	out := st.GetReplacementReason() + ": next"
+	if n := st.GetReplacingNode(); n != "" {
+		out += " on " + n
+	}
+	out += " " + st.GetReplacementPhase()
+	if m := st.GetReplacementMessage(); m != "" {
+		out += ": " + m
+	}
+	return out
 }

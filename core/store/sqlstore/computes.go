@@ -32,6 +32,10 @@ type computeRow struct {
 	deleting   bool
 	assignment *unyov1.Assignment
 	assignGen  int64
+	// next is the next instance's assignment (a replacement in flight),
+	// and nextRevision the spec revision it runs.
+	next         *unyov1.Assignment
+	nextRevision int64
 }
 
 func scanCompute(row scanner) (computeRow, error) {
@@ -39,11 +43,13 @@ func scanCompute(row scanner) (computeRow, error) {
 		name             string
 		deleting, gen    int64
 		assignment, body []byte
+		next             []byte
+		nextRevision     int64
 	)
-	if err := row.Scan(&name, &deleting, &assignment, &body, &gen); err != nil {
+	if err := row.Scan(&name, &deleting, &assignment, &body, &gen, &next, &nextRevision); err != nil {
 		return computeRow{}, err
 	}
-	r := computeRow{c: &unyov1.Compute{}, deleting: deleting != 0, assignGen: gen}
+	r := computeRow{c: &unyov1.Compute{}, deleting: deleting != 0, assignGen: gen, nextRevision: nextRevision}
 	if err := proto.Unmarshal(body, r.c); err != nil {
 		return computeRow{}, fmt.Errorf("decode compute %q: %w", name, err)
 	}
@@ -53,10 +59,16 @@ func scanCompute(row scanner) (computeRow, error) {
 			return computeRow{}, fmt.Errorf("decode assignment of compute %q: %w", name, err)
 		}
 	}
+	if next != nil {
+		r.next = &unyov1.Assignment{}
+		if err := proto.Unmarshal(next, r.next); err != nil {
+			return computeRow{}, fmt.Errorf("decode the next assignment of compute %q: %w", name, err)
+		}
+	}
 	return r, nil
 }
 
-const computeColumns = "name, deleting, assignment, body, assign_gen"
+const computeColumns = "name, deleting, assignment, body, assign_gen, next_assignment, next_revision"
 
 func marshalOrNil(m proto.Message) ([]byte, error) {
 	if m == nil {
@@ -77,17 +89,24 @@ func writeCompute(ctx context.Context, tx *sql.Tx, r computeRow, assignGen int64
 			return fmt.Errorf("encode assignment of %q: %w", r.c.GetName(), err)
 		}
 	}
+	var next []byte
+	if r.next != nil {
+		if next, err = marshalOrNil(r.next); err != nil {
+			return fmt.Errorf("encode the next assignment of %q: %w", r.c.GetName(), err)
+		}
+	}
 	deleting := 0
 	if r.deleting {
 		deleting = 1
 	}
 	_, err = tx.ExecContext(ctx, `
-		INSERT INTO computes (name, service, node, deleting, assign_gen, assignment, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO computes (name, service, node, deleting, assign_gen, assignment, body, next_node, next_assignment, next_revision)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (name) DO UPDATE SET service = excluded.service, node = excluded.node,
 			deleting = excluded.deleting, assign_gen = excluded.assign_gen,
-			assignment = excluded.assignment, body = excluded.body`,
-		r.c.GetName(), r.c.GetService(), r.assignment.GetNode(), deleting, assignGen, a, body)
+			assignment = excluded.assignment, body = excluded.body, next_node = excluded.next_node,
+			next_assignment = excluded.next_assignment, next_revision = excluded.next_revision`,
+		r.c.GetName(), r.c.GetService(), r.assignment.GetNode(), deleting, assignGen, a, body, r.next.GetNode(), next, r.nextRevision)
 	return err
 }
 
@@ -134,7 +153,7 @@ func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at 
 				c.Status = &unyov1.ComputeStatus{Phase: phaseInitializing, UpdatedAt: ts}
 				c.CreatedAt, c.Revision = ts, 1
 			}
-			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen}
+			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen, next: old.next, nextRevision: old.nextRevision}
 			if err := writeCompute(ctx, tx, r, r.assignGen); err != nil {
 				return err
 			}
@@ -157,6 +176,13 @@ func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at 
 					return err
 				}
 				r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
+			}
+			if r.next != nil {
+				// The next instance goes too.
+				if gen, err = bumpAssignments(ctx, tx); err != nil {
+					return err
+				}
+				r.next.Desired, r.next.Generation = desiredDeleted, gen
 			}
 			if err := writeCompute(ctx, tx, r, gen); err != nil {
 				return err
@@ -217,6 +243,17 @@ func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.Co
 		if err != nil {
 			return err
 		}
+		if cur := r.c.GetStatus(); cur != nil {
+			if cur.GetNode() != "" && st.GetNode() != "" && cur.GetNode() != st.GetNode() {
+				// Written for an instance the compute no longer runs (its
+				// replacement took over meanwhile): stale.
+				return nil
+			}
+			// The replacement's fields are the replacement methods' own.
+			st = proto.CloneOf(st)
+			st.ReplacingNode, st.ReplacementPhase, st.ReplacementReason, st.ReplacementMessage =
+				cur.GetReplacingNode(), cur.GetReplacementPhase(), cur.GetReplacementReason(), cur.GetReplacementMessage()
+		}
 		r.c.Status = st
 		body, err := proto.Marshal(r.c)
 		if err != nil {
@@ -234,29 +271,39 @@ func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.Co
 	return nil
 }
 
+// lockPlacement takes the locks of a placement of res, the service's
+// first, then the node's, always in this order: placements of one service
+// take turns (anti-affinity spans nodes), and placements on one node take
+// turns (capacity). It refuses a node whose generation moved since the
+// choice (ErrGeneration) and returns the node as it is now.
+func (s *Store) lockPlacement(ctx context.Context, tx *sql.Tx, res store.Reservation) (*unyov1.Node, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
+		ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
+		return nil, fmt.Errorf("lock service: %w", err)
+	}
+	var locked int64
+	if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFound("node", res.Node)
+		}
+		return nil, fmt.Errorf("lock node: %w", err)
+	}
+	if locked != res.Generation {
+		return nil, fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
+	}
+	n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+	if err != nil {
+		return nil, fmt.Errorf("read node: %w", err)
+	}
+	return n, nil
+}
+
 func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (int64, error) {
 	var gen int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// The service's lock first, then the node's, always in this
-		// order: placements of one service take turns (anti-affinity
-		// spans nodes), and placements on one node take turns (capacity).
-		if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
-			ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+res.Service); err != nil {
-			return fmt.Errorf("lock service: %w", err)
-		}
-		var locked int64
-		if err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+s.d.forUpdate, res.Node).Scan(&locked); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("node", res.Node)
-			}
-			return fmt.Errorf("lock node: %w", err)
-		}
-		if locked != res.Generation {
-			return fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, locked, res.Generation)
-		}
-		n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", res.Node))
+		n, err := s.lockPlacement(ctx, tx, res)
 		if err != nil {
-			return fmt.Errorf("read node: %w", err)
+			return err
 		}
 		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", res.Compute))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -276,6 +323,9 @@ func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *un
 			if p.compute == res.Compute {
 				return fmt.Errorf("compute %s: %w (on node %s)", res.Compute, store.ErrExists, p.Node)
 			}
+		}
+		if r.assignment != nil || r.next != nil {
+			return fmt.Errorf("compute %s: %w (assigned to node %s)", res.Compute, store.ErrExists, r.assignment.GetNode())
 		}
 		req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy}
 		for _, p := range existing {
@@ -366,30 +416,40 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 	return gen, nil
 }
 
-// deleteReservation is the one place a reservation is released (a no-op
-// when the compute holds none); it moves the node's generation.
-func deleteReservation(ctx context.Context, tx *sql.Tx, compute string) error {
-	var node string
-	err := tx.QueryRowContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", compute).Scan(&node)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil
-	case err != nil:
+// deleteReservation is the one place a reservation is released: the
+// compute's on node, or every one it holds when node is "" (a no-op when
+// it holds none); it moves the nodes' generations.
+func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) error {
+	q, args := "DELETE FROM reservations WHERE compute = $1 RETURNING node", []any{compute}
+	if node != "" {
+		q, args = "DELETE FROM reservations WHERE compute = $1 AND node = $2 RETURNING node", []any{compute, node}
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
 		return fmt.Errorf("release reservation of %q: %w", compute, err)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
-		return fmt.Errorf("move generation of node %q: %w", node, err)
+	nodes, err := scanAll(rows, func(row scanner) (string, error) {
+		var n string
+		return n, row.Scan(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("release reservation of %q: %w", compute, err)
+	}
+	for _, n := range nodes {
+		if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", n); err != nil {
+			return fmt.Errorf("move generation of node %q: %w", n, err)
+		}
 	}
 	return nil
 }
 
 func (s *Store) DropCompute(ctx context.Context, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := deleteReservation(ctx, tx, name); err != nil {
+		if err := deleteReservation(ctx, tx, name, ""); err != nil {
 			return err
 		}
 		var hadAssignment bool
-		err := tx.QueryRowContext(ctx, "DELETE FROM computes WHERE name = $1 RETURNING assignment IS NOT NULL", name).Scan(&hadAssignment)
+		err := tx.QueryRowContext(ctx, "DELETE FROM computes WHERE name = $1 RETURNING (assignment IS NOT NULL OR next_assignment IS NOT NULL)", name).Scan(&hadAssignment)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -434,13 +494,18 @@ func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Ass
 		if err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'assignments'").Scan(&gen); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT assignment FROM computes WHERE node = $1 AND assignment IS NOT NULL ORDER BY name", node)
+		// A node's assignments are the current instances it runs and the
+		// next instances (replacements) placed on it.
+		rows, err := tx.QueryContext(ctx, `SELECT assignment, name FROM computes WHERE node = $1 AND assignment IS NOT NULL
+			UNION ALL SELECT next_assignment, name FROM computes WHERE next_node = $1 AND next_assignment IS NOT NULL
+			ORDER BY 2`, node)
 		if err != nil {
 			return err
 		}
 		out, err = scanAll(rows, func(row scanner) (*unyov1.Assignment, error) {
 			var b []byte
-			if err := row.Scan(&b); err != nil {
+			var name string
+			if err := row.Scan(&b, &name); err != nil {
 				return nil, err
 			}
 			a := &unyov1.Assignment{}

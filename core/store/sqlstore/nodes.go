@@ -182,7 +182,7 @@ func (s *Store) updateNodeBody(ctx context.Context, name, what string, change fu
 const nodeColumns = `name, state, registered_at, last_heartbeat, body, cordoned, draining, generation,
 	COALESCE((SELECT SUM(vcpus) FROM reservations r WHERE r.node = nodes.name), 0),
 	COALESCE((SELECT SUM(memory_bytes) FROM reservations r WHERE r.node = nodes.name), 0),
-	COALESCE((SELECT SUM(disk_bytes) FROM reservations r WHERE r.node = nodes.name), 0)`
+	COALESCE((SELECT SUM(disk_bytes) FROM reservations r WHERE r.node = nodes.name), 0), drain, auto`
 
 func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) {
 	n, err := scanNode(s.r.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", name))
@@ -255,8 +255,9 @@ func scanNode(row scanner) (*unyov1.Node, error) {
 		cordoned, draining    int64
 		generation            int64
 		cpus, memory, disk    int64
+		drain, auto           []byte
 	)
-	if err := row.Scan(&name, &state, &registered, &heartbeat, &body, &cordoned, &draining, &generation, &cpus, &memory, &disk); err != nil {
+	if err := row.Scan(&name, &state, &registered, &heartbeat, &body, &cordoned, &draining, &generation, &cpus, &memory, &disk, &drain, &auto); err != nil {
 		return nil, err
 	}
 	n := &unyov1.Node{}
@@ -268,6 +269,19 @@ func scanNode(row scanner) (*unyov1.Node, error) {
 	n.RegisteredAt = fromNanos(registered)
 	n.LastHeartbeat = fromNanos(heartbeat)
 	n.Cordoned, n.Draining, n.Generation = cordoned != 0, draining != 0, generation
+	n.Drain, n.Auto = nil, nil
+	if drain != nil {
+		n.Drain = &unyov1.NodeDrain{}
+		if err := proto.Unmarshal(drain, n.Drain); err != nil {
+			return nil, fmt.Errorf("decode the drain of node %q: %w", name, err)
+		}
+	}
+	if auto != nil {
+		n.Auto = &unyov1.NodeAuto{}
+		if err := proto.Unmarshal(auto, n.Auto); err != nil {
+			return nil, fmt.Errorf("decode the auto settings of node %q: %w", name, err)
+		}
+	}
 	if cpus != 0 || memory != 0 || disk != 0 {
 		n.Reserved = &unyov1.Capacity{Cpus: int32(cpus), MemoryBytes: memory, DiskBytes: disk}
 	}

@@ -144,6 +144,28 @@ func computeTests() []contractTest {
 				t.Errorf("reservations: %+v", rs)
 			}
 		}},
+		{"ReplacementsHoldTwoReservationsAndLeakNone", replacementTest},
+		{"DrainMarksTheNodeDrainingAndCordoned", func(t *testing.T, s store.Store) {
+			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 2)))
+			g0 := getNode(t, s, "n1").GetGeneration()
+			must(t, s.SetNodeDrain(ctx(t), "n1", &unyov1.NodeDrain{Phase: store.DrainPhaseDraining, By: "ops"}))
+			n := getNode(t, s, "n1")
+			if !n.GetDraining() || !n.GetCordoned() || n.GetDrain().GetBy() != "ops" || n.GetGeneration() <= g0 {
+				t.Fatalf("after the drain started: draining %v cordoned %v drain %v generation %d (was %d)", n.GetDraining(), n.GetCordoned(), n.GetDrain(), n.GetGeneration(), g0)
+			}
+			must(t, s.SetNodeDrain(ctx(t), "n1", &unyov1.NodeDrain{Phase: "Drained"}))
+			if n := getNode(t, s, "n1"); n.GetDraining() || !n.GetCordoned() || n.GetDrain().GetPhase() != "Drained" {
+				t.Fatalf("after the drain ended: draining %v cordoned %v drain %v", n.GetDraining(), n.GetCordoned(), n.GetDrain())
+			}
+			must(t, s.SetNodeAuto(ctx(t), "n1", &unyov1.NodeAuto{CordonAfter: "5m", Cordoned: true}))
+			must(t, s.SetNodeDrain(ctx(t), "n1", nil))
+			if n := getNode(t, s, "n1"); n.GetDrain() != nil || n.GetAuto().GetCordonAfter() != "5m" || !n.GetAuto().GetCordoned() {
+				t.Fatalf("drain %v, auto %v", n.GetDrain(), n.GetAuto())
+			}
+			if err := s.SetNodeDrain(ctx(t), "nope", nil); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("drain an unknown node: %v", err)
+			}
+		}},
 		{"RacingPlacements", func(t *testing.T, s store.Store) {
 			racePlacements(t, []store.Store{s, s}, 1)
 		}},
@@ -272,4 +294,119 @@ func racePlacementRound(t *testing.T, stores []store.Store, first bool) int {
 		t.Errorf("only %d placed of the 384 slots", placed.Load())
 	}
 	return int(placed.Load())
+}
+
+// replacementTest: a compute's next instance holds its own reservation
+// beside the current one's (both count: no overcommit), its node's agent
+// alone sees it, and every way a replacement ends (promoted, cancelled,
+// forced without one, deleted with one in flight) releases exactly the
+// reservations of the instances that went.
+func replacementTest(t *testing.T, s store.Store) {
+	for _, n := range []*unyov1.Node{schedNode("n1", "r1", 2), schedNode("n2", "r2", 1), schedNode("n3", "r3", 1)} {
+		must(t, s.UpsertNode(ctx(t), n))
+	}
+	web := []*unyov1.Compute{compute("web", 0), compute("web", 1)}
+	_, err := s.SyncComputes(ctx(t), web, t0)
+	must(t, err)
+	must2(t)(reserve(t, s, web[0], "n1", schedule.Policy{}))
+	next := func(c *unyov1.Compute, node string) error {
+		_, err := s.ReserveNext(ctx(t), store.Reservation{Compute: c.GetName(), Service: c.GetService(), Node: node,
+			Resources: oneCPU, Generation: getNode(t, s, node).GetGeneration(), ReservedAt: t0},
+			&unyov1.Assignment{Compute: c.GetName(), Service: c.GetService(), Provider: "exec", Desired: "running"}, 7, "Drain")
+		return err
+	}
+	reserved := func(want map[string]int32) {
+		t.Helper()
+		for node, cpus := range want {
+			if got := getNode(t, s, node).GetReserved().GetCpus(); got != cpus {
+				t.Errorf("%s has %d vCPUs reserved, want %d", node, got, cpus)
+			}
+		}
+	}
+	assigned := func(node string) string {
+		t.Helper()
+		as, _, err := s.ListAssignments(ctx(t), node)
+		must(t, err)
+		var out []string
+		for _, a := range as {
+			out = append(out, a.GetCompute()+"/"+a.GetDesired())
+		}
+		return fmt.Sprint(out)
+	}
+	if err := next(web[1], "n2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a next instance of an unplaced compute: %v, want ErrNotFound", err)
+	}
+	if err := next(web[0], "n1"); !errors.Is(err, store.ErrExists) {
+		t.Errorf("a next instance on the current node: %v, want ErrExists", err)
+	}
+	must(t, next(web[0], "n2"))
+	if err := next(web[0], "n3"); !errors.Is(err, store.ErrExists) {
+		t.Errorf("a second next instance: %v, want ErrExists", err)
+	}
+	reserved(map[string]int32{"n1": 1, "n2": 1, "n3": 0})
+	if a1, a2 := assigned("n1"), assigned("n2"); a1 != "[web-0/running]" || a2 != "[web-0/running]" {
+		t.Errorf("assignments: n1 %s, n2 %s", a1, a2)
+	}
+	c, err := s.GetCompute(ctx(t), "web-0")
+	must(t, err)
+	if st := c.GetStatus(); st.GetNode() != "n1" || st.GetReplacingNode() != "n2" || st.GetReplacementPhase() != "Creating:Scheduled" || st.GetReplacementReason() != "Drain" {
+		t.Errorf("status with a next instance: %v", st)
+	}
+	// n2 is full with the next instance: nothing else goes there.
+	_, err = reserve(t, s, web[1], "n2", schedule.Policy{})
+	var reason *schedule.Reason
+	if !errors.As(err, &reason) || reason.Class != schedule.NoCapacity {
+		t.Errorf("placing beside a next instance past capacity: %v, want NoCapacity", err)
+	}
+	// Promotion: the next is Active, the current retired, then gone.
+	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Active", RetireCurrent: true}))
+	if a1 := assigned("n1"); a1 != "[web-0/deleted]" {
+		t.Errorf("n1 after the retirement: %s", a1)
+	}
+	// Decided for another instance: stale, nothing happens.
+	must(t, s.CurrentGone(ctx(t), "web-0", "n3", t0))
+	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Evicting", RetireCurrent: true, Current: "n3"}))
+	reserved(map[string]int32{"n1": 1, "n2": 1})
+	must(t, s.CurrentGone(ctx(t), "web-0", "n1", t0))
+	reserved(map[string]int32{"n1": 0, "n2": 1})
+	c, err = s.GetCompute(ctx(t), "web-0")
+	must(t, err)
+	if st := c.GetStatus(); st.GetNode() != "n2" || st.GetPhase() != "Active" || st.GetReplacingNode() != "" || st.GetReplacementPhase() != "" || st.GetSpecRevision() != 7 {
+		t.Errorf("status after the promotion: %v", st)
+	}
+	if a1, a2 := assigned("n1"), assigned("n2"); a1 != "[]" || a2 != "[web-0/running]" {
+		t.Errorf("assignments after the promotion: n1 %s, n2 %s", a1, a2)
+	}
+	// Cancelled: the next instance goes, the current stays.
+	must(t, next(web[0], "n3"))
+	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Cancelling", CancelNext: true}))
+	if a3 := assigned("n3"); a3 != "[web-0/deleted]" {
+		t.Errorf("n3 after the cancel: %s", a3)
+	}
+	must(t, s.NextGone(ctx(t), "web-0"))
+	reserved(map[string]int32{"n2": 1, "n3": 0})
+	// Forced without a replacement: the compute waits to be placed again.
+	must(t, s.SetReplacement(ctx(t), "web-0", store.ReplacementUpdate{Phase: "Evicting", Reason: "Drain", RetireCurrent: true}))
+	must(t, s.CurrentGone(ctx(t), "web-0", "", t0))
+	reserved(map[string]int32{"n1": 0, "n2": 0, "n3": 0})
+	c, err = s.GetCompute(ctx(t), "web-0")
+	must(t, err)
+	if st := c.GetStatus(); st.GetPhase() != "Initializing" || st.GetNode() != "" || st.GetReplacementPhase() != "" {
+		t.Errorf("status after a forced removal: %v", st)
+	}
+	// Deleted with a next instance in flight: both assignments turn to
+	// deleted, and the drop releases both reservations.
+	must2(t)(reserve(t, s, web[0], "n1", schedule.Policy{}))
+	must(t, next(web[0], "n3"))
+	_, err = s.SyncComputes(ctx(t), nil, t0)
+	must(t, err)
+	if a1, a3 := assigned("n1"), assigned("n3"); a1 != "[web-0/deleted]" || a3 != "[web-0/deleted]" {
+		t.Errorf("assignments of a deleted compute: n1 %s, n3 %s", a1, a3)
+	}
+	must(t, s.DropCompute(ctx(t), "web-0"))
+	must(t, s.DropCompute(ctx(t), "web-1"))
+	reserved(map[string]int32{"n1": 0, "n2": 0, "n3": 0})
+	if rs, err := s.ListReservations(ctx(t)); err != nil || len(rs) != 0 {
+		t.Errorf("reservations left: %v, %v", rs, err)
+	}
 }

@@ -95,6 +95,8 @@ const (
 	NodeServiceCordonNodeProcedure = "/unyo.v1.NodeService/CordonNode"
 	// NodeServiceDrainNodeProcedure is the fully-qualified name of the NodeService's DrainNode RPC.
 	NodeServiceDrainNodeProcedure = "/unyo.v1.NodeService/DrainNode"
+	// NodeServiceSetNodeAutoProcedure is the fully-qualified name of the NodeService's SetNodeAuto RPC.
+	NodeServiceSetNodeAutoProcedure = "/unyo.v1.NodeService/SetNodeAuto"
 	// EventServiceListEventsProcedure is the fully-qualified name of the EventService's ListEvents RPC.
 	EventServiceListEventsProcedure = "/unyo.v1.EventService/ListEvents"
 	// EventServiceGetEventProcedure is the fully-qualified name of the EventService's GetEvent RPC.
@@ -512,6 +514,10 @@ type NodeServiceClient interface {
 	// is Active, then ends the Maintenance. Root forwards it to the node's
 	// cluster.
 	DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error)
+	// SetNodeAuto sets a node's automatic cordon and drain intervals
+	// (operator): a duration, "off", or empty for the cluster's default.
+	// Root forwards it to the node's cluster.
+	SetNodeAuto(context.Context, *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error)
 }
 
 // NewNodeServiceClient constructs a client for the unyo.v1.NodeService service. By default, it uses
@@ -561,6 +567,12 @@ func NewNodeServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(nodeServiceMethods.ByName("DrainNode")),
 			connect.WithClientOptions(opts...),
 		),
+		setNodeAuto: connect.NewClient[unyov1.SetNodeAutoRequest, unyov1.SetNodeAutoResponse](
+			httpClient,
+			baseURL+NodeServiceSetNodeAutoProcedure,
+			connect.WithSchema(nodeServiceMethods.ByName("SetNodeAuto")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -572,6 +584,7 @@ type nodeServiceClient struct {
 	setNodeTopology *connect.Client[unyov1.SetNodeTopologyRequest, unyov1.SetNodeTopologyResponse]
 	cordonNode      *connect.Client[unyov1.CordonNodeRequest, unyov1.CordonNodeResponse]
 	drainNode       *connect.Client[unyov1.DrainNodeRequest, unyov1.DrainNodeResponse]
+	setNodeAuto     *connect.Client[unyov1.SetNodeAutoRequest, unyov1.SetNodeAutoResponse]
 }
 
 // ListNodes calls unyo.v1.NodeService.ListNodes.
@@ -604,6 +617,11 @@ func (c *nodeServiceClient) DrainNode(ctx context.Context, req *connect.Request[
 	return c.drainNode.CallUnary(ctx, req)
 }
 
+// SetNodeAuto calls unyo.v1.NodeService.SetNodeAuto.
+func (c *nodeServiceClient) SetNodeAuto(ctx context.Context, req *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error) {
+	return c.setNodeAuto.CallUnary(ctx, req)
+}
+
 // NodeServiceHandler is an implementation of the unyo.v1.NodeService service.
 type NodeServiceHandler interface {
 	ListNodes(context.Context, *connect.Request[unyov1.ListNodesRequest]) (*connect.Response[unyov1.ListNodesResponse], error)
@@ -625,6 +643,10 @@ type NodeServiceHandler interface {
 	// is Active, then ends the Maintenance. Root forwards it to the node's
 	// cluster.
 	DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error)
+	// SetNodeAuto sets a node's automatic cordon and drain intervals
+	// (operator): a duration, "off", or empty for the cluster's default.
+	// Root forwards it to the node's cluster.
+	SetNodeAuto(context.Context, *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error)
 }
 
 // NewNodeServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -670,6 +692,12 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(nodeServiceMethods.ByName("DrainNode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	nodeServiceSetNodeAutoHandler := connect.NewUnaryHandler(
+		NodeServiceSetNodeAutoProcedure,
+		svc.SetNodeAuto,
+		connect.WithSchema(nodeServiceMethods.ByName("SetNodeAuto")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/unyo.v1.NodeService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case NodeServiceListNodesProcedure:
@@ -684,6 +712,8 @@ func NewNodeServiceHandler(svc NodeServiceHandler, opts ...connect.HandlerOption
 			nodeServiceCordonNodeHandler.ServeHTTP(w, r)
 		case NodeServiceDrainNodeProcedure:
 			nodeServiceDrainNodeHandler.ServeHTTP(w, r)
+		case NodeServiceSetNodeAutoProcedure:
+			nodeServiceSetNodeAutoHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -715,6 +745,10 @@ func (UnimplementedNodeServiceHandler) CordonNode(context.Context, *connect.Requ
 
 func (UnimplementedNodeServiceHandler) DrainNode(context.Context, *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.DrainNode is not implemented"))
+}
+
+func (UnimplementedNodeServiceHandler) SetNodeAuto(context.Context, *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("unyo.v1.NodeService.SetNodeAuto is not implemented"))
 }
 
 // EventServiceClient is a client for the unyo.v1.EventService service.
