@@ -54,6 +54,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"log-retention", c.newLogPruner()},
 		{"peer-watch", newPeerWatcher(c)},
 		{"node-stage", newNodeStage(c)},
+		{"self-healing", newHealer(c)},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

@@ -16,6 +16,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/heal"
 )
 
 // The contract's phase words and reason codes (provisioning, part 2).
@@ -191,6 +192,20 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 			continue
 		}
 		deleting := c.GetStatus().GetPhase() == PhaseDeleting
+		replacing := c.GetStatus().GetPhase() == PhaseUpdating
+		if st.GetState() == StateDeleted && replacing {
+			// The old instance of a replica being replaced (in place, or
+			// re-created after a failure) is gone: back to the node stage.
+			released, err := s.c.store.ReleaseCompute(ctx, c.GetName(), node, true, releasedStatus(c.GetStatus(), time.Now()))
+			if err != nil {
+				return nil, connect.NewError(connect.CodeUnavailable, err)
+			}
+			if released {
+				s.c.log.Info("a replaced compute's old instance is gone; placing it anew", "compute", c.GetName(), "node", node)
+			}
+			changed = changed || released
+			continue
+		}
 		if st.GetState() == StateDeleted && deleting {
 			if err := s.c.store.DropCompute(ctx, c.GetName()); err != nil {
 				return nil, connect.NewError(connect.CodeUnavailable, err)
@@ -199,7 +214,7 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 			changed = true
 			continue
 		}
-		next := applyState(c.GetStatus(), st, deleting, time.Now())
+		next := applyState(c, st, deleting || replacing, time.Now())
 		if next == nil {
 			continue
 		}
@@ -218,7 +233,8 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 // applyState is a compute's status after its agent reported st, or nil
 // when nothing changes. A compute being deleted stays Deleting whatever
 // the agent says until it says deleted.
-func applyState(cur *unyov1.ComputeStatus, st *unyov1.AssignmentState, deleting bool, now time.Time) *unyov1.ComputeStatus {
+func applyState(c *unyov1.Compute, st *unyov1.AssignmentState, deleting bool, now time.Time) *unyov1.ComputeStatus {
+	cur := c.GetStatus()
 	next := proto.CloneOf(cur)
 	if next == nil {
 		next = &unyov1.ComputeStatus{}
@@ -236,7 +252,15 @@ func applyState(cur *unyov1.ComputeStatus, st *unyov1.AssignmentState, deleting 
 				next.ActiveAt = timestamppb.New(now)
 			}
 			next.Phase, next.Reason, next.Message, next.Reasons = PhaseActive, "", "", nil
+			// The instance runs the revision it was placed with; a
+			// running replica's failures are forgiven.
+			next.SpecRevision, next.Retry = c.GetSpecRevision(), nil
 		case StateFailed:
+			if cur.GetPhase() != PhaseFailed {
+				// Counted once per failure; the healer retries after
+				// the backoff.
+				next.Retry = retryProto(heal.Failed(retryOf(cur.GetRetry()), cur.GetNode(), now))
+			}
 			next.Phase, next.Reason, next.Message, next.Reasons = PhaseFailed, ReasonProviderError, st.GetMessage(), nil
 		}
 	}

@@ -2854,8 +2854,18 @@ type RegionServiceStatus struct {
 	// The service revision the status describes.
 	ObservedRevision int64                  `protobuf:"varint,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
 	UpdatedAt        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Rolling updates. template_revision is the revision of the service's
+	// compute template (image, flavor, network, provider, env, command) that
+	// the replicas are moved to; updated counts the replicas Active at it.
+	TemplateRevision int64 `protobuf:"varint,8,opt,name=template_revision,json=templateRevision,proto3" json:"template_revision,omitempty"`
+	Updated          int32 `protobuf:"varint,9,opt,name=updated,proto3" json:"updated,omitempty"`
+	// The templates the service had, oldest first, at most
+	// MaxRevisionHistory (10); `unyo services rollout undo` re-applies one.
+	History []*TemplateRevision `protobuf:"bytes,10,rep,name=history,proto3" json:"history,omitempty"`
+	// The rollout in words: "2/3 replicas updated, 1 being replaced".
+	Rollout       string `protobuf:"bytes,11,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionServiceStatus) Reset() {
@@ -2937,6 +2947,97 @@ func (x *RegionServiceStatus) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RegionServiceStatus) GetTemplateRevision() int64 {
+	if x != nil {
+		return x.TemplateRevision
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetUpdated() int32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetHistory() []*TemplateRevision {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *RegionServiceStatus) GetRollout() string {
+	if x != nil {
+		return x.Rollout
+	}
+	return ""
+}
+
+// TemplateRevision is one revision of a service's compute template.
+type TemplateRevision struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Revision int64                  `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The compute spec's template fields only (flavor, image, network,
+	// provider, env, command).
+	Template      *ComputeSpec           `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateRevision) Reset() {
+	*x = TemplateRevision{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateRevision) ProtoMessage() {}
+
+func (x *TemplateRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateRevision.ProtoReflect.Descriptor instead.
+func (*TemplateRevision) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *TemplateRevision) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *TemplateRevision) GetTemplate() *ComputeSpec {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *TemplateRevision) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 // Compute is one replica of a RegionService: root's record (owned by root,
 // listed by `unyo computes ls`) and, once root chose its cluster, the
 // cluster's record of it.
@@ -2971,7 +3072,7 @@ type Compute struct {
 
 func (x *Compute) Reset() {
 	*x = Compute{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3084,7 @@ func (x *Compute) String() string {
 func (*Compute) ProtoMessage() {}
 
 func (x *Compute) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3097,7 @@ func (x *Compute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compute.ProtoReflect.Descriptor instead.
 func (*Compute) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Compute) GetName() string {
@@ -3101,7 +3202,7 @@ type ComputeResources struct {
 
 func (x *ComputeResources) Reset() {
 	*x = ComputeResources{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3214,7 @@ func (x *ComputeResources) String() string {
 func (*ComputeResources) ProtoMessage() {}
 
 func (x *ComputeResources) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3227,7 @@ func (x *ComputeResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeResources.ProtoReflect.Descriptor instead.
 func (*ComputeResources) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ComputeResources) GetVcpus() int64 {
@@ -3172,14 +3273,17 @@ type ComputeStatus struct {
 	UpdatedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// The spec_revision of the instance this status describes (set by the
 	// cluster when the instance that runs it becomes Active).
-	SpecRevision  int64 `protobuf:"varint,11,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
+	SpecRevision int64 `protobuf:"varint,11,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
+	// What the cluster keeps of the replica's previous instance while it
+	// makes a new one (self-healing, backoff, in-place replacement).
+	Retry         *ComputeRetry `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ComputeStatus) Reset() {
 	*x = ComputeStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3295,7 @@ func (x *ComputeStatus) String() string {
 func (*ComputeStatus) ProtoMessage() {}
 
 func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3308,7 @@ func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeStatus.ProtoReflect.Descriptor instead.
 func (*ComputeStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ComputeStatus) GetPhase() string {
@@ -3284,6 +3388,77 @@ func (x *ComputeStatus) GetSpecRevision() int64 {
 	return 0
 }
 
+func (x *ComputeStatus) GetRetry() *ComputeRetry {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+// ComputeRetry is a replica's history of failures on a node: the provider
+// failed it failures times in a row on node; the next attempt is not before
+// next_at (exponential backoff). After MaxFailuresPerNode the replica is
+// placed on another node; otherwise node is preferred when placing it anew.
+type ComputeRetry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Failures      int32                  `protobuf:"varint,2,opt,name=failures,proto3" json:"failures,omitempty"`
+	NextAt        *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=next_at,json=nextAt,proto3" json:"next_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeRetry) Reset() {
+	*x = ComputeRetry{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeRetry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeRetry) ProtoMessage() {}
+
+func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeRetry.ProtoReflect.Descriptor instead.
+func (*ComputeRetry) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ComputeRetry) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ComputeRetry) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *ComputeRetry) GetNextAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAt
+	}
+	return nil
+}
+
 type ScheduleReasonCount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A filter's code ("insufficient_memory", "cordoned", "anti_affinity",
@@ -3298,7 +3473,7 @@ type ScheduleReasonCount struct {
 
 func (x *ScheduleReasonCount) Reset() {
 	*x = ScheduleReasonCount{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3485,7 @@ func (x *ScheduleReasonCount) String() string {
 func (*ScheduleReasonCount) ProtoMessage() {}
 
 func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3498,7 @@ func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
 func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ScheduleReasonCount) GetCode() string {
@@ -3371,7 +3546,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3558,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3571,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Assignment) GetCompute() string {
@@ -3500,7 +3675,7 @@ type AssignmentState struct {
 
 func (x *AssignmentState) Reset() {
 	*x = AssignmentState{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3687,7 @@ func (x *AssignmentState) String() string {
 func (*AssignmentState) ProtoMessage() {}
 
 func (x *AssignmentState) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3700,7 @@ func (x *AssignmentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
 func (*AssignmentState) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AssignmentState) GetCompute() string {
@@ -3586,7 +3761,7 @@ type SyncComputesRequest struct {
 
 func (x *SyncComputesRequest) Reset() {
 	*x = SyncComputesRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3773,7 @@ func (x *SyncComputesRequest) String() string {
 func (*SyncComputesRequest) ProtoMessage() {}
 
 func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3786,7 @@ func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
 func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SyncComputesRequest) GetComputes() []*Compute {
@@ -3630,7 +3805,7 @@ type SyncComputesResponse struct {
 
 func (x *SyncComputesResponse) Reset() {
 	*x = SyncComputesResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3817,7 @@ func (x *SyncComputesResponse) String() string {
 func (*SyncComputesResponse) ProtoMessage() {}
 
 func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3830,7 @@ func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
 func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SyncComputesResponse) GetComputes() []*Compute {
@@ -3677,7 +3852,7 @@ type GetAssignmentsRequest struct {
 
 func (x *GetAssignmentsRequest) Reset() {
 	*x = GetAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3864,7 @@ func (x *GetAssignmentsRequest) String() string {
 func (*GetAssignmentsRequest) ProtoMessage() {}
 
 func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3877,7 @@ func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetAssignmentsRequest) GetNode() string {
@@ -3729,7 +3904,7 @@ type GetAssignmentsResponse struct {
 
 func (x *GetAssignmentsResponse) Reset() {
 	*x = GetAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3916,7 @@ func (x *GetAssignmentsResponse) String() string {
 func (*GetAssignmentsResponse) ProtoMessage() {}
 
 func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3929,7 @@ func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
@@ -3781,7 +3956,7 @@ type ReportAssignmentsRequest struct {
 
 func (x *ReportAssignmentsRequest) Reset() {
 	*x = ReportAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3793,7 +3968,7 @@ func (x *ReportAssignmentsRequest) String() string {
 func (*ReportAssignmentsRequest) ProtoMessage() {}
 
 func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3806,7 +3981,7 @@ func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReportAssignmentsRequest) GetNode() string {
@@ -3831,7 +4006,7 @@ type ReportAssignmentsResponse struct {
 
 func (x *ReportAssignmentsResponse) Reset() {
 	*x = ReportAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +4018,7 @@ func (x *ReportAssignmentsResponse) String() string {
 func (*ReportAssignmentsResponse) ProtoMessage() {}
 
 func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +4031,7 @@ func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
 }
 
 var File_unyo_v1_provision_proto protoreflect.FileDescriptor
@@ -4155,7 +4330,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1f\n" +
 	"\vtarget_port\x18\x02 \x01(\x05R\n" +
 	"targetPort\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xf9\x01\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\x8f\x03\n" +
 	"\x13RegionServiceStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4164,7 +4339,17 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06active\x18\x05 \x01(\x05R\x06active\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xea\x03\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12+\n" +
+	"\x11template_revision\x18\b \x01(\x03R\x10templateRevision\x12\x18\n" +
+	"\aupdated\x18\t \x01(\x05R\aupdated\x123\n" +
+	"\ahistory\x18\n" +
+	" \x03(\v2\x19.unyo.v1.TemplateRevisionR\ahistory\x12\x18\n" +
+	"\arollout\x18\v \x01(\tR\arollout\"\x9b\x01\n" +
+	"\x10TemplateRevision\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\x120\n" +
+	"\btemplate\x18\x02 \x01(\v2\x14.unyo.v1.ComputeSpecR\btemplate\x129\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xea\x03\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4186,7 +4371,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xad\x03\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xda\x03\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4200,7 +4385,12 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
-	"\rspec_revision\x18\v \x01(\x03R\fspecRevision\"W\n" +
+	"\rspec_revision\x18\v \x01(\x03R\fspecRevision\x12+\n" +
+	"\x05retry\x18\x10 \x01(\v2\x15.unyo.v1.ComputeRetryR\x05retry\"s\n" +
+	"\fComputeRetry\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bfailures\x18\x02 \x01(\x05R\bfailures\x123\n" +
+	"\anext_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06nextAt\"W\n" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
@@ -4269,7 +4459,7 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_unyo_v1_provision_proto_goTypes = []any{
 	(*Region)(nil),                    // 0: unyo.v1.Region
 	(*RegionSpec)(nil),                // 1: unyo.v1.RegionSpec
@@ -4307,91 +4497,93 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	(*LoadbalancerSpec)(nil),          // 33: unyo.v1.LoadbalancerSpec
 	(*LoadbalancerPort)(nil),          // 34: unyo.v1.LoadbalancerPort
 	(*RegionServiceStatus)(nil),       // 35: unyo.v1.RegionServiceStatus
-	(*Compute)(nil),                   // 36: unyo.v1.Compute
-	(*ComputeResources)(nil),          // 37: unyo.v1.ComputeResources
-	(*ComputeStatus)(nil),             // 38: unyo.v1.ComputeStatus
-	(*ScheduleReasonCount)(nil),       // 39: unyo.v1.ScheduleReasonCount
-	(*Assignment)(nil),                // 40: unyo.v1.Assignment
-	(*AssignmentState)(nil),           // 41: unyo.v1.AssignmentState
-	(*SyncComputesRequest)(nil),       // 42: unyo.v1.SyncComputesRequest
-	(*SyncComputesResponse)(nil),      // 43: unyo.v1.SyncComputesResponse
-	(*GetAssignmentsRequest)(nil),     // 44: unyo.v1.GetAssignmentsRequest
-	(*GetAssignmentsResponse)(nil),    // 45: unyo.v1.GetAssignmentsResponse
-	(*ReportAssignmentsRequest)(nil),  // 46: unyo.v1.ReportAssignmentsRequest
-	(*ReportAssignmentsResponse)(nil), // 47: unyo.v1.ReportAssignmentsResponse
-	nil,                               // 48: unyo.v1.Region.LabelsEntry
-	nil,                               // 49: unyo.v1.Datacenter.LabelsEntry
-	nil,                               // 50: unyo.v1.Floor.LabelsEntry
-	nil,                               // 51: unyo.v1.Rack.LabelsEntry
-	nil,                               // 52: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                               // 53: unyo.v1.Cluster.LabelsEntry
-	nil,                               // 54: unyo.v1.Flavor.LabelsEntry
-	nil,                               // 55: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                               // 56: unyo.v1.Image.LabelsEntry
-	nil,                               // 57: unyo.v1.Network.LabelsEntry
-	nil,                               // 58: unyo.v1.RegionService.LabelsEntry
-	nil,                               // 59: unyo.v1.ComputeSpec.EnvEntry
-	nil,                               // 60: unyo.v1.Assignment.EnvEntry
-	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
+	(*TemplateRevision)(nil),          // 36: unyo.v1.TemplateRevision
+	(*Compute)(nil),                   // 37: unyo.v1.Compute
+	(*ComputeResources)(nil),          // 38: unyo.v1.ComputeResources
+	(*ComputeStatus)(nil),             // 39: unyo.v1.ComputeStatus
+	(*ComputeRetry)(nil),              // 40: unyo.v1.ComputeRetry
+	(*ScheduleReasonCount)(nil),       // 41: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                // 42: unyo.v1.Assignment
+	(*AssignmentState)(nil),           // 43: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),       // 44: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),      // 45: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),     // 46: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),    // 47: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),  // 48: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil), // 49: unyo.v1.ReportAssignmentsResponse
+	nil,                               // 50: unyo.v1.Region.LabelsEntry
+	nil,                               // 51: unyo.v1.Datacenter.LabelsEntry
+	nil,                               // 52: unyo.v1.Floor.LabelsEntry
+	nil,                               // 53: unyo.v1.Rack.LabelsEntry
+	nil,                               // 54: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                               // 55: unyo.v1.Cluster.LabelsEntry
+	nil,                               // 56: unyo.v1.Flavor.LabelsEntry
+	nil,                               // 57: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                               // 58: unyo.v1.Image.LabelsEntry
+	nil,                               // 59: unyo.v1.Network.LabelsEntry
+	nil,                               // 60: unyo.v1.RegionService.LabelsEntry
+	nil,                               // 61: unyo.v1.ComputeSpec.EnvEntry
+	nil,                               // 62: unyo.v1.Assignment.EnvEntry
+	(*timestamppb.Timestamp)(nil),     // 63: google.protobuf.Timestamp
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	48, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	50, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
 	1,  // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	61, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	61, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	63, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	63, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	51, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
 	3,  // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	61, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	61, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	50, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	63, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	63, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
 	5,  // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	61, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	61, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	51, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	63, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	63, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
 	7,  // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	61, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	61, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	63, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	63, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	52, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	54, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
 	10, // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	61, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	61, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	63, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	63, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
 	12, // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	53, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	55, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
 	14, // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	61, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	61, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	63, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	63, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
 	16, // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	61, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	61, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	55, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	56, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	63, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	63, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	58, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
 	18, // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	61, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	61, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	63, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	63, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	59, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
 	20, // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	61, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	61, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	63, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	63, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
 	22, // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
 	21, // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
 	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	61, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	61, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	61, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	58, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	63, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	63, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	63, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	60, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
 	25, // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
-	61, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
-	61, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	63, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	63, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
 	35, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
 	26, // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
 	33, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
 	27, // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
 	31, // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
 	32, // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
-	59, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	61, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
 	28, // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
 	28, // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
 	29, // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
@@ -4400,34 +4592,39 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	29, // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
 	30, // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
 	34, // 64: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
-	61, // 65: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
-	26, // 66: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
-	37, // 67: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
-	38, // 68: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
-	61, // 69: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
-	61, // 70: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	39, // 71: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	61, // 72: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	61, // 73: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	61, // 74: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 75: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	60, // 76: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	61, // 77: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 78: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	36, // 79: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	40, // 80: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	41, // 81: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	42, // 82: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	44, // 83: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	46, // 84: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	43, // 85: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	45, // 86: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	47, // 87: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	85, // [85:88] is the sub-list for method output_type
-	82, // [82:85] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	63, // 65: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 66: unyo.v1.RegionServiceStatus.history:type_name -> unyo.v1.TemplateRevision
+	26, // 67: unyo.v1.TemplateRevision.template:type_name -> unyo.v1.ComputeSpec
+	63, // 68: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
+	26, // 69: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
+	38, // 70: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
+	39, // 71: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
+	63, // 72: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	63, // 73: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 74: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	63, // 75: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	63, // 76: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	63, // 77: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 78: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
+	63, // 79: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
+	38, // 80: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	62, // 81: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	63, // 82: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 83: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	37, // 84: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	42, // 85: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	43, // 86: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	44, // 87: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	46, // 88: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	48, // 89: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	45, // 90: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	47, // 91: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	49, // 92: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	90, // [90:93] is the sub-list for method output_type
+	87, // [87:90] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4441,7 +4638,7 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

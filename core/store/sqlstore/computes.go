@@ -135,6 +135,16 @@ func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at 
 				c.CreatedAt, c.Revision = ts, 1
 			}
 			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen}
+			if ok && needsReplacement(old, c) {
+				// A new spec revision for a placed replica. surge=true
+				// (place the new instance first) is replaceWithSurge's;
+				// until it exists, such a replica is replaced in place.
+				if r, err = replaceInPlace(ctx, tx, r, ts); err != nil {
+					return err
+				}
+				held[d.GetName()] = r
+				continue
+			}
 			if err := writeCompute(ctx, tx, r, r.assignGen); err != nil {
 				return err
 			}
