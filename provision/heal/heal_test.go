@@ -48,7 +48,9 @@ func TestFailedAndNextAttempt(t *testing.T) {
 }
 
 func TestGuard(t *testing.T) {
-	down := func(name string, ago time.Duration) Node { return Node{Name: name, Down: true, DownSince: t0.Add(-ago)} }
+	down := func(name string, ago time.Duration) Node {
+		return Node{Name: name, Down: true, DownSince: t0.Add(-ago)}
+	}
 	up := func(name string) Node { return Node{Name: name} }
 	for _, tc := range []struct {
 		name    string
