@@ -196,7 +196,7 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 		if st.GetState() == StateDeleted && replacing {
 			// The old instance of a replica being replaced (in place, or
 			// re-created after a failure) is gone: back to the node stage.
-			released, err := s.c.store.ReleaseCompute(ctx, c.GetName(), node, true, releasedStatus(c.GetStatus(), time.Now()))
+			released, err := s.c.store.ReleaseCompute(ctx, c.GetName(), node, true, releasedStatus(c.GetStatus(), s.c.now()))
 			if err != nil {
 				return nil, connect.NewError(connect.CodeUnavailable, err)
 			}
@@ -214,7 +214,7 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 			changed = true
 			continue
 		}
-		next := applyState(c, st, deleting || replacing, time.Now())
+		next := applyState(c, st, deleting || replacing, s.c.now())
 		if next == nil {
 			continue
 		}
