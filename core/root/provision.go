@@ -288,6 +288,9 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 	for _, name := range svcNames {
 		s := w.services[name]
 		records := c.reconcile(s, w.computes[name], now)
+		if revise(s, now) {
+			put = append(put, kinds.Wrap(s))
+		}
 		c.resolve(s, records, w, clusters, now)
 		w.computes[name] = records
 		for _, r := range records {
@@ -396,14 +399,12 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 		fail(err.Error())
 		return
 	}
-	image, ok := w.images[spec.GetImage()]
+	_, ok = w.images[spec.GetImage()]
 	if !ok {
 		fail(fmt.Sprintf("image %q does not exist", spec.GetImage()))
 		return
 	}
-	for _, r := range live {
-		r.Spec, r.Resources, r.ImageSource = spec, service.Resources(shape), image.GetSpec().GetSource()
-	}
+	roll(s, live, spec, w)
 	where, reason := service.PlaceReplicas(s, live, clusters, shape, c.turnedDown[s.GetName()])
 	if reason != nil && len(c.turnedDown[s.GetName()]) > 0 && len(where) == 0 {
 		// Every cluster left turned the replicas down; the next pass

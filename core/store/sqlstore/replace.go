@@ -40,11 +40,13 @@ func replaceInPlace(ctx context.Context, tx *sql.Tx, r computeRow, ts *timestamp
 }
 
 // needsReplacement says whether root's new version of a compute asks for
-// a new instance: it is placed, its instance runs another spec revision,
+// a new instance: it is placed, it was placed at another spec revision,
 // and it is not already being replaced or removed.
 func needsReplacement(r computeRow, next *unyov1.Compute) bool {
 	a := r.assignment
-	return a != nil && a.GetDesired() != desiredDeleted && next.GetSpecRevision() != 0 &&
+	// A replica stored before revisions were kept (0) adopts root's
+	// revision without a new instance.
+	return a != nil && a.GetDesired() != desiredDeleted && next.GetSpecRevision() != 0 && r.c.GetSpecRevision() != 0 &&
 		next.GetSpecRevision() != r.c.GetSpecRevision() && r.c.GetStatus().GetPhase() != phaseUpdating
 }
 
