@@ -40,6 +40,8 @@ type healer struct {
 	// suspected is the guard's last verdict, so that its event is raised
 	// on changes only; nil before the first pass.
 	suspected *bool
+	// downSeen is when each Down node was first seen Down.
+	downSeen map[string]time.Time
 }
 
 func newHealer(c *Cluster) *healer { return &healer{c: c} }
@@ -52,19 +54,29 @@ func (h *healer) pass(ctx context.Context) {
 	}
 }
 
-// liveness is the nodes as provision/heal sees them, by name.
-func liveness(nodes []*unyov1.Node) ([]heal.Node, map[string]heal.Node) {
+// liveness is the nodes as provision/heal sees them, by name. A node is
+// Down since this healer first saw it Down: the cluster keeps no time of
+// the change, and counting from the last heartbeat would replace replicas
+// the moment a node turns Down (down_after is longer than most
+// replace_after). A new lease holder starts counting afresh, which only
+// ever delays a replacement.
+func (h *healer) liveness(nodes []*unyov1.Node, now time.Time) ([]heal.Node, map[string]heal.Node) {
 	list := make([]heal.Node, 0, len(nodes))
 	byName := make(map[string]heal.Node, len(nodes))
+	seen := make(map[string]time.Time, len(h.downSeen))
 	for _, n := range nodes {
-		since := n.GetLastHeartbeat().AsTime()
-		if n.GetLastHeartbeat() == nil {
-			since = n.GetRegisteredAt().AsTime()
+		hn := heal.Node{Name: n.GetName(), Down: n.GetState() == unyov1.NodeState_NODE_STATE_DOWN}
+		if hn.Down {
+			since, ok := h.downSeen[hn.Name]
+			if !ok {
+				since = now
+			}
+			seen[hn.Name], hn.DownSince = since, since
 		}
-		hn := heal.Node{Name: n.GetName(), Down: n.GetState() == unyov1.NodeState_NODE_STATE_DOWN, DownSince: since}
 		list = append(list, hn)
 		byName[hn.Name] = hn
 	}
+	h.downSeen = seen
 	return list, byName
 }
 
@@ -77,10 +89,10 @@ func (h *healer) heal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, byName := liveness(nodes)
+	now := h.c.now()
+	list, byName := h.liveness(nodes, now)
 	p := heal.Guard(list, partitionWindow)
 	h.guardChanged(ctx, p)
-	now := h.c.now()
 	changed := false
 	for _, c := range computes {
 		did, err := h.one(ctx, c, byName, p, now)

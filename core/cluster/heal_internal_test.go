@@ -137,6 +137,7 @@ func TestHealNodeDown(t *testing.T) {
 	}
 	e.down(a)
 	e.down(b)
+	e.step() // Down from now on
 	e.advance(30 * time.Second)
 	e.step()
 	if st := e.compute("a-0").GetStatus(); st.GetPhase() != "Active" || st.GetReason() != ReasonNodeDown || !strings.Contains(st.GetMessage(), "replaced elsewhere at") {
@@ -165,6 +166,8 @@ func TestHealNodeDown(t *testing.T) {
 	c := e.compute("a-0").GetStatus().GetNode()
 	e.report(c, &unyov1.AssignmentState{Compute: "a-0", State: "running"})
 	e.down(c)
+	e.advance(2 * time.Minute)
+	e.step()
 	e.advance(2 * time.Minute)
 	e.step()
 	if st := e.compute("a-0").GetStatus(); st.GetNode() != c || !strings.Contains(st.GetMessage(), "partition suspected: 3/4 nodes Down") {
