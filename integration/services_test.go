@@ -200,55 +200,8 @@ func TestRegionServicesAtRoot(t *testing.T) {
 // hostname) and become Active at root; scaling down removes the tail from
 // its node; deleting the service removes every replica.
 func TestRegionServiceEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	t.Cleanup(func() {
-		for _, pid := range serviceProcs() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
-	sum := sha256File(t, plugin)
-	rootURL := startRootServer(t, dir, "")
-	a := adminCLI{t, rootURL}
+	dir, rootURL, a := startServiceFleet(t)
 	op, must := a.run, a.must
-	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
-		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
-	inventory := topologyInventory("r2") + `
----
-kind: PhysicalResource
-name: srv-c
-spec: {kind: server, model: m1, serial: SC, rack: r2, unit: 5, height: 1}
----
-kind: Cluster
-name: c1
-spec: {region: tokyo, weight: 1}
-`
-	must("apply", "-f", writeFile(t, dir, "inventory.yaml", inventory))
-	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}, {"node-c", "srv-c"}} {
-		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
-role: agent
-data_dir: %s/%s
-agent:
-  node_name: %s
-  cluster_url: %s
-  token: %s
-  resource: %s
-  flush_interval: 100ms
-  status_listen: 127.0.0.1:0
-  plugins:
-    dirs: [%s]
-    enabled:
-      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
-`, dir, n.node, n.node, clURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
-	}
-	testutil.Eventually(t, 60*time.Second, "three Ready nodes", func() error {
-		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
-		if err != nil || len(items) != 3 {
-			return fmt.Errorf("nodes: %v, %v", len(items), err)
-		}
-		return nil
-	})
-	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
 	must("apply", "-f", writeFile(t, dir, "web.yaml", webService(3)))
 
 	// placed lists "NAME PHASE CLUSTER NODE" of root's records.
@@ -339,4 +292,61 @@ func (a adminCLI) wantErr(want string, args ...string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		a.t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
 	}
+}
+
+// startServiceFleet starts root, cluster c1 (registered at root) and
+// three agents running provider-exec on the inventory's servers, applies
+// the catalog, and kills the replicas' processes when the test ends.
+func startServiceFleet(t *testing.T) (dir, rootURL string, a adminCLI) {
+	t.Helper()
+	dir = t.TempDir()
+	t.Cleanup(func() {
+		for _, pid := range serviceProcs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
+	sum := sha256File(t, plugin)
+	rootURL = startRootServer(t, dir, "")
+	a = adminCLI{t, rootURL}
+	must := a.must
+	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
+		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
+	inventory := topologyInventory("r2") + `
+---
+kind: PhysicalResource
+name: srv-c
+spec: {kind: server, model: m1, serial: SC, rack: r2, unit: 5, height: 1}
+---
+kind: Cluster
+name: c1
+spec: {region: tokyo, weight: 1}
+`
+	must("apply", "-f", writeFile(t, dir, "inventory.yaml", inventory))
+	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}, {"node-c", "srv-c"}} {
+		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
+role: agent
+data_dir: %s/%s
+agent:
+  node_name: %s
+  cluster_url: %s
+  token: %s
+  resource: %s
+  flush_interval: 100ms
+  status_listen: 127.0.0.1:0
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
+`, dir, n.node, n.node, clURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
+	}
+	testutil.Eventually(t, 60*time.Second, "three Ready nodes", func() error {
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
+		if err != nil || len(items) != 3 {
+			return fmt.Errorf("nodes: %v, %v", len(items), err)
+		}
+		return nil
+	})
+	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
+	return dir, rootURL, a
 }

@@ -135,7 +135,7 @@ func rolloutLine(s *unyov1.RegionService) (line string, done, failed bool) {
 	if st.GetPhase() == service.PhaseFailed {
 		line += ": " + st.GetMessage()
 	}
-	done = st.GetPhase() == service.PhaseActive && st.GetUpdated() == st.GetReplicas() && st.GetObservedRevision() == s.GetRevision()
+	done = st.GetPhase() == service.PhaseActive && st.GetUpdated() == st.GetReplicas() && st.GetRollout() == ""
 	return line, done, st.GetPhase() == service.PhaseFailed
 }
 

@@ -9,6 +9,10 @@ import (
 	"github.com/unyo-ops/unyo/provision/service"
 )
 
+// rolloutPoll is how soon the controller looks again while a rollout
+// runs.
+const rolloutPoll = time.Second
+
 // revise counts a service's current compute template in its revision
 // history (kept in its status, MaxRevisionHistory deep) and reports
 // whether that changed the service, which the caller then stores.
