@@ -12,9 +12,16 @@ import (
 	"github.com/unyo-ops/unyo/core/testutil"
 )
 
-// healFleet is a provision fleet whose nodes turn Down within seconds.
-func healFleet(t *testing.T) *provisionFleet {
-	return newProvisionFleetWith(t, "  down_after: 8s\n")
+// healFleet is a provision fleet whose nodes turn Down within seconds,
+// with agents a1, a2 and a3 and the replicas of healReplicas Active on
+// them.
+func healFleet(t *testing.T) (*provisionFleet, []*unyov1.Compute, map[string]*unyov1.Compute) {
+	f := newProvisionFleetWith(t, "  down_after: 8s\n")
+	for _, a := range []string{"a1", "a2", "a3"} {
+		f.agent(a)
+	}
+	cs := healReplicas(t, f)
+	return f, cs, f.waitPhases(cs, allActive)
 }
 
 // healReplicas are three replicas of web, two of which fill a node, that
@@ -44,12 +51,7 @@ var allActive = map[string]string{"web-0": "Active", "web-1": "Active", "web-2":
 // reason NodeDown meanwhile; the stale original keeps running until the
 // agent comes back, whose stray cleanup removes it.
 func TestSelfHealing(t *testing.T) {
-	f := healFleet(t)
-	for _, a := range []string{"a1", "a2", "a3"} {
-		f.agent(a)
-	}
-	cs := healReplicas(t, f)
-	got := f.waitPhases(cs, allActive)
+	f, cs, got := healFleet(t)
 	victim := got["web-0"].GetStatus().GetNode()
 	moved := map[string]bool{}
 	for n, c := range got {
@@ -91,12 +93,7 @@ func TestSelfHealing(t *testing.T) {
 // partition: nothing is replaced, an event says so, and once they are
 // back everything is Active where it was.
 func TestPartitionGuard(t *testing.T) {
-	f := healFleet(t)
-	for _, a := range []string{"a1", "a2", "a3"} {
-		f.agent(a)
-	}
-	cs := healReplicas(t, f)
-	before := f.waitPhases(cs, allActive)
+	f, cs, before := healFleet(t)
 	f.agents["a1"].kill()
 	f.agents["a2"].kill()
 	testutil.Eventually(t, 30*time.Second, "the partition event", func() error {

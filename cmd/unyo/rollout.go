@@ -67,35 +67,17 @@ func rolloutCommand(g *globals) *cobra.Command {
 	status.Flags().DurationVar(&every, "interval", time.Second, "how often --watch asks")
 	history := &cobra.Command{
 		Use: "history NAME", Short: "A service's compute template revisions, oldest first (at most 10 kept)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			s, err := getService(ctx, g, cl, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: withService(g, func(cmd *cobra.Command, _ context.Context, _ *client.Clients, s *unyov1.RegionService) error {
 			if g.output != printer.Table {
 				return printMessage(cmd.OutOrStdout(), g.output, &unyov1.RegionServiceStatus{History: s.GetStatus().GetHistory(), TemplateRevision: s.GetStatus().GetTemplateRevision()})
 			}
 			return printHistory(cmd.OutOrStdout(), s.GetStatus())
-		},
+		}),
 	}
 	var to int64
 	undo := &cobra.Command{
 		Use: "undo NAME", Short: "Apply an earlier template of a service again (the previous one, or --to-revision N), as a new revision", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			s, err := getService(ctx, g, cl, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: withService(g, func(cmd *cobra.Command, ctx context.Context, cl *client.Clients, s *unyov1.RegionService) error {
 			h, err := undoTarget(s.GetStatus(), to)
 			if err != nil {
 				return fmt.Errorf("service %s: %w", s.GetName(), err)
@@ -108,11 +90,28 @@ func rolloutCommand(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "rolling %s back to the template of revision %d\n", s.GetName(), h.GetRevision())
 			return printer.ApplyResults(cmd.OutOrStdout(), out.Msg.GetResults())
-		},
+		}),
 	}
 	undo.Flags().Int64Var(&to, "to-revision", 0, "the revision to go back to (default: the one before the current)")
 	cmd.AddCommand(status, history, undo)
 	return cmd
+}
+
+// withService is a command's RunE that reads the service its argument
+// names and hands it to fn.
+func withService(g *globals, fn func(cmd *cobra.Command, ctx context.Context, cl *client.Clients, s *unyov1.RegionService) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cl, ctx, cancel, err := g.connect(cmd)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		s, err := getService(ctx, g, cl, args[0])
+		if err != nil {
+			return err
+		}
+		return fn(cmd, ctx, cl, s)
+	}
 }
 
 func getService(ctx context.Context, g *globals, cl *client.Clients, name string) (*unyov1.RegionService, error) {
