@@ -87,6 +87,7 @@ func TestSelfHealing(t *testing.T) {
 	if got := f.waitPhases(cs, allActive); got["web-0"].GetStatus().GetNode() == victim {
 		t.Errorf("web-0 went back to %s", victim)
 	}
+	removeAll(t, f)
 }
 
 // TestPartitionGuard: two of three agents SIGKILLed at once look like a
@@ -131,6 +132,16 @@ func TestPartitionGuard(t *testing.T) {
 		return nil
 	})
 	waitRunning(t, 3)
+	removeAll(t, f)
+}
+
+// removeAll removes every replica through its agent and waits until none
+// runs, so that no provider shim still writes into the test's directories
+// when they are removed.
+func removeAll(t *testing.T, f *provisionFleet) {
+	t.Helper()
+	f.waitPhases(nil, map[string]string{})
+	waitRunning(t, 0)
 }
 
 // waitRunning waits until n of the test's web commands run.

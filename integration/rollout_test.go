@@ -111,4 +111,13 @@ func TestRollingUpdate(t *testing.T) {
 	if out := must("services", "rollout", "history", "web"); !strings.Contains(out, "3 (current)") {
 		t.Errorf("rollout history after undo:\n%s", out)
 	}
+	// Removed through their agents, so that no provider shim is still
+	// writing into the test's directories when they are removed.
+	must("services", "delete", "web")
+	testutil.Eventually(t, 60*time.Second, "no replica process left", func() error {
+		if pids := serviceProcs(); len(pids) > 0 {
+			return fmt.Errorf("replica processes still run: %v", pids)
+		}
+		return nil
+	})
 }
