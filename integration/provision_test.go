@@ -32,6 +32,13 @@ type provisionFleet struct {
 
 func newProvisionFleet(t *testing.T) *provisionFleet {
 	t.Helper()
+	return newProvisionFleetWith(t, "")
+}
+
+// newProvisionFleetWith starts the fleet's cluster with extra lines of its
+// cluster: section (indented two spaces).
+func newProvisionFleetWith(t *testing.T, extra string) *provisionFleet {
+	t.Helper()
 	f := &provisionFleet{t: t, dir: t.TempDir(), agents: map[string]*proc{}}
 	f.plugin = buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
 	f.sum = sha256File(t, f.plugin)
@@ -50,7 +57,7 @@ cluster:
   heartbeat_interval: 1s
   stale_after: 5s
   lease_ttl: 3s
-`, f.dir, addr, adminToken, joinToken))
+%s`, f.dir, addr, adminToken, joinToken, extra))
 	f.cluster = startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	cl, err := client.New(client.Options{URL: f.url, Token: adminToken, Timeout: time.Minute})
 	if err != nil {

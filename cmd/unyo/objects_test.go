@@ -65,7 +65,7 @@ func TestKindCommands(t *testing.T) {
 		case "networks":
 			want = []string{"allocate", "diagram", "get", "ls", "release"}
 		case "services":
-			want = []string{"delete", "get", "ls", "plan", "scale"}
+			want = []string{"delete", "get", "ls", "plan", "rollout", "scale"}
 		case "computes":
 			want = []string{"delete", "get", "ls"}
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/unyo-ops/unyo/provision/service"
 )
 
-// addServiceCommands adds `scale`, `delete` and `plan` to `unyo services`.
+// addServiceCommands adds `scale`, `delete`, `plan` and `rollout` to `unyo services`.
 func addServiceCommands(g *globals, cmd *cobra.Command) {
 	scale := &cobra.Command{
 		Use: "scale NAME N", Short: "Set a service's replicas (scale-down removes the highest indexes; 0 deletes the service)", Args: cobra.ExactArgs(2),
@@ -113,7 +113,7 @@ func addServiceCommands(g *globals, cmd *cobra.Command) {
 		},
 	}
 	plan.Flags().StringVarP(&file, "file", "f", "", "the file with the RegionService (and, optionally, its flavor)")
-	cmd.AddCommand(scale, plan, deleteCommand(g, service.KindService, "Delete a service: its computes are deleted from their clusters, then the service"))
+	cmd.AddCommand(scale, plan, rolloutCommand(g), deleteCommand(g, service.KindService, "Delete a service: its computes are deleted from their clusters, then the service"))
 }
 
 // addComputeCommands adds `delete` to `unyo computes`.

@@ -55,6 +55,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"peer-watch", newPeerWatcher(c)},
 		{"node-stage", newNodeStage(c)},
 		{"auto-nodes", newAutoNodes(c)},
+		{"self-healing", newHealer(c)},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

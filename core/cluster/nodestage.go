@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/heal"
 	"github.com/unyo-ops/unyo/provision/placement"
 	"github.com/unyo-ops/unyo/provision/schedule"
 	"github.com/unyo-ops/unyo/provision/topology"
@@ -142,11 +142,31 @@ func (s *nodeStage) round(ctx context.Context) (bool, error) {
 	return conflict, nil
 }
 
-// place places one service's waiting computes.
+// place places one service's waiting computes: first, one by one, those
+// self-healing or an update released from a node (kept off it after too
+// many failures there, else preferring it), then the rest together.
 func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Compute) (conflict bool, err error) {
-	first := group[0]
-	req := placement.Request(first, pl.existing(first.GetService()))
-	res := schedule.NewSnapshot(pl.nodes).Place(req, len(group))
+	var plain []*unyov1.Compute
+	for _, c := range group {
+		if c.GetStatus().GetRetry().GetNode() == "" {
+			plain = append(plain, c)
+			continue
+		}
+		req := placement.Request(c, pl.existing(c.GetService()))
+		if conflict, err := s.commitAll(ctx, pl, []*unyov1.Compute{c}, req, pl.placeHinted(c, req)); conflict || err != nil {
+			return conflict, err
+		}
+	}
+	if len(plain) == 0 {
+		return false, nil
+	}
+	req := placement.Request(plain[0], pl.existing(plain[0].GetService()))
+	return s.commitAll(ctx, pl, plain, req, schedule.NewSnapshot(pl.nodes).Place(req, len(plain)))
+}
+
+// commitAll commits res's placements of group (in order) and records why
+// the rest found no node.
+func (s *nodeStage) commitAll(ctx context.Context, pl *planner, group []*unyov1.Compute, req schedule.Request, res schedule.Result) (conflict bool, err error) {
 	now := s.c.now()
 	for i, ch := range res.Placed {
 		c := group[i]
@@ -199,13 +219,7 @@ func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Comp
 // raise records a placement event through the ingest path, so that rules
 // can alert on a compute that cannot be placed.
 func (s *nodeStage) raise(ctx context.Context, c *unyov1.Compute, status unyov1.CheckStatus, out string) {
-	err := s.c.raise(ctx, ingest.Placement, ingest.Synthetic{
-		Node: s.c.opts.Name, Check: ingest.PlacementCheck, Status: status, Output: out,
-		Labels: map[string]string{"compute": c.GetName(), "service": c.GetService()},
-	})
-	if err != nil && ctx.Err() == nil {
-		s.c.log.Warn("recording a placement event failed", "compute", c.GetName(), "err", err)
-	}
+	s.c.raiseCompute(ctx, c, status, out)
 }
 
 func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
@@ -220,14 +234,16 @@ func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
 // specRevision.
 func scheduledStatus(cur *unyov1.ComputeStatus, node string, specRevision int64, now time.Time) *unyov1.ComputeStatus {
 	ts := timestamppb.New(now)
-	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress(), SpecRevision: specRevision}
+	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress(),
+		SpecRevision: specRevision, Retry: cur.GetRetry()}
 }
 
 // unplacedStatus is a compute's status when no node took it: Blocked
 // (NoCapacity) or Failed (Unsatisfiable), with the reason's words and its
 // per-rule node counts.
 func unplacedStatus(cur *unyov1.ComputeStatus, r *schedule.Reason, now time.Time) *unyov1.ComputeStatus {
-	st := &unyov1.ComputeStatus{Phase: PhaseBlocked, Reason: ReasonNoCapacity, UpdatedAt: timestamppb.New(now), Address: cur.GetAddress()}
+	st := &unyov1.ComputeStatus{Phase: PhaseBlocked, Reason: ReasonNoCapacity, UpdatedAt: timestamppb.New(now), Address: cur.GetAddress(),
+		SpecRevision: cur.GetSpecRevision(), Retry: cur.GetRetry()}
 	if r == nil {
 		st.Message = "no node fits"
 		return st
@@ -338,4 +354,23 @@ func (p *planner) commit(node, service string, shape schedule.Resources, gen int
 	n.Generation = gen
 	p.moved[node] = gen
 	p.placed[service] = append(p.placed[service], schedule.Placement{Node: node, Labels: p.labels[node]})
+}
+
+// placeHinted places one replica released from retry.node: on that node
+// again when it still fits (an update in place, a retry after a failure),
+// else wherever the scheduler chooses; after heal.MaxFailuresPerNode
+// failures there, anywhere but that node.
+func (p *planner) placeHinted(c *unyov1.Compute, req schedule.Request) schedule.Result {
+	r := retryOf(c.GetStatus().GetRetry())
+	i, known := p.index[r.Node]
+	nodes := p.nodes
+	switch {
+	case !known:
+	case heal.Avoid(r):
+		nodes = slices.Clone(p.nodes)
+		nodes[i].Cordoned = true
+	case schedule.Check(p.nodes[i], req) == nil:
+		return schedule.Result{Placed: []schedule.Choice{{Node: r.Node, Generation: p.nodes[i].Generation}}}
+	}
+	return schedule.NewSnapshot(nodes).Place(req, 1)
 }

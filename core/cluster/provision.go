@@ -16,6 +16,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/heal"
 	"github.com/unyo-ops/unyo/provision/replace"
 )
 
@@ -204,7 +205,7 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 // instance, or of its next one (a replacement, see replace.go).
 func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Compute, st *unyov1.AssignmentState) (bool, error) {
 	name := c.GetName()
-	now := time.Now()
+	now := s.c.now()
 	switch replace.OnReport(replaceView(c), node, st.GetState()) {
 	case replace.Ignore:
 		if node != c.GetStatus().GetNode() && node != c.GetStatus().GetReplacingNode() {
@@ -236,7 +237,21 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 			return false, err
 		}
 	case replace.Status:
-		next := applyState(c.GetStatus(), st, c.GetStatus().GetPhase() == PhaseDeleting, now)
+		deleting := c.GetStatus().GetPhase() == PhaseDeleting
+		replacing := c.GetStatus().GetPhase() == PhaseUpdating
+		if st.GetState() == StateDeleted && replacing {
+			// The old instance of a replica being replaced in place (or
+			// re-created after a failure) is gone: back to the node stage.
+			released, err := s.c.store.ReleaseCompute(ctx, name, node, true, releasedStatus(c.GetStatus(), s.c.now()))
+			if err != nil {
+				return false, err
+			}
+			if released {
+				s.c.log.Info("a replaced compute's old instance is gone; placing it anew", "compute", name, "node", node)
+			}
+			return released, nil
+		}
+		next := applyState(c, st, deleting || replacing, now)
 		if next == nil {
 			return false, nil
 		}
@@ -250,7 +265,8 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 // applyState is a compute's status after its agent reported st, or nil
 // when nothing changes. A compute being deleted stays Deleting whatever
 // the agent says until it says deleted.
-func applyState(cur *unyov1.ComputeStatus, st *unyov1.AssignmentState, deleting bool, now time.Time) *unyov1.ComputeStatus {
+func applyState(c *unyov1.Compute, st *unyov1.AssignmentState, deleting bool, now time.Time) *unyov1.ComputeStatus {
+	cur := c.GetStatus()
 	next := proto.CloneOf(cur)
 	if next == nil {
 		next = &unyov1.ComputeStatus{}
@@ -268,7 +284,15 @@ func applyState(cur *unyov1.ComputeStatus, st *unyov1.AssignmentState, deleting 
 				next.ActiveAt = timestamppb.New(now)
 			}
 			next.Phase, next.Reason, next.Message, next.Reasons = PhaseActive, "", "", nil
+			// The instance runs the revision it was placed with; a
+			// running replica's failures are forgiven.
+			next.SpecRevision, next.Retry = c.GetSpecRevision(), nil
 		case StateFailed:
+			if cur.GetPhase() != PhaseFailed {
+				// Counted once per failure; the healer retries after
+				// the backoff.
+				next.Retry = retryProto(heal.Failed(retryOf(cur.GetRetry()), cur.GetNode(), now))
+			}
 			next.Phase, next.Reason, next.Message, next.Reasons = PhaseFailed, ReasonProviderError, st.GetMessage(), nil
 		}
 	}

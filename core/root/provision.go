@@ -77,6 +77,8 @@ type serviceController struct {
 	handoffs   map[string]int
 	// again asks for another pass soon (replicas were passed on).
 	again chan struct{}
+	// rolling is set by a pass that saw a rollout running.
+	rolling bool
 }
 
 func newServiceController(st store.Store, calls ClusterCalls, mu *sync.Mutex, timeout time.Duration, log *slog.Logger) *serviceController {
@@ -154,12 +156,19 @@ func (r *Root) serviceLoop(ctx context.Context) {
 		if err := r.services.pass(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("a pass of the service controller failed; the next one retries", "err", err)
 		}
+		// A rollout moves on when a replica turns Active: look again
+		// soon rather than at the next SyncInterval.
+		var soon <-chan time.Time
+		if r.services.rolling {
+			soon = time.After(rolloutPoll)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-r.nudgeServices:
 		case <-r.services.again:
+		case <-soon:
 		}
 	}
 }
@@ -288,6 +297,9 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 	for _, name := range svcNames {
 		s := w.services[name]
 		records := c.reconcile(s, w.computes[name], now)
+		if revise(s, now) {
+			put = append(put, kinds.Wrap(s))
+		}
 		c.resolve(s, records, w, clusters, now)
 		w.computes[name] = records
 		for _, r := range records {
@@ -396,14 +408,12 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 		fail(err.Error())
 		return
 	}
-	image, ok := w.images[spec.GetImage()]
+	_, ok = w.images[spec.GetImage()]
 	if !ok {
 		fail(fmt.Sprintf("image %q does not exist", spec.GetImage()))
 		return
 	}
-	for _, r := range live {
-		r.Spec, r.Resources, r.ImageSource = spec, service.Resources(shape), image.GetSpec().GetSource()
-	}
+	roll(s, live, spec, w)
 	where, reason := service.PlaceReplicas(s, live, clusters, shape, c.turnedDown[s.GetName()])
 	if reason != nil && len(c.turnedDown[s.GetName()]) > 0 && len(where) == 0 {
 		// Every cluster left turned the replicas down; the next pass
@@ -510,6 +520,8 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 		}
 	}
 	var errs []error
+	rolling := false
+	defer func() { c.rolling = rolling }()
 	for _, name := range gone {
 		if err := c.store.DeleteObject(ctx, service.KindCompute, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("remove the deleted compute %s: %w", name, err))
@@ -530,6 +542,7 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 			continue
 		}
 		st := service.Derive(s, records, deleting(s), now)
+		rolling = rolling || st.GetRollout() != ""
 		if st.GetPhase() == service.PhaseActive {
 			delete(c.turnedDown, name)
 			delete(c.handoffs, name)

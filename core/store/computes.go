@@ -45,6 +45,17 @@ type Computes interface {
 	// DropCompute removes a compute, its assignment and its reservation
 	// (bumping the node's generation); no error if it does not exist.
 	DropCompute(ctx context.Context, name string) error
+	// RecreateCompute asks the agent of a placed compute to remove its
+	// instance (its assignment's desired becomes "deleted") and sets st;
+	// the reservation stays until ReleaseCompute. ErrNotFound if the
+	// compute does not exist or has no assignment.
+	RecreateCompute(ctx context.Context, name string, st *unyov1.ComputeStatus) error
+	// ReleaseCompute takes a placed compute back to the node stage: it
+	// releases its reservation, drops its assignment and sets st, all in
+	// one transaction, but only when the assignment is still on node and,
+	// with removedOnly, is one RecreateCompute asked removed. It reports
+	// whether it released anything.
+	ReleaseCompute(ctx context.Context, name, node string, removedOnly bool, st *unyov1.ComputeStatus) (bool, error)
 	// ListReservations returns every reservation, by compute.
 	ListReservations(ctx context.Context) ([]Reservation, error)
 	// ListAssignments returns node's assignments, by compute, and the

@@ -17,7 +17,8 @@ import (
 //   - Failed, with the first failed replica's reason, when one failed;
 //   - Blocked, with the first blocked replica's reason, when one is
 //     waiting for capacity or could not be placed at the cluster stage;
-//   - Updating while a replica is being replaced;
+//   - Updating while a replica is being replaced, or a rolling update
+//     moves replicas to the service's template revision;
 //   - Active when every desired replica is Active;
 //   - Creating once a replica was handed to a cluster, else Initializing.
 //
@@ -75,6 +76,7 @@ func Derive(s *unyov1.RegionService, computes []*unyov1.Compute, deleting bool, 
 	default:
 		st.Phase = PhaseInitializing
 	}
+	withRollout(st, s.GetStatus(), live)
 	old := s.GetStatus()
 	st.UpdatedAt = old.GetUpdatedAt()
 	cmp := proto.Clone(old).(*unyov1.RegionServiceStatus)
@@ -98,4 +100,30 @@ func SameStatus(a, b *unyov1.RegionServiceStatus) bool {
 	}
 	a.ObservedRevision, b.ObservedRevision = 0, 0
 	return proto.Equal(a, b)
+}
+
+// withRollout carries a service's template revision and history (kept by
+// the controller) into its new status and says how far the rolling update
+// to that revision is. A rollout runs while a live replica is to run an
+// older revision or still runs an older instance; an Active or Creating
+// service is Updating meanwhile.
+func withRollout(st, old *unyov1.RegionServiceStatus, live []*unyov1.Compute) {
+	st.TemplateRevision, st.History = old.GetTemplateRevision(), old.GetHistory()
+	target := st.GetTemplateRevision()
+	if target == 0 {
+		return
+	}
+	p := Rollout(RolloutReplicas(live), target)
+	st.Updated = int32(p.Updated)
+	rolling := slices.ContainsFunc(live, func(c *unyov1.Compute) bool {
+		run := c.GetStatus().GetSpecRevision()
+		return c.GetSpecRevision() != target || (run != 0 && run != target)
+	})
+	if !rolling {
+		return
+	}
+	st.Rollout = p.String()
+	if st.Phase == PhaseActive || st.Phase == PhaseCreating {
+		st.Phase = PhaseUpdating
+	}
 }

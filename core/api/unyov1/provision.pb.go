@@ -2974,7 +2974,17 @@ type RegionServiceStatus struct {
 	ObservedRevision int64                  `protobuf:"varint,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
 	UpdatedAt        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// The autoscaler's state, for a service with spec.compute.autoscale.
-	Autoscale     *AutoscaleStatus `protobuf:"bytes,13,opt,name=autoscale,proto3" json:"autoscale,omitempty"`
+	Autoscale *AutoscaleStatus `protobuf:"bytes,13,opt,name=autoscale,proto3" json:"autoscale,omitempty"`
+	// Rolling updates. template_revision is the revision of the service's
+	// compute template (image, flavor, network, provider, env, command) that
+	// the replicas are moved to; updated counts the replicas Active at it.
+	TemplateRevision int64 `protobuf:"varint,8,opt,name=template_revision,json=templateRevision,proto3" json:"template_revision,omitempty"`
+	Updated          int32 `protobuf:"varint,9,opt,name=updated,proto3" json:"updated,omitempty"`
+	// The templates the service had, oldest first, at most
+	// MaxRevisionHistory (10); `unyo services rollout undo` re-applies one.
+	History []*TemplateRevision `protobuf:"bytes,10,rep,name=history,proto3" json:"history,omitempty"`
+	// The rollout in words: "2/3 replicas updated, 1 being replaced".
+	Rollout       string `protobuf:"bytes,11,opt,name=rollout,proto3" json:"rollout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3065,6 +3075,97 @@ func (x *RegionServiceStatus) GetAutoscale() *AutoscaleStatus {
 	return nil
 }
 
+func (x *RegionServiceStatus) GetTemplateRevision() int64 {
+	if x != nil {
+		return x.TemplateRevision
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetUpdated() int32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *RegionServiceStatus) GetHistory() []*TemplateRevision {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *RegionServiceStatus) GetRollout() string {
+	if x != nil {
+		return x.Rollout
+	}
+	return ""
+}
+
+// TemplateRevision is one revision of a service's compute template.
+type TemplateRevision struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Revision int64                  `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The compute spec's template fields only (flavor, image, network,
+	// provider, env, command).
+	Template      *ComputeSpec           `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateRevision) Reset() {
+	*x = TemplateRevision{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateRevision) ProtoMessage() {}
+
+func (x *TemplateRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateRevision.ProtoReflect.Descriptor instead.
+func (*TemplateRevision) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TemplateRevision) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *TemplateRevision) GetTemplate() *ComputeSpec {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *TemplateRevision) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 // Compute is one replica of a RegionService: root's record (owned by root,
 // listed by `unyo computes ls`) and, once root chose its cluster, the
 // cluster's record of it.
@@ -3099,7 +3200,7 @@ type Compute struct {
 
 func (x *Compute) Reset() {
 	*x = Compute{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3212,7 @@ func (x *Compute) String() string {
 func (*Compute) ProtoMessage() {}
 
 func (x *Compute) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3225,7 @@ func (x *Compute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compute.ProtoReflect.Descriptor instead.
 func (*Compute) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Compute) GetName() string {
@@ -3229,7 +3330,7 @@ type ComputeResources struct {
 
 func (x *ComputeResources) Reset() {
 	*x = ComputeResources{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3342,7 @@ func (x *ComputeResources) String() string {
 func (*ComputeResources) ProtoMessage() {}
 
 func (x *ComputeResources) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3355,7 @@ func (x *ComputeResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeResources.ProtoReflect.Descriptor instead.
 func (*ComputeResources) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ComputeResources) GetVcpus() int64 {
@@ -3316,13 +3417,16 @@ type ComputeStatus struct {
 	// The replacement's state in the operator's words (why it cannot be
 	// placed, the provider's error).
 	ReplacementMessage string `protobuf:"bytes,15,opt,name=replacement_message,json=replacementMessage,proto3" json:"replacement_message,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// What the cluster keeps of the replica's previous instance while it
+	// makes a new one (self-healing, backoff, in-place replacement).
+	Retry         *ComputeRetry `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ComputeStatus) Reset() {
 	*x = ComputeStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3438,7 @@ func (x *ComputeStatus) String() string {
 func (*ComputeStatus) ProtoMessage() {}
 
 func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3451,7 @@ func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeStatus.ProtoReflect.Descriptor instead.
 func (*ComputeStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ComputeStatus) GetPhase() string {
@@ -3455,6 +3559,77 @@ func (x *ComputeStatus) GetReplacementMessage() string {
 	return ""
 }
 
+func (x *ComputeStatus) GetRetry() *ComputeRetry {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+// ComputeRetry is a replica's history of failures on a node: the provider
+// failed it failures times in a row on node; the next attempt is not before
+// next_at (exponential backoff). After MaxFailuresPerNode the replica is
+// placed on another node; otherwise node is preferred when placing it anew.
+type ComputeRetry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Failures      int32                  `protobuf:"varint,2,opt,name=failures,proto3" json:"failures,omitempty"`
+	NextAt        *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=next_at,json=nextAt,proto3" json:"next_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeRetry) Reset() {
+	*x = ComputeRetry{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeRetry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeRetry) ProtoMessage() {}
+
+func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeRetry.ProtoReflect.Descriptor instead.
+func (*ComputeRetry) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ComputeRetry) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ComputeRetry) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *ComputeRetry) GetNextAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAt
+	}
+	return nil
+}
+
 type ScheduleReasonCount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A filter's code ("insufficient_memory", "cordoned", "anti_affinity",
@@ -3469,7 +3644,7 @@ type ScheduleReasonCount struct {
 
 func (x *ScheduleReasonCount) Reset() {
 	*x = ScheduleReasonCount{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3481,7 +3656,7 @@ func (x *ScheduleReasonCount) String() string {
 func (*ScheduleReasonCount) ProtoMessage() {}
 
 func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3494,7 +3669,7 @@ func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
 func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ScheduleReasonCount) GetCode() string {
@@ -3542,7 +3717,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3554,7 +3729,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3567,7 +3742,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Assignment) GetCompute() string {
@@ -3671,7 +3846,7 @@ type AssignmentState struct {
 
 func (x *AssignmentState) Reset() {
 	*x = AssignmentState{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +3858,7 @@ func (x *AssignmentState) String() string {
 func (*AssignmentState) ProtoMessage() {}
 
 func (x *AssignmentState) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +3871,7 @@ func (x *AssignmentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
 func (*AssignmentState) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AssignmentState) GetCompute() string {
@@ -3757,7 +3932,7 @@ type SyncComputesRequest struct {
 
 func (x *SyncComputesRequest) Reset() {
 	*x = SyncComputesRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +3944,7 @@ func (x *SyncComputesRequest) String() string {
 func (*SyncComputesRequest) ProtoMessage() {}
 
 func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +3957,7 @@ func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
 func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SyncComputesRequest) GetComputes() []*Compute {
@@ -3801,7 +3976,7 @@ type SyncComputesResponse struct {
 
 func (x *SyncComputesResponse) Reset() {
 	*x = SyncComputesResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +3988,7 @@ func (x *SyncComputesResponse) String() string {
 func (*SyncComputesResponse) ProtoMessage() {}
 
 func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +4001,7 @@ func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
 func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SyncComputesResponse) GetComputes() []*Compute {
@@ -3848,7 +4023,7 @@ type GetAssignmentsRequest struct {
 
 func (x *GetAssignmentsRequest) Reset() {
 	*x = GetAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +4035,7 @@ func (x *GetAssignmentsRequest) String() string {
 func (*GetAssignmentsRequest) ProtoMessage() {}
 
 func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +4048,7 @@ func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetAssignmentsRequest) GetNode() string {
@@ -3900,7 +4075,7 @@ type GetAssignmentsResponse struct {
 
 func (x *GetAssignmentsResponse) Reset() {
 	*x = GetAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3912,7 +4087,7 @@ func (x *GetAssignmentsResponse) String() string {
 func (*GetAssignmentsResponse) ProtoMessage() {}
 
 func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3925,7 +4100,7 @@ func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
@@ -3952,7 +4127,7 @@ type ReportAssignmentsRequest struct {
 
 func (x *ReportAssignmentsRequest) Reset() {
 	*x = ReportAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4139,7 @@ func (x *ReportAssignmentsRequest) String() string {
 func (*ReportAssignmentsRequest) ProtoMessage() {}
 
 func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4152,7 @@ func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReportAssignmentsRequest) GetNode() string {
@@ -4002,7 +4177,7 @@ type ReportAssignmentsResponse struct {
 
 func (x *ReportAssignmentsResponse) Reset() {
 	*x = ReportAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4189,7 @@ func (x *ReportAssignmentsResponse) String() string {
 func (*ReportAssignmentsResponse) ProtoMessage() {}
 
 func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4202,7 @@ func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
 }
 
 type RecordServiceEventRequest struct {
@@ -4048,7 +4223,7 @@ type RecordServiceEventRequest struct {
 
 func (x *RecordServiceEventRequest) Reset() {
 	*x = RecordServiceEventRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4235,7 @@ func (x *RecordServiceEventRequest) String() string {
 func (*RecordServiceEventRequest) ProtoMessage() {}
 
 func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4248,7 @@ func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventRequest.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RecordServiceEventRequest) GetService() string {
@@ -4120,7 +4295,7 @@ type RecordServiceEventResponse struct {
 
 func (x *RecordServiceEventResponse) Reset() {
 	*x = RecordServiceEventResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4307,7 @@ func (x *RecordServiceEventResponse) String() string {
 func (*RecordServiceEventResponse) ProtoMessage() {}
 
 func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4320,7 @@ func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventResponse.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RecordServiceEventResponse) GetId() string {
@@ -4462,7 +4637,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1f\n" +
 	"\vtarget_port\x18\x02 \x01(\x05R\n" +
 	"targetPort\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xb1\x02\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xc7\x03\n" +
 	"\x13RegionServiceStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4472,7 +4647,17 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x126\n" +
-	"\tautoscale\x18\r \x01(\v2\x18.unyo.v1.AutoscaleStatusR\tautoscale\"\xea\x03\n" +
+	"\tautoscale\x18\r \x01(\v2\x18.unyo.v1.AutoscaleStatusR\tautoscale\x12+\n" +
+	"\x11template_revision\x18\b \x01(\x03R\x10templateRevision\x12\x18\n" +
+	"\aupdated\x18\t \x01(\x05R\aupdated\x123\n" +
+	"\ahistory\x18\n" +
+	" \x03(\v2\x19.unyo.v1.TemplateRevisionR\ahistory\x12\x18\n" +
+	"\arollout\x18\v \x01(\tR\arollout\"\x9b\x01\n" +
+	"\x10TemplateRevision\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\x120\n" +
+	"\btemplate\x18\x02 \x01(\v2\x14.unyo.v1.ComputeSpecR\btemplate\x129\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xea\x03\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4494,7 +4679,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xe1\x04\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x8e\x05\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4512,7 +4697,12 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x0ereplacing_node\x18\f \x01(\tR\rreplacingNode\x12+\n" +
 	"\x11replacement_phase\x18\r \x01(\tR\x10replacementPhase\x12-\n" +
 	"\x12replacement_reason\x18\x0e \x01(\tR\x11replacementReason\x12/\n" +
-	"\x13replacement_message\x18\x0f \x01(\tR\x12replacementMessage\"W\n" +
+	"\x13replacement_message\x18\x0f \x01(\tR\x12replacementMessage\x12+\n" +
+	"\x05retry\x18\x10 \x01(\v2\x15.unyo.v1.ComputeRetryR\x05retry\"s\n" +
+	"\fComputeRetry\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bfailures\x18\x02 \x01(\x05R\bfailures\x123\n" +
+	"\anext_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06nextAt\"W\n" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
@@ -4593,7 +4783,7 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_unyo_v1_provision_proto_goTypes = []any{
 	(*Region)(nil),                     // 0: unyo.v1.Region
 	(*RegionSpec)(nil),                 // 1: unyo.v1.RegionSpec
@@ -4632,94 +4822,96 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	(*LoadbalancerSpec)(nil),           // 34: unyo.v1.LoadbalancerSpec
 	(*LoadbalancerPort)(nil),           // 35: unyo.v1.LoadbalancerPort
 	(*RegionServiceStatus)(nil),        // 36: unyo.v1.RegionServiceStatus
-	(*Compute)(nil),                    // 37: unyo.v1.Compute
-	(*ComputeResources)(nil),           // 38: unyo.v1.ComputeResources
-	(*ComputeStatus)(nil),              // 39: unyo.v1.ComputeStatus
-	(*ScheduleReasonCount)(nil),        // 40: unyo.v1.ScheduleReasonCount
-	(*Assignment)(nil),                 // 41: unyo.v1.Assignment
-	(*AssignmentState)(nil),            // 42: unyo.v1.AssignmentState
-	(*SyncComputesRequest)(nil),        // 43: unyo.v1.SyncComputesRequest
-	(*SyncComputesResponse)(nil),       // 44: unyo.v1.SyncComputesResponse
-	(*GetAssignmentsRequest)(nil),      // 45: unyo.v1.GetAssignmentsRequest
-	(*GetAssignmentsResponse)(nil),     // 46: unyo.v1.GetAssignmentsResponse
-	(*ReportAssignmentsRequest)(nil),   // 47: unyo.v1.ReportAssignmentsRequest
-	(*ReportAssignmentsResponse)(nil),  // 48: unyo.v1.ReportAssignmentsResponse
-	(*RecordServiceEventRequest)(nil),  // 49: unyo.v1.RecordServiceEventRequest
-	(*RecordServiceEventResponse)(nil), // 50: unyo.v1.RecordServiceEventResponse
-	nil,                                // 51: unyo.v1.Region.LabelsEntry
-	nil,                                // 52: unyo.v1.Datacenter.LabelsEntry
-	nil,                                // 53: unyo.v1.Floor.LabelsEntry
-	nil,                                // 54: unyo.v1.Rack.LabelsEntry
-	nil,                                // 55: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                                // 56: unyo.v1.Cluster.LabelsEntry
-	nil,                                // 57: unyo.v1.Flavor.LabelsEntry
-	nil,                                // 58: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                                // 59: unyo.v1.Image.LabelsEntry
-	nil,                                // 60: unyo.v1.Network.LabelsEntry
-	nil,                                // 61: unyo.v1.RegionService.LabelsEntry
-	nil,                                // 62: unyo.v1.ComputeSpec.EnvEntry
-	nil,                                // 63: unyo.v1.Assignment.EnvEntry
-	nil,                                // 64: unyo.v1.RecordServiceEventRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 65: google.protobuf.Timestamp
+	(*TemplateRevision)(nil),           // 37: unyo.v1.TemplateRevision
+	(*Compute)(nil),                    // 38: unyo.v1.Compute
+	(*ComputeResources)(nil),           // 39: unyo.v1.ComputeResources
+	(*ComputeStatus)(nil),              // 40: unyo.v1.ComputeStatus
+	(*ComputeRetry)(nil),               // 41: unyo.v1.ComputeRetry
+	(*ScheduleReasonCount)(nil),        // 42: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                 // 43: unyo.v1.Assignment
+	(*AssignmentState)(nil),            // 44: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),        // 45: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),       // 46: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),      // 47: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),     // 48: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),   // 49: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil),  // 50: unyo.v1.ReportAssignmentsResponse
+	(*RecordServiceEventRequest)(nil),  // 51: unyo.v1.RecordServiceEventRequest
+	(*RecordServiceEventResponse)(nil), // 52: unyo.v1.RecordServiceEventResponse
+	nil,                                // 53: unyo.v1.Region.LabelsEntry
+	nil,                                // 54: unyo.v1.Datacenter.LabelsEntry
+	nil,                                // 55: unyo.v1.Floor.LabelsEntry
+	nil,                                // 56: unyo.v1.Rack.LabelsEntry
+	nil,                                // 57: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                                // 58: unyo.v1.Cluster.LabelsEntry
+	nil,                                // 59: unyo.v1.Flavor.LabelsEntry
+	nil,                                // 60: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                                // 61: unyo.v1.Image.LabelsEntry
+	nil,                                // 62: unyo.v1.Network.LabelsEntry
+	nil,                                // 63: unyo.v1.RegionService.LabelsEntry
+	nil,                                // 64: unyo.v1.ComputeSpec.EnvEntry
+	nil,                                // 65: unyo.v1.Assignment.EnvEntry
+	nil,                                // 66: unyo.v1.RecordServiceEventRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 67: google.protobuf.Timestamp
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	51, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	53, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
 	1,  // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	65, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	65, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	52, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	67, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	67, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
 	3,  // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	65, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	65, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	67, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	67, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	55, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
 	5,  // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	65, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	65, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	67, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	67, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
 	7,  // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	65, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	65, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	67, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	55, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	57, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
 	10, // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	65, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	65, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	67, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
 	12, // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	56, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	58, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
 	14, // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	65, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	65, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	67, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	67, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	59, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
 	16, // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	65, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	65, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	58, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	59, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	67, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	67, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	61, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
 	18, // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	65, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	65, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	67, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	67, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	62, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
 	20, // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	65, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	65, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	67, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
 	22, // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
 	21, // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
 	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	65, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	65, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	65, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	61, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	67, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	67, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	67, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	63, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
 	25, // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
-	65, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
-	65, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	67, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
 	36, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
 	26, // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
 	34, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
 	27, // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
 	31, // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
 	32, // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
-	62, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	64, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
 	28, // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
 	28, // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
 	29, // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
@@ -4727,41 +4919,46 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	29, // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
 	29, // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
 	30, // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
-	65, // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
-	65, // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
+	67, // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
+	67, // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
 	35, // 66: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
-	65, // 67: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	67, // 67: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
 	33, // 68: unyo.v1.RegionServiceStatus.autoscale:type_name -> unyo.v1.AutoscaleStatus
-	26, // 69: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
-	38, // 70: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
-	39, // 71: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
-	65, // 72: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
-	65, // 73: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	40, // 74: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	65, // 75: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	65, // 76: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	65, // 77: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	38, // 78: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	63, // 79: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	65, // 80: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 81: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	37, // 82: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	41, // 83: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	42, // 84: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	64, // 85: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
-	43, // 86: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	45, // 87: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	47, // 88: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	49, // 89: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
-	44, // 90: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	46, // 91: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	48, // 92: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	50, // 93: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
-	90, // [90:94] is the sub-list for method output_type
-	86, // [86:90] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	37, // 69: unyo.v1.RegionServiceStatus.history:type_name -> unyo.v1.TemplateRevision
+	26, // 70: unyo.v1.TemplateRevision.template:type_name -> unyo.v1.ComputeSpec
+	67, // 71: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
+	26, // 72: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
+	39, // 73: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
+	40, // 74: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
+	67, // 75: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	67, // 76: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	42, // 77: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	67, // 78: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	67, // 79: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	67, // 80: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 81: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
+	67, // 82: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
+	39, // 83: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	65, // 84: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	67, // 85: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 86: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	38, // 87: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	43, // 88: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	44, // 89: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	66, // 90: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
+	45, // 91: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	47, // 92: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	49, // 93: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	51, // 94: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
+	46, // 95: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	48, // 96: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	50, // 97: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	52, // 98: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
+	95, // [95:99] is the sub-list for method output_type
+	91, // [91:95] is the sub-list for method input_type
+	91, // [91:91] is the sub-list for extension type_name
+	91, // [91:91] is the sub-list for extension extendee
+	0,  // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4775,7 +4972,7 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

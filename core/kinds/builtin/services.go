@@ -37,7 +37,13 @@ func services() []kinds.Kind {
 					return fmt.Sprintf("%d/%d", s.GetStatus().GetActive(), s.GetSpec().GetCompute().GetReplicas())
 				}},
 				{Header: "PHASE", Cell: func(s *unyov1.RegionService, _ time.Time) string { return s.GetStatus().GetPhase() }},
+				{Header: "REVISION", Cell: func(s *unyov1.RegionService, _ time.Time) string {
+					return fmt.Sprint(s.GetStatus().GetTemplateRevision())
+				}},
 				{Header: "REASON", Width: 60, Cell: func(s *unyov1.RegionService, _ time.Time) string {
+					if st := s.GetStatus(); st.GetReason() == "" && st.GetMessage() == "" {
+						return st.GetRollout() // a rollout's progress, if one runs
+					}
 					return reason(s.GetStatus().GetReason(), s.GetStatus().GetMessage())
 				}},
 				{Header: "AUTOSCALE", Width: 80, Cell: autoscaleCell},

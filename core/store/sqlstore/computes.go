@@ -154,6 +154,16 @@ func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at 
 				c.CreatedAt, c.Revision = ts, 1
 			}
 			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen, next: old.next, nextRevision: old.nextRevision}
+			if ok && !c.GetSurge() && old.next == nil && needsReplacement(old, c) {
+				// A new spec revision for a placed replica, old instance
+				// first; with surge the node stage places the new instance
+				// first (replaceWithSurge).
+				if r, err = replaceInPlace(ctx, tx, r, ts); err != nil {
+					return err
+				}
+				held[d.GetName()] = r
+				continue
+			}
 			if err := writeCompute(ctx, tx, r, r.assignGen); err != nil {
 				return err
 			}

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Watched", watchedTests()},
 		{"Addresses", addressTests()},
 		{"Computes", computeTests()},
+		{"Replacement", replaceTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
