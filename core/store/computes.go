@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/provision/billing"
 	"github.com/unyo-ops/unyo/provision/schedule"
 )
 
@@ -52,6 +53,10 @@ type Computes interface {
 	// SetNodeCordoned cordons or uncordons a node, bumping its generation
 	// when that changes something; ErrNotFound if there is no such node.
 	SetNodeCordoned(ctx context.Context, node string, cordoned bool) (changed bool, err error)
+	// Ledger returns the billing ledger's rows with any time in [since,
+	// until): one per reservation ever held, open (no End) while held,
+	// in the order they were opened.
+	Ledger(ctx context.Context, since, until time.Time) ([]billing.Entry, error)
 }
 
 // Reservation is the resources one placed compute holds on its node.

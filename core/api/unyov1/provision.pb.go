@@ -2964,7 +2964,13 @@ type Compute struct {
 	// How the cluster replaces a placed replica whose spec_revision changed:
 	// true places the new instance first and removes the old one once the new
 	// is Active (max_surge); false removes the old one first (max_unavailable).
-	Surge         bool `protobuf:"varint,13,opt,name=surge,proto3" json:"surge,omitempty"`
+	Surge bool `protobuf:"varint,13,opt,name=surge,proto3" json:"surge,omitempty"`
+	// What the replica costs per hour of reservation (billing), resolved by
+	// root from its flavor.
+	Price *ComputePrice `protobuf:"bytes,17,opt,name=price,proto3" json:"price,omitempty"`
+	// The address root's IPAM allocated for the replica from spec.network
+	// (holder compute/NAME), handed to the provider; "" without a network.
+	Address       string `protobuf:"bytes,18,opt,name=address,proto3" json:"address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3088,6 +3094,20 @@ func (x *Compute) GetSurge() bool {
 		return x.Surge
 	}
 	return false
+}
+
+func (x *Compute) GetPrice() *ComputePrice {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *Compute) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
 }
 
 type ComputeResources struct {
@@ -3863,7 +3883,7 @@ var File_unyo_v1_provision_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
-	"\x17unyo/v1/provision.proto\x12\aunyo.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x02\n" +
+	"\x17unyo/v1/provision.proto\x12\aunyo.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15unyo/v1/billing.proto\"\xc7\x02\n" +
 	"\x06Region\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Region.LabelsEntryR\x06labels\x12'\n" +
@@ -4164,7 +4184,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06active\x18\x05 \x01(\x05R\x06active\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xea\x03\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xb1\x04\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4181,7 +4201,9 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
 	"\rspec_revision\x18\f \x01(\x03R\fspecRevision\x12\x14\n" +
-	"\x05surge\x18\r \x01(\bR\x05surge\"j\n" +
+	"\x05surge\x18\r \x01(\bR\x05surge\x12+\n" +
+	"\x05price\x18\x11 \x01(\v2\x15.unyo.v1.ComputePriceR\x05price\x12\x18\n" +
+	"\aaddress\x18\x12 \x01(\tR\aaddress\"j\n" +
 	"\x10ComputeResources\x12\x14\n" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
@@ -4333,6 +4355,7 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	nil,                               // 59: unyo.v1.ComputeSpec.EnvEntry
 	nil,                               // 60: unyo.v1.Assignment.EnvEntry
 	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
+	(*ComputePrice)(nil),              // 62: unyo.v1.ComputePrice
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
 	48, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
@@ -4406,28 +4429,29 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	38, // 68: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
 	61, // 69: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
 	61, // 70: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	39, // 71: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	61, // 72: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	61, // 73: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	61, // 74: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 75: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	60, // 76: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	61, // 77: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 78: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	36, // 79: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	40, // 80: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	41, // 81: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	42, // 82: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	44, // 83: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	46, // 84: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	43, // 85: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	45, // 86: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	47, // 87: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	85, // [85:88] is the sub-list for method output_type
-	82, // [82:85] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	62, // 71: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
+	39, // 72: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	61, // 73: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	61, // 74: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	61, // 75: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 76: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	60, // 77: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	61, // 78: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 79: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	36, // 80: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	40, // 81: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	41, // 82: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	42, // 83: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	44, // 84: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	46, // 85: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	43, // 86: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	45, // 87: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	47, // 88: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	86, // [86:89] is the sub-list for method output_type
+	83, // [83:86] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4435,6 +4459,7 @@ func file_unyo_v1_provision_proto_init() {
 	if File_unyo_v1_provision_proto != nil {
 		return
 	}
+	file_unyo_v1_billing_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -360,6 +360,9 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 		res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.ReservedAt.UnixNano()); err != nil {
 		return 0, fmt.Errorf("write reservation: %w", err)
 	}
+	if err := openLedgerRow(ctx, tx, res); err != nil {
+		return 0, err
+	}
 	if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
 		return 0, fmt.Errorf("move generation of node %q: %w", res.Node, err)
 	}
@@ -369,16 +372,24 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 // deleteReservation is the one place a reservation is released (a no-op
 // when the compute holds none); it moves the node's generation.
 func deleteReservation(ctx context.Context, tx *sql.Tx, compute string) error {
-	var node string
-	err := tx.QueryRowContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", compute).Scan(&node)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil
-	case err != nil:
+	rows, err := tx.QueryContext(ctx, "DELETE FROM reservations WHERE compute = $1 RETURNING node", compute)
+	if err != nil {
 		return fmt.Errorf("release reservation of %q: %w", compute, err)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
-		return fmt.Errorf("move generation of node %q: %w", node, err)
+	nodes, err := scanAll(rows, func(row scanner) (string, error) {
+		var n string
+		return n, row.Scan(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("release reservation of %q: %w", compute, err)
+	}
+	for _, node := range nodes {
+		if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", node); err != nil {
+			return fmt.Errorf("move generation of node %q: %w", node, err)
+		}
+		if err := closeLedgerRow(ctx, tx, compute, node, time.Unix(0, now())); err != nil {
+			return err
+		}
 	}
 	return nil
 }
