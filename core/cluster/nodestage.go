@@ -149,7 +149,7 @@ func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Comp
 		moved, err := s.c.store.ReserveCompute(ctx, store.Reservation{
 			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
 			Resources: req.Shape, Generation: gen, Policy: req.Policy, ReservedAt: now,
-		}, assignmentFor(c), scheduledStatus(c.GetStatus(), ch.Node, now))
+		}, assignmentFor(c), scheduledStatus(c.GetStatus(), c.GetAddress(), ch.Node, now))
 		var reason *schedule.Reason
 		switch {
 		case err == nil:
@@ -212,9 +212,9 @@ func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
 }
 
 // scheduledStatus is a compute's status once it has a node.
-func scheduledStatus(cur *unyov1.ComputeStatus, node string, now time.Time) *unyov1.ComputeStatus {
+func scheduledStatus(cur *unyov1.ComputeStatus, address, node string, now time.Time) *unyov1.ComputeStatus {
 	ts := timestamppb.New(now)
-	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress()}
+	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cmp.Or(address, cur.GetAddress())}
 }
 
 // unplacedStatus is a compute's status when no node took it: Blocked
@@ -242,7 +242,7 @@ func assignmentFor(c *unyov1.Compute) *unyov1.Assignment {
 	return &unyov1.Assignment{
 		Compute: c.GetName(), Service: c.GetService(), Provider: sp.GetProvider(),
 		Resources: c.GetResources(), ImageSource: c.GetImageSource(), Network: sp.GetNetwork(),
-		Address: c.GetStatus().GetAddress(), Env: sp.GetEnv(), Command: sp.GetCommand(), Desired: StateRunning,
+		Address: cmp.Or(c.GetAddress(), c.GetStatus().GetAddress()), Env: sp.GetEnv(), Command: sp.GetCommand(), Desired: StateRunning,
 	}
 }
 

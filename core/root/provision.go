@@ -77,11 +77,14 @@ type serviceController struct {
 	handoffs   map[string]int
 	// again asks for another pass soon (replicas were passed on).
 	again chan struct{}
+	// quarantine is how long a deleted replica's address stays out of
+	// allocation (root.address_quarantine).
+	quarantine time.Duration
 }
 
 func newServiceController(st store.Store, calls ClusterCalls, mu *sync.Mutex, timeout time.Duration, log *slog.Logger) *serviceController {
 	return &serviceController{store: st, calls: calls, log: log, now: time.Now, timeout: timeout, mu: mu,
-		turnedDown: map[string][]string{}, handoffs: map[string]int{}, again: make(chan struct{}, 1)}
+		turnedDown: map[string][]string{}, handoffs: map[string]int{}, again: make(chan struct{}, 1), quarantine: DefaultAddressQuarantine}
 }
 
 // rootCalls are ClusterCalls over root's clients, with root's own
@@ -288,6 +291,9 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 	for _, name := range svcNames {
 		s := w.services[name]
 		records := c.reconcile(s, w.computes[name], now)
+		if err := c.allocateAddresses(ctx, s, records); err != nil {
+			return nil, err
+		}
 		c.resolve(s, records, w, clusters, now)
 		w.computes[name] = records
 		for _, r := range records {
@@ -403,6 +409,12 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 	}
 	for _, r := range live {
 		r.Spec, r.Resources, r.ImageSource = spec, service.Resources(shape), image.GetSpec().GetSource()
+		r.Price = &unyov1.ComputePrice{PerHour: flavor.GetSpec().GetPricePerHour(), ModelPrices: flavor.GetSpec().GetModelPrices()}
+	}
+	// A replica waiting for an address (Blocked, NoAddress) is not placed.
+	live = slices.DeleteFunc(live, needsAddress)
+	if len(live) == 0 {
+		return
 	}
 	where, reason := service.PlaceReplicas(s, live, clusters, shape, c.turnedDown[s.GetName()])
 	if reason != nil && len(c.turnedDown[s.GetName()]) > 0 && len(where) == 0 {
@@ -463,11 +475,13 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 		}
 	}
 	changed := map[string]*unyov1.Compute{}
+	byName := map[string]*unyov1.Compute{}
 	var gone []string
 	nudge := false
 	for svc, records := range w.computes {
 		s := w.services[svc]
 		for _, r := range records {
+			byName[r.GetName()] = r
 			before := proto.Clone(r)
 			cl := r.GetCluster()
 			answer, answered := held[cl]
@@ -511,6 +525,12 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 	}
 	var errs []error
 	for _, name := range gone {
+		// The address first: a failed release leaves the record, and the
+		// next pass tries again, so that no address leaks.
+		if err := c.releaseAddress(ctx, byName[name]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := c.store.DeleteObject(ctx, service.KindCompute, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("remove the deleted compute %s: %w", name, err))
 		} else {

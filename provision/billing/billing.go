@@ -15,6 +15,8 @@ import (
 	"math/big"
 	"slices"
 	"time"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
 // By is what a report groups reservations by.
@@ -225,4 +227,48 @@ func Period(since, until, now time.Time) (time.Time, time.Time, error) {
 		return since, until, fmt.Errorf("billing period: since (%s) must come before until (%s)", since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	return since, until, nil
+}
+
+// ToProto is lines as the API answers them, each cost rounded and exact.
+func ToProto(lines []Line) []*unyov1.BillingLine {
+	out := make([]*unyov1.BillingLine, len(lines))
+	for i, l := range lines {
+		c := l.Cost
+		if c == nil {
+			c = new(big.Rat)
+		}
+		out[i] = &unyov1.BillingLine{Key: l.Key, ReservedSeconds: l.Reserved.Seconds(), Reservations: int32(l.Reservations),
+			Cost: Cents(c), ExactCost: c.String()}
+	}
+	return out
+}
+
+// FromProto reads lines a cluster answered, by their exact costs.
+func FromProto(lines []*unyov1.BillingLine) ([]Line, error) {
+	out := make([]Line, len(lines))
+	for i, l := range lines {
+		c, err := ParseExact(l.GetExactCost())
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", l.GetKey(), err)
+		}
+		out[i] = Line{Key: l.GetKey(), Reserved: time.Duration(l.GetReservedSeconds() * float64(time.Second)), Reservations: int(l.GetReservations()), Cost: c}
+	}
+	return out, nil
+}
+
+// Request resolves a report request's grouping and period.
+func Request(req *unyov1.BillingReportRequest, now time.Time) (By, time.Time, time.Time, error) {
+	by, err := ParseBy(req.GetBy())
+	if err != nil {
+		return "", time.Time{}, time.Time{}, err
+	}
+	var since, until time.Time
+	if req.GetSince() != nil {
+		since = req.GetSince().AsTime()
+	}
+	if req.GetUntil() != nil {
+		until = req.GetUntil().AsTime()
+	}
+	since, until, err = Period(since, until, now)
+	return by, since, until, err
 }
