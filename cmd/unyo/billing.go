@@ -1,12 +1,14 @@
 package main
 
 import (
-	"time"
+	"context"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/printer"
 	"github.com/unyo-ops/unyo/provision/billing"
 )
@@ -28,24 +30,17 @@ func newBillingCommand(g *globals) *cobra.Command {
 			if err := printer.CheckFormat(g.output); err != nil {
 				return err
 			}
-			s, u, err := parseSpan("since", since, "until", until, time.Now())
-			if err != nil {
-				return err
-			}
-			cl, ctx, cancel, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := cl.Billing.Report(ctx, connect.NewRequest(&unyov1.BillingReportRequest{Since: s, Until: u, By: by}))
-			if err != nil {
-				return g.explain(err)
-			}
-			var errs []*unyov1.ClusterError
-			for _, c := range resp.Msg.GetUnreachable() {
-				errs = append(errs, &unyov1.ClusterError{Cluster: c, Error: "its billing report could not be read"})
-			}
-			return printed(cmd, printer.Billing(cmd.OutOrStdout(), g.output, resp.Msg), errs)
+			return g.statsCall(cmd, since, until, func(ctx context.Context, cl *client.Clients, s, u *timestamppb.Timestamp) error {
+				resp, err := cl.Billing.Report(ctx, connect.NewRequest(&unyov1.BillingReportRequest{Since: s, Until: u, By: by}))
+				if err != nil {
+					return g.explain(err)
+				}
+				var errs []*unyov1.ClusterError
+				for _, c := range resp.Msg.GetUnreachable() {
+					errs = append(errs, &unyov1.ClusterError{Cluster: c, Error: "its billing report could not be read"})
+				}
+				return printed(cmd, printer.Billing(cmd.OutOrStdout(), g.output, resp.Msg), errs)
+			})
 		},
 	}
 	report.Flags().StringVar(&since, "since", "", "start of the period: RFC 3339 or an age such as 24h or 7d (default: the start of the month)")
