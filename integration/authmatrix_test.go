@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
@@ -65,6 +67,7 @@ var callerMay = map[string]string{
 	"LogsService/Trace":           "viewer operator admin",
 	"StatsService/MetricStats":    "viewer operator admin",
 	"StatsService/CountStats":     "viewer operator admin",
+	"BillingService/Report":       "viewer operator admin",
 }
 
 // TestEveryProcedureAuthMatrix calls every procedure of the API, at a real
@@ -93,10 +96,14 @@ func TestEveryProcedureAuthMatrix(t *testing.T) {
 			if where == "cluster" {
 				callers["node"] = nodeToken
 			}
-			services := unyov1.File_unyo_v1_unyo_proto.Services()
+			var services []protoreflect.ServiceDescriptor
+			for _, f := range []protoreflect.FileDescriptor{unyov1.File_unyo_v1_unyo_proto, unyov1.File_unyo_v1_billing_proto} {
+				for i := range f.Services().Len() {
+					services = append(services, f.Services().Get(i))
+				}
+			}
 			served := 0
-			for i := range services.Len() {
-				svc := services.Get(i)
+			for _, svc := range services {
 				for j := range svc.Methods().Len() {
 					proc := string(svc.Name()) + "/" + string(svc.Methods().Get(j).Name())
 					may, listed := callerMay[proc]

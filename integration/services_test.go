@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,7 +24,7 @@ spec: {zones: [az1, az2, az3]}
 ---
 kind: Flavor
 name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
+spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi, price_per_hour: 3600, model_prices: {m2: 7200}}
 ---
 kind: Image
 name: sleeper
@@ -204,6 +205,7 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 	rootURL, _ := startServiceFleet(t, dir, lightCluster)
 	a := adminCLI{t, rootURL}
 	op, must := a.run, a.must
+	applied := time.Now()
 	must("apply", "-f", writeFile(t, dir, "web.yaml", webService(3)))
 
 	// placed lists "NAME PHASE CLUSTER NODE" of root's records.
@@ -243,6 +245,14 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 	if pids := serviceProcs(); len(pids) != 3 {
 		t.Errorf("%d replica processes run, want 3: %v", len(pids), pids)
 	}
+	active := time.Now()
+	spans := map[string]*reservedSpan{}
+	for name := range got {
+		spans[name] = &reservedSpan{began: [2]time.Time{applied, active}}
+	}
+	addrs := checkAddresses(t, rootURL, netip.MustParsePrefix("10.200.0.0/24"))
+	time.Sleep(2 * time.Second) // let the replicas run a while
+	scaled := time.Now()
 	must("services", "scale", "web", "2")
 	testutil.Eventually(t, 60*time.Second, "web-2 gone", func() error {
 		got, err := placed()
@@ -251,6 +261,8 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 		}
 		return err
 	})
+	spans["web-2"].ended = [2]time.Time{scaled, time.Now()}
+	deleted := time.Now()
 	must("services", "delete", "web")
 	testutil.Eventually(t, 60*time.Second, "web gone with its computes", func() error {
 		got, err := placed()
@@ -265,6 +277,20 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 		}
 		return err
 	})
+	for _, name := range []string{"web-0", "web-1"} {
+		spans[name].ended = [2]time.Time{deleted, time.Now()}
+	}
+	checkReleased(t, rootURL, "svcnet", addrs)
+	price := map[string]float64{}
+	final := map[string]reservedSpan{}
+	for name, p := range got {
+		price[p[2]] = 3600
+		if p[2] == "node-c" { // srv-c is a model m2
+			price[p[2]] = 7200
+		}
+		final[name] = *spans[name]
+	}
+	checkBilling(t, rootURL, "web", final, price, applied.Add(-time.Minute))
 }
 
 // startServiceFleet starts root, cluster c1 (telemetry is its metrics, logs
@@ -290,7 +316,7 @@ func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL
 ---
 kind: PhysicalResource
 name: srv-c
-spec: {kind: server, model: m1, serial: SC, rack: r2, unit: 5, height: 1}
+spec: {kind: server, model: m2, serial: SC, rack: r2, unit: 5, height: 1}
 ---
 kind: Cluster
 name: c1
@@ -314,10 +340,17 @@ agent:
       - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
 `, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
 	}
-	testutil.Eventually(t, 60*time.Second, "three Ready nodes", func() error {
+	// The model label (from the inventory's PhysicalResource) prices a
+	// node's reservations: wait for root to have pushed it.
+	testutil.Eventually(t, 60*time.Second, "three Ready nodes with their machine models", func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
 		if err != nil || len(items) != 3 {
 			return fmt.Errorf("nodes: %v, %v", len(items), err)
+		}
+		for _, it := range items {
+			if labels, _ := it["topology_labels"].(map[string]any); labels["topology.unyo.dev/model"] == nil {
+				return fmt.Errorf("node %v has no model label yet: %v", it["name"], it["topology_labels"])
+			}
 		}
 		return nil
 	})

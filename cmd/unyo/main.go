@@ -38,7 +38,7 @@ func newRootCommand() *cobra.Command {
 		newDevCommand(), newServerCommand(), newAgentCommand(),
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g), newDiffCommand(g),
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
-		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g),
+		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g), newBillingCommand(g),
 		newPluginCommand(g), newTokensCommand(g), newAuditCommand(g), newCACommand(),
 		newStatusCommand(g), newVersionCommand(), newImportCommand(), newExplainCommand(), newManCommand(),
 	)

@@ -282,6 +282,12 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		}
 		cfg["env"] = env
 	}
+	if as.GetAddress() != "" {
+		// The address root's IPAM allocated; providers that take one
+		// configure the resource with it (provider-exec: UNYO_ADDRESS).
+		cfg["address"] = as.GetAddress()
+		st.Address = as.GetAddress()
+	}
 	config, err := structpb.NewStruct(cfg)
 	if err != nil {
 		st.State, st.Message = stateFailed, fmt.Sprintf("the assignment's config: %v", err)

@@ -85,6 +85,8 @@ type Clients struct {
 	// Provision hands a cluster its Computes (root) and carries agents'
 	// assignments.
 	Provision unyov1connect.ProvisionServiceClient
+	// Billing reports reserved time and its cost.
+	Billing unyov1connect.BillingServiceClient
 }
 
 // New returns clients for the server at opts.URL.
@@ -156,6 +158,7 @@ func New(opts Options) (*Clients, error) {
 		Audit:       unyov1connect.NewAuditServiceClient(hc, url, o...),
 		Networks:    unyov1connect.NewNetworkServiceClient(hc, url, o...),
 		Provision:   unyov1connect.NewProvisionServiceClient(hc, url, o...),
+		Billing:     unyov1connect.NewBillingServiceClient(hc, url, o...),
 	}, nil
 }
 

@@ -235,6 +235,7 @@ func (c *Cluster) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewObjectServiceHandler(newObjectService(c), o...))
 	srv.Handle(unyov1connect.NewNodeServiceHandler(&nodeService{c}, o...))
 	srv.Handle(unyov1connect.NewProvisionServiceHandler(&provisionService{c}, o...))
+	srv.Handle(unyov1connect.NewBillingServiceHandler(&billingService{c}, o...))
 	srv.Handle(unyov1connect.NewEventServiceHandler(&eventService{c}, o...))
 	srv.Handle(unyov1connect.NewStatusServiceHandler(&statusService{c}, o...))
 	srv.Handle(unyov1connect.NewAlertServiceHandler(&alertService{c}, o...))

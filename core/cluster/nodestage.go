@@ -174,7 +174,7 @@ func (s *nodeStage) commitAll(ctx context.Context, pl *planner, group []*unyov1.
 		moved, err := s.c.store.ReserveCompute(ctx, store.Reservation{
 			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
 			Resources: req.Shape, Generation: gen, Policy: req.Policy, ReservedAt: now,
-		}, assignmentFor(c), scheduledStatus(c.GetStatus(), ch.Node, c.GetSpecRevision(), now))
+		}, assignmentFor(c), scheduledStatus(c.GetStatus(), c.GetAddress(), ch.Node, c.GetSpecRevision(), now))
 		var reason *schedule.Reason
 		switch {
 		case err == nil:
@@ -231,10 +231,10 @@ func withoutTime(st *unyov1.ComputeStatus) *unyov1.ComputeStatus {
 }
 
 // scheduledStatus is a compute's status once it has a node, running
-// specRevision.
-func scheduledStatus(cur *unyov1.ComputeStatus, node string, specRevision int64, now time.Time) *unyov1.ComputeStatus {
+// specRevision, with address (root's, else the one it had).
+func scheduledStatus(cur *unyov1.ComputeStatus, address, node string, specRevision int64, now time.Time) *unyov1.ComputeStatus {
 	ts := timestamppb.New(now)
-	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cur.GetAddress(),
+	return &unyov1.ComputeStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts, Address: cmp.Or(address, cur.GetAddress()),
 		SpecRevision: specRevision, Retry: cur.GetRetry()}
 }
 
@@ -264,7 +264,7 @@ func assignmentFor(c *unyov1.Compute) *unyov1.Assignment {
 	return &unyov1.Assignment{
 		Compute: c.GetName(), Service: c.GetService(), Provider: sp.GetProvider(),
 		Resources: c.GetResources(), ImageSource: c.GetImageSource(), Network: sp.GetNetwork(),
-		Address: c.GetStatus().GetAddress(), Env: sp.GetEnv(), Command: sp.GetCommand(), Desired: StateRunning,
+		Address: cmp.Or(c.GetAddress(), c.GetStatus().GetAddress()), Env: sp.GetEnv(), Command: sp.GetCommand(), Desired: StateRunning,
 	}
 }
 

@@ -79,11 +79,14 @@ type serviceController struct {
 	again chan struct{}
 	// rolling is set by a pass that saw a rollout running.
 	rolling bool
+	// quarantine is how long a deleted replica's address stays out of
+	// allocation (root.address_quarantine).
+	quarantine time.Duration
 }
 
 func newServiceController(st store.Store, calls ClusterCalls, mu *sync.Mutex, timeout time.Duration, log *slog.Logger) *serviceController {
 	return &serviceController{store: st, calls: calls, log: log, now: time.Now, timeout: timeout, mu: mu,
-		turnedDown: map[string][]string{}, handoffs: map[string]int{}, again: make(chan struct{}, 1)}
+		turnedDown: map[string][]string{}, handoffs: map[string]int{}, again: make(chan struct{}, 1), quarantine: DefaultAddressQuarantine}
 }
 
 // rootCalls are ClusterCalls over root's clients, with root's own
@@ -300,6 +303,9 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 		if revise(s, now) {
 			put = append(put, kinds.Wrap(s))
 		}
+		if err := c.allocateAddresses(ctx, s, records); err != nil {
+			return nil, err
+		}
 		c.resolve(s, records, w, clusters, now)
 		w.computes[name] = records
 		for _, r := range records {
@@ -414,6 +420,11 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 		return
 	}
 	roll(s, live, spec, w)
+	// A replica waiting for an address (Blocked, NoAddress) is not placed.
+	live = slices.DeleteFunc(live, needsAddress)
+	if len(live) == 0 {
+		return
+	}
 	where, reason := service.PlaceReplicas(s, live, clusters, shape, c.turnedDown[s.GetName()])
 	if reason != nil && len(c.turnedDown[s.GetName()]) > 0 && len(where) == 0 {
 		// Every cluster left turned the replicas down; the next pass
@@ -473,11 +484,13 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 		}
 	}
 	changed := map[string]*unyov1.Compute{}
+	byName := map[string]*unyov1.Compute{}
 	var gone []string
 	nudge := false
 	for svc, records := range w.computes {
 		s := w.services[svc]
 		for _, r := range records {
+			byName[r.GetName()] = r
 			before := proto.Clone(r)
 			cl := r.GetCluster()
 			answer, answered := held[cl]
@@ -523,6 +536,12 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 	rolling := false
 	defer func() { c.rolling = rolling }()
 	for _, name := range gone {
+		// The address first: a failed release leaves the record, and the
+		// next pass tries again, so that no address leaks.
+		if err := c.releaseAddress(ctx, byName[name]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := c.store.DeleteObject(ctx, service.KindCompute, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("remove the deleted compute %s: %w", name, err))
 		} else {

@@ -353,3 +353,77 @@ func TestControllerSendsTheFullList(t *testing.T) {
 		t.Fatalf("after deleting api, c1 holds %v", got)
 	}
 }
+
+// TestControllerAllocatesAddresses: replicas of a service on a network get
+// one address each from root's IPAM before they are placed, never a second
+// one, the flavor's price, a Blocked NoAddress when the network is full,
+// and their addresses back (in quarantine) when they are deleted.
+func TestControllerAllocatesAddresses(t *testing.T) {
+	f := newControllerFixture(t, "c1")
+	ctx := context.Background()
+	f.put(kinds.Wrap(&unyov1.Network{Name: "net", Spec: &unyov1.NetworkSpec{Cidr: "10.1.0.0/24", Gateway: "10.1.0.1", Scope: "region", Region: "tokyo",
+		Ranges: []*unyov1.AddressRange{{First: "10.1.0.10", Last: "10.1.0.11"}}}}),
+		kinds.Wrap(&unyov1.Flavor{Name: "small", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 2, Memory: "4Gi", Disk: "10Gi",
+			PricePerHour: 0.5, ModelPrices: map[string]float64{"m2": 0.75}}}))
+	s := webService(3)
+	s.Spec.Compute.Network = "net"
+	f.apply(s)
+	f.pass()
+	f.pass() // a second pass allocates nothing more
+	if got, want := f.computes(), "web-0 c1 Active; web-1 c1 Active; web-2  Blocked NoAddress"; got != want {
+		t.Fatalf("computes = %s, want %s", got, want)
+	}
+	allocs, err := f.st.ListAllocations(ctx, "net", f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs) != 2 {
+		t.Fatalf("allocations = %v, want 2", allocs)
+	}
+	held := map[string]string{}
+	for _, a := range allocs {
+		held[a.GetHolder()] = a.GetAddress()
+	}
+	for _, name := range []string{"web-0", "web-1"} {
+		o, _ := f.st.GetObject(ctx, service.KindCompute, name)
+		c := o.GetCompute()
+		if c.GetAddress() == "" || held["compute/"+name] != c.GetAddress() {
+			t.Errorf("%s has address %q; IPAM holds %v", name, c.GetAddress(), held)
+		}
+		if c.GetPrice().GetPerHour() != 0.5 || c.GetPrice().GetModelPrices()["m2"] != 0.75 {
+			t.Errorf("%s price = %v, want the flavor's", name, c.GetPrice())
+		}
+	}
+	f.fake.mu.Lock()
+	for _, c := range f.fake.held["c1"] {
+		if c.GetAddress() != held["compute/"+c.GetName()] {
+			t.Errorf("c1 got %s with address %q", c.GetName(), c.GetAddress())
+		}
+	}
+	f.fake.mu.Unlock()
+	o, _ := f.st.GetObject(ctx, service.KindCompute, "web-2")
+	if msg := o.GetCompute().GetStatus().GetMessage(); !strings.Contains(msg, "no address for it in network net") {
+		t.Errorf("web-2's message = %q", msg)
+	}
+
+	r := &Root{store: f.st, nudgeServices: make(chan struct{}, 1)}
+	if _, err := r.deleteService(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	f.pass()
+	if got := f.computes(); got != "" {
+		t.Fatalf("computes left: %s", got)
+	}
+	allocs, err = f.st.ListAllocations(ctx, "net", f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range allocs {
+		if a.GetReleasedAt() == nil || !a.GetReusableAt().AsTime().Equal(f.clock.Add(DefaultAddressQuarantine)) {
+			t.Errorf("after the delete, %s is %v; want released with the quarantine", a.GetAddress(), a)
+		}
+	}
+	if len(allocs) != 2 {
+		t.Errorf("allocations after the delete = %v, want the two in quarantine", allocs)
+	}
+}

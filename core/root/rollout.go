@@ -74,5 +74,6 @@ func roll(s *unyov1.RegionService, live []*unyov1.Compute, spec *unyov1.ComputeS
 			shape, _ = service.Shape(flavor)
 		}
 		r.Spec, r.Resources, r.ImageSource = t, service.Resources(shape), image.GetSpec().GetSource()
+		r.Price = &unyov1.ComputePrice{PerHour: flavor.GetSpec().GetPricePerHour(), ModelPrices: flavor.GetSpec().GetModelPrices()}
 	}
 }

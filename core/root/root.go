@@ -138,6 +138,7 @@ func New(st store.Store, opts Options) *Root {
 		audit: &rbac.Recorder{Store: st, Logger: log}, nudgeServices: make(chan struct{}, 1)}
 	r.services = newServiceController(st, rootCalls{r}, &r.svcMu, opts.ClusterTimeout, log.With("component", "services"))
 	r.autoscaler = newAutoscaler(r, log.With("component", "autoscaler"))
+	r.services.quarantine = opts.AddressQuarantine
 	if opts.ClusterToken != "" {
 		r.log.Warn("root.cluster_token is set: root presents it to every cluster it holds no credential of its own for; register each cluster with `unyo clusters add NAME` and remove root.cluster_token")
 	}
@@ -186,6 +187,7 @@ func (r *Root) Register(srv *server.Server) {
 	srv.Handle(unyov1connect.NewTokenServiceHandler(&rbac.TokenService{Store: r.store, Audit: r.audit}, o...))
 	srv.Handle(unyov1connect.NewAuditServiceHandler(&auditService{r}, o...))
 	srv.Handle(unyov1connect.NewNetworkServiceHandler(&networkService{r}, o...))
+	srv.Handle(unyov1connect.NewBillingServiceHandler(&billingService{r}, o...))
 	// Alertmanager's API v2 over the services above (amtool, karma).
 	srv.Handle("/api/v2/", amapi.New(amapi.Options{Local: srv.Handler(), Name: "root", Version: r.opts.Version, Logger: r.log}))
 	// Prometheus' query API for Grafana: over every cluster, and over one.

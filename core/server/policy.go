@@ -88,6 +88,7 @@ var procedures = map[string]Access{
 	unyov1connect.LogsServiceTraceProcedure:                 AccessRead,
 	unyov1connect.StatsServiceMetricStatsProcedure:          AccessRead,
 	unyov1connect.StatsServiceCountStatsProcedure:           AccessRead,
+	unyov1connect.BillingServiceReportProcedure:             AccessRead,
 
 	// Issuing tokens and reading who did what are for admins only.
 	unyov1connect.TokenServiceCreateTokenProcedure: AccessAdmin,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/provision/billing"
 	"github.com/unyo-ops/unyo/provision/schedule"
 )
 
@@ -98,6 +99,10 @@ type Computes interface {
 	SetNodeDrain(ctx context.Context, node string, d *unyov1.NodeDrain) error
 	// SetNodeAuto records a node's automatic cordon/drain settings.
 	SetNodeAuto(ctx context.Context, node string, a *unyov1.NodeAuto) error
+	// Ledger returns the billing ledger's rows with any time in [since,
+	// until): one per reservation ever held, open (no End) while held,
+	// in the order they were opened.
+	Ledger(ctx context.Context, since, until time.Time) ([]billing.Entry, error)
 }
 
 // DrainPhaseDraining is the phase of a drain that runs.

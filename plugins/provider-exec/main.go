@@ -66,6 +66,9 @@ type ResourceConfig struct {
 	Command []string          `json:"command"`
 	Env     map[string]string `json:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
+	// Address is the one IPAM allocated for the resource (the agent
+	// passes the assignment's); the command sees it as UNYO_ADDRESS.
+	Address string `json:"address,omitempty"`
 }
 
 // record is resource.json.
@@ -147,7 +150,7 @@ func (*execProvider) ResourceType() string { return "process" }
 func (*execProvider) ResourceSchema() string {
 	return `{"type":"object","required":["command"],"additionalProperties":false,"properties":{` +
 		`"command":{"type":"array","items":{"type":"string"},"minItems":1},` +
-		`"env":{"type":"object","additionalProperties":{"type":"string"}},"dir":{"type":"string"}}}`
+		`"env":{"type":"object","additionalProperties":{"type":"string"}},"dir":{"type":"string"},"address":{"type":"string"}}}`
 }
 
 func parseResource(m map[string]any) (ResourceConfig, error) {

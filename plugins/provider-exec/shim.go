@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,6 +21,8 @@ const (
 	// envShim must be set too, so that a stray "shim" argument typed by
 	// hand does not start anything.
 	envShim = "UNYO_PROVIDER_EXEC_SHIM"
+	// EnvAddress carries the resource's IPAM address to the command.
+	EnvAddress = "UNYO_ADDRESS"
 )
 
 // shimMain runs the shim modes; ok is false for a normal plugin start.
@@ -104,7 +107,15 @@ func runShim(dir string) int {
 		return fail(err)
 	}
 	cmd := exec.Command(rc.Command[0], rc.Command[1:]...)
-	cmd.Dir, cmd.Env = rc.Dir, copyEnv(rc.Env)
+	env := rc.Env
+	if rc.Address != "" {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[EnvAddress] = rc.Address
+	}
+	cmd.Dir, cmd.Env = rc.Dir, copyEnv(env)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that Delete can stop it with everything
 	// it started.

@@ -25,6 +25,9 @@ const (
 	LabelPower      = Prefix + "power"   // the rack's power zone
 	LabelNetwork    = Prefix + "network" // the rack's network zone
 	LabelZone       = Prefix + "zone"    // the rack's logical availability zone
+	// LabelModel is the PhysicalResource's machine model: not a place, but
+	// root knows it from the same match, and billing prices by it.
+	LabelModel = Prefix + "model"
 )
 
 // IsTopologyLabel says whether a label key is one only root may set.
@@ -173,6 +176,7 @@ func (inv *Inventory) result(name string) Result {
 			res.Labels[k] = v
 		}
 	}
+	set(LabelModel, inv.resources[name].GetSpec().GetModel())
 	rack, ok := inv.racks[inv.resources[name].GetSpec().GetRack()]
 	if !ok {
 		return res

@@ -22,6 +22,7 @@ func inventory() *topology.Inventory {
 			server("srv-4", "twin", "SN3", "r1"),
 			server("srv-5", "", "SN5", "r-nofloor"),
 			server("srv-6", "", "", ""),
+			{Name: "srv-7", Spec: &unyov1.PhysicalResourceSpec{Kind: "server", Model: "m2"}},
 		},
 		[]*unyov1.Rack{
 			{Name: "r1", Spec: &unyov1.RackSpec{Floor: "f1", PowerZone: "p1", NetworkZone: "n1", Zone: "az1"}},
@@ -63,6 +64,7 @@ func TestDerive(t *testing.T) {
 		{name: "nothing reported", id: topology.Identity{}, reason: "reported no resource name"},
 		{name: "rack on an unknown floor: the rack's labels only", id: topology.Identity{Hostname: "srv-5"}, resource: "srv-5", labels: map[string]string{topology.LabelRack: "r-nofloor", topology.LabelZone: "az3"}},
 		{name: "not racked: matched, no labels", id: topology.Identity{Hostname: "srv-6"}, resource: "srv-6", labels: map[string]string{}},
+		{name: "the machine model is a label", id: topology.Identity{Hostname: "srv-7"}, resource: "srv-7", labels: map[string]string{topology.LabelModel: "m2"}},
 	}
 	inv := inventory()
 	for _, tt := range tests {

@@ -3193,7 +3193,13 @@ type Compute struct {
 	// How the cluster replaces a placed replica whose spec_revision changed:
 	// true places the new instance first and removes the old one once the new
 	// is Active (max_surge); false removes the old one first (max_unavailable).
-	Surge         bool `protobuf:"varint,13,opt,name=surge,proto3" json:"surge,omitempty"`
+	Surge bool `protobuf:"varint,13,opt,name=surge,proto3" json:"surge,omitempty"`
+	// What the replica costs per hour of reservation (billing), resolved by
+	// root from its flavor.
+	Price *ComputePrice `protobuf:"bytes,17,opt,name=price,proto3" json:"price,omitempty"`
+	// The address root's IPAM allocated for the replica from spec.network
+	// (holder compute/NAME), handed to the provider; "" without a network.
+	Address       string `protobuf:"bytes,18,opt,name=address,proto3" json:"address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3317,6 +3323,20 @@ func (x *Compute) GetSurge() bool {
 		return x.Surge
 	}
 	return false
+}
+
+func (x *Compute) GetPrice() *ComputePrice {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+func (x *Compute) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
 }
 
 type ComputeResources struct {
@@ -4334,7 +4354,7 @@ var File_unyo_v1_provision_proto protoreflect.FileDescriptor
 
 const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
-	"\x17unyo/v1/provision.proto\x12\aunyo.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x02\n" +
+	"\x17unyo/v1/provision.proto\x12\aunyo.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15unyo/v1/billing.proto\"\xc7\x02\n" +
 	"\x06Region\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1b.unyo.v1.Region.LabelsEntryR\x06labels\x12'\n" +
@@ -4657,7 +4677,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x120\n" +
 	"\btemplate\x18\x02 \x01(\v2\x14.unyo.v1.ComputeSpecR\btemplate\x129\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xea\x03\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xb1\x04\n" +
 	"\aCompute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aservice\x18\x02 \x01(\tR\aservice\x12\x14\n" +
@@ -4674,7 +4694,9 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12#\n" +
 	"\rspec_revision\x18\f \x01(\x03R\fspecRevision\x12\x14\n" +
-	"\x05surge\x18\r \x01(\bR\x05surge\"j\n" +
+	"\x05surge\x18\r \x01(\bR\x05surge\x12+\n" +
+	"\x05price\x18\x11 \x01(\v2\x15.unyo.v1.ComputePriceR\x05price\x12\x18\n" +
+	"\aaddress\x18\x12 \x01(\tR\aaddress\"j\n" +
 	"\x10ComputeResources\x12\x14\n" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
@@ -4853,6 +4875,7 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	nil,                                // 65: unyo.v1.Assignment.EnvEntry
 	nil,                                // 66: unyo.v1.RecordServiceEventRequest.LabelsEntry
 	(*timestamppb.Timestamp)(nil),      // 67: google.protobuf.Timestamp
+	(*ComputePrice)(nil),               // 68: unyo.v1.ComputePrice
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
 	53, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
@@ -4932,33 +4955,34 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	40, // 74: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
 	67, // 75: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
 	67, // 76: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	42, // 77: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	67, // 78: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	67, // 79: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	67, // 80: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	41, // 81: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
-	67, // 82: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
-	39, // 83: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	65, // 84: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	67, // 85: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	38, // 86: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	38, // 87: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	43, // 88: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	44, // 89: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	66, // 90: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
-	45, // 91: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	47, // 92: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	49, // 93: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	51, // 94: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
-	46, // 95: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	48, // 96: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	50, // 97: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	52, // 98: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
-	95, // [95:99] is the sub-list for method output_type
-	91, // [91:95] is the sub-list for method input_type
-	91, // [91:91] is the sub-list for extension type_name
-	91, // [91:91] is the sub-list for extension extendee
-	0,  // [0:91] is the sub-list for field type_name
+	68, // 77: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
+	42, // 78: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	67, // 79: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	67, // 80: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	67, // 81: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 82: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
+	67, // 83: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
+	39, // 84: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	65, // 85: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	67, // 86: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 87: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	38, // 88: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	43, // 89: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	44, // 90: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	66, // 91: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
+	45, // 92: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	47, // 93: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	49, // 94: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	51, // 95: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
+	46, // 96: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	48, // 97: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	50, // 98: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	52, // 99: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
+	96, // [96:100] is the sub-list for method output_type
+	92, // [92:96] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4966,6 +4990,7 @@ func file_unyo_v1_provision_proto_init() {
 	if File_unyo_v1_provision_proto != nil {
 		return
 	}
+	file_unyo_v1_billing_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -60,7 +61,8 @@ func services() []kinds.Kind {
 				{Header: "PHASE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetPhase() }},
 				{Header: "CLUSTER", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetCluster() }},
 				{Header: "NODE", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetNode() }},
-				{Header: "ADDRESS", Cell: func(c *unyov1.Compute, _ time.Time) string { return c.GetStatus().GetAddress() }},
+				// Root's IPAM allocates it before the replica is placed.
+				{Header: "ADDRESS", Cell: func(c *unyov1.Compute, _ time.Time) string { return cmp.Or(c.GetAddress(), c.GetStatus().GetAddress()) }},
 				{Header: "REASON", Width: 60, Cell: func(c *unyov1.Compute, _ time.Time) string {
 					if r := reason(c.GetStatus().GetReason(), c.GetStatus().GetMessage()); r != "" {
 						return r

@@ -420,6 +420,9 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 		res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.ReservedAt.UnixNano()); err != nil {
 		return 0, fmt.Errorf("write reservation: %w", err)
 	}
+	if err := openLedgerRow(ctx, tx, res); err != nil {
+		return 0, err
+	}
 	if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
 		return 0, fmt.Errorf("move generation of node %q: %w", res.Node, err)
 	}
@@ -448,6 +451,9 @@ func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) er
 	for _, n := range nodes {
 		if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", n); err != nil {
 			return fmt.Errorf("move generation of node %q: %w", n, err)
+		}
+		if err := closeLedgerRow(ctx, tx, compute, n, time.Unix(0, now())); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,10 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/billing"
 	"github.com/unyo-ops/unyo/provision/schedule"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // schedNode is a Ready node with cpus vCPUs (1 GiB of memory and 10 GiB of
@@ -169,6 +172,55 @@ func computeTests() []contractTest {
 		{"RacingPlacements", func(t *testing.T, s store.Store) {
 			racePlacements(t, []store.Store{s, s}, 1)
 		}},
+		{"LedgerOpensAndClosesOneRow", func(t *testing.T, s store.Store) {
+			ledgerReserveAndRelease(t, s, s)
+		}},
+	}
+}
+
+// ledgerReserveAndRelease reserves a priced compute through a and releases
+// it (twice) through b: the ledger holds one row, open at the reservation's
+// time with the price of the node's machine model, closed once.
+func ledgerReserveAndRelease(t *testing.T, a, b store.Store) {
+	t.Helper()
+	n := schedNode("n1", "r1", 4)
+	n.TopologyLabels = map[string]string{topology.LabelModel: "m2"}
+	must(t, a.UpsertNode(ctx(t), n))
+	c := compute("web", 0)
+	c.Spec.Flavor = "small"
+	c.Price = &unyov1.ComputePrice{PerHour: 1.5, ModelPrices: map[string]float64{"m2": 2.25}}
+	_, err := a.SyncComputes(ctx(t), []*unyov1.Compute{c}, t0)
+	must(t, err)
+	must2(t)(reserve(t, a, c, "n1", schedule.Policy{}))
+	all := func(s store.Store) []billing.Entry {
+		t.Helper()
+		es, err := s.Ledger(ctx(t), t0.Add(-time.Hour), t0.Add(1000*time.Hour))
+		must(t, err)
+		return es
+	}
+	es := all(b)
+	want := billing.Entry{Compute: "web-0", Service: "web", Flavor: "small", Node: "n1", Cluster: "c1", PricePerHour: 2.25, Start: t0}
+	if len(es) != 1 || !es[0].Start.Equal(t0) || !es[0].Open() {
+		t.Fatalf("ledger after the reservation: %+v, want one open row %+v", es, want)
+	}
+	es[0].Start = t0
+	if es[0] != want {
+		t.Errorf("ledger row = %+v, want %+v", es[0], want)
+	}
+	must(t, b.DropCompute(ctx(t), "web-0"))
+	es = all(a)
+	if len(es) != 1 || es[0].Open() || es[0].End.Before(es[0].Start) {
+		t.Fatalf("ledger after the release: %+v, want one closed row", es)
+	}
+	end := es[0].End
+	// Released again (nothing is held): the row stays closed when it was.
+	must(t, b.DropCompute(ctx(t), "web-0"))
+	if es = all(a); len(es) != 1 || !es[0].End.Equal(end) {
+		t.Errorf("ledger after a second release: %+v, want the row closed at %v", es, end)
+	}
+	// A period the row does not reach has nothing.
+	if es, err := a.Ledger(ctx(t), end.Add(time.Hour), end.Add(2*time.Hour)); err != nil || len(es) != 0 {
+		t.Errorf("ledger after the release's time: %+v, %v", es, err)
 	}
 }
 
