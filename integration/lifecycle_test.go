@@ -40,7 +40,7 @@ func (f *fleet) waitReady(node string) {
 		if err != nil {
 			return err
 		}
-		if st := str(nodes[0], "state"); st != "NODE_STATE_READY" {
+		if st := str(nodes[0], "state"); st != "ready" {
 			return fmt.Errorf("%s is %s", node, st)
 		}
 		return nil
@@ -72,7 +72,7 @@ func TestClusterRestartGrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range nodes {
-			if st := str(n, "state"); st != "NODE_STATE_READY" {
+			if st := str(n, "state"); st != "ready" {
 				t.Fatalf("after the cluster's restart %s is %s", str(n, "name"), st)
 			}
 		}
@@ -104,7 +104,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 		var id string
 		testutil.Eventually(t, 30*time.Second, "an open alert for "+node+"/"+check, func() error {
 			as := f.alertsWhere(node, check)
-			if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+			if len(as) != 1 || str(as[0], "state") != "open" {
 				return fmt.Errorf("alerts: %v", as)
 			}
 			id = str(as[0], "id")
@@ -136,7 +136,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st := str(as[0], "state"); st != "ALERT_STATE_RESOLVED" {
+			if st := str(as[0], "state"); st != "resolved" {
 				return fmt.Errorf("alert %s is %s", id, st)
 			}
 			if h := fmt.Sprint(as[0]["history"]); !strings.Contains(h, `check \"broken\" deleted`) && !strings.Contains(h, `check "broken" deleted`) {
@@ -184,7 +184,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(as[0], "state"); st != "ALERT_STATE_RESOLVED" || !strings.Contains(fmt.Sprint(as[0]["history"]), "deleted") {
+		if st := str(as[0], "state"); st != "resolved" || !strings.Contains(fmt.Sprint(as[0]["history"]), "deleted") {
 			return fmt.Errorf("alert %s is %s: %v", bad, st, as[0]["history"])
 		}
 		if out, err := f.cli("nodes", "ls"); err != nil || strings.Contains(out, "web2") {
@@ -216,7 +216,7 @@ func TestCheckTTL(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(ev["web1/fresh"], "status"); st != "CHECK_STATUS_OK" {
+		if st := str(ev["web1/fresh"], "status"); st != "ok" {
 			return fmt.Errorf("web1/fresh: %v", ev["web1/fresh"])
 		}
 		return nil
@@ -231,10 +231,10 @@ func TestCheckTTL(t *testing.T) {
 			return err
 		}
 		e := ev["web1/fresh"]
-		if str(e, "status") != "CHECK_STATUS_UNKNOWN" || str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "no result of check fresh from node web1") {
+		if str(e, "status") != "unknown" || str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "no result of check fresh from node web1") {
 			return fmt.Errorf("web1/fresh: %v", e)
 		}
-		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "open" {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -247,10 +247,10 @@ func TestCheckTTL(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(ev["web1/fresh"], "status"); st != "CHECK_STATUS_OK" {
+		if st := str(ev["web1/fresh"], "status"); st != "ok" {
 			return fmt.Errorf("web1/fresh: %v", ev["web1/fresh"])
 		}
-		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "ALERT_STATE_RESOLVED" {
+		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "resolved" {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -259,7 +259,7 @@ func TestCheckTTL(t *testing.T) {
 	if err != nil || len(h) != 1 {
 		t.Errorf("freshness events: %v, %v; want exactly one for the one silence", h, err)
 	}
-	if nodes, err := f.json("nodes", "get", "web1"); err != nil || str(nodes[0], "state") != "NODE_STATE_READY" {
+	if nodes, err := f.json("nodes", "get", "web1"); err != nil || str(nodes[0], "state") != "ready" {
 		t.Errorf("web1: %v %v, want Ready throughout", nodes, err)
 	}
 }

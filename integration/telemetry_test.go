@@ -286,7 +286,7 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 			return fmt.Errorf("no result yet")
 		}
 		long := str(e, "long_output")
-		if str(e, "level") != "LEVEL_WARNING" || str(e, "output") != "WARNING - orders queue is long" ||
+		if str(e, "level") != "warning" || str(e, "output") != "WARNING - orders queue is long" ||
 			!strings.Contains(long, `1 malformed prometheus lines ignored: line 6 "mq_queue_messages{queue=\"broken} 1"`) ||
 			!strings.Contains(long, "2 samples (prometheus)") {
 			return fmt.Errorf("result %v", e)

@@ -364,7 +364,7 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 
 func (p *printer) status(s *unyov1.GetStatusResponse) error {
 	if p.format != Table {
-		b, err := jsonOptions.Marshal(s)
+		b, err := marshal(s)
 		if err != nil {
 			return err
 		}
@@ -384,8 +384,18 @@ func (p *printer) status(s *unyov1.GetStatusResponse) error {
 
 // jsonOptions spell fields as in the proto (as operators write them in
 // YAML) and print zero values too, so that a script reading an OK event
-// finds "status": "CHECK_STATUS_OK" instead of no key at all.
+// finds "status": "ok" instead of no key at all.
 var jsonOptions = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
+
+// marshal is m's JSON as the CLI prints it: protojson with jsonOptions, its
+// enums in the words the flags and tables use ("critical").
+func marshal(m proto.Message) ([]byte, error) {
+	b, err := jsonOptions.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.ReadableEnums(b, m.ProtoReflect().Descriptor())
+}
 
 // printList prints items as JSON, YAML or the table tab builds. what
 // names the items for the "no ... found" note.
@@ -394,7 +404,7 @@ func printList[M proto.Message](p *printer, what string, items []M, tab func() t
 	case JSON, YAML:
 		docs := make([][]byte, len(items))
 		for i, m := range items {
-			b, err := jsonOptions.Marshal(m)
+			b, err := marshal(m)
 			if err != nil {
 				return err
 			}
