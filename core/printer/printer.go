@@ -2,7 +2,8 @@
 // people, or as JSON or YAML for scripts.
 //
 // JSON prints a list as {"items": [...]}, each item in protojson form with
-// the proto field names. YAML prints each item as its own document, in the
+// the proto field names and its enums in the words the flags and tables use
+// ("critical", not "LEVEL_CRITICAL"; manifest.ReadableEnums). YAML prints each item as its own document, in the
 // same structure as the JSON item: a stream of documents is what
 // `unyo apply -f` reads, so `unyo get checks -o yaml` can be applied again.
 // Objects (checks, ...) print in that manifest shape in both formats.
