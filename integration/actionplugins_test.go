@@ -115,10 +115,10 @@ spec:
 			return err
 		}
 		failed := ev["act1/action-plugin"]
-		if str(failed, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(failed, "output"), "plugin action of rule broken-exec (plugin action/exec) failed: FAILED") {
+		if str(failed, "level") != "critical" || !strings.Contains(str(failed, "output"), "plugin action of rule broken-exec (plugin action/exec) failed: FAILED") {
 			return fmt.Errorf("action-plugin: %v", failed)
 		}
-		if st := ev["c1/plugin-action-exec"]; str(st, "level") != "LEVEL_SUCCESS" {
+		if st := ev["c1/plugin-action-exec"]; str(st, "level") != "success" {
 			return fmt.Errorf("plugin-action-exec: %v", st)
 		}
 		// RETRYABLE is retried, under a key of its own (the plugin replays

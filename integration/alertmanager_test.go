@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -161,6 +162,42 @@ func TestAmtool(t *testing.T) {
 		}
 		return nil
 	})
+	// Silenced, flip's alert is suppressed and says by what; calm's is not.
+	for _, url := range []string{f.rootURL, f.clURL} {
+		testutil.Eventually(t, 30*time.Second, "amtool to show flip silenced at "+url, func() error {
+			out, err := run(url, "alert", "query", "node=web1")
+			if err != nil || strings.Contains(out, "flip") || !strings.Contains(out, "calm") {
+				return fmt.Errorf("alert query (active only): %v %s", err, out)
+			}
+			out, err = run(url, "alert", "query", "--silenced", "node=web1")
+			if err != nil || !strings.Contains(out, "flip") || strings.Contains(out, "calm") {
+				return fmt.Errorf("alert query --silenced: %v %s", err, out)
+			}
+			out, err = run(url, "-o", "json", "alert", "query", "--silenced", "--active", "node=web1")
+			if err != nil {
+				return err
+			}
+			var as []struct {
+				Labels map[string]string
+				Status struct {
+					State       string
+					SilencedBy  []string
+					InhibitedBy []string
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &as); err != nil {
+				return fmt.Errorf("alert query -o json: %w: %s", err, out)
+			}
+			states := map[string]string{}
+			for _, a := range as {
+				states[a.Labels["alertname"]] = fmt.Sprintf("%s %v %v", a.Status.State, a.Status.SilencedBy, a.Status.InhibitedBy)
+			}
+			if want := map[string]string{"flip": "suppressed [" + id + "] []", "calm": "active [] []"}; fmt.Sprint(states) != fmt.Sprint(want) {
+				return fmt.Errorf("alert statuses %v, want %v", states, want)
+			}
+			return nil
+		})
+	}
 	for _, url := range []string{f.rootURL, f.clURL} {
 		testutil.Eventually(t, 30*time.Second, "amtool to list the silence at "+url, func() error {
 			out, err := run(url, "silence", "query", "alertname=flip")
@@ -180,6 +217,13 @@ func TestAmtool(t *testing.T) {
 	if _, err := f.cli("get", "rule", id); err == nil {
 		t.Fatalf("the silence's rule %s outlived its expiry", id)
 	}
+	testutil.Eventually(t, 30*time.Second, "flip active again once its next result is not silenced", func() error {
+		out, err := run(f.rootURL, "alert", "query", "alertname=flip")
+		if err != nil || !strings.Contains(out, "flip") {
+			return fmt.Errorf("alert query: %v %s", err, out)
+		}
+		return nil
+	})
 	out, err = run(f.rootURL, "config", "show")
 	if err != nil || !strings.Contains(out, "unyo") {
 		t.Fatalf("config show (status): %v\n%s", err, out)

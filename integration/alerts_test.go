@@ -102,7 +102,7 @@ spec:
 	testutil.Eventually(t, 30*time.Second, "alerts for the failing checks", func() error {
 		for _, nc := range [][2]string{{"web1", "broken"}, {"web1", "disk"}, {"db1", "disk"}, {"db1", "raid"}} {
 			as := f.alertsWhere(nc[0], nc[1])
-			if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || str(as[0], "level") != "ALERT_LEVEL_CRITICAL" {
+			if len(as) != 1 || str(as[0], "state") != "open" || str(as[0], "level") != "critical" {
 				return fmt.Errorf("%s/%s: %v", nc[0], nc[1], as)
 			}
 		}
@@ -206,11 +206,11 @@ spec:
 		if err != nil {
 			return err
 		}
-		if st := str(nodes[0], "state"); st != "NODE_STATE_DOWN" {
+		if st := str(nodes[0], "state"); st != "down" {
 			return fmt.Errorf("web1 is %s", st)
 		}
 		as := f.alertsWhere("web1", "node-liveness")
-		if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+		if len(as) != 1 || str(as[0], "state") != "open" {
 			return fmt.Errorf("node-liveness alerts: %v", as)
 		}
 		return nil
@@ -223,7 +223,7 @@ spec:
 	for i := len(h) - 1; i >= 0; i-- {
 		seen = append(seen, str(h[i], "level"))
 	}
-	if strings.Join(seen, ",") != "LEVEL_WARNING,LEVEL_CRITICAL" {
+	if strings.Join(seen, ",") != "warning,critical" {
 		t.Errorf("liveness events of web1: %v, want Stale (warning) then Down (critical)", seen)
 	}
 	// It comes back: two heartbeats make it Ready and resolve the alert.
@@ -233,10 +233,10 @@ spec:
 		if err != nil {
 			return err
 		}
-		if st := str(nodes[0], "state"); st != "NODE_STATE_READY" {
+		if st := str(nodes[0], "state"); st != "ready" {
 			return fmt.Errorf("web1 is %s", st)
 		}
-		if as := f.alertsWhere("web1", "node-liveness"); len(as) != 1 || str(as[0], "state") != "ALERT_STATE_RESOLVED" {
+		if as := f.alertsWhere("web1", "node-liveness"); len(as) != 1 || str(as[0], "state") != "resolved" {
 			return fmt.Errorf("node-liveness alerts: %v", as)
 		}
 		return nil

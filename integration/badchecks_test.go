@@ -50,10 +50,10 @@ func TestMisbehavingChecks(t *testing.T) {
 	})
 	get := func(c string) map[string]any { return ev["n1/"+c] }
 
-	if e := get("hangs"); str(e, "status") != "CHECK_STATUS_UNKNOWN" || str(e, "timed_out") != "true" || !strings.Contains(str(e, "output"), "timed out after 1s") {
+	if e := get("hangs"); str(e, "status") != "unknown" || str(e, "timed_out") != "true" || !strings.Contains(str(e, "output"), "timed out after 1s") {
 		t.Errorf("hanging check: %v", e)
 	}
-	if e := get("hangs-critical"); str(e, "status") != "CHECK_STATUS_CRITICAL" || str(e, "level") != "LEVEL_CRITICAL" {
+	if e := get("hangs-critical"); str(e, "status") != "critical" || str(e, "level") != "critical" {
 		t.Errorf("hanging check with timeout_status critical: %v", e)
 	}
 	if e := get("ten-megabytes"); str(e, "truncated") != "true" || len(str(e, "output")) > 64<<10 || len(str(e, "output")) < 60<<10 {
@@ -62,10 +62,10 @@ func TestMisbehavingChecks(t *testing.T) {
 	if out := str(get("bad-utf8"), "output"); !utf8.ValidString(out) || !strings.Contains(out, "\uFFFD") || !strings.HasPrefix(out, "OK - caf") {
 		t.Errorf("invalid UTF-8 output kept as %q", out)
 	}
-	if e := get("no-such-plugin"); str(e, "status") != "CHECK_STATUS_UNKNOWN" || !strings.Contains(str(e, "output"), "check_does_not_exist") {
+	if e := get("no-such-plugin"); str(e, "status") != "unknown" || !strings.Contains(str(e, "output"), "check_does_not_exist") {
 		t.Errorf("missing plugin: %v", e)
 	}
-	if e := get("bad-perfdata"); str(e, "status") != "CHECK_STATUS_OK" || !strings.Contains(str(e, "long_output"), "perfdata") {
+	if e := get("bad-perfdata"); str(e, "status") != "ok" || !strings.Contains(str(e, "long_output"), "perfdata") {
 		t.Errorf("malformed perfdata: %v", e)
 	} else if pd, _ := e["perfdata"].([]any); len(pd) != 1 {
 		t.Errorf("malformed perfdata: kept %v, want only the good item", e["perfdata"])

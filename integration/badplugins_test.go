@@ -57,7 +57,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			return -1
 		}
 		for _, e := range hist {
-			if str(e, "level") != "LEVEL_SUCCESS" {
+			if str(e, "level") != "success" {
 				t.Errorf("healthy check: %v", e)
 			}
 		}
@@ -165,7 +165,7 @@ func TestBadCheckPlugins(t *testing.T) {
 			return err
 		}
 		for _, n := range []string{"stdout", "garbage", "crashloop", "panic"} {
-			if e := ev["bad1/plugin-check-"+n]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "crash-looped") {
+			if e := ev["bad1/plugin-check-"+n]; str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "crash-looped") {
 				return fmt.Errorf("plugin-check-%s: %v", n, e)
 			}
 			p, err := pluginLs(f, "bad1", "check", n)
@@ -179,7 +179,7 @@ func TestBadCheckPlugins(t *testing.T) {
 				return fmt.Errorf("failed plugin %s still has processes %v", n, pids)
 			}
 		}
-		if e := ev["bad1/bad-crashloop"]; str(e, "status") != "CHECK_STATUS_UNKNOWN" || !strings.Contains(str(e, "output"), "plugin check/crashloop is failed") {
+		if e := ev["bad1/bad-crashloop"]; str(e, "status") != "unknown" || !strings.Contains(str(e, "output"), "plugin check/crashloop is failed") {
 			return fmt.Errorf("bad-crashloop: %v", e)
 		}
 		return nil

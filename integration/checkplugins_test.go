@@ -96,13 +96,13 @@ spec:
 		if err != nil {
 			return err
 		}
-		if e := ev["plug1/tcp-port"]; str(e, "level") != "LEVEL_SUCCESS" || !strings.HasPrefix(str(e, "output"), "TCP OK") {
+		if e := ev["plug1/tcp-port"]; str(e, "level") != "success" || !strings.HasPrefix(str(e, "output"), "TCP OK") {
 			return fmt.Errorf("tcp-port: %v", e)
 		}
-		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "LEVEL_SUCCESS" || !strings.Contains(str(e, "output"), "plugin check/tcp is running") {
+		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "success" || !strings.Contains(str(e, "output"), "plugin check/tcp is running") {
 			return fmt.Errorf("plugin-check-tcp: %v", e)
 		}
-		if e := ev["plug1/plugin-check-http"]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "no executable unyo-check-http") {
+		if e := ev["plug1/plugin-check-http"]; str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "no executable unyo-check-http") {
 			return fmt.Errorf("plugin-check-http: %v", e)
 		}
 		return nil
@@ -145,7 +145,7 @@ spec:
 			return err
 		}
 		e := ev["plug1/tcp-port"]
-		if str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "TCP CRITICAL - cannot connect to "+addr) {
+		if str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "TCP CRITICAL - cannot connect to "+addr) {
 			return fmt.Errorf("tcp-port: %v", e)
 		}
 		critID = str(e, "id")
@@ -176,7 +176,7 @@ spec:
 		}
 		crashed := false
 		for _, e := range hist {
-			if str(e, "level") == "LEVEL_WARNING" && strings.Contains(str(e, "output"), "plugin check/tcp") {
+			if str(e, "level") == "warning" && strings.Contains(str(e, "output"), "plugin check/tcp") {
 				crashed = true
 			}
 		}
@@ -191,14 +191,14 @@ spec:
 		if err != nil {
 			return err
 		}
-		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "LEVEL_SUCCESS" {
+		if e := ev["plug1/plugin-check-tcp"]; str(e, "level") != "success" {
 			return fmt.Errorf("plugin-check-tcp: %v", e)
 		}
-		if e := ev["plug1/other"]; str(e, "id") == otherBefore || str(e, "level") != "LEVEL_SUCCESS" {
+		if e := ev["plug1/other"]; str(e, "id") == otherBefore || str(e, "level") != "success" {
 			return fmt.Errorf("other check: %v", e)
 		}
 		// Answered by the restarted plugin again (not UNKNOWN).
-		if e := ev["plug1/tcp-port"]; str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "TCP CRITICAL") {
+		if e := ev["plug1/tcp-port"]; str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "TCP CRITICAL") {
 			return fmt.Errorf("tcp-port: %v", e)
 		}
 		return nil

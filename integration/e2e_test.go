@@ -176,7 +176,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		ready := 0
 		for _, n := range nodes {
-			if str(n, "state") == "NODE_STATE_READY" && str(n, "cluster") == "c1" {
+			if str(n, "state") == "ready" && str(n, "cluster") == "c1" {
 				ready++
 			}
 		}
@@ -246,15 +246,15 @@ spec:
 		t.Errorf("db1's local check ran on web1")
 	}
 	for _, k := range []string{"web1/load", "db1/disk", "db1/procs"} {
-		if lv := str(ev[k], "level"); lv != "LEVEL_SUCCESS" {
-			t.Errorf("%s: level %s, want LEVEL_SUCCESS (output %q)", k, lv, str(ev[k], "output"))
+		if lv := str(ev[k], "level"); lv != "success" {
+			t.Errorf("%s: level %s, want success (output %q)", k, lv, str(ev[k], "output"))
 		}
 	}
-	if w := ev["web1/web-only"]; str(w, "level") != "LEVEL_WARNING" || str(w, "output") != "WARNING: web warn v1" {
+	if w := ev["web1/web-only"]; str(w, "level") != "warning" || str(w, "output") != "WARNING: web warn v1" {
 		t.Errorf("web-only on web1: %v", w)
 	}
 	script := ev["db1/script"]
-	if str(script, "level") != "LEVEL_WARNING" || str(script, "output") != "WARNING - from a script" {
+	if str(script, "level") != "warning" || str(script, "output") != "WARNING - from a script" {
 		t.Errorf("script check: %v", script)
 	}
 	if pd, _ := script["perfdata"].([]any); len(pd) != 1 || str(pd[0].(map[string]any), "label") != "things" {
@@ -270,7 +270,7 @@ spec:
 		t.Fatal(err)
 	}
 	for _, e := range warn {
-		if str(e, "level") != "LEVEL_WARNING" || str(e, "node") != "web1" {
+		if str(e, "level") != "warning" || str(e, "node") != "web1" {
 			t.Errorf("--level warning --node web1 returned %v", e)
 		}
 	}
@@ -293,7 +293,7 @@ spec:
 		if err != nil {
 			return err
 		}
-		if w := ev["web1/web-only"]; str(w, "output") != "CRITICAL: web crit v2" || str(w, "level") != "LEVEL_CRITICAL" {
+		if w := ev["web1/web-only"]; str(w, "output") != "CRITICAL: web crit v2" || str(w, "level") != "critical" {
 			return fmt.Errorf("web1/web-only: %v", w)
 		}
 		return nil

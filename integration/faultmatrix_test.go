@@ -398,7 +398,7 @@ func TestFaultSpoolDiskFullClusterDown(t *testing.T) {
 	re := regexp.MustCompile(`dropped (\d+) check results`)
 	for _, e := range f.history("a1", "agent-spool") {
 		m := re.FindStringSubmatch(str(e, "output"))
-		if m == nil || !strings.Contains(str(e, "output"), "no space left on device") || str(e, "level") != "LEVEL_CRITICAL" {
+		if m == nil || !strings.Contains(str(e, "output"), "no space left on device") || str(e, "level") != "critical" {
 			t.Errorf("agent-spool event: %v", e)
 			continue
 		}
@@ -526,7 +526,7 @@ func TestFaultZeroedWALHeader(t *testing.T) {
 		t.Errorf("the log says %d acknowledged events are missing; %d of the load generator's alone are", missing, lost)
 	}
 	ev := f.history("c1", "cluster-store")
-	if len(ev) != 1 || str(ev[0], "level") != "LEVEL_CRITICAL" || !strings.Contains(str(ev[0], "output"), "lost up to") {
+	if len(ev) != 1 || str(ev[0], "level") != "critical" || !strings.Contains(str(ev[0], "output"), "lost up to") {
 		t.Fatalf("cluster-store events: %v", ev)
 	}
 	t.Logf("%d acknowledged, %d stored after the fault, reported: %s", load.acked(), stored, m[0])

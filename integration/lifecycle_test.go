@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/testutil"
 )
 
@@ -40,7 +45,7 @@ func (f *fleet) waitReady(node string) {
 		if err != nil {
 			return err
 		}
-		if st := str(nodes[0], "state"); st != "NODE_STATE_READY" {
+		if st := str(nodes[0], "state"); st != "ready" {
 			return fmt.Errorf("%s is %s", node, st)
 		}
 		return nil
@@ -72,7 +77,7 @@ func TestClusterRestartGrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range nodes {
-			if st := str(n, "state"); st != "NODE_STATE_READY" {
+			if st := str(n, "state"); st != "ready" {
 				t.Fatalf("after the cluster's restart %s is %s", str(n, "name"), st)
 			}
 		}
@@ -104,7 +109,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 		var id string
 		testutil.Eventually(t, 30*time.Second, "an open alert for "+node+"/"+check, func() error {
 			as := f.alertsWhere(node, check)
-			if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+			if len(as) != 1 || str(as[0], "state") != "open" {
 				return fmt.Errorf("alerts: %v", as)
 			}
 			id = str(as[0], "id")
@@ -136,7 +141,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st := str(as[0], "state"); st != "ALERT_STATE_RESOLVED" {
+			if st := str(as[0], "state"); st != "resolved" {
 				return fmt.Errorf("alert %s is %s", id, st)
 			}
 			if h := fmt.Sprint(as[0]["history"]); !strings.Contains(h, `check \"broken\" deleted`) && !strings.Contains(h, `check "broken" deleted`) {
@@ -184,7 +189,7 @@ func TestDeleteCheckAndNode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(as[0], "state"); st != "ALERT_STATE_RESOLVED" || !strings.Contains(fmt.Sprint(as[0]["history"]), "deleted") {
+		if st := str(as[0], "state"); st != "resolved" || !strings.Contains(fmt.Sprint(as[0]["history"]), "deleted") {
 			return fmt.Errorf("alert %s is %s: %v", bad, st, as[0]["history"])
 		}
 		if out, err := f.cli("nodes", "ls"); err != nil || strings.Contains(out, "web2") {
@@ -205,6 +210,83 @@ func TestDeleteCheckAndNode(t *testing.T) {
 // Ready (the agent frozen, shorter than stale_after) gets an UNKNOWN event
 // of the check, which the default rules alert on; results resuming clear
 // it (issue 11, item 6).
+// TestDeletedCheckInFlight: an agent keeps sending results of a check for
+// a moment after the check was deleted and its alert closed (results it
+// ran or spooled before it heard). They are dropped at ingest: the closed
+// alert stays closed and no new alert opens, not even until the cluster's
+// second retire pass (stale_after later) would have cleaned up.
+func TestDeletedCheckInFlight(t *testing.T) {
+	f := lifecycleCluster(t, 6*time.Second)
+	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "gone.yaml", shellCheck("gone", "exit 2", ", node_selector: {role: none}"))); err != nil {
+		t.Fatal(err)
+	}
+	// The agent is this test, so that it sends exactly when it should.
+	ctx := t.Context()
+	agent, err := enrol(ctx, f.clURL, &unyov1.Node{Name: "web1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(at time.Time) *unyov1.ReportResultsResponse {
+		t.Helper()
+		resp, err := agent.Agent.ReportResults(ctx, connect.NewRequest(&unyov1.ReportResultsRequest{Node: "web1", Results: []*unyov1.Event{{
+			Id: uuid.NewString(), Node: "web1", Check: "gone", Level: unyov1.Level_LEVEL_CRITICAL,
+			Status: unyov1.CheckStatus_CHECK_STATUS_CRITICAL, Output: "CRITICAL: gone", StartedAt: timestamppb.New(at),
+		}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Msg
+	}
+	send(time.Now())
+	var id string
+	testutil.Eventually(t, 30*time.Second, "an open alert for web1/gone", func() error {
+		as := f.alertsWhere("web1", "gone")
+		if len(as) != 1 || str(as[0], "state") != "open" {
+			return fmt.Errorf("alerts: %v", as)
+		}
+		id = str(as[0], "id")
+		return nil
+	})
+
+	ranBefore := time.Now()
+	if out, err := f.cli("delete", "check", "gone"); err != nil {
+		t.Fatalf("delete check: %v\n%s", err, out)
+	}
+	if out, err := f.cli("alerts", "close", id, "--by", "alice", "--reason", "check retired"); err != nil {
+		t.Fatalf("alerts close: %v\n%s", err, out)
+	}
+	// A result run before the deletion, then two the agent ran before its
+	// next heartbeat told it the check was gone.
+	for _, at := range []time.Time{ranBefore, time.Now(), time.Now().Add(time.Second)} {
+		if r := send(at); r.GetAccepted() != 0 || r.GetFiltered() != 1 {
+			t.Errorf("result of the deleted check run at %s: %v; want it dropped (counted as filtered)", at.Format(time.StampMilli), r)
+		}
+	}
+	// Until after the cluster's second retire pass: one alert, closed.
+	deadline := time.Now().Add(7 * time.Second)
+	for time.Now().Before(deadline) {
+		as := f.alertsWhere("web1", "gone")
+		if len(as) != 1 || str(as[0], "id") != id || str(as[0], "state") != "closed" {
+			t.Fatalf("after the check was deleted and its alert closed: %v; want alert %s closed and no other", as, id)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if log := readFile(t, f.cluster.log); !strings.Contains(log, "dropped results of a deleted check") {
+		t.Error("the cluster log does not say it dropped results of the deleted check")
+	}
+
+	// Applied again under the same name, the check's results count again.
+	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "gone.yaml", shellCheck("gone", "exit 2", ", node_selector: {role: none}"))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "a result of the re-applied check stored", func() error {
+		if r := send(time.Now()); r.GetAccepted() != 1 {
+			return fmt.Errorf("report: %v", r)
+		}
+		return nil
+	})
+}
+
 func TestCheckTTL(t *testing.T) {
 	f := lifecycleCluster(t, 60*time.Second)
 	if _, err := f.cli("apply", "-f", writeFile(t, f.dir, "checks.yaml", shellCheck("fresh", "echo OK: fresh", ", ttl: 4s"))); err != nil {
@@ -216,7 +298,7 @@ func TestCheckTTL(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(ev["web1/fresh"], "status"); st != "CHECK_STATUS_OK" {
+		if st := str(ev["web1/fresh"], "status"); st != "ok" {
 			return fmt.Errorf("web1/fresh: %v", ev["web1/fresh"])
 		}
 		return nil
@@ -231,10 +313,10 @@ func TestCheckTTL(t *testing.T) {
 			return err
 		}
 		e := ev["web1/fresh"]
-		if str(e, "status") != "CHECK_STATUS_UNKNOWN" || str(e, "level") != "LEVEL_CRITICAL" || !strings.Contains(str(e, "output"), "no result of check fresh from node web1") {
+		if str(e, "status") != "unknown" || str(e, "level") != "critical" || !strings.Contains(str(e, "output"), "no result of check fresh from node web1") {
 			return fmt.Errorf("web1/fresh: %v", e)
 		}
-		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "open" {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -247,10 +329,10 @@ func TestCheckTTL(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st := str(ev["web1/fresh"], "status"); st != "CHECK_STATUS_OK" {
+		if st := str(ev["web1/fresh"], "status"); st != "ok" {
 			return fmt.Errorf("web1/fresh: %v", ev["web1/fresh"])
 		}
-		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "ALERT_STATE_RESOLVED" {
+		if as := f.alertsWhere("web1", "fresh"); len(as) != 1 || str(as[0], "state") != "resolved" {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -259,7 +341,7 @@ func TestCheckTTL(t *testing.T) {
 	if err != nil || len(h) != 1 {
 		t.Errorf("freshness events: %v, %v; want exactly one for the one silence", h, err)
 	}
-	if nodes, err := f.json("nodes", "get", "web1"); err != nil || str(nodes[0], "state") != "NODE_STATE_READY" {
+	if nodes, err := f.json("nodes", "get", "web1"); err != nil || str(nodes[0], "state") != "ready" {
 		t.Errorf("web1: %v %v, want Ready throughout", nodes, err)
 	}
 }

@@ -60,7 +60,7 @@ spec:
 	})
 	testutil.Eventually(t, 60*time.Second, "an alert from the metric check", func() error {
 		as := f.alertsWhere("m1", "mem-total")
-		if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || !strings.Contains(str(as[0], "summary"), "(critical above 1)") {
+		if len(as) != 1 || str(as[0], "state") != "open" || !strings.Contains(str(as[0], "summary"), "(critical above 1)") {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -76,7 +76,7 @@ spec:
 	f2.Close()
 	testutil.Eventually(t, 30*time.Second, "an alert from the log check", func() error {
 		as := f.alertsWhere("m1", "db-down")
-		if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" || !strings.Contains(str(as[0], "summary"), `"db down (attempt 0)"`) {
+		if len(as) != 1 || str(as[0], "state") != "open" || !strings.Contains(str(as[0], "summary"), `"db down (attempt 0)"`) {
 			return fmt.Errorf("alerts: %v", as)
 		}
 		return nil
@@ -89,7 +89,7 @@ spec:
 	appendLines(t, logFile, 11, 20)
 	time.Sleep(2 * time.Second)
 	as := f.alertsWhere("m1", "db-down")
-	if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+	if len(as) != 1 || str(as[0], "state") != "open" {
 		t.Errorf("after the lines stopped the log check's alert is %v, want it open", as)
 	}
 	hist, err := f.json("events", "ls", "--history", "--node", "m1", "--check", "db-down")
@@ -101,7 +101,7 @@ spec:
 	total := 0
 	var outputs []string
 	for _, e := range hist {
-		if str(e, "level") != "LEVEL_CRITICAL" {
+		if str(e, "level") != "critical" {
 			t.Errorf("log check event at level %s: %v", str(e, "level"), e)
 		}
 		var n int

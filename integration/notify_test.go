@@ -117,7 +117,7 @@ spec:
 	// disks-together grouped web1/disk, and the default rules still
 	// opened its alert and keep refreshing it.
 	as := f.alertsWhere("web1", "disk")
-	if len(as) != 1 || str(as[0], "state") != "ALERT_STATE_OPEN" {
+	if len(as) != 1 || str(as[0], "state") != "open" {
 		t.Fatalf("web1/disk alerts with an aggregate rule over it: %v", as)
 	}
 	testutil.Eventually(t, 30*time.Second, "the group's notification", func() error {

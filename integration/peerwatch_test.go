@@ -89,17 +89,17 @@ func TestClustersWatchEachOther(t *testing.T) {
 
 	procs["b"].kill()
 	for _, peer := range []string{"a", "c"} {
-		testutil.Eventually(t, 30*time.Second, "cluster "+peer+" to raise an alert about b, killed", alertIs(peer, "ALERT_STATE_OPEN"))
+		testutil.Eventually(t, 30*time.Second, "cluster "+peer+" to raise an alert about b, killed", alertIs(peer, "open"))
 	}
 	testutil.Eventually(t, 10*time.Second, "clusters ls to show b down to every watcher", watchedAs("b", "root:down", "a:down", "c:down"))
 	events, err := cliJSON(t, rootURL, "--token", adminToken, "events", "ls", "--cluster", "a", "--node", "b", "--check", "cluster-peer")
-	if err != nil || len(events) != 1 || str(events[0], "level") != "LEVEL_CRITICAL" || !strings.Contains(str(events[0], "output"), "cluster b has not answered for") {
+	if err != nil || len(events) != 1 || str(events[0], "level") != "critical" || !strings.Contains(str(events[0], "output"), "cluster b has not answered for") {
 		t.Errorf("a's event about b: %v %v; want a critical cluster-peer event saying b does not answer", events, err)
 	}
 
 	procs["b"].restart()
 	for _, peer := range []string{"a", "c"} {
-		testutil.Eventually(t, 60*time.Second, "the alert in "+peer+" about b to resolve once b is back", alertIs(peer, "ALERT_STATE_RESOLVED"))
+		testutil.Eventually(t, 60*time.Second, "the alert in "+peer+" about b to resolve once b is back", alertIs(peer, "resolved"))
 	}
 	testutil.Eventually(t, 10*time.Second, "clusters ls to show b ok again", watchedAs("b", "root:ok", "a:ok", "c:ok"))
 }

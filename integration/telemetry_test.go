@@ -256,7 +256,8 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 		{`mq_queue_messages{queue="orders"}`, 1200, map[string]string{"node": "m2", "check": "queues", "cluster": "c1"}},
 		// The script's own node label cannot claim another node.
 		{`mq_queue_messages{queue="mails"}`, 3, map[string]string{"node": "m2", "exported_node": "spoofed"}},
-		{`backup_age_seconds`, 5400, map[string]string{"node": "m2", "check": "backup"}},
+		// Prometheus' instance and job, as on every agent series.
+		{`backup_age_seconds`, 5400, map[string]string{"node": "m2", "check": "backup", "instance": "m2", "job": "unyo"}},
 		{`backup_size_bytes{check="backup"}`, 1.5e9, nil},
 	} {
 		testutil.Eventually(t, 60*time.Second, tc.expr, func() error {
@@ -286,7 +287,7 @@ spec: {command: [%s], interval: 1s, metrics_format: prometheus}
 			return fmt.Errorf("no result yet")
 		}
 		long := str(e, "long_output")
-		if str(e, "level") != "LEVEL_WARNING" || str(e, "output") != "WARNING - orders queue is long" ||
+		if str(e, "level") != "warning" || str(e, "output") != "WARNING - orders queue is long" ||
 			!strings.Contains(long, `1 malformed prometheus lines ignored: line 6 "mq_queue_messages{queue=\"broken} 1"`) ||
 			!strings.Contains(long, "2 samples (prometheus)") {
 			return fmt.Errorf("result %v", e)

@@ -41,6 +41,7 @@ type Options struct {
 type Handler struct {
 	opts    Options
 	alerts  unyov1connect.AlertServiceClient
+	events  unyov1connect.EventServiceClient
 	objects unyov1connect.ObjectServiceClient
 	mux     *http.ServeMux
 	started time.Time
@@ -58,6 +59,7 @@ func New(opts Options) *Handler {
 	h := &Handler{
 		opts:    opts,
 		alerts:  unyov1connect.NewAlertServiceClient(hc, "http://in-process"),
+		events:  unyov1connect.NewEventServiceClient(hc, "http://in-process"),
 		objects: unyov1connect.NewObjectServiceClient(hc, "http://in-process"),
 		mux:     http.NewServeMux(),
 		started: opts.Now(),
@@ -188,7 +190,10 @@ type gettableAlert struct {
 	Status       alertStatus       `json:"status"`
 }
 
-func gettable(a *unyov1.Alert) gettableAlert {
+// gettable is a as Alertmanager shows it. silencedBy is what silenced
+// the alert's latest result (see silencers); an alert silenced or
+// acknowledged is "suppressed".
+func gettable(a *unyov1.Alert, silencedBy []string) gettableAlert {
 	labels := map[string]string{
 		"alertname": a.GetCheck(), "node": a.GetNode(), "cluster": a.GetCluster(),
 		"severity": a.GetLevel().Name(), "rule": a.GetRule(),
@@ -202,15 +207,40 @@ func gettable(a *unyov1.Alert) gettableAlert {
 		}
 	}
 	state := "active"
-	if a.GetState() == unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED {
+	if a.GetState() == unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED || len(silencedBy) > 0 {
 		state = "suppressed"
+	}
+	if silencedBy == nil {
+		silencedBy = []string{} // Alertmanager writes [], never null
 	}
 	return gettableAlert{
 		Labels: labels, Annotations: annotations,
 		StartsAt: a.GetFirstSeen().AsTime(), UpdatedAt: a.GetLastSeen().AsTime(),
 		Fingerprint: a.GetId(), Receivers: []receiver{{Name: a.GetRule()}},
-		Status: alertStatus{State: state, SilencedBy: []string{}, InhibitedBy: []string{}, MutedBy: []string{}},
+		Status: alertStatus{State: state, SilencedBy: silencedBy, InhibitedBy: []string{}, MutedBy: []string{}},
 	}
+}
+
+// silencers returns, by cluster/node/check, what silenced the latest
+// result of each node and check, as the pipeline marked it: a silence
+// rule by its name (a silence's id, as amtool shows it), a maintenance as
+// "maintenance:NAME". An alert whose latest result was silenced is
+// silenced, as in Alertmanager an alert a silence matches now is; it gets
+// no notification while so.
+func (h *Handler) silencers(r *http.Request) (map[string][]string, error) {
+	resp, err := h.events.ListEvents(withCaller(r), connect.NewRequest(&unyov1.ListEventsRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, e := range resp.Msg.GetEvents() {
+		by := e.GetSilencedBy()
+		if by == "" {
+			continue
+		}
+		out[e.GetCluster()+"/"+e.GetNode()+"/"+e.GetCheck()] = []string{strings.TrimPrefix(by, "rule:")}
+	}
+	return out, nil
 }
 
 // boolParam reads an Alertmanager boolean query parameter with its default.
@@ -243,9 +273,10 @@ func (h *Handler) listAlerts(r *http.Request) ([]gettableAlert, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	// unyo's acknowledged alerts are Alertmanager's suppressed ones: shown
-	// with silenced=true (the default), as amtool shows silenced alerts
-	// only when asked.
+	// unyo's acknowledged alerts and those whose latest result a silence
+	// rule or maintenance silenced are Alertmanager's suppressed ones:
+	// shown with silenced=true (the default), as amtool shows silenced
+	// alerts only when asked.
 	silenced, err := boolParam(r, "silenced", true)
 	if err != nil {
 		return nil, http.StatusBadRequest, err
@@ -255,17 +286,13 @@ func (h *Handler) listAlerts(r *http.Request) ([]gettableAlert, int, error) {
 			return nil, http.StatusBadRequest, err
 		}
 	}
-	req := &unyov1.ListAlertsRequest{}
-	if active {
-		req.States = append(req.States, unyov1.AlertState_ALERT_STATE_OPEN)
-	}
-	if silenced {
-		req.States = append(req.States, unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED)
-	}
 	out := []gettableAlert{}
-	if len(req.States) == 0 {
+	if !active && !silenced {
 		return out, 0, nil
 	}
+	// An open alert may be silenced, so both states are read whichever
+	// the parameters ask for; the status decides.
+	req := &unyov1.ListAlertsRequest{States: []unyov1.AlertState{unyov1.AlertState_ALERT_STATE_OPEN, unyov1.AlertState_ALERT_STATE_ACKNOWLEDGED}}
 	resp, err := h.alerts.ListAlerts(withCaller(r), connect.NewRequest(req))
 	if err != nil {
 		return nil, 0, err
@@ -273,8 +300,17 @@ func (h *Handler) listAlerts(r *http.Request) ([]gettableAlert, int, error) {
 	for _, ce := range resp.Msg.GetClusterErrors() {
 		h.opts.Logger.Warn("Alertmanager API: a cluster's alerts are missing", "cluster", ce.GetCluster(), "err", ce.GetError())
 	}
+	var silencers map[string][]string
+	if len(resp.Msg.GetAlerts()) > 0 {
+		if silencers, err = h.silencers(r); err != nil {
+			return nil, 0, err
+		}
+	}
 	for _, a := range resp.Msg.GetAlerts() {
-		g := gettable(a)
+		g := gettable(a, silencers[a.GetCluster()+"/"+a.GetNode()+"/"+a.GetCheck()])
+		if suppressed := g.Status.State == "suppressed"; (suppressed && !silenced) || (!suppressed && !active) {
+			continue
+		}
 		if !matchAll(filters, g.Labels) || (recv != nil && !recv.MatchString(a.GetRule())) {
 			continue
 		}

@@ -17,8 +17,11 @@
 // active, as Alertmanager drops resolved alerts) is a GettableAlert with
 // labels alertname (the check), node, cluster, severity (the alert's
 // level) and rule; annotations summary and alert_id; startsAt first seen,
-// updatedAt last seen; receiver the rule that opened it; state "active",
-// or "suppressed" when acknowledged; fingerprint the alert id.
+// updatedAt last seen; receiver the rule that opened it; fingerprint the
+// alert id. Its state is "suppressed" when acknowledged or when the
+// pipeline silenced its latest result (silencedBy then names the silence
+// rule, a silence's id, or "maintenance:NAME"), else "active"; inhibitedBy
+// is always empty, as unyo has no inhibition.
 //
 // A silence is an EventRule of type silence. Matchers map onto the rule's
 // match: alertname onto check and node onto node (regular expressions both,

@@ -217,9 +217,12 @@ func (s *agentService) ReportResults(ctx context.Context, req *connect.Request[u
 	s.c.count(`unyo_ingest_results_total{outcome="stored"}`, res.Stored)
 	s.c.count(`unyo_ingest_results_total{outcome="duplicate"}`, res.Duplicates)
 	s.c.count(`unyo_ingest_results_total{outcome="filtered"}`, res.Filtered)
+	s.c.count(`unyo_ingest_results_total{outcome="deleted_check"}`, res.DeletedCheck)
 	s.c.count(`unyo_ingest_results_total{outcome="rejected"}`, len(res.Rejected))
 	resp := &unyov1.ReportResultsResponse{
-		Accepted: int32(res.Stored), Duplicates: int32(res.Duplicates), Filtered: int32(res.Filtered), Rejected: res.Rejected,
+		// Results of a deleted check were dropped on purpose, as filtered
+		// ones are: the agent must not resend them.
+		Accepted: int32(res.Stored), Duplicates: int32(res.Duplicates), Filtered: int32(res.Filtered + res.DeletedCheck), Rejected: res.Rejected,
 	}
 	if len(resp.Rejected) > 0 {
 		s.c.log.Warn("rejected malformed results", "node", node, "count", len(resp.Rejected), "first", resp.Rejected[0])

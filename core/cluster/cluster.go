@@ -204,7 +204,7 @@ func New(st store.Store, opts Options) *Cluster {
 	}
 	// The clock of receipt is the wall clock: opts.Now may be a test's
 	// clock for retention and statistics, days away from agents' results.
-	c.ingest = ingest.New(ingest.Options{Cluster: opts.Name, Store: st, Wake: c.ingested, Logger: log})
+	c.ingest = ingest.New(ingest.Options{Cluster: opts.Name, Store: st, Wake: c.ingested, Logger: log, DeletedGrace: opts.StaleAfter})
 	if opts.Stats != nil {
 		r, err := newStatsRunner(*opts.Stats, st, opts.Metrics, opts.Logs, opts.Now, log)
 		if err != nil {

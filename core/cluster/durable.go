@@ -513,6 +513,36 @@ type samplesWrite struct {
 	points int
 }
 
+// Prometheus' instance and job labels on agents' series, so that queries
+// written for node_exporter ({instance="$node",job="$job"}, as the stock
+// "Node Exporter Full" dashboard selects a host) work unchanged: instance
+// is the node's name (unyo has no host:port target), job "node" for the
+// system metrics under node_exporter's names and "unyo" for the rest
+// (the agent's own, checks' perfdata and the metrics checks print). A
+// series keeps its own instance or job (a check relaying another
+// exporter's); the node label is the one the cluster vouches for.
+const (
+	instanceLabel = "instance"
+	jobLabel      = "job"
+)
+
+// jobOf is the job label of an agent's series of metric name.
+func jobOf(name string) string {
+	if strings.HasPrefix(name, "node_") {
+		return "node"
+	}
+	return "unyo"
+}
+
+// agentDefaults are the labels an agent's series of node get where they
+// have none of those names.
+func agentDefaults(node string) []metricbatch.Default {
+	return []metricbatch.Default{
+		func(string) tsdb.Label { return tsdb.Label{Name: instanceLabel, Value: node} },
+		func(name string) tsdb.Label { return tsdb.Label{Name: jobLabel, Value: jobOf(name)} },
+	}
+}
+
 // convertSamples converts a request's samples; the node label comes from
 // the request, so an agent cannot write another node's series.
 func convertSamples(m *unyov1.WriteMetricsRequest) (samplesWrite, error) {
@@ -528,11 +558,11 @@ func convertSamples(m *unyov1.WriteMetricsRequest) (samplesWrite, error) {
 		w.legacy = legacySamples(node, legacy)
 	}
 	if len(batches) > 0 {
-		set := tsdb.Label{Name: "node", Value: node}
+		set, defaults := tsdb.Label{Name: "node", Value: node}, agentDefaults(node)
 		w.series = make([]tsdb.SeriesPoints, 0, min(nSeries, w.points))
 		for i, b := range batches {
 			var err error
-			if w.series, err = metricbatch.Series(w.series, b, set); err != nil {
+			if w.series, err = metricbatch.Series(w.series, b, set, defaults...); err != nil {
 				return w, &badBatchError{fmt.Errorf("metric batch %d of %d from node %q: %w", i+1, len(batches), node, err)}
 			}
 		}

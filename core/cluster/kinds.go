@@ -88,6 +88,9 @@ func (s *objectService) Delete(ctx context.Context, req *connect.Request[unyov1.
 			return nil, err
 		}
 		if k.Name == "Check" {
+			// From now on this replica drops the check's results still in
+			// flight (the others within a second).
+			s.c.ingest.ChecksChanged()
 			// The check's latest events and alerts go with it; deleting a
 			// check that is gone already clears what came back since (a
 			// result an agent replayed from its spool long after).

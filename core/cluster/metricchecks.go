@@ -253,14 +253,19 @@ func (r *metricRunner) query(ctx context.Context, d checks.Definition, now time.
 // any other labels appended as {k=v,...} so that series of one node stay
 // apart; a series without a node label is named by its labels alone, and
 // one without labels (sum(...)) by the cluster.
+//
+// The instance and job the cluster gives an agent's series (instance the
+// node's name) say nothing the node label does not, and are left out.
 func seriesNode(labels map[string]string, cluster string) string {
+	node, ok := labels["node"]
+	agents := ok && labels[instanceLabel] == node
 	var rest []string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if k != "node" {
-			rest = append(rest, k+"="+labels[k])
+		if k == "node" || (agents && (k == instanceLabel || k == jobLabel && (labels[k] == "node" || labels[k] == "unyo"))) {
+			continue
 		}
+		rest = append(rest, k+"="+labels[k])
 	}
-	node, ok := labels["node"]
 	switch {
 	case ok && len(rest) == 0:
 		return node

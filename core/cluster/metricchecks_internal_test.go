@@ -10,6 +10,11 @@ func TestSeriesNode(t *testing.T) {
 		{map[string]string{"node": "web1"}, "web1"},
 		{map[string]string{"node": "web1", "cpu": "0", "mode": "idle"}, "web1{cpu=0,mode=idle}"},
 		{map[string]string{"job": "api", "env": "prod"}, "env=prod,job=api"},
+		// The instance and job the cluster gives agents' series are left out.
+		{map[string]string{"node": "web1", "instance": "web1", "job": "node", "cpu": "0"}, "web1{cpu=0}"},
+		// A check's own are not.
+		{map[string]string{"node": "web1", "instance": "db:9187", "job": "postgres"}, "web1{instance=db:9187,job=postgres}"},
+		{map[string]string{"node": "web1", "instance": "web1", "job": "postgres"}, "web1{job=postgres}"},
 		{nil, "c1"},
 	} {
 		if got := seriesNode(tc.labels, "c1"); got != tc.want {

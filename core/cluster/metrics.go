@@ -85,6 +85,12 @@ func legacySamples(node string, in []*unyov1.Sample) []tsdb.Sample {
 			labels[k] = v
 		}
 		labels["node"] = node
+		if _, ok := labels[instanceLabel]; !ok {
+			labels[instanceLabel] = node
+		}
+		if _, ok := labels[jobLabel]; !ok {
+			labels[jobLabel] = jobOf(p.GetName())
+		}
 		samples = append(samples, tsdb.Sample{Name: p.GetName(), Labels: labels, Timestamp: time.UnixMilli(p.GetTimeMs()), Value: p.GetValue()})
 	}
 	return samples

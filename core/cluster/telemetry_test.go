@@ -148,7 +148,7 @@ func TestTelemetryServices(t *testing.T) {
 			req       *unyov1.WriteMetricsRequest
 		}{
 			{"invalid legacy sample", `"bad name!" must match`, &unyov1.WriteMetricsRequest{Node: "web1", Samples: []*unyov1.Sample{{Name: "bad name!", TimeMs: now.UnixMilli()}}}},
-			{"invalid sample", `bad name!{node="web1"}`, &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{bl.Take()}}},
+			{"invalid sample", `bad name!{instance="web1",job="unyo",node="web1"}`, &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{bl.Take()}}},
 			{"malformed batch", "metric batch 1 of 1 from node \"web1\": malformed metric batch", &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{{Series: []uint32{3, 0}, PointCounts: []uint32{1}, TimeMsDeltas: []int64{1}, Values: []float64{1}}}}},
 			{"too many samples", "100001 in one request, at most 100000", &unyov1.WriteMetricsRequest{Node: "web1", Batches: []*unyov1.MetricBatch{{Values: make([]float64, 100_001)}}}},
 		} {

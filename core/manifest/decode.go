@@ -245,6 +245,15 @@ func (d *docDecoder) value(n *yaml.Node, fd protoreflect.FieldDescriptor, path s
 		d.errorf(n, path, "expected a number, got %s", describe(n))
 	case protoreflect.EnumKind:
 		values := fd.Enum().Values()
+		// The names operators read (critical) and, for documents written
+		// before them, the generated ones (LEVEL_CRITICAL).
+		if v, named, err := unyov1.ParseEnumName(fd.Enum(), n.Value); scalar && tag == "!!str" && named {
+			if err != nil {
+				d.errorf(n, path, "%v", err)
+				return nil, false
+			}
+			return string(values.ByNumber(v).Name()), true
+		}
 		if scalar && tag == "!!str" && values.ByName(protoreflect.Name(n.Value)) != nil {
 			return n.Value, true
 		}

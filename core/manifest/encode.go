@@ -53,6 +53,9 @@ func MarshalJSON(o *unyov1.Object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b, err = ReadableEnums(b, m.ProtoReflect().Descriptor()); err != nil {
+		return nil, err
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return nil, err

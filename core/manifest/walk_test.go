@@ -41,17 +41,25 @@ perfdata: [{label: a, value: .inf, min: 0, max: 1e3}, {label: b, value: "-2.5"}]
 			want: `{"level":"LEVEL_WARNING","perfdata":[{"label":"a","value":"Infinity","min":0,"max":1000},{"label":"b","value":-2.5}],"exit_code":-1,"timed_out":true,"started_at":"2025-06-01T12:00:00Z","duration":"1.500s","sequence":"18446744073709551615"}`,
 		},
 		{
+			// The words the printer writes, and the generated names of
+			// documents printed before those words.
+			name: "enum words",
+			msg:  &unyov1.Alert{},
+			yaml: `{level: Critical, state: ALERT_STATE_ACKNOWLEDGED, history: [{from: open, to: acknowledged}]}`,
+			want: `{"level":"ALERT_LEVEL_CRITICAL","state":"ALERT_STATE_ACKNOWLEDGED","history":[{"from":"ALERT_STATE_OPEN","to":"ALERT_STATE_ACKNOWLEDGED"}]}`,
+		},
+		{
 			name: "event errors",
 			msg:  &unyov1.Event{},
 			yaml: `
-level: warning
+level: warn
 timed_out: yes
 sequence: -1
 duration: 5
 started_at: [now]
 perfdata: [{value: abc}, 3]
 capacity: {}`,
-			want: `t.yaml: document 1 (line 2): spec.level: expected one of LEVEL_UNSPECIFIED, LEVEL_SUCCESS, LEVEL_WARNING, LEVEL_CRITICAL; got "warning"
+			want: `t.yaml: document 1 (line 2): spec.level: unknown event level "warn": expected success, warning or critical
 t.yaml: document 1 (line 3): spec.timed_out: expected true or false, got "yes"
 t.yaml: document 1 (line 4): spec.sequence: expected a non-negative integer, got the integer -1
 t.yaml: document 1 (line 5): spec.duration: expected a string, got the integer 5
@@ -63,7 +71,7 @@ t.yaml: document 1 (line 8): spec.capacity: unknown field (known fields: id, clu
 		{
 			name: "node",
 			msg:  &unyov1.Node{},
-			yaml: `{capacity: {cpus: 4, memory_bytes: 0x400000000}, state: NODE_STATE_READY, labels: {a: b}}`,
+			yaml: `{capacity: {cpus: 4, memory_bytes: 0x400000000}, state: ready, labels: {a: b}}`,
 			want: `{"labels":{"a":"b"},"capacity":{"cpus":4,"memory_bytes":"17179869184"},"state":"NODE_STATE_READY"}`,
 		},
 		{

@@ -264,12 +264,17 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
+// Default is a label Series adds to a series of the metric name unless the
+// series has a label of that name: Prometheus' instance and job.
+type Default func(name string) tsdb.Label
+
 // Series appends b's series to dst for tsdb.Store.WriteSeries, with the
 // label set (a name is required) added to every series, replacing a label
-// of the same name: the cluster's node label. The series share three arrays allocated here,
-// and their strings are b's. Names and labels are validated by the store;
-// Series checks only the batch's structure.
-func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label) ([]tsdb.SeriesPoints, error) {
+// of the same name: the cluster's node label; and each of defaults where
+// the series has no label of its name. The series share three arrays
+// allocated here, and their strings are b's. Names and labels are
+// validated by the store; Series checks only the batch's structure.
+func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label, defaults ...Default) ([]tsdb.SeriesPoints, error) {
 	strs, refs, counts := b.GetStrings(), b.GetSeries(), b.GetPointCounts()
 	deltas, values := b.GetTimeMsDeltas(), b.GetValues()
 	if len(deltas) != len(values) {
@@ -277,7 +282,9 @@ func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label) ([]t
 	}
 	// Every series has a name, a count and at least one point, so these
 	// bound the allocations below by the message's size.
-	labels := make([]tsdb.Label, 0, len(refs)/2+1)
+	labels := make([]tsdb.Label, 0, len(refs)/2+(1+len(defaults))*len(counts))
+	// extras are what a series gets besides its own labels, sorted by name.
+	extras := make([]extra, 0, 1+len(defaults))
 	times := make([]int64, len(deltas))
 	var t int64
 	for i, d := range deltas {
@@ -312,7 +319,11 @@ func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label) ([]t
 			return dst, malformed("series #%d %s: %d points, %d of %d left", i, name, n, len(times)-point, len(times))
 		}
 		start := len(labels)
-		added := false
+		extras = append(extras[:0], extra{Label: set, replace: true})
+		for _, d := range defaults {
+			extras = insertExtra(extras, extra{Label: d(name)})
+		}
+		next := 0 // the first extra not yet placed
 		for j := 0; j < nl; j, pos = j+1, pos+2 {
 			k, err := str(i, refs[pos])
 			if err != nil {
@@ -322,17 +333,22 @@ func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label) ([]t
 			if err != nil {
 				return dst, err
 			}
-			if !added && k >= set.Name {
-				labels = append(labels, set)
-				added = true
-				if k == set.Name {
+			for next < len(extras) && extras[next].Name < k {
+				labels = append(labels, extras[next].Label)
+				next++
+			}
+			if next < len(extras) && extras[next].Name == k {
+				ex := extras[next]
+				next++
+				if ex.replace {
+					labels = append(labels, ex.Label)
 					continue
 				}
 			}
 			labels = append(labels, tsdb.Label{Name: k, Value: v})
 		}
-		if !added {
-			labels = append(labels, set)
+		for _, ex := range extras[next:] {
+			labels = append(labels, ex.Label)
 		}
 		end := point + int(n)
 		dst = append(dst, tsdb.SeriesPoints{Name: name, Labels: labels[start:len(labels):len(labels)],
@@ -343,4 +359,25 @@ func Series(dst []tsdb.SeriesPoints, b *unyov1.MetricBatch, set tsdb.Label) ([]t
 		return dst, malformed("%d series use %d of %d series entries and %d of %d points", len(counts), pos, len(refs), point, len(times))
 	}
 	return dst, nil
+}
+
+// extra is a label Series adds: replacing the series' own of its name, or
+// only where the series has none.
+type extra struct {
+	tsdb.Label
+	replace bool
+}
+
+// insertExtra inserts e into extras sorted by name; a name already there
+// (the set label) wins.
+func insertExtra(extras []extra, e extra) []extra {
+	for i, x := range extras {
+		switch {
+		case x.Name == e.Name:
+			return extras
+		case x.Name > e.Name:
+			return slices.Insert(extras, i, e)
+		}
+	}
+	return append(extras, e)
 }

@@ -3,6 +3,7 @@ package metricbatch_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,5 +221,49 @@ func TestMalformedBatches(t *testing.T) {
 				t.Errorf("Series = %v, want ErrMalformed saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSeriesDefaults: a default label is added where a series has none of
+// its name, in name order, and a series' own is kept; the set label still
+// replaces.
+func TestSeriesDefaults(t *testing.T) {
+	var b metricbatch.Builder
+	b.Add("node_load1", nil, 1000, 1)
+	b.Add("mq_depth", l("instance", "mq:9090", "node", "spoofed", "queue", "a"), 1000, 2)
+	rec, err := metricbatch.AppendRecord(nil, b.Take())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, bad, err := metricbatch.DecodeRecords([][]byte{rec}, 1000)
+	if bad != 0 || len(batches) != 1 {
+		t.Fatalf("DecodeRecords: %d batches, %d bad: %v", len(batches), bad, err)
+	}
+	var batch unyov1.MetricBatch
+	if err := proto.Unmarshal(batches[0].Raw, &batch); err != nil {
+		t.Fatal(err)
+	}
+	instance := func(string) tsdb.Label { return tsdb.Label{Name: "instance", Value: "web1"} }
+	job := func(name string) tsdb.Label {
+		if strings.HasPrefix(name, "node_") {
+			return tsdb.Label{Name: "job", Value: "node"}
+		}
+		return tsdb.Label{Name: "job", Value: "unyo"}
+	}
+	got, err := metricbatch.Series(nil, &batch, node, instance, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]tsdb.Label{
+		l("instance", "web1", "job", "node", "node", "web1"),
+		l("instance", "mq:9090", "job", "unyo", "node", "web1", "queue", "a"),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d series, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !slices.Equal(got[i].Labels, want[i]) {
+			t.Errorf("series %s: labels %v, want %v", got[i].Name, got[i].Labels, want[i])
+		}
 	}
 }

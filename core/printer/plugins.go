@@ -40,7 +40,7 @@ func (p *printer) plugins(rows []PluginRow) error {
 	if p.format == JSON || p.format == YAML {
 		docs := make([][]byte, len(rows))
 		for i, r := range rows {
-			b, err := jsonOptions.Marshal(r.Status)
+			b, err := marshal(r.Status)
 			if err != nil {
 				return err
 			}

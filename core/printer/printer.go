@@ -2,7 +2,8 @@
 // people, or as JSON or YAML for scripts.
 //
 // JSON prints a list as {"items": [...]}, each item in protojson form with
-// the proto field names. YAML prints each item as its own document, in the
+// the proto field names and its enums in the words the flags and tables use
+// ("critical", not "LEVEL_CRITICAL"; manifest.ReadableEnums). YAML prints each item as its own document, in the
 // same structure as the JSON item: a stream of documents is what
 // `unyo apply -f` reads, so `unyo get checks -o yaml` can be applied again.
 // Objects (checks, ...) print in that manifest shape in both formats.
@@ -364,7 +365,7 @@ func (p *printer) clusters(clusters []*unyov1.ClusterInfo) error {
 
 func (p *printer) status(s *unyov1.GetStatusResponse) error {
 	if p.format != Table {
-		b, err := jsonOptions.Marshal(s)
+		b, err := marshal(s)
 		if err != nil {
 			return err
 		}
@@ -384,8 +385,18 @@ func (p *printer) status(s *unyov1.GetStatusResponse) error {
 
 // jsonOptions spell fields as in the proto (as operators write them in
 // YAML) and print zero values too, so that a script reading an OK event
-// finds "status": "CHECK_STATUS_OK" instead of no key at all.
+// finds "status": "ok" instead of no key at all.
 var jsonOptions = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
+
+// marshal is m's JSON as the CLI prints it: protojson with jsonOptions, its
+// enums in the words the flags and tables use ("critical").
+func marshal(m proto.Message) ([]byte, error) {
+	b, err := jsonOptions.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.ReadableEnums(b, m.ProtoReflect().Descriptor())
+}
 
 // printList prints items as JSON, YAML or the table tab builds. what
 // names the items for the "no ... found" note.
@@ -394,7 +405,7 @@ func printList[M proto.Message](p *printer, what string, items []M, tab func() t
 	case JSON, YAML:
 		docs := make([][]byte, len(items))
 		for i, m := range items {
-			b, err := jsonOptions.Marshal(m)
+			b, err := marshal(m)
 			if err != nil {
 				return err
 			}

@@ -178,6 +178,10 @@ type Checks interface {
 	ListChecks(ctx context.Context) ([]*unyov1.Check, error)
 	// ChecksRevision changes whenever the set of checks does.
 	ChecksRevision(ctx context.Context) (int64, error)
+	// DeletedChecks are the checks deleted and not applied again since, by
+	// name, with the time of their deletion: ingest drops the results of a
+	// deleted check that were still in flight.
+	DeletedChecks(ctx context.Context) (map[string]time.Time, error)
 }
 
 // Objects store what `unyo apply` sends, every kind (package kinds) in one

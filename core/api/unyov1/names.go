@@ -3,6 +3,8 @@ package unyov1
 import (
 	"fmt"
 	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // The names operators read and type for the API's enums, both ways, in one
@@ -74,6 +76,62 @@ func (s NodeState) DisplayName() string {
 	}
 	n := s.Name()
 	return strings.ToUpper(n[:1]) + n[1:]
+}
+
+// EnumName is the name operators read for value v of the enum ed, as the
+// CLI's JSON and YAML print it; ok is false for an enum this table does not
+// name (the caller then keeps protojson's spelling).
+func EnumName(ed protoreflect.EnumDescriptor, v protoreflect.EnumNumber) (name string, ok bool) {
+	t, ok := enumTable(ed)
+	if !ok {
+		return "", false
+	}
+	return t.nameOf(int32(v)), true
+}
+
+// ParseEnumName reads a value of the enum ed as operators write it (any
+// case). The generated names (LEVEL_CRITICAL) are accepted too, so that
+// documents printed before the names existed still apply. ok is false for
+// an enum this table does not name.
+func ParseEnumName(ed protoreflect.EnumDescriptor, s string) (v protoreflect.EnumNumber, ok bool, err error) {
+	t, ok := enumTable(ed)
+	if !ok {
+		return 0, false, nil
+	}
+	if ev := ed.Values().ByName(protoreflect.Name(strings.TrimSpace(s))); ev != nil {
+		return ev.Number(), true, nil
+	}
+	n, err := t.parseName(s)
+	return protoreflect.EnumNumber(n), true, err
+}
+
+// anyEnumNames is enumNames of any enum, for lookups by descriptor.
+type anyEnumNames interface {
+	nameOf(v int32) string
+	parseName(s string) (int32, error)
+}
+
+func enumTable(ed protoreflect.EnumDescriptor) (anyEnumNames, bool) {
+	switch ed.FullName() {
+	case Level(0).Descriptor().FullName():
+		return levelNames, true
+	case CheckStatus(0).Descriptor().FullName():
+		return checkStatusNames, true
+	case AlertLevel(0).Descriptor().FullName():
+		return alertLevelNames, true
+	case AlertState(0).Descriptor().FullName():
+		return alertStateNames, true
+	case NodeState(0).Descriptor().FullName():
+		return nodeStateNames, true
+	}
+	return nil, false
+}
+
+func (t enumNames[E]) nameOf(v int32) string { return t.name(E(v)) }
+
+func (t enumNames[E]) parseName(s string) (int32, error) {
+	v, err := t.parse(s)
+	return int32(v), err
 }
 
 type enumName[E ~int32] struct {

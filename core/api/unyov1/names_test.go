@@ -84,3 +84,21 @@ func TestNodeStateDisplayName(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumByDescriptor: the printer's and the manifest decoder's lookups by
+// descriptor agree with the typed ones, and ParseEnumName also takes the
+// generated names that documents printed before the words hold.
+func TestEnumByDescriptor(t *testing.T) {
+	ed := unyov1.AlertState(0).Descriptor()
+	if name, ok := unyov1.EnumName(ed, protoreflect.EnumNumber(unyov1.AlertState_ALERT_STATE_CLOSED)); !ok || name != "closed" {
+		t.Errorf("EnumName(closed) = %q, %v", name, ok)
+	}
+	for _, s := range []string{"Closed", "ALERT_STATE_CLOSED"} {
+		if v, ok, err := unyov1.ParseEnumName(ed, s); !ok || err != nil || v != protoreflect.EnumNumber(unyov1.AlertState_ALERT_STATE_CLOSED) {
+			t.Errorf("ParseEnumName(%q) = %d, %v, %v", s, v, ok, err)
+		}
+	}
+	if _, ok, err := unyov1.ParseEnumName(ed, "shut"); !ok || err == nil || !strings.Contains(err.Error(), "open, acknowledged, resolved or closed") {
+		t.Errorf("ParseEnumName(shut): %v, %v; want the names listed", ok, err)
+	}
+}

@@ -10,11 +10,14 @@
 //     status, sizes) and, for agents' results, what an agent may claim
 //     (its own node, a valid check name, a plausible time, not a check the
 //     cluster reserves); an invalid event is rejected, the rest go on;
-//  3. Filter rules, for every source: a matching event is dropped before it
+//  3. deleted checks, for agents' results: a result of a check deleted (and
+//     not applied again) that ran before the deletion, or so soon after it
+//     that the agent had not heard, is dropped and counted;
+//  4. Filter rules, for every source: a matching event is dropped before it
 //     is stored, and the drop is counted on the rule;
-//  4. store, through the store's group commit: an id already stored is a
+//  5. store, through the store's group commit: an id already stored is a
 //     duplicate, not a second event;
-//  5. wake the event pipeline.
+//  6. wake the event pipeline.
 //
 // A new source of events (inter-cluster checks, say) is a new Source and a
 // call to Ingest, nothing more.
@@ -91,6 +94,10 @@ type Store interface {
 	RulesRevision(ctx context.Context) (int64, error)
 	ListEventRules(ctx context.Context) ([]*unyov1.EventRule, error)
 	CountMatches(ctx context.Context, rules map[string]int64, maintenance map[string]int64) error
+	ChecksRevision(ctx context.Context) (int64, error)
+	// DeletedChecks are the checks deleted and not applied again since; see
+	// store.Checks.
+	DeletedChecks(ctx context.Context) (map[string]time.Time, error)
 }
 
 // Options configure an Ingester.
@@ -104,6 +111,11 @@ type Options struct {
 	// time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// DeletedGrace: the results of a deleted check run up to this long
+	// after its deletion are dropped too, as an agent runs the check until
+	// its next heartbeat tells it otherwise. The cluster passes its
+	// staleAfter, three heartbeats.
+	DeletedGrace time.Duration
 }
 
 // Ingester stores events. It is safe for concurrent use: every request
@@ -115,6 +127,9 @@ type Ingester struct {
 	now     func() time.Time
 	log     *slog.Logger
 	filters filterCache
+	deleted deletedCache
+	// deletedGrace: see Options.DeletedGrace.
+	deletedGrace time.Duration
 	// beforeCommit and afterCommit are test hooks that crash the process
 	// around storing a batch (ingest-before-commit, ingest-after-commit);
 	// nil unless UNYO_FAILPOINT says.
@@ -132,6 +147,8 @@ func New(o Options) *Ingester {
 	return &Ingester{
 		cluster: o.Cluster, store: o.Store, wake: o.Wake, now: o.Now, log: o.Logger,
 		filters:      filterCache{st: o.Store, now: o.Now},
+		deleted:      deletedCache{st: o.Store, now: o.Now},
+		deletedGrace: o.DeletedGrace,
 		beforeCommit: failpoint.New("ingest-before-commit"),
 		afterCommit:  failpoint.New("ingest-after-commit"),
 	}
@@ -152,8 +169,9 @@ type Batch struct {
 // Result is what became of a batch.
 type Result struct {
 	// Stored were new; Duplicates had been stored before (an agent
-	// resending); Filtered were dropped by Filter rules.
-	Stored, Duplicates, Filtered int
+	// resending); Filtered were dropped by Filter rules; DeletedCheck
+	// were results of a check deleted meanwhile (see dropDeleted).
+	Stored, Duplicates, Filtered, DeletedCheck int
 	// Rejected says why each invalid event was refused, by its index in
 	// the batch.
 	Rejected []string
@@ -191,6 +209,12 @@ func (in *Ingester) Ingest(ctx context.Context, b Batch) (Result, error) {
 	if len(res.Rejected) > 0 && b.Source != Agent {
 		// The cluster made these events: a rejection is a bug here, not bad input.
 		in.log.Error("the cluster made events that are not valid; they are not stored", "source", b.Source, "count", len(res.Rejected), "first", res.Rejected[0])
+	}
+	if b.Source == Agent {
+		var err error
+		if kept, res.DeletedCheck, err = in.dropDeleted(ctx, kept); err != nil {
+			return Result{}, fmt.Errorf("read the deleted checks to drop their results: %w", err)
+		}
 	}
 	valid := len(kept)
 	kept, err := in.filter(ctx, kept)

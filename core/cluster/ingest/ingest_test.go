@@ -288,3 +288,58 @@ func TestSyntheticEvent(t *testing.T) {
 		t.Errorf("ids %q and %q: want new and distinct", a.GetId(), b.GetId())
 	}
 }
+
+// TestDeletedCheckResultsDropped: results of a deleted check still in
+// flight (run before the deletion, or within the grace after it while the
+// agent had not heard) are dropped and counted, not stored; results of
+// other checks, and of the check once applied again, are stored.
+func TestDeletedCheckResultsDropped(t *testing.T) {
+	f := newFixture(t)
+	f.in = ingest.New(ingest.Options{
+		Cluster: "c1", Store: f.st, Wake: f.wake, Now: f.clock.Now, DeletedGrace: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ctx := t.Context()
+	disk := &unyov1.Check{Name: "disk", Spec: &unyov1.CheckSpec{Command: []string{"true"}, Interval: "10s"}}
+	if _, err := f.st.PutCheck(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Minute) // the agents' clock, not the ingest's
+	if res := f.ingest(t, ingest.Batch{Source: ingest.Agent, Node: "web1", Events: []*unyov1.Event{agentResult("r1", "web1", "disk", before)}}); res.Stored != 1 {
+		t.Fatalf("before the deletion: %+v, want 1 stored", res)
+	}
+	if err := f.st.DeleteCheck(ctx, "disk"); err != nil {
+		t.Fatal(err)
+	}
+	f.in.ChecksChanged()
+	deletedAt := time.Now()
+	res := f.ingest(t, ingest.Batch{Source: ingest.Agent, Node: "web1", Events: []*unyov1.Event{
+		agentResult("r2", "web1", "disk", before),                       // spooled before the deletion
+		agentResult("r3", "web1", "disk", deletedAt.Add(5*time.Second)), // run before the agent heard
+		agentResult("r4", "web1", "disk", deletedAt.Add(time.Minute)),   // after the grace: an agent's own check
+		agentResult("r5", "web1", "load", before),                       // another check
+	}})
+	if res.DeletedCheck != 2 || res.Stored != 2 || len(res.Rejected) != 0 {
+		t.Fatalf("after the deletion: %+v, want 2 dropped as of a deleted check, 2 stored", res)
+	}
+	got := f.stored(t)
+	for id, want := range map[string]bool{"r1": true, "r2": false, "r3": false, "r4": true, "r5": true} {
+		if _, ok := got[id]; ok != want {
+			t.Errorf("result %s stored = %v, want %v", id, ok, want)
+		}
+	}
+	// Other sources are the cluster's own: never dropped here.
+	if res := f.ingest(t, ingest.Batch{Source: ingest.Freshness, Events: []*unyov1.Event{synthetic("web1", "disk", f.clock.Now())}}); res.Stored != 1 {
+		t.Errorf("freshness event of the deleted check: %+v, want stored", res)
+	}
+
+	// Applied again, the check's results count again, even ones run
+	// before (another replica finds out within the cache's second).
+	if _, err := f.st.PutCheck(ctx, disk); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(2 * time.Second)
+	if res := f.ingest(t, ingest.Batch{Source: ingest.Agent, Node: "web1", Events: []*unyov1.Event{agentResult("r6", "web1", "disk", deletedAt)}}); res.Stored != 1 || res.DeletedCheck != 0 {
+		t.Errorf("after the check was applied again: %+v, want 1 stored", res)
+	}
+}

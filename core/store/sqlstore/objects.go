@@ -377,6 +377,12 @@ func (b *putBatch) put(ctx context.Context, o *unyov1.Object) (store.PutResult, 
 	if _, err := up.ExecContext(ctx, kind, name, rev, created, t, enc); err != nil {
 		return "", err
 	}
+	if kind == kindCheck && result == store.Created {
+		// Applied again: its results count from now on.
+		if _, err := b.tx.ExecContext(ctx, "DELETE FROM counters WHERE name = $1", checkTombstone+name); err != nil {
+			return "", fmt.Errorf("forget that check %q was deleted: %w", name, err)
+		}
+	}
 	return result, nil
 }
 
@@ -473,6 +479,11 @@ func (s *Store) DeleteObject(ctx context.Context, kind, name string) error {
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM object_refs WHERE kind = $1 AND name = $2", kind, name); err != nil {
 			return err
+		}
+		if kind == kindCheck {
+			if err := buryCheck(ctx, tx, name); err != nil {
+				return err
+			}
 		}
 		if _, err := b.revision(ctx, kind); err != nil {
 			return err

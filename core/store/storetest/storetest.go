@@ -511,6 +511,24 @@ func checkTests() []contractTest {
 				t.Errorf("re-created check revision %d, want more than %d", got, afterDelete)
 			}
 		}},
+		{"DeletedChecksAreRemembered", func(t *testing.T, s store.Store) {
+			before := time.Now().Add(-time.Second)
+			put(t, s, check("disk"), store.Created)
+			put(t, s, check("load"), store.Created)
+			must(t, s.DeleteCheck(ctx(t), "disk"))
+			deleted, err := s.DeletedChecks(ctx(t))
+			must(t, err)
+			if at, ok := deleted["disk"]; len(deleted) != 1 || !ok || at.Before(before) || at.After(time.Now().Add(time.Second)) {
+				t.Errorf("deleted checks %v, want disk deleted about now", deleted)
+			}
+			// Applied again, it is no longer deleted.
+			put(t, s, check("disk"), store.Created)
+			deleted, err = s.DeletedChecks(ctx(t))
+			must(t, err)
+			if len(deleted) != 0 {
+				t.Errorf("deleted checks %v after disk was applied again, want none", deleted)
+			}
+		}},
 		{"RevisionIsMonotonic", func(t *testing.T, s store.Store) {
 			last := revision(t, s)
 			step := func(what string) {
