@@ -77,6 +77,14 @@ type assignmentRunner struct {
 	path string // "" keeps the handles in memory only
 	mu   sync.Mutex
 	held map[string]*heldResource
+	// declared is, per provider, the resource config keys its schema
+	// names (see facts), read once per plugin process.
+	declared map[string]declaredKeys
+}
+
+type declaredKeys struct {
+	plugin *base.Conn
+	keys   map[string]bool
 }
 
 func (a *Agent) runAssignments(ctx context.Context) {
@@ -282,20 +290,23 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		}
 		cfg["env"] = env
 	}
-	if as.GetAddress() != "" {
-		// The address root's IPAM allocated; providers that take one
-		// configure the resource with it (provider-exec: UNYO_ADDRESS).
-		cfg["address"] = as.GetAddress()
-		st.Address = as.GetAddress()
-	}
-	config, err := structpb.NewStruct(cfg)
-	if err != nil {
-		st.State, st.Message = stateFailed, fmt.Sprintf("the assignment's config: %v", err)
-		return st
-	}
+	st.Address = as.GetAddress()
 	labels := map[string]string{LabelCluster: r.a.cluster(), LabelNode: r.a.nodeName(), LabelCompute: as.GetCompute(), LabelService: as.GetService()}
 	var res *pluginv1.Resource
-	err = r.do(ctx, as.GetProvider(), func(ctx context.Context, c *base.Conn) error {
+	err := r.do(ctx, as.GetProvider(), func(ctx context.Context, c *base.Conn) error {
+		keys, err := r.providerKeys(ctx, as.GetProvider(), c)
+		if err != nil {
+			return err
+		}
+		for k, v := range facts(as) {
+			if keys[k] {
+				cfg[k] = v
+			}
+		}
+		config, err := structpb.NewStruct(cfg)
+		if err != nil {
+			return fmt.Errorf("the assignment's config: %w", err)
+		}
 		resp, err := c.Provider.Create(ctx, &pluginv1.CreateRequest{Id: as.GetCompute(), Labels: labels, Config: config})
 		res = resp.GetResource()
 		return err
@@ -319,6 +330,70 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		st.State, st.Message = stateFailed, fmt.Sprintf("%s: %s", res.GetState(), res.GetReason())
 	}
 	return st
+}
+
+// facts are what the cluster says of an assignment beyond its command and
+// env, under the resource config keys providers use for them: the address
+// root's IPAM allocated, the image and the flavor's shape. Each goes only
+// to a provider whose resource schema names its key (provider-exec takes
+// the address as UNYO_ADDRESS; provider-docker the image and the shape), as
+// a schema may refuse keys it does not name.
+func facts(as *unyov1.Assignment) map[string]any {
+	f := map[string]any{}
+	add := func(k string, v any, set bool) {
+		if set {
+			f[k] = v
+		}
+	}
+	add("address", as.GetAddress(), as.GetAddress() != "")
+	add("image", as.GetImageSource(), as.GetImageSource() != "")
+	r := as.GetResources()
+	add("vcpus", r.GetVcpus(), r.GetVcpus() > 0)
+	add("memory_bytes", r.GetMemoryBytes(), r.GetMemoryBytes() > 0)
+	add("disk_bytes", r.GetDiskBytes(), r.GetDiskBytes() > 0)
+	return f
+}
+
+// providerKeys returns the top-level properties of provider's resource
+// schema, asked of the plugin process c once (a restarted plugin is asked
+// again).
+func (r *assignmentRunner) providerKeys(ctx context.Context, provider string, c *base.Conn) (map[string]bool, error) {
+	r.mu.Lock()
+	d, ok := r.declared[provider]
+	r.mu.Unlock()
+	if ok && d.plugin == c {
+		return d.keys, nil
+	}
+	resp, err := c.Provider.Schema(ctx, &pluginv1.SchemaRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("reading its resource schema: %w", err)
+	}
+	keys, err := schemaKeys(resp.GetResourceSchema())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.declared == nil {
+		r.declared = map[string]declaredKeys{}
+	}
+	r.declared[provider] = declaredKeys{plugin: c, keys: keys}
+	r.mu.Unlock()
+	return keys, nil
+}
+
+// schemaKeys are the top-level properties a JSON schema names.
+func schemaKeys(schema string) (map[string]bool, error) {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(schema), &s); err != nil {
+		return nil, fmt.Errorf("its resource schema is not JSON: %w", err)
+	}
+	keys := map[string]bool{}
+	for k := range s.Properties {
+		keys[k] = true
+	}
+	return keys, nil
 }
 
 // remove deletes a resource; deleting an unknown one succeeds.
