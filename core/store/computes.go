@@ -14,6 +14,10 @@ import (
 // snapshot and places again.
 var ErrGeneration = errors.New("node changed since the placement was chosen")
 
+// ErrDeleting is returned (wrapped) by ReserveCompute for a compute root
+// no longer wants.
+var ErrDeleting = errors.New("the compute is being deleted")
+
 // Computes are the cluster's side of provisioning: the Computes root
 // placed on the cluster (desired spec and status), the reservation each
 // placed one holds on its node, its Assignment to the node's agent, and
@@ -39,6 +43,13 @@ type Computes interface {
 	// writes the reservation, the assignment (its generation set by the
 	// store) and st, and bumps the node's generation, which it returns.
 	ReserveCompute(ctx context.Context, r Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (generation int64, err error)
+	// ReserveComputes commits several placements in one transaction,
+	// each as ReserveCompute does, in order, up to the first one refused:
+	// it returns the node generations of those committed and the refusal
+	// (nil when all were). Two placements on one node carry the
+	// generation the node had when both were chosen. On a failure other
+	// than a refusal nothing is committed.
+	ReserveComputes(ctx context.Context, ps []Placement) (generations []int64, err error)
 	// DropCompute removes a compute, its assignment and its reservation
 	// (bumping the node's generation); no error if it does not exist.
 	DropCompute(ctx context.Context, name string) error
@@ -52,6 +63,15 @@ type Computes interface {
 	// SetNodeCordoned cordons or uncordons a node, bumping its generation
 	// when that changes something; ErrNotFound if there is no such node.
 	SetNodeCordoned(ctx context.Context, node string, cordoned bool) (changed bool, err error)
+}
+
+// Placement is one compute's placement to commit: its reservation, the
+// assignment its agent receives (the store sets its node and generation)
+// and its status from then on (nil: unchanged).
+type Placement struct {
+	Reservation Reservation
+	Assignment  *unyov1.Assignment
+	Status      *unyov1.ComputeStatus
 }
 
 // Reservation is the resources one placed compute holds on its node.
