@@ -27,6 +27,7 @@ type provisionFleet struct {
 	plugin string // unyo-provider-exec
 	sum    string
 	agents map[string]*proc
+	server *proc // the cluster
 }
 
 func newProvisionFleet(t *testing.T) *provisionFleet {
@@ -50,7 +51,7 @@ cluster:
   stale_after: 5s
   lease_ttl: 3s
 `, f.dir, addr, adminToken, joinToken))
-	startUnyo(t, "cluster", nil, "server", "--config", cfg)
+	f.server = startUnyo(t, "cluster", nil, "server", "--config", cfg)
 	cl, err := client.New(client.Options{URL: f.url, Token: adminToken, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -102,15 +103,24 @@ func (f *provisionFleet) node(name string) (*unyov1.Node, error) {
 
 func (f *provisionFleet) sync(cs []*unyov1.Compute) map[string]*unyov1.Compute {
 	f.t.Helper()
-	resp, err := f.cl.Provision.SyncComputes(f.t.Context(), connect.NewRequest(&unyov1.SyncComputesRequest{Computes: cs}))
+	out, err := f.trySync(cs)
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	return out
+}
+
+// trySync is sync returning the error (the cluster may be restarting).
+func (f *provisionFleet) trySync(cs []*unyov1.Compute) (map[string]*unyov1.Compute, error) {
+	resp, err := f.cl.Provision.SyncComputes(f.t.Context(), connect.NewRequest(&unyov1.SyncComputesRequest{Computes: cs}))
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]*unyov1.Compute{}
 	for _, c := range resp.Msg.GetComputes() {
 		out[c.GetName()] = c
 	}
-	return out
+	return out, nil
 }
 
 // waitPhases syncs cs until every compute is in the phase want gives it

@@ -181,7 +181,10 @@ func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Comp
 		if proto.Equal(withoutTime(st), withoutTime(c.GetStatus())) {
 			continue
 		}
-		if err := s.c.store.SetComputeStatus(ctx, c.GetName(), st); err != nil && !errors.Is(err, store.ErrNotFound) {
+		switch err := s.c.store.SetComputeStatus(ctx, c.GetName(), st); {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExists):
+			continue // gone, or another writer placed it meanwhile
+		case err != nil:
 			return nil, err
 		}
 		s.c.log.Info("compute not placed", "compute", c.GetName(), "phase", st.GetPhase(), "reason", st.GetMessage())

@@ -35,7 +35,9 @@ type Computes interface {
 	ListComputes(ctx context.Context) ([]*unyov1.Compute, error)
 	// GetCompute returns one compute; ErrNotFound if none.
 	GetCompute(ctx context.Context, name string) (*unyov1.Compute, error)
-	// SetComputeStatus replaces a compute's status; ErrNotFound if none.
+	// SetComputeStatus replaces a compute's status; ErrNotFound if none,
+	// ErrExists if the compute is placed (holds an assignment) and st
+	// names no node: an unplaced status never hides a placement.
 	SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error
 	// ReserveCompute commits a placement: in one transaction it re-reads
 	// the node and the service's placements, refuses a moved generation

@@ -217,6 +217,10 @@ func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.Co
 		if err != nil {
 			return err
 		}
+		if r.assignment != nil && st.GetNode() == "" {
+			// A node stage that read the compute before another placed it.
+			return fmt.Errorf("%w: it is placed on node %s", store.ErrExists, r.assignment.GetNode())
+		}
 		r.c.Status = st
 		body, err := proto.Marshal(r.c)
 		if err != nil {
