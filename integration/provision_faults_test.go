@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,57 @@ func TestProvisionConvergence1000(t *testing.T) {
 	t.Logf("1000 replicas over 3 agents Active in %s", took.Round(time.Millisecond))
 	if took > 60*time.Second {
 		t.Errorf("convergence took %s, want under 60s", took)
+	}
+}
+
+// TestRegionServiceRootKilledMidPlacement: root is SIGKILLed right after a
+// RegionService of six replicas is applied (at most two per node, which
+// fills the three nodes' vCPUs) and restarted: the service converges with
+// every replica Active exactly once, two per node, one process each.
+func TestRegionServiceRootKilledMidPlacement(t *testing.T) {
+	f := startRegionFleet(t)
+	svc := strings.Replace(webService(6), "[{key: topology.unyo.dev/hostname}]", "[{key: topology.unyo.dev/hostname, max_per_domain: 2}]", 1)
+	f.admin.must("apply", "-f", writeFile(t, f.dir, "web.yaml", svc))
+	time.Sleep(500 * time.Millisecond)
+	f.root.kill()
+	f.root.restart()
+	start := time.Now()
+	var got map[string][]string
+	testutil.Eventually(t, 90*time.Second, "web Active 6/6", func() error {
+		var err error
+		if got, err = rootComputes(t, f.rootURL); err != nil {
+			return err
+		}
+		active := 0
+		for _, p := range got {
+			if p[0] == "Active" {
+				active++
+			}
+		}
+		if active != 6 || len(got) != 6 {
+			return fmt.Errorf("computes: %v", got)
+		}
+		if n := len(serviceProcs()); n != 6 {
+			return fmt.Errorf("%d replica processes run, want 6", n)
+		}
+		return nil
+	})
+	t.Logf("web converged %s after root restarted", time.Since(start).Round(time.Millisecond))
+	perNode := map[string]int{}
+	for name, p := range got {
+		if p[1] != "c1" || p[2] == "" {
+			t.Errorf("%s: %v, want Active in c1 on a node", name, p)
+		}
+		perNode[p[2]]++
+	}
+	for n, k := range perNode {
+		if k != 2 {
+			t.Errorf("node %s holds %d replicas, want 2: %v", n, k, got)
+		}
+	}
+	// Still six after a while: nothing doubled late.
+	time.Sleep(3 * time.Second)
+	if n := len(serviceProcs()); n != 6 {
+		t.Errorf("%d replica processes run after 3s more, want 6", n)
 	}
 }

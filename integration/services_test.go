@@ -194,12 +194,18 @@ func TestRegionServicesAtRoot(t *testing.T) {
 	must("delete", "flavor", "small")
 }
 
-// A RegionService end to end (issue 14): root, a cluster and three agents
-// on separate nodes of the inventory run provider-exec; the service's
-// three replicas are placed on three nodes (hard anti-affinity on the
-// hostname) and become Active at root; scaling down removes the tail from
-// its node; deleting the service removes every replica.
-func TestRegionServiceEndToEnd(t *testing.T) {
+// regionFleet is root, cluster c1 and three agents running provider-exec
+// (nodes node-a, node-b and node-c on the inventory's servers), with the
+// service catalog applied.
+type regionFleet struct {
+	dir     string
+	root    *proc
+	rootURL string
+	admin   adminCLI
+}
+
+func startRegionFleet(t *testing.T) regionFleet {
+	t.Helper()
 	dir := t.TempDir()
 	t.Cleanup(func() {
 		for _, pid := range serviceProcs() {
@@ -208,9 +214,9 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 	})
 	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
 	sum := sha256File(t, plugin)
-	rootURL := startRootServer(t, dir, "")
+	root, rootURL := startRootProc(t, dir, "")
 	a := adminCLI{t, rootURL}
-	op, must := a.run, a.must
+	must := a.must
 	clURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
 		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
 	inventory := topologyInventory("r2") + `
@@ -249,21 +255,21 @@ agent:
 		return nil
 	})
 	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
+	return regionFleet{dir: dir, root: root, rootURL: rootURL, admin: a}
+}
+
+// A RegionService end to end (issue 14): root, a cluster and three agents
+// on separate nodes of the inventory run provider-exec; the service's
+// three replicas are placed on three nodes (hard anti-affinity on the
+// hostname) and become Active at root; scaling down removes the tail from
+// its node; deleting the service removes every replica.
+func TestRegionServiceEndToEnd(t *testing.T) {
+	f := startRegionFleet(t)
+	dir, rootURL, a := f.dir, f.rootURL, f.admin
+	op, must := a.run, a.must
 	must("apply", "-f", writeFile(t, dir, "web.yaml", webService(3)))
 
-	// placed lists "NAME PHASE CLUSTER NODE" of root's records.
-	placed := func() (map[string][]string, error) {
-		items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
-		if err != nil {
-			return nil, err
-		}
-		out := map[string][]string{}
-		for _, it := range items {
-			st, _ := it["status"].(map[string]any)
-			out[fmt.Sprint(it["name"])] = []string{fmt.Sprint(st["phase"]), fmt.Sprint(it["cluster"]), fmt.Sprint(st["node"])}
-		}
-		return out, nil
-	}
+	placed := func() (map[string][]string, error) { return rootComputes(t, rootURL) }
 	testutil.Eventually(t, 60*time.Second, "web Active 3/3", func() error {
 		out, err := op("services", "get", "web")
 		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "3/3")) {
@@ -339,4 +345,19 @@ func (a adminCLI) wantErr(want string, args ...string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		a.t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
 	}
+}
+
+// rootComputes lists "PHASE CLUSTER NODE" of root's compute records by
+// name.
+func rootComputes(t *testing.T, rootURL string) (map[string][]string, error) {
+	items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, it := range items {
+		st, _ := it["status"].(map[string]any)
+		out[fmt.Sprint(it["name"])] = []string{fmt.Sprint(st["phase"]), fmt.Sprint(it["cluster"]), fmt.Sprint(st["node"])}
+	}
+	return out, nil
 }
