@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/testutil"
 )
+
+// faultMarker marks these tests' commands (sleep MARKER): other tests
+// that run provider-exec kill every command of marker when they end.
+const faultMarker = "31536019"
 
 // manyReplicas are n provider-exec replicas of ten-replica services
 // sharing half the memory of three nodes of mem bytes. Each command's
@@ -22,7 +27,7 @@ func manyReplicas(n int, mem int64) []*unyov1.Compute {
 		name := fmt.Sprintf("%s-%d", svc, idx)
 		cs[i] = &unyov1.Compute{
 			Name: name, Service: svc, Index: int32(idx), Cluster: "c1",
-			Spec: &unyov1.ComputeSpec{Provider: "exec", Command: []string{"sleep", marker},
+			Spec: &unyov1.ComputeSpec{Provider: "exec", Command: []string{"sleep", faultMarker},
 				Env: map[string]string{"UNYO_TEST_SERVICE": name}},
 			Resources: &unyov1.ComputeResources{MemoryBytes: mem * 3 / 2 / int64(n)},
 		}
@@ -41,6 +46,11 @@ func converge(t *testing.T, f *provisionFleet, cs []*unyov1.Compute, kill time.D
 	for _, c := range cs {
 		want[c.GetName()] = "Active"
 	}
+	t.Cleanup(func() {
+		for pid := range markedWith(faultMarker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	start := time.Now()
 	f.sync(cs)
 	if kill > 0 {
@@ -68,7 +78,10 @@ func converge(t *testing.T, f *provisionFleet, cs []*unyov1.Compute, kill time.D
 	took := time.Since(start)
 	checkNoOvercommit(t, f, got)
 	testutil.Eventually(t, 20*time.Second, "one command per compute", func() error {
-		r := running(t)
+		r := map[string]int{}
+		for _, compute := range markedWith(faultMarker) {
+			r[compute]++
+		}
 		for _, c := range cs {
 			if r[c.GetName()] != 1 {
 				return fmt.Errorf("compute %s runs %d commands", c.GetName(), r[c.GetName()])
@@ -96,7 +109,7 @@ func TestProvisionClusterKilledMidPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := converge(t, f, manyReplicas(300, n1.GetCapacity().GetMemoryBytes()), 300*time.Millisecond, 3*time.Minute)
+	took := converge(t, f, manyReplicas(300, n1.GetCapacity().GetMemoryBytes()), 300*time.Millisecond, 5*time.Minute)
 	t.Logf("300 replicas Active %s after the sync, the cluster killed 300 ms in", took.Round(time.Millisecond))
 }
 

@@ -154,13 +154,17 @@ func killMarked(t *testing.T) {
 }
 
 // marked returns the pids of the test's commands by their env's
-// UNYO_TEST_COMPUTE.
-func marked(t *testing.T) map[int]string {
+// UNYO_TEST_SERVICE.
+func marked(t *testing.T) map[int]string { return markedWith(marker) }
+
+// markedWith is marked for the commands `sleep m`: tests whose commands
+// other tests' cleanups must not end use a marker of their own.
+func markedWith(m string) map[int]string {
 	out := map[int]string{}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !bytes.Equal(cmd, []byte("sleep\x00"+marker+"\x00")) {
+		if err != nil || !bytes.Equal(cmd, []byte("sleep\x00"+m+"\x00")) {
 			continue
 		}
 		env, _ := os.ReadFile(filepath.Join(p, "environ"))
