@@ -270,9 +270,14 @@ func (s *Store) ReserveComputes(ctx context.Context, ps []store.Placement) ([]in
 			}
 			gens = append(gens, gen)
 		}
+		if refusal != nil && len(gens) == 0 {
+			// Nothing to keep: roll back (the service locks' counters
+			// moved) rather than commit an empty write.
+			return errNothingReserved
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNothingReserved) {
 		return nil, fmt.Errorf("reserve %d placements: %w", len(ps), err)
 	}
 	if refusal != nil {
@@ -287,6 +292,9 @@ func (s *Store) ReserveComputes(ctx context.Context, ps []store.Placement) ([]in
 	}
 	return gens, nil
 }
+
+// errNothingReserved rolls back a batch whose first placement was refused.
+var errNothingReserved = errors.New("no placement reserved")
 
 // reserveBatch is what a batch of placements read under its locks, kept
 // up to date with the batch's own reservations, so that each placement
