@@ -164,13 +164,20 @@ cluster:
 // dir, extra YAML added to its config, and returns its URL.
 func startRootServer(t *testing.T, dir, extra string) string {
 	t.Helper()
+	_, url := startRootProc(t, dir, extra)
+	return url
+}
+
+// startRootProc is startRootServer returning the process too.
+func startRootProc(t *testing.T, dir, extra string) (*proc, string) {
+	t.Helper()
 	addr := freeAddr(t)
-	startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
+	p := startUnyo(t, "root", nil, "server", "--config", writeFile(t, dir, "root.yaml", fmt.Sprintf(`
 role: root
 data_dir: %s/root
 server:
   listen: %s
   admin_tokens: [%s]
 %s`, dir, addr, adminToken, extra)))
-	return "http://" + addr
+	return p, "http://" + addr
 }

@@ -110,15 +110,24 @@ func (f *provisionFleet) node(name string) (*unyov1.Node, error) {
 
 func (f *provisionFleet) sync(cs []*unyov1.Compute) map[string]*unyov1.Compute {
 	f.t.Helper()
-	resp, err := f.cl.Provision.SyncComputes(f.t.Context(), connect.NewRequest(&unyov1.SyncComputesRequest{Computes: cs}))
+	out, err := f.trySync(cs)
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	return out
+}
+
+// trySync is sync returning the error (the cluster may be restarting).
+func (f *provisionFleet) trySync(cs []*unyov1.Compute) (map[string]*unyov1.Compute, error) {
+	resp, err := f.cl.Provision.SyncComputes(f.t.Context(), connect.NewRequest(&unyov1.SyncComputesRequest{Computes: cs}))
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]*unyov1.Compute{}
 	for _, c := range resp.Msg.GetComputes() {
 		out[c.GetName()] = c
 	}
-	return out
+	return out, nil
 }
 
 // waitPhases syncs cs until every compute is in the phase want gives it
@@ -152,13 +161,17 @@ func killMarked(t *testing.T) {
 }
 
 // marked returns the pids of the test's commands by their env's
-// UNYO_TEST_COMPUTE.
-func marked(t *testing.T) map[int]string {
+// UNYO_TEST_SERVICE.
+func marked(t *testing.T) map[int]string { return markedWith(marker) }
+
+// markedWith is marked for the commands `sleep m`: tests whose commands
+// other tests' cleanups must not end use a marker of their own.
+func markedWith(m string) map[int]string {
 	out := map[int]string{}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !bytes.Equal(cmd, []byte("sleep\x00"+marker+"\x00")) {
+		if err != nil || !bytes.Equal(cmd, []byte("sleep\x00"+m+"\x00")) {
 			continue
 		}
 		env, _ := os.ReadFile(filepath.Join(p, "environ"))

@@ -208,19 +208,7 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 	applied := time.Now()
 	must("apply", "-f", writeFile(t, dir, "web.yaml", webService(3)))
 
-	// placed lists "NAME PHASE CLUSTER NODE" of root's records.
-	placed := func() (map[string][]string, error) {
-		items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
-		if err != nil {
-			return nil, err
-		}
-		out := map[string][]string{}
-		for _, it := range items {
-			st, _ := it["status"].(map[string]any)
-			out[fmt.Sprint(it["name"])] = []string{fmt.Sprint(st["phase"]), fmt.Sprint(it["cluster"]), fmt.Sprint(st["node"])}
-		}
-		return out, nil
-	}
+	placed := func() (map[string][]string, error) { return rootComputes(t, rootURL) }
 	testutil.Eventually(t, 60*time.Second, "web Active 3/3", func() error {
 		out, err := op("services", "get", "web")
 		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "3/3")) {
@@ -300,6 +288,14 @@ func TestRegionServiceEndToEnd(t *testing.T) {
 // cluster's URLs.
 func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL string) {
 	t.Helper()
+	_, rootURL, clusterURL = startServiceFleetRoot(t, dir, telemetry)
+	return rootURL, clusterURL
+}
+
+// startServiceFleetRoot is startServiceFleet that also returns root's
+// process (to kill it).
+func startServiceFleetRoot(t *testing.T, dir, telemetry string) (root *proc, rootURL, clusterURL string) {
+	t.Helper()
 	// The replicas' processes outlive a killed agent; none outlives the test.
 	t.Cleanup(func() {
 		for _, pid := range serviceProcs() {
@@ -308,7 +304,7 @@ func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL
 	})
 	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
 	sum := sha256File(t, plugin)
-	rootURL = startRootServer(t, dir, "")
+	root, rootURL = startRootProc(t, dir, "")
 	must := adminCLI{t, rootURL}.must
 	clusterURL = startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
 		rootURL, addClusterAt(t, rootURL, "c1"), telemetry))
@@ -355,7 +351,7 @@ agent:
 		return nil
 	})
 	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
-	return rootURL, clusterURL
+	return root, rootURL, clusterURL
 }
 
 // adminCLI runs unyo commands at url with the admin token: run returns
@@ -385,4 +381,19 @@ func (a adminCLI) wantErr(want string, args ...string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		a.t.Errorf("unyo %s: error %v, want one saying %q", strings.Join(args, " "), err, want)
 	}
+}
+
+// rootComputes lists "PHASE CLUSTER NODE" of root's compute records by
+// name.
+func rootComputes(t *testing.T, rootURL string) (map[string][]string, error) {
+	items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, it := range items {
+		st, _ := it["status"].(map[string]any)
+		out[fmt.Sprint(it["name"])] = []string{fmt.Sprint(st["phase"]), fmt.Sprint(it["cluster"]), fmt.Sprint(st["node"])}
+	}
+	return out, nil
 }

@@ -51,3 +51,7 @@ func LogHistory(c *Cluster, ctx context.Context, expect, cursor int64, ids ...st
 // ReplayLines writes the lines of WAL records the log store lacks, as
 // replay does.
 var ReplayLines = replayLines
+
+// RunNodeStage runs a node stage of c until ctx ends, whether or not c
+// holds the controller lease: tests race two of them on one database.
+func RunNodeStage(c *Cluster, ctx context.Context) { newNodeStage(c).Run(ctx) }

@@ -51,12 +51,23 @@ func startCluster(tb testing.TB, st store.Store, opts ...cluster.Options) *clien
 // and returns its URL.
 func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so server.Options) string {
 	tb.Helper()
+	_, url := serveCluster(tb, st, o, so)
+	return url
+}
+
+// serveCluster is startClusterWith returning the cluster too; the replica
+// is o.Replica (default r1).
+func serveCluster(tb testing.TB, st store.Store, o cluster.Options, so server.Options) (*cluster.Cluster, string) {
+	tb.Helper()
 	if so.Logger == nil {
 		so.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	so.Listen = "127.0.0.1:0"
 	srv := server.New(so)
-	o.Name, o.Replica, o.Logger = "c1", "r1", so.Logger
+	o.Name, o.Logger = "c1", so.Logger
+	if o.Replica == "" {
+		o.Replica = "r1"
+	}
 	cl := cluster.New(st, o)
 	// As `unyo server` does before serving.
 	if err := cl.ReplayTelemetry(context.Background()); err != nil {
@@ -74,9 +85,9 @@ func startClusterWith(tb testing.TB, st store.Store, o cluster.Options, so serve
 	go func() { defer wg.Done(); _ = srv.Serve(ctx, ln) }()
 	tb.Cleanup(func() { cancel(); wg.Wait() })
 	if so.CertFile != "" {
-		return "https://" + ln.Addr().String()
+		return cl, "https://" + ln.Addr().String()
 	}
-	return "http://" + ln.Addr().String()
+	return cl, "http://" + ln.Addr().String()
 }
 
 // ingestAuth is how the benchmark's agents reach the cluster.

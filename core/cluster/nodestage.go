@@ -22,7 +22,8 @@ import (
 
 // nodeStage is the cluster's half of scheduling, on the lease holder: it
 // places the computes root synced here on nodes (provision/schedule),
-// commits each placement with store.ReserveCompute, hands the agent its
+// commits the placements with store.ReserveComputes (a batch per
+// transaction, each re-checked), hands the agent its
 // Assignment, and removes what root no longer wants. A compute that found
 // no node is Blocked (NoCapacity) and placed again as soon as the nodes'
 // capacity key moves (a node registers or comes back, is uncordoned, a
@@ -127,84 +128,93 @@ func (s *nodeStage) round(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	pl := newPlanner(nodes, reservations)
-	conflict := false
+	var chosen []choice
 	for _, group := range byService(waiting) {
-		again, err := s.place(ctx, pl, group)
+		placed, err := s.place(ctx, pl, group)
 		if err != nil {
 			return false, err
 		}
-		conflict = conflict || again
+		chosen = append(chosen, placed...)
 	}
+	conflict, err := s.commit(ctx, pl, chosen)
 	s.c.assignments.notify()
+	if err != nil {
+		return false, err
+	}
 	if !conflict {
 		s.blockedAt = key
 	}
 	return conflict, nil
 }
 
-// place places one service's waiting computes: first, one by one, those
+// choice is one compute's placement as planned, to be committed.
+type choice struct {
+	c     *unyov1.Compute
+	place store.Placement
+}
+
+// commitBatch is how many placements one transaction commits: fewer
+// commits (one fsync each) for many replicas, while a conflict throws
+// away little.
+const commitBatch = 64
+
+// place plans one service's waiting computes: first, one by one, those
 // self-healing or an update released from a node (kept off it after too
-// many failures there, else preferring it), then the rest together.
-func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Compute) (conflict bool, err error) {
+// many failures there, else preferring it), then the rest together. The
+// ones a node was found for are counted in pl and returned to be
+// committed; the others are Blocked or Failed now.
+func (s *nodeStage) place(ctx context.Context, pl *planner, group []*unyov1.Compute) ([]choice, error) {
 	var plain []*unyov1.Compute
+	var chosen []choice
 	for _, c := range group {
 		if c.GetStatus().GetRetry().GetNode() == "" {
 			plain = append(plain, c)
 			continue
 		}
 		req := placement.Request(c, pl.existing(c.GetService()))
-		if conflict, err := s.commitAll(ctx, pl, []*unyov1.Compute{c}, req, pl.placeHinted(c, req)); conflict || err != nil {
-			return conflict, err
+		got, err := s.plan(ctx, pl, []*unyov1.Compute{c}, req, pl.placeHinted(c, req))
+		if err != nil {
+			return nil, err
 		}
+		chosen = append(chosen, got...)
 	}
 	if len(plain) == 0 {
-		return false, nil
+		return chosen, nil
 	}
 	req := placement.Request(plain[0], pl.existing(plain[0].GetService()))
-	return s.commitAll(ctx, pl, plain, req, schedule.NewSnapshot(pl.nodes).Place(req, len(plain)))
+	got, err := s.plan(ctx, pl, plain, req, schedule.NewSnapshot(pl.nodes).Place(req, len(plain)))
+	return append(chosen, got...), err
 }
 
-// commitAll commits res's placements of group (in order) and records why
-// the rest found no node.
-func (s *nodeStage) commitAll(ctx context.Context, pl *planner, group []*unyov1.Compute, req schedule.Request, res schedule.Result) (conflict bool, err error) {
+// plan turns res's placements of group (in order) into choices, counted in
+// pl, and records why the rest found no node.
+func (s *nodeStage) plan(ctx context.Context, pl *planner, group []*unyov1.Compute, req schedule.Request, res schedule.Result) ([]choice, error) {
 	now := s.c.now()
+	out := make([]choice, 0, len(res.Placed))
 	for i, ch := range res.Placed {
 		c := group[i]
-		gen := pl.generation(ch)
-		moved, err := s.c.store.ReserveCompute(ctx, store.Reservation{
-			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
-			Resources: req.Shape, Generation: gen, Policy: req.Policy, ReservedAt: now,
-		}, assignmentFor(c), scheduledStatus(c.GetStatus(), c.GetAddress(), ch.Node, c.GetSpecRevision(), now))
-		var reason *schedule.Reason
-		switch {
-		case err == nil:
-			pl.commit(ch.Node, c.GetService(), req.Shape, moved)
-			s.c.log.Info("compute placed", "compute", c.GetName(), "node", ch.Node)
-			if c.GetStatus().GetPhase() == PhaseBlocked {
-				s.raise(ctx, c, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("OK - compute %s placed on node %s", c.GetName(), ch.Node))
-			}
-		case errors.Is(err, store.ErrGeneration), errors.As(err, &reason), errors.Is(err, store.ErrExists):
-			// Another writer changed the node (or placed this compute)
-			// since the nodes were read: read them again.
-			s.c.log.Debug("placement conflicted; rereading the nodes", "compute", c.GetName(), "node", ch.Node, "err", err)
-			return true, nil
-		case errors.Is(err, store.ErrNotFound):
-			// The compute or node went away meanwhile.
-			return true, nil
-		default:
-			return false, err
-		}
+		out = append(out, choice{c: c, place: store.Placement{
+			Reservation: store.Reservation{
+				Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
+				Resources: req.Shape, Generation: ch.Generation, Policy: req.Policy, ReservedAt: now,
+			},
+			Assignment: assignmentFor(c), Status: scheduledStatus(c.GetStatus(), c.GetAddress(), ch.Node, c.GetSpecRevision(), now),
+		}})
+		pl.count(ch.Node, c.GetService(), req.Shape)
 	}
 	if res.Unplaced == 0 {
-		return false, nil
+		return out, nil
 	}
 	for _, c := range group[len(res.Placed):] {
 		st := unplacedStatus(c.GetStatus(), res.Reason, now)
 		if proto.Equal(withoutTime(st), withoutTime(c.GetStatus())) {
 			continue
 		}
-		if err := s.c.store.SetComputeStatus(ctx, c.GetName(), st); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return false, err
+		switch err := s.c.store.SetComputeStatus(ctx, c.GetName(), st); {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExists):
+			continue // gone, or another writer placed it meanwhile
+		case err != nil:
+			return nil, err
 		}
 		s.c.log.Info("compute not placed", "compute", c.GetName(), "phase", st.GetPhase(), "reason", st.GetMessage())
 		status := unyov1.CheckStatus_CHECK_STATUS_WARNING
@@ -212,6 +222,44 @@ func (s *nodeStage) commitAll(ctx context.Context, pl *planner, group []*unyov1.
 			status = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
 		}
 		s.raise(ctx, c, status, fmt.Sprintf("%s %s - compute %s: %s", st.GetPhase(), st.GetReason(), c.GetName(), st.GetMessage()))
+	}
+	return out, nil
+}
+
+// commit commits the round's placements commitBatch at a time, each
+// re-checked by the store; it stops at the first one refused (another
+// writer changed its node, or placed it) and reports a conflict, and the
+// next round places what is left over fresh nodes.
+func (s *nodeStage) commit(ctx context.Context, pl *planner, chosen []choice) (conflict bool, err error) {
+	for batch := range slices.Chunk(chosen, commitBatch) {
+		ps := make([]store.Placement, len(batch))
+		for i, ch := range batch {
+			ps[i] = ch.place
+			// A node an earlier batch of this round placed on moved.
+			ps[i].Reservation.Generation = pl.generation(ch.place.Reservation.Node, ch.place.Reservation.Generation)
+		}
+		gens, err := s.c.store.ReserveComputes(ctx, ps)
+		for i, gen := range gens {
+			c, node := batch[i].c, batch[i].place.Reservation.Node
+			pl.moved[node] = gen
+			s.c.log.Info("compute placed", "compute", c.GetName(), "node", node)
+			if c.GetStatus().GetPhase() == PhaseBlocked {
+				s.raise(ctx, c, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("OK - compute %s placed on node %s", c.GetName(), node))
+			}
+		}
+		var reason *schedule.Reason
+		switch {
+		case err == nil:
+		case errors.Is(err, store.ErrGeneration), errors.As(err, &reason), errors.Is(err, store.ErrExists),
+			errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrDeleting):
+			// Another writer changed the node (or placed this compute)
+			// since the nodes were read, or the compute or node went
+			// away: read them again.
+			s.c.log.Debug("placement conflicted; rereading the nodes", "compute", batch[len(gens)].c.GetName(), "err", err)
+			return true, nil
+		default:
+			return false, err
+		}
 	}
 	return false, nil
 }
@@ -336,23 +384,29 @@ func newPlanner(nodes []*unyov1.Node, rs []store.Reservation) *planner {
 
 func (p *planner) existing(service string) []schedule.Placement { return p.placed[service] }
 
-// generation is the generation to commit ch at: the one it was chosen at,
-// or, when this round's own commit moved the node since, the new one (the
-// snapshot counted that commit).
-func (p *planner) generation(ch schedule.Choice) int64 {
-	if g, ok := p.moved[ch.Node]; ok {
+// generation is the generation to commit a placement on node at: the one
+// it was chosen at, or, when an earlier commit of this round moved the
+// node since, the new one (the planner counted that commit).
+func (p *planner) generation(node string, chosen int64) int64 {
+	if g, ok := p.moved[node]; ok {
 		return g
 	}
-	return ch.Generation
+	return chosen
 }
 
-// commit counts a reservation the store made, which moved the node to
-// generation gen.
+// commit counts a reservation committed outside the round's batches (a
+// replacement), which moved node to generation gen.
 func (p *planner) commit(node, service string, shape schedule.Resources, gen int64) {
+	p.count(node, service, shape)
+	p.nodes[p.index[node]].Generation = gen
+	p.moved[node] = gen
+}
+
+// count counts a placement planned on node for later services of the
+// round.
+func (p *planner) count(node, service string, shape schedule.Resources) {
 	n := &p.nodes[p.index[node]]
 	n.Reserved = n.Reserved.Add(shape)
-	n.Generation = gen
-	p.moved[node] = gen
 	p.placed[service] = append(p.placed[service], schedule.Placement{Node: node, Labels: p.labels[node]})
 }
 

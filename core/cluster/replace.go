@@ -63,7 +63,7 @@ func (s *nodeStage) placeNext(ctx context.Context, pl *planner, c *unyov1.Comput
 		ch := res.Placed[0]
 		moved, err := s.c.store.ReserveNext(ctx, store.Reservation{
 			Compute: c.GetName(), Service: c.GetService(), Node: ch.Node,
-			Resources: req.Shape, Generation: pl.generation(ch), Policy: req.Policy, ReservedAt: now,
+			Resources: req.Shape, Generation: pl.generation(ch.Node, ch.Generation), Policy: req.Policy, ReservedAt: now,
 		}, assignmentFor(c), c.GetSpecRevision(), why)
 		var reason *schedule.Reason
 		switch {

@@ -15,6 +15,10 @@ import (
 // snapshot and places again.
 var ErrGeneration = errors.New("node changed since the placement was chosen")
 
+// ErrDeleting is returned (wrapped) by ReserveCompute for a compute root
+// no longer wants.
+var ErrDeleting = errors.New("the compute is being deleted")
+
 // Computes are the cluster's side of provisioning: the Computes root
 // placed on the cluster (desired spec and status), the reservation each
 // placed one holds on its node, its Assignment to the node's agent, and
@@ -32,8 +36,10 @@ type Computes interface {
 	ListComputes(ctx context.Context) ([]*unyov1.Compute, error)
 	// GetCompute returns one compute; ErrNotFound if none.
 	GetCompute(ctx context.Context, name string) (*unyov1.Compute, error)
-	// SetComputeStatus replaces a compute's status; ErrNotFound if none.
-	// The replacement's fields (replacing_node, replacement_*) are kept as
+	// SetComputeStatus replaces a compute's status; ErrNotFound if none,
+	// ErrExists if the compute is placed (holds an assignment) and st
+	// names no node: an unplaced status never hides a placement. The
+	// replacement's fields (replacing_node, replacement_*) are kept as
 	// stored, and a status naming another node than the stored one is
 	// stale and dropped (a replacement took over meanwhile).
 	SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error
@@ -43,6 +49,13 @@ type Computes interface {
 	// writes the reservation, the assignment (its generation set by the
 	// store) and st, and bumps the node's generation, which it returns.
 	ReserveCompute(ctx context.Context, r Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (generation int64, err error)
+	// ReserveComputes commits several placements in one transaction,
+	// each as ReserveCompute does, in order, up to the first one refused:
+	// it returns the node generations of those committed and the refusal
+	// (nil when all were). Two placements on one node carry the
+	// generation the node had when both were chosen. On a failure other
+	// than a refusal nothing is committed.
+	ReserveComputes(ctx context.Context, ps []Placement) (generations []int64, err error)
 	// DropCompute removes a compute, its assignment and its reservation
 	// (bumping the node's generation); no error if it does not exist.
 	DropCompute(ctx context.Context, name string) error
@@ -121,6 +134,15 @@ type ReplacementUpdate struct {
 	// took over meanwhile), the update is stale and dropped.
 	Current, Next string
 	At            time.Time
+}
+
+// Placement is one compute's placement to commit: its reservation, the
+// assignment its agent receives (the store sets its node and generation)
+// and its status from then on (nil: unchanged).
+type Placement struct {
+	Reservation Reservation
+	Assignment  *unyov1.Assignment
+	Status      *unyov1.ComputeStatus
 }
 
 // Reservation is the resources one placed compute holds on its node.

@@ -253,6 +253,10 @@ func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.Co
 		if err != nil {
 			return err
 		}
+		if r.assignment != nil && st.GetNode() == "" {
+			// A node stage that read the compute before another placed it.
+			return fmt.Errorf("%w: it is placed on node %s", store.ErrExists, r.assignment.GetNode())
+		}
 		if cur := r.c.GetStatus(); cur != nil {
 			if cur.GetNode() != "" && st.GetNode() != "" && cur.GetNode() != st.GetNode() {
 				// Written for an instance the compute no longer runs (its
@@ -309,70 +313,204 @@ func (s *Store) lockPlacement(ctx context.Context, tx *sql.Tx, res store.Reserva
 }
 
 func (s *Store) ReserveCompute(ctx context.Context, res store.Reservation, a *unyov1.Assignment, st *unyov1.ComputeStatus) (int64, error) {
-	var gen int64
+	gens, err := s.ReserveComputes(ctx, []store.Placement{{Reservation: res, Assignment: a, Status: st}})
+	if err != nil {
+		return 0, err
+	}
+	return gens[0], nil
+}
+
+func (s *Store) ReserveComputes(ctx context.Context, ps []store.Placement) ([]int64, error) {
+	var (
+		gens    []int64
+		refusal error
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		n, err := s.lockPlacement(ctx, tx, res)
+		gens, refusal = gens[:0], nil
+		b, err := lockPlacements(ctx, tx, s.d.forUpdate, ps)
 		if err != nil {
 			return err
 		}
-		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", res.Compute))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("compute", res.Compute)
-		}
-		if err != nil {
-			return err
-		}
-		if r.deleting {
-			return fmt.Errorf("compute %s is being deleted", res.Compute)
-		}
-		existing, err := servicePlacements(ctx, tx, res.Service)
-		if err != nil {
-			return err
-		}
-		for _, p := range existing {
-			if p.compute == res.Compute {
-				return fmt.Errorf("compute %s: %w (on node %s)", res.Compute, store.ErrExists, p.Node)
+		for _, p := range ps {
+			gen, err := b.reserve(ctx, tx, p)
+			if err != nil {
+				var reason *schedule.Reason
+				if errors.As(err, &reason) || errors.Is(err, store.ErrGeneration) || errors.Is(err, store.ErrExists) ||
+					errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDeleting) {
+					refusal = err
+					break
+				}
+				return err
 			}
+			gens = append(gens, gen)
 		}
-		if r.assignment != nil || r.next != nil {
-			return fmt.Errorf("compute %s: %w (assigned to node %s)", res.Compute, store.ErrExists, r.assignment.GetNode())
+		if refusal != nil && len(gens) == 0 {
+			// Nothing to keep: roll back (the service locks' counters
+			// moved) rather than commit an empty write.
+			return errNothingReserved
 		}
-		req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy}
-		for _, p := range existing {
-			req.Existing = append(req.Existing, p.Placement)
-		}
-		if err := schedule.Check(placement.Node(n), req); err != nil {
-			return err
-		}
-		at := res.ReservedAt
-		if at.IsZero() {
-			at = time.Now()
-		}
-		res.ReservedAt = at
-		if gen, err = insertReservation(ctx, tx, res); err != nil {
-			return err
-		}
-		agen, err := bumpAssignments(ctx, tx)
-		if err != nil {
-			return err
-		}
-		a = proto.CloneOf(a)
-		a.Node, a.Generation = res.Node, agen
-		r.assignment = a
-		if st != nil {
-			r.c.Status = st
-		}
-		return writeCompute(ctx, tx, r, agen)
+		return nil
 	})
-	var reason *schedule.Reason
-	if errors.As(err, &reason) {
-		// The caller tells a refusal from a failure by the Reason.
-		return 0, reason
+	if err != nil && !errors.Is(err, errNothingReserved) {
+		return nil, fmt.Errorf("reserve %d placements: %w", len(ps), err)
+	}
+	if refusal != nil {
+		var reason *schedule.Reason
+		if errors.As(refusal, &reason) {
+			// The caller tells a refusal from a failure by the Reason.
+			return gens, reason
+		}
+		res := ps[len(gens)].Reservation
+		return gens, fmt.Errorf("reserve %d vCPUs, %d bytes of memory and %d of disk for %s on node %s: %w",
+			res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.Compute, res.Node, refusal)
+	}
+	return gens, nil
+}
+
+// errNothingReserved rolls back a batch whose first placement was refused.
+var errNothingReserved = errors.New("no placement reserved")
+
+// reserveBatch is what a batch of placements read under its locks, kept
+// up to date with the batch's own reservations, so that each placement
+// is checked against the ones before it without reading again.
+type reserveBatch struct {
+	nodes map[string]*batchNode
+	// placed are each service's placements.
+	placed map[string][]servicePlacement
+	// assignGen is the batch's assignments generation, moved once.
+	assignGen int64
+}
+
+type batchNode struct {
+	node   schedule.Node
+	labels map[string]string
+	// chosenAt is the generation the batch's placements on the node were
+	// chosen at, set by the first one.
+	chosenAt int64
+	placed   bool
+}
+
+// lockPlacements takes the locks a batch of placements needs, the
+// services' first, then the nodes', each in name order, so that two
+// batches never wait on each other in a cycle: placements of one service
+// take turns (anti-affinity spans nodes), and placements on one node take
+// turns (capacity). It reads the nodes and the services' placements.
+func lockPlacements(ctx context.Context, tx *sql.Tx, forUpdate string, ps []store.Placement) (*reserveBatch, error) {
+	var services, nodes []string
+	for _, p := range ps {
+		services = append(services, p.Reservation.Service)
+		nodes = append(nodes, p.Reservation.Node)
+	}
+	slices.Sort(services)
+	slices.Sort(nodes)
+	b := &reserveBatch{nodes: map[string]*batchNode{}, placed: map[string][]servicePlacement{}}
+	for _, svc := range slices.Compact(services) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
+			ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`, "placement/"+svc); err != nil {
+			return nil, fmt.Errorf("lock service %s: %w", svc, err)
+		}
+	}
+	for _, name := range slices.Compact(nodes) {
+		var gen int64
+		err := tx.QueryRowContext(ctx, "SELECT generation FROM nodes WHERE name = $1"+forUpdate, name).Scan(&gen)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // refused when a placement asks for it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock node %s: %w", name, err)
+		}
+		n, err := scanNode(tx.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE name = $1", name))
+		if err != nil {
+			return nil, fmt.Errorf("read node %s: %w", name, err)
+		}
+		b.nodes[name] = &batchNode{node: placement.Node(n), labels: topology.NodeLabels(n)}
+	}
+	for _, svc := range slices.Compact(services) {
+		existing, err := servicePlacements(ctx, tx, svc)
+		if err != nil {
+			return nil, err
+		}
+		b.placed[svc] = existing
+	}
+	return b, nil
+}
+
+// reserve commits one placement of the batch if its node is where it was
+// chosen and it passes schedule.Check; it returns the node's new
+// generation.
+func (b *reserveBatch) reserve(ctx context.Context, tx *sql.Tx, p store.Placement) (int64, error) {
+	res := p.Reservation
+	bn := b.nodes[res.Node]
+	if bn == nil {
+		return 0, notFound("node", res.Node)
+	}
+	// A second placement on a node carries the generation the first was
+	// chosen at; the node is then where the batch moved it.
+	want := res.Generation
+	if bn.placed {
+		if res.Generation != bn.chosenAt {
+			return 0, fmt.Errorf("%w (node %s: placement chosen at generation %d, the batch's at %d)", store.ErrGeneration, res.Node, res.Generation, bn.chosenAt)
+		}
+		want = bn.node.Generation
+	}
+	if bn.node.Generation != want {
+		return 0, fmt.Errorf("%w (node %s: generation %d, chosen at %d)", store.ErrGeneration, res.Node, bn.node.Generation, want)
+	}
+	r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1", res.Compute))
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound("compute", res.Compute)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reserve %d vCPUs, %d bytes of memory and %d of disk for %s on node %s: %w",
-			res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.Compute, res.Node, err)
+		return 0, err
 	}
+	if r.deleting {
+		return 0, fmt.Errorf("compute %s: %w", res.Compute, store.ErrDeleting)
+	}
+	existing := b.placed[res.Service]
+	for _, e := range existing {
+		if e.compute == res.Compute {
+			return 0, fmt.Errorf("compute %s: %w (on node %s)", res.Compute, store.ErrExists, e.Node)
+		}
+	}
+	if r.assignment != nil || r.next != nil {
+		return 0, fmt.Errorf("compute %s: %w (assigned to node %s)", res.Compute, store.ErrExists, r.assignment.GetNode())
+	}
+	req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy}
+	for _, e := range existing {
+		req.Existing = append(req.Existing, e.Placement)
+	}
+	if err := schedule.Check(bn.node, req); err != nil {
+		return 0, err
+	}
+	if res.ReservedAt.IsZero() {
+		res.ReservedAt = time.Now()
+	}
+	gen, err := insertReservation(ctx, tx, res)
+	if err != nil {
+		return 0, err
+	}
+	if b.assignGen == 0 {
+		// One move of the counter for the batch: its agents learn of
+		// all of it at once.
+		if b.assignGen, err = bumpAssignments(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
+	a := proto.CloneOf(p.Assignment)
+	a.Node, a.Generation = res.Node, b.assignGen
+	r.assignment = a
+	if p.Status != nil {
+		r.c.Status = p.Status
+	}
+	if err := writeCompute(ctx, tx, r, b.assignGen); err != nil {
+		return 0, err
+	}
+	if !bn.placed {
+		bn.placed, bn.chosenAt = true, res.Generation
+	}
+	bn.node.Generation = gen
+	bn.node.Reserved = bn.node.Reserved.Add(res.Resources)
+	b.placed[res.Service] = append(existing, servicePlacement{compute: res.Compute, Placement: schedule.Placement{Node: res.Node, Labels: bn.labels}})
 	return gen, nil
 }
 

@@ -89,6 +89,61 @@ func computeTests() []contractTest {
 				t.Errorf("n1 still has %v reserved after the drop", n.GetReserved())
 			}
 		}},
+		{"ReserveComputesCommitsUpToTheFirstRefusal", func(t *testing.T, s store.Store) {
+			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 4)))
+			must(t, s.UpsertNode(ctx(t), schedNode("n2", "r1", 4)))
+			var cs []*unyov1.Compute
+			for i := range 4 {
+				cs = append(cs, compute("api", i))
+			}
+			_, err := s.SyncComputes(ctx(t), cs, t0)
+			must(t, err)
+			g1, g2 := getNode(t, s, "n1").GetGeneration(), getNode(t, s, "n2").GetGeneration()
+			// At most two replicas in a rack: the third is refused, and the
+			// fourth is not tried.
+			p := schedule.Policy{AntiAffinity: []schedule.Term{{Key: "rack", MaxPerDomain: 2}}}
+			place := func(c *unyov1.Compute, node string, gen int64) store.Placement {
+				return store.Placement{
+					Reservation: store.Reservation{Compute: c.GetName(), Service: c.GetService(), Node: node, Resources: oneCPU, Generation: gen, Policy: p, ReservedAt: t0},
+					Assignment:  &unyov1.Assignment{Compute: c.GetName(), Service: c.GetService(), Provider: "exec", Desired: "running"},
+					Status:      &unyov1.ComputeStatus{Phase: "Creating:Scheduled", Node: node},
+				}
+			}
+			// Two placements on n1 chosen at one generation both pass.
+			gens, err := s.ReserveComputes(ctx(t), []store.Placement{place(cs[0], "n1", g1), place(cs[1], "n1", g1), place(cs[2], "n2", g2), place(cs[3], "n2", g2)})
+			var reason *schedule.Reason
+			if !errors.As(err, &reason) || len(gens) != 2 || gens[1] <= gens[0] || gens[0] <= g1 {
+				t.Fatalf("batch: generations %v, err %v; want two committed and a reason", gens, err)
+			}
+			rs, err := s.ListReservations(ctx(t))
+			must(t, err)
+			if len(rs) != 2 || rs[0].Compute != "api-0" || rs[1].Compute != "api-1" {
+				t.Errorf("reservations %v, want api-0 and api-1", rs)
+			}
+			if got := getNode(t, s, "n1"); got.GetGeneration() != gens[1] || got.GetReserved().GetCpus() != 2 {
+				t.Errorf("n1 at generation %d with %v reserved, want %d and 2 vCPUs", got.GetGeneration(), got.GetReserved(), gens[1])
+			}
+			as, _, err := s.ListAssignments(ctx(t), "n1")
+			must(t, err)
+			if len(as) != 2 {
+				t.Errorf("assignments of n1: %v", as)
+			}
+			// A batch with a placement chosen at a moved generation commits
+			// what comes before it.
+			_, err = s.SyncComputes(ctx(t), append(cs, compute("web", 0), compute("web", 1)), t0)
+			must(t, err)
+			free := schedule.Policy{}
+			w0, w1 := place(compute("web", 0), "n2", g2), place(compute("web", 1), "n1", g1)
+			w0.Reservation.Policy, w1.Reservation.Policy = free, free
+			gens, err = s.ReserveComputes(ctx(t), []store.Placement{w0, w1})
+			if !errors.Is(err, store.ErrGeneration) || len(gens) != 1 {
+				t.Errorf("stale batch: generations %v, err %v; want one committed and ErrGeneration", gens, err)
+			}
+			// Placed already: refused.
+			if _, err := s.ReserveComputes(ctx(t), []store.Placement{place(cs[0], "n1", getNode(t, s, "n1").GetGeneration())}); !errors.Is(err, store.ErrExists) {
+				t.Errorf("placing api-0 again: %v, want ErrExists", err)
+			}
+		}},
 		{"ReserveRefusesOvercommitAndAMovedGeneration", func(t *testing.T, s store.Store) {
 			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 2)))
 			var cs []*unyov1.Compute
