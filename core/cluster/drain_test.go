@@ -285,7 +285,7 @@ func TestDrain(t *testing.T) {
 	if _, err := f.c.Nodes.CordonNode(context.Background(), connect.NewRequest(&unyov1.CordonNodeRequest{Name: "n3"})); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, "the replacement removed", func() error {
+	testutil.Eventually(t, 30*time.Second, "the replacement removed", func() error {
 		if _, a := f.assignments(next); !strings.Contains(a, "web-1/deleted") {
 			return fmt.Errorf("%s's assignments: %s", next, a)
 		}
@@ -345,14 +345,22 @@ func TestSurgeUpdate(t *testing.T) {
 // again for as long; a node's own settings override the cluster's, and
 // one not Ready for its drain interval is drained.
 func TestAutoCordon(t *testing.T) {
-	f := newFleet(t, cluster.Options{HeartbeatInterval: 200 * time.Millisecond, StaleAfter: 600 * time.Millisecond, DownAfter: 5 * time.Second, AutoCordonAfter: time.Second})
+	// The cluster's default is off; n1's own setting turns it on (set
+	// after joining: a node exists first), so n2 can never be cordoned
+	// however slowly the test runs.
+	// stale_after well above the second the cluster takes to record a
+	// heartbeat, so that a node that beats stays Ready.
+	f := newFleet(t, cluster.Options{HeartbeatInterval: 200 * time.Millisecond, StaleAfter: 3 * time.Second, DownAfter: 10 * time.Second})
 	f.join("n1", 2)
 	f.join("n2", 2)
-	if _, err := f.c.Nodes.SetNodeAuto(context.Background(), connect.NewRequest(&unyov1.SetNodeAutoRequest{Name: "n2", CordonAfter: "off"})); err != nil {
+	if _, err := f.c.Nodes.SetNodeAuto(context.Background(), connect.NewRequest(&unyov1.SetNodeAutoRequest{Name: "n1", CordonAfter: "1s"})); err != nil {
 		t.Fatal(err)
 	}
 	if a := f.node("n2").GetAuto(); a.GetEffectiveCordonAfter() != "off" || a.GetEffectiveDrainAfter() != "off" {
 		t.Errorf("n2's settings: %v", a)
+	}
+	if a := f.node("n1").GetAuto(); a.GetEffectiveCordonAfter() != "1s" {
+		t.Errorf("n1's settings: %v", a)
 	}
 	// Neither heartbeats: n1 is cordoned, n2 (off) is not.
 	testutil.Eventually(t, 15*time.Second, "n1 auto-cordoned", func() error {
@@ -384,11 +392,22 @@ func TestAutoCordon(t *testing.T) {
 	if n2.GetDrain().GetBy() != "auto-drain" || !n2.GetCordoned() {
 		t.Errorf("n2 after auto-drain: drain %v cordoned %v", n2.GetDrain(), n2.GetCordoned())
 	}
-	// n1 beats again: uncordoned once Ready for the interval.
-	testutil.Eventually(t, 15*time.Second, "n1 auto-uncordoned", func() error {
-		if _, err := f.c.Agent.Heartbeat(context.Background(), connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"})); err != nil {
-			return err
+	// n1 beats again, steadily (well inside stale_after however slowly the
+	// test's polls run): uncordoned once Ready for the interval.
+	ctx, stop := context.WithCancel(context.Background())
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		for ctx.Err() == nil {
+			_, _ = f.c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: "n1"}))
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
+	}()
+	defer func() { stop(); <-beats }()
+	testutil.Eventually(t, 30*time.Second, "n1 auto-uncordoned", func() error {
 		if n := f.node("n1"); n.GetCordoned() || n.GetAuto().GetCordoned() {
 			return fmt.Errorf("n1: state %s cordoned %v auto %v", n.GetState(), n.GetCordoned(), n.GetAuto())
 		}
