@@ -198,87 +198,84 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	return connect.NewResponse(resp), nil
 }
 
-// CordonNode cordons or uncordons a node in the cluster that has it.
-func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
-	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+// nodeAnswer is a cluster's answer about a node it may hold; most also
+// say how many they changed (GetChanged).
+type nodeAnswer interface{ GetFound() int32 }
+
+// forwardNode sends a node operation to the cluster that has the node
+// (every cluster, or the one named): call gets each cluster's name to put
+// in its request. A cluster without the node answers nothing; none with
+// it is NotFound. It sums the clusters' found and changed counts.
+func forwardNode[R nodeAnswer](ctx context.Context, r *Root, cluster, node string,
+	call func(ctx context.Context, c *client.Clients, cluster string) (R, error)) (found, changed int32, errs []*unyov1.ClusterError, err error) {
+	targets, err := r.targets(ctx, cluster)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	answers, errs := fanout(ctx, r, targets, func(ctx context.Context, name string, c *client.Clients) (nodeAnswer, error) {
+		out, err := call(ctx, c, name)
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil
+		}
+		return out, err
+	})
+	for _, a := range answers {
+		if a.value == nil {
+			continue
+		}
+		found += a.value.GetFound()
+		if c, ok := a.value.(interface{ GetChanged() int32 }); ok {
+			changed += c.GetChanged()
+		}
+	}
+	if found == 0 && len(errs) == 0 {
+		return 0, 0, nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", node))
+	}
+	return found, changed, errs, nil
+}
+
+// msgOf is a connect response's message, nil with an error.
+func msgOf[T any](resp *connect.Response[T], err error) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.CordonNodeResponse, error) {
-		out, err := c.Nodes.CordonNode(ctx, connect.NewRequest(&unyov1.CordonNodeRequest{Name: req.Msg.GetName(), Cluster: name, Cordoned: req.Msg.GetCordoned()}))
-		if connect.CodeOf(err) == connect.CodeNotFound {
-			return &unyov1.CordonNodeResponse{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return out.Msg, nil
+	return resp.Msg, nil
+}
+
+// CordonNode cordons or uncordons a node in the cluster that has it.
+func (s *nodeService) CordonNode(ctx context.Context, req *connect.Request[unyov1.CordonNodeRequest]) (*connect.Response[unyov1.CordonNodeResponse], error) {
+	found, changed, errs, err := forwardNode(ctx, s.r, req.Msg.GetCluster(), req.Msg.GetName(), func(ctx context.Context, c *client.Clients, cluster string) (*unyov1.CordonNodeResponse, error) {
+		return msgOf(c.Nodes.CordonNode(ctx, connect.NewRequest(&unyov1.CordonNodeRequest{Name: req.Msg.GetName(), Cluster: cluster, Cordoned: req.Msg.GetCordoned()})))
 	})
-	resp := &unyov1.CordonNodeResponse{ClusterErrors: errs}
-	for _, a := range answers {
-		resp.Changed += a.value.GetChanged()
-		resp.Found += a.value.GetFound()
+	if err != nil {
+		return nil, err
 	}
-	if resp.Found == 0 && len(errs) == 0 {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
-	}
-	return connect.NewResponse(resp), nil
+	return connect.NewResponse(&unyov1.CordonNodeResponse{Found: found, Changed: changed, ClusterErrors: errs}), nil
 }
 
 // DrainNode starts or stops a drain of a node in the cluster that has it.
 func (s *nodeService) DrainNode(ctx context.Context, req *connect.Request[unyov1.DrainNodeRequest]) (*connect.Response[unyov1.DrainNodeResponse], error) {
-	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	found, changed, errs, err := forwardNode(ctx, s.r, req.Msg.GetCluster(), req.Msg.GetName(), func(ctx context.Context, c *client.Clients, cluster string) (*unyov1.DrainNodeResponse, error) {
+		in := proto.CloneOf(req.Msg)
+		in.Cluster = cluster
+		return msgOf(c.Nodes.DrainNode(ctx, connect.NewRequest(in)))
+	})
 	if err != nil {
 		return nil, err
 	}
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.DrainNodeResponse, error) {
-		in := proto.CloneOf(req.Msg)
-		in.Cluster = name
-		out, err := c.Nodes.DrainNode(ctx, connect.NewRequest(in))
-		if connect.CodeOf(err) == connect.CodeNotFound {
-			return &unyov1.DrainNodeResponse{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return out.Msg, nil
-	})
-	resp := &unyov1.DrainNodeResponse{ClusterErrors: errs}
-	for _, a := range answers {
-		resp.Changed += a.value.GetChanged()
-		resp.Found += a.value.GetFound()
-	}
-	if resp.Found == 0 && len(errs) == 0 {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
-	}
-	return connect.NewResponse(resp), nil
+	return connect.NewResponse(&unyov1.DrainNodeResponse{Found: found, Changed: changed, ClusterErrors: errs}), nil
 }
 
 // SetNodeAuto sets a node's automatic cordon and drain in the cluster that
 // has it.
 func (s *nodeService) SetNodeAuto(ctx context.Context, req *connect.Request[unyov1.SetNodeAutoRequest]) (*connect.Response[unyov1.SetNodeAutoResponse], error) {
-	targets, err := s.r.targets(ctx, req.Msg.GetCluster())
+	found, _, errs, err := forwardNode(ctx, s.r, req.Msg.GetCluster(), req.Msg.GetName(), func(ctx context.Context, c *client.Clients, cluster string) (*unyov1.SetNodeAutoResponse, error) {
+		in := proto.CloneOf(req.Msg)
+		in.Cluster = cluster
+		return msgOf(c.Nodes.SetNodeAuto(ctx, connect.NewRequest(in)))
+	})
 	if err != nil {
 		return nil, err
 	}
-	answers, errs := fanout(ctx, s.r, targets, func(ctx context.Context, name string, c *client.Clients) (*unyov1.SetNodeAutoResponse, error) {
-		in := proto.CloneOf(req.Msg)
-		in.Cluster = name
-		out, err := c.Nodes.SetNodeAuto(ctx, connect.NewRequest(in))
-		if connect.CodeOf(err) == connect.CodeNotFound {
-			return &unyov1.SetNodeAutoResponse{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return out.Msg, nil
-	})
-	resp := &unyov1.SetNodeAutoResponse{ClusterErrors: errs}
-	for _, a := range answers {
-		resp.Found += a.value.GetFound()
-	}
-	if resp.Found == 0 && len(errs) == 0 {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in any cluster", req.Msg.GetName()))
-	}
-	return connect.NewResponse(resp), nil
+	return connect.NewResponse(&unyov1.SetNodeAutoResponse{Found: found, ClusterErrors: errs}), nil
 }
