@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,6 +200,15 @@ func TestAmtool(t *testing.T) {
 			return nil
 		})
 	}
+	// karma cannot be installed here (not in Debian, npm's "karma" is a test
+	// runner, and the Go module proxy refuses github.com/prymitive/karma):
+	// the requests it makes, with the fields Alertmanager's OpenAPI spec
+	// marks required in each answer.
+	for _, url := range []string{f.rootURL, f.clURL} {
+		testutil.Eventually(t, 30*time.Second, "karma's requests answered at "+url, func() error {
+			return karmaShapes(url, id)
+		})
+	}
 	for _, url := range []string{f.rootURL, f.clURL} {
 		testutil.Eventually(t, 30*time.Second, "amtool to list the silence at "+url, func() error {
 			out, err := run(url, "silence", "query", "alertname=flip")
@@ -240,4 +251,95 @@ func exitCodeFile(t *testing.T, dir string) (string, func(code int)) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// karmaShapes makes karma's requests to an Alertmanager API at url (the
+// status, the silences, and the alert groups with every alert) and checks
+// each answer has what Alertmanager's OpenAPI spec marks required, and that
+// the groups hold an alert silenced by silence.
+func karmaShapes(url, silence string) error {
+	get := func(path string, into any) error {
+		req, err := http.NewRequest(http.MethodGet, url+path, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		if err := json.Unmarshal(body, into); err != nil {
+			return fmt.Errorf("GET %s: %w: %s", path, err, body)
+		}
+		return nil
+	}
+	need := func(what string, m map[string]any, keys ...string) error {
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				return fmt.Errorf("%s lacks %q: %v", what, k, m)
+			}
+		}
+		return nil
+	}
+	var status map[string]any
+	if err := get("/api/v2/status", &status); err != nil {
+		return err
+	}
+	if err := need("status", status, "cluster", "versionInfo", "config", "uptime"); err != nil {
+		return err
+	}
+	var silences []map[string]any
+	if err := get("/api/v2/silences", &silences); err != nil {
+		return err
+	}
+	found := false
+	for _, sl := range silences {
+		if err := need("silence", sl, "id", "matchers", "startsAt", "endsAt", "createdBy", "comment", "status", "updatedAt"); err != nil {
+			return err
+		}
+		found = found || sl["id"] == silence
+	}
+	if !found {
+		return fmt.Errorf("silence %s not listed: %v", silence, silences)
+	}
+	var groups []map[string]any
+	if err := get("/api/v2/alerts/groups?active=true&silenced=true&inhibited=true&unprocessed=true", &groups); err != nil {
+		return err
+	}
+	silenced := 0
+	for _, g := range groups {
+		if err := need("alert group", g, "labels", "receiver", "alerts"); err != nil {
+			return err
+		}
+		if r, _ := g["receiver"].(map[string]any); r["name"] == nil {
+			return fmt.Errorf("alert group's receiver has no name: %v", g)
+		}
+		alerts, _ := g["alerts"].([]any)
+		for _, a := range alerts {
+			am, _ := a.(map[string]any)
+			if err := need("alert", am, "labels", "annotations", "receivers", "fingerprint", "startsAt", "updatedAt", "endsAt", "status"); err != nil {
+				return err
+			}
+			st, _ := am["status"].(map[string]any)
+			if err := need("alert status", st, "state", "silencedBy", "inhibitedBy"); err != nil {
+				return err
+			}
+			if by, _ := st["silencedBy"].([]any); st["state"] == "suppressed" && len(by) == 1 && by[0] == silence {
+				silenced++
+			}
+		}
+	}
+	if silenced == 0 {
+		return fmt.Errorf("no alert of the groups is suppressed by %s: %v", silence, groups)
+	}
+	return nil
 }
