@@ -152,14 +152,27 @@ const migrationWait = 2 * time.Minute
 // same file holds for the whole migration: a busy database is waited for,
 // up to migrationWait, rather than failing the start.
 func beginMigration(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
-	deadline := time.Now().Add(migrationWait)
+	tx, err := begin(ctx, db, migrationWait)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (waiting for another replica's migration: %w)", err, ctx.Err())
+	}
+	return tx, err
+}
+
+// begin begins a write transaction. On SQLite, BEGIN IMMEDIATE takes the
+// write lock, and another process that holds it past the busy timeout
+// fails the begin with SQLITE_BUSY (SQLite's busy handler is not fair: a
+// busy writer in another process can win every release). Nothing has run
+// yet, so the begin is tried again until wait has passed.
+func begin(ctx context.Context, db *sql.DB, wait time.Duration) (*sql.Tx, error) {
+	deadline := time.Now().Add(wait)
 	for {
 		tx, err := db.BeginTx(ctx, nil)
 		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
 			return tx, err
 		}
-		if !ctxwait.Sleep(ctx, 100*time.Millisecond) {
-			return nil, fmt.Errorf("%w (waiting for another replica's migration: %w)", err, ctx.Err())
+		if !ctxwait.Sleep(ctx, 10*time.Millisecond) {
+			return nil, err
 		}
 	}
 }

@@ -273,8 +273,12 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
+// writeWait bounds how long a write waits for the write lock that
+// another process holds on the same SQLite file.
+const writeWait = 30 * time.Second
+
 func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := begin(ctx, s.w, writeWait)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
