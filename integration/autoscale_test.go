@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +35,6 @@ var webAutoscaled = webService(1) + `    autoscale:
 // its state.
 func TestRegionServiceAutoscale(t *testing.T) {
 	dir := t.TempDir()
-	t.Cleanup(func() {
-		for _, pid := range serviceProcs() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
 	rootURL, clURL := startServiceFleet(t, dir, "logs: {store: none}\nstats: {enabled: false}\n")
 	a := adminCLI{t, rootURL}
 	cl, err := client.New(client.Options{URL: clURL, Token: adminToken, Timeout: 10 * time.Second})

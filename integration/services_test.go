@@ -56,6 +56,52 @@ func serviceProcs() []int {
 	return pids
 }
 
+// stopServiceProcs kills provider-exec's shims whose state is under dir
+// and then every replica process, and waits until they are gone: a shim
+// writes exit.json when its command dies, which would race the removal of
+// the test's directory.
+func stopServiceProcs(t *testing.T, dir string) {
+	t.Helper()
+	shims := func() []int {
+		var pids []int
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, p := range procs {
+			cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
+			args := strings.Split(string(cmd), "\x00")
+			if err != nil || len(args) < 3 || args[1] != "shim-run" || !strings.HasPrefix(args[2], dir+"/") {
+				continue
+			}
+			if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	alive := func() []int {
+		var live []int
+		for _, pid := range append(shims(), serviceProcs()...) {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			// A zombie has nothing left to write; init reaps it.
+			if err == nil && !bytes.Contains(stat, []byte(") Z ")) {
+				live = append(live, pid)
+			}
+		}
+		return live
+	}
+	testutil.Eventually(t, 30*time.Second, "the replicas' shims and processes gone", func() error {
+		for _, pid := range shims() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, pid := range serviceProcs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if live := alive(); len(live) > 0 {
+			return fmt.Errorf("still running: %v", live)
+		}
+		return nil
+	})
+}
+
 func webService(n int) string {
 	return fmt.Sprintf(`
 kind: RegionService
@@ -297,11 +343,7 @@ func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL
 func startServiceFleetRoot(t *testing.T, dir, telemetry string) (root *proc, rootURL, clusterURL string) {
 	t.Helper()
 	// The replicas' processes outlive a killed agent; none outlives the test.
-	t.Cleanup(func() {
-		for _, pid := range serviceProcs() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	t.Cleanup(func() { stopServiceProcs(t, dir) })
 	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
 	sum := sha256File(t, plugin)
 	root, rootURL = startRootProc(t, dir, "")
