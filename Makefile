@@ -68,4 +68,4 @@ bench:
 # Regenerate the committed protobuf code (needs protoc, protoc-gen-go and
 # protoc-gen-connect-go on the PATH; see the README's Development section).
 proto:
-	$(GO) generate ./core/api
+	$(GO) generate ./core/api ./plugins/proto/...

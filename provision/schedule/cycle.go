@@ -8,9 +8,10 @@ import "slices"
 // once per call so that the per-replica scan over thousands of nodes is
 // slice arithmetic rather than map lookups.
 type cycle struct {
-	nodes []Node
-	shape Resources
-	pol   Policy
+	nodes    []Node
+	shape    Resources
+	pol      Policy
+	provider string
 
 	nameSet map[string]bool // Policy.Nodes as a set
 
@@ -36,7 +37,7 @@ type cycle struct {
 // are counted by their labels.
 func newCycle(snap *Snapshot, req *Request) *cycle {
 	nodes := snap.nodes
-	c := &cycle{nodes: nodes, shape: req.Shape, pol: req.Policy.withDefaults(), keyIdx: map[string]int{}}
+	c := &cycle{nodes: nodes, shape: req.Shape, pol: req.Policy.withDefaults(), provider: req.Provider, keyIdx: map[string]int{}}
 	if len(c.pol.Nodes) > 0 {
 		c.nameSet = make(map[string]bool, len(c.pol.Nodes))
 		for _, n := range c.pol.Nodes {

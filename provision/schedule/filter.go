@@ -22,6 +22,9 @@ const (
 	CodeStale
 	CodeCordoned
 	CodeDraining
+	// The node does not offer the replica's provider, or its provider's
+	// fingerprint says it is unhealthy (dockerd down).
+	CodeNoProvider
 	CodeSpread
 	CodeInsufficient
 )
@@ -51,6 +54,8 @@ func (c Code) String() string {
 		return "cordoned"
 	case CodeDraining:
 		return "draining"
+	case CodeNoProvider:
+		return "no_provider"
 	case CodeSpread:
 		return "spread"
 	default:
@@ -111,6 +116,9 @@ func (c *cycle) buildFilters() []filter {
 		fs = append(fs, f)
 	}
 	fs = append(fs, stateFilter{}, schedulableFilter{})
+	if c.provider != "" {
+		fs = append(fs, providerFilter{})
+	}
 	for s, sp := range c.pol.Spread {
 		if sp.hard() {
 			fs = append(fs, spreadFilter{s: s, maxSkew: sp.maxSkew()})
@@ -263,6 +271,18 @@ func (schedulableFilter) check(c *cycle, i int) rejection {
 		return rejection{code: CodeCordoned}
 	case n.Draining:
 		return rejection{code: CodeDraining}
+	}
+	return ok
+}
+
+// providerFilter keeps the nodes whose agent offers the replica's provider
+// healthy. A node that reported no providers at all (Providers nil) is not
+// filtered: its agent predates provider fingerprints.
+type providerFilter struct{}
+
+func (providerFilter) check(c *cycle, i int) rejection {
+	if ps := c.nodes[i].Providers; ps != nil && !ps[c.provider] {
+		return rejection{code: CodeNoProvider}
 	}
 	return ok
 }

@@ -48,6 +48,18 @@ func TestPlace(t *testing.T) {
 			want: []string{"e", "e"},
 		},
 		{
+			name: "only nodes offering the provider healthy; unreported nodes are not filtered",
+			nodes: []Node{
+				with(nd("a", 8, 16), func(n *Node) { n.Providers = map[string]bool{"exec": true} }),
+				with(nd("b", 8, 16), func(n *Node) { n.Providers = map[string]bool{"docker": true} }),
+				nd("c", 8, 16),
+			},
+			req: Request{Shape: shape(1, 1), Provider: "docker", Policy: Policy{AntiAffinity: []Term{{Key: LabelHostname}}}}, n: 3,
+			want:   []string{"b", "c"},
+			reason: "0/3 nodes fit: 2 anti-affinity on hostname (blocking domains b, c), 1 without a healthy provider",
+			class:  NoCapacity,
+		},
+		{
 			name:  "ties break by name whatever the order",
 			nodes: []Node{nd("c", 8, 16), nd("a", 8, 16), nd("b", 8, 16)}, req: Request{Shape: shape(1, 1)}, n: 1,
 			want: []string{"a"},

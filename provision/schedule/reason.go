@@ -115,6 +115,8 @@ func (j Rejection) String() string {
 		return n + "cordoned"
 	case CodeDraining:
 		return n + "draining"
+	case CodeNoProvider:
+		return n + "without a healthy provider"
 	case CodeSpread:
 		return fmt.Sprintf("%sspread on %s (max skew %d; blocking %s)", n, key, j.MaxSkew, domainList(j.Domains))
 	default:

@@ -102,6 +102,9 @@ type Node struct {
 	// nodes are being emptied.
 	Cordoned bool
 	Draining bool
+	// Providers are the provider plugins the node's agent runs healthy
+	// (from their fingerprints); nil when the agent reported none.
+	Providers map[string]bool
 	// Generation is the node's version in the store; a Choice carries it so
 	// the caller can commit with optimistic concurrency.
 	Generation int64
@@ -272,6 +275,9 @@ type Request struct {
 	Service string
 	Shape   Resources
 	Policy  Policy
+	// Provider, when set, is the plugin that realizes the replica: only
+	// nodes offering it healthy are feasible.
+	Provider string
 	// Existing are the service's replicas already placed; rules count them.
 	Existing []Placement
 }

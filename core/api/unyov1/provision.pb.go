@@ -2848,8 +2848,14 @@ func (x *AutoscaleStatus) GetError() string {
 type LoadbalancerSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// xdp or vpp.
-	Provider      string              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
-	Ports         []*LoadbalancerPort `protobuf:"bytes,2,rep,name=ports,proto3" json:"ports,omitempty"`
+	Provider string              `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Ports    []*LoadbalancerPort `protobuf:"bytes,2,rep,name=ports,proto3" json:"ports,omitempty"`
+	// How the load balancer's node checks each backend; a backend failing
+	// it is taken out of rotation until it passes again.
+	Health *LoadbalancerHealth `protobuf:"bytes,3,opt,name=health,proto3" json:"health,omitempty"`
+	// Where the load balancer may run: node names and node label selectors
+	// of the service's cluster (empty: any node offering the provider).
+	Schedule      *SchedulePolicy `protobuf:"bytes,4,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2898,10 +2904,25 @@ func (x *LoadbalancerSpec) GetPorts() []*LoadbalancerPort {
 	return nil
 }
 
+func (x *LoadbalancerSpec) GetHealth() *LoadbalancerHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+func (x *LoadbalancerSpec) GetSchedule() *SchedulePolicy {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
 type LoadbalancerPort struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Port       int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
-	TargetPort int32                  `protobuf:"varint,2,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Port  int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// The backends' port; 0 means port.
+	TargetPort int32 `protobuf:"varint,2,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
 	// tcp or udp.
 	Protocol      string `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2959,6 +2980,530 @@ func (x *LoadbalancerPort) GetProtocol() string {
 	return ""
 }
 
+type LoadbalancerHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tcp (connect), http (GET path, 2xx/3xx is healthy) or none.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// The backends' port checked; 0 means the first port's target_port.
+	Port int32 `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	// Go durations; defaults 2s and 1s.
+	Interval string `protobuf:"bytes,4,opt,name=interval,proto3" json:"interval,omitempty"`
+	Timeout  string `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// Consecutive failures that take a backend out (default 2) and
+	// successes that bring it back (default 2).
+	Fall          int32 `protobuf:"varint,6,opt,name=fall,proto3" json:"fall,omitempty"`
+	Rise          int32 `protobuf:"varint,7,opt,name=rise,proto3" json:"rise,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerHealth) Reset() {
+	*x = LoadbalancerHealth{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerHealth) ProtoMessage() {}
+
+func (x *LoadbalancerHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerHealth.ProtoReflect.Descriptor instead.
+func (*LoadbalancerHealth) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *LoadbalancerHealth) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *LoadbalancerHealth) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LoadbalancerHealth) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *LoadbalancerHealth) GetInterval() string {
+	if x != nil {
+		return x.Interval
+	}
+	return ""
+}
+
+func (x *LoadbalancerHealth) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+func (x *LoadbalancerHealth) GetFall() int32 {
+	if x != nil {
+		return x.Fall
+	}
+	return 0
+}
+
+func (x *LoadbalancerHealth) GetRise() int32 {
+	if x != nil {
+		return x.Rise
+	}
+	return 0
+}
+
+// Loadbalancer is a RegionService's load balancer: root keeps one per
+// service whose spec has a loadbalancer, named SERVICE-lb. It is never
+// created directly. Root allocates its VIP from the service's network,
+// picks the cluster (the one holding most of the service's replicas) and
+// sets its backends to the service's Active replicas; the cluster places
+// it on a node offering the provider and hands it to that node's agent as
+// an Assignment.
+type Loadbalancer struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Service string                 `protobuf:"bytes,2,opt,name=service,proto3" json:"service,omitempty"`
+	Spec    *LoadbalancerSpec      `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Network string                 `protobuf:"bytes,4,opt,name=network,proto3" json:"network,omitempty"`
+	// The virtual address clients connect to (root's IPAM, holder
+	// loadbalancer/NAME).
+	Vip     string `protobuf:"bytes,5,opt,name=vip,proto3" json:"vip,omitempty"`
+	Cluster string `protobuf:"bytes,6,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Root's view: the replicas in rotation (Active, with an address).
+	Backends      []*LoadbalancerBackend `protobuf:"bytes,7,rep,name=backends,proto3" json:"backends,omitempty"`
+	Status        *LoadbalancerStatus    `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Revision      int64                  `protobuf:"varint,9,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Loadbalancer) Reset() {
+	*x = Loadbalancer{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Loadbalancer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Loadbalancer) ProtoMessage() {}
+
+func (x *Loadbalancer) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Loadbalancer.ProtoReflect.Descriptor instead.
+func (*Loadbalancer) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *Loadbalancer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Loadbalancer) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *Loadbalancer) GetSpec() *LoadbalancerSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Loadbalancer) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *Loadbalancer) GetVip() string {
+	if x != nil {
+		return x.Vip
+	}
+	return ""
+}
+
+func (x *Loadbalancer) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *Loadbalancer) GetBackends() []*LoadbalancerBackend {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+func (x *Loadbalancer) GetStatus() *LoadbalancerStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *Loadbalancer) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Loadbalancer) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Loadbalancer) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type LoadbalancerBackend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The replica (Compute) behind the address.
+	Compute string `protobuf:"bytes,1,opt,name=compute,proto3" json:"compute,omitempty"`
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// Relative share of new flows; 0 means 1.
+	Weight        int32 `protobuf:"varint,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerBackend) Reset() {
+	*x = LoadbalancerBackend{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerBackend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerBackend) ProtoMessage() {}
+
+func (x *LoadbalancerBackend) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerBackend.ProtoReflect.Descriptor instead.
+func (*LoadbalancerBackend) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *LoadbalancerBackend) GetCompute() string {
+	if x != nil {
+		return x.Compute
+	}
+	return ""
+}
+
+func (x *LoadbalancerBackend) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *LoadbalancerBackend) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+type LoadbalancerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Initializing, Creating:Scheduled, Active, Updating, Deleting, Deleted,
+	// Failed, Blocked (ComputeStatus's words).
+	Phase   string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	Reason  string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Reasons []*ScheduleReasonCount `protobuf:"bytes,4,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	Node    string                 `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
+	Handle  string                 `protobuf:"bytes,6,opt,name=handle,proto3" json:"handle,omitempty"`
+	// What the node's provider reports of each backend.
+	Backends []*LoadbalancerBackendStatus `protobuf:"bytes,7,rep,name=backends,proto3" json:"backends,omitempty"`
+	// Traffic through the VIP (all ports), as the provider counts it.
+	Packets       uint64                 `protobuf:"varint,8,opt,name=packets,proto3" json:"packets,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,9,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	ActiveAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=active_at,json=activeAt,proto3" json:"active_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerStatus) Reset() {
+	*x = LoadbalancerStatus{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerStatus) ProtoMessage() {}
+
+func (x *LoadbalancerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerStatus.ProtoReflect.Descriptor instead.
+func (*LoadbalancerStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LoadbalancerStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *LoadbalancerStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LoadbalancerStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *LoadbalancerStatus) GetReasons() []*ScheduleReasonCount {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *LoadbalancerStatus) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LoadbalancerStatus) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *LoadbalancerStatus) GetBackends() []*LoadbalancerBackendStatus {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+func (x *LoadbalancerStatus) GetPackets() uint64 {
+	if x != nil {
+		return x.Packets
+	}
+	return 0
+}
+
+func (x *LoadbalancerStatus) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LoadbalancerStatus) GetScheduledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledAt
+	}
+	return nil
+}
+
+func (x *LoadbalancerStatus) GetActiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ActiveAt
+	}
+	return nil
+}
+
+func (x *LoadbalancerStatus) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type LoadbalancerBackendStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Compute string                 `protobuf:"bytes,1,opt,name=compute,proto3" json:"compute,omitempty"`
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// Passing its health check (and so receiving new flows).
+	Healthy bool `protobuf:"varint,3,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// Why it is unhealthy, in the operator's words.
+	Reason  string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Packets uint64 `protobuf:"varint,5,opt,name=packets,proto3" json:"packets,omitempty"`
+	Bytes   uint64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// When healthy last changed.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerBackendStatus) Reset() {
+	*x = LoadbalancerBackendStatus{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerBackendStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerBackendStatus) ProtoMessage() {}
+
+func (x *LoadbalancerBackendStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerBackendStatus.ProtoReflect.Descriptor instead.
+func (*LoadbalancerBackendStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *LoadbalancerBackendStatus) GetCompute() string {
+	if x != nil {
+		return x.Compute
+	}
+	return ""
+}
+
+func (x *LoadbalancerBackendStatus) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *LoadbalancerBackendStatus) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *LoadbalancerBackendStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LoadbalancerBackendStatus) GetPackets() uint64 {
+	if x != nil {
+		return x.Packets
+	}
+	return 0
+}
+
+func (x *LoadbalancerBackendStatus) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LoadbalancerBackendStatus) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type RegionServiceStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Initializing, Creating, Active, Updating, Deleting, Deleted, Failed,
@@ -2991,7 +3536,7 @@ type RegionServiceStatus struct {
 
 func (x *RegionServiceStatus) Reset() {
 	*x = RegionServiceStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3548,7 @@ func (x *RegionServiceStatus) String() string {
 func (*RegionServiceStatus) ProtoMessage() {}
 
 func (x *RegionServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[36]
+	mi := &file_unyo_v1_provision_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3561,7 @@ func (x *RegionServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionServiceStatus.ProtoReflect.Descriptor instead.
 func (*RegionServiceStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RegionServiceStatus) GetPhase() string {
@@ -3117,7 +3662,7 @@ type TemplateRevision struct {
 
 func (x *TemplateRevision) Reset() {
 	*x = TemplateRevision{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3129,7 +3674,7 @@ func (x *TemplateRevision) String() string {
 func (*TemplateRevision) ProtoMessage() {}
 
 func (x *TemplateRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[37]
+	mi := &file_unyo_v1_provision_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3142,7 +3687,7 @@ func (x *TemplateRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateRevision.ProtoReflect.Descriptor instead.
 func (*TemplateRevision) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TemplateRevision) GetRevision() int64 {
@@ -3206,7 +3751,7 @@ type Compute struct {
 
 func (x *Compute) Reset() {
 	*x = Compute{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3763,7 @@ func (x *Compute) String() string {
 func (*Compute) ProtoMessage() {}
 
 func (x *Compute) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[38]
+	mi := &file_unyo_v1_provision_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3776,7 @@ func (x *Compute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compute.ProtoReflect.Descriptor instead.
 func (*Compute) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Compute) GetName() string {
@@ -3350,7 +3895,7 @@ type ComputeResources struct {
 
 func (x *ComputeResources) Reset() {
 	*x = ComputeResources{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3907,7 @@ func (x *ComputeResources) String() string {
 func (*ComputeResources) ProtoMessage() {}
 
 func (x *ComputeResources) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[39]
+	mi := &file_unyo_v1_provision_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3920,7 @@ func (x *ComputeResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeResources.ProtoReflect.Descriptor instead.
 func (*ComputeResources) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ComputeResources) GetVcpus() int64 {
@@ -3446,7 +3991,7 @@ type ComputeStatus struct {
 
 func (x *ComputeStatus) Reset() {
 	*x = ComputeStatus{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +4003,7 @@ func (x *ComputeStatus) String() string {
 func (*ComputeStatus) ProtoMessage() {}
 
 func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[40]
+	mi := &file_unyo_v1_provision_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +4016,7 @@ func (x *ComputeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeStatus.ProtoReflect.Descriptor instead.
 func (*ComputeStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ComputeStatus) GetPhase() string {
@@ -3601,7 +4146,7 @@ type ComputeRetry struct {
 
 func (x *ComputeRetry) Reset() {
 	*x = ComputeRetry{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +4158,7 @@ func (x *ComputeRetry) String() string {
 func (*ComputeRetry) ProtoMessage() {}
 
 func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[41]
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +4171,7 @@ func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeRetry.ProtoReflect.Descriptor instead.
 func (*ComputeRetry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ComputeRetry) GetNode() string {
@@ -3664,7 +4209,7 @@ type ScheduleReasonCount struct {
 
 func (x *ScheduleReasonCount) Reset() {
 	*x = ScheduleReasonCount{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +4221,7 @@ func (x *ScheduleReasonCount) String() string {
 func (*ScheduleReasonCount) ProtoMessage() {}
 
 func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[42]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +4234,7 @@ func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
 func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ScheduleReasonCount) GetCode() string {
@@ -3730,14 +4275,18 @@ type Assignment struct {
 	// running, or deleted (the agent removes the resource).
 	Desired string `protobuf:"bytes,11,opt,name=desired,proto3" json:"desired,omitempty"`
 	// Moves on every change the agent must act on.
-	Generation    int64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation int64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Set when the assignment is a load balancer (compute then holds the
+	// Loadbalancer's name): what the provider realizes (vip, ports, backends,
+	// health). The agent hands it to the provider as plugins/sdk/lb.Config.
+	Loadbalancer  *LoadbalancerAssignment `protobuf:"bytes,13,opt,name=loadbalancer,proto3" json:"loadbalancer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +4298,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[43]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +4311,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Assignment) GetCompute() string {
@@ -3849,24 +4398,104 @@ func (x *Assignment) GetGeneration() int64 {
 	return 0
 }
 
+func (x *Assignment) GetLoadbalancer() *LoadbalancerAssignment {
+	if x != nil {
+		return x.Loadbalancer
+	}
+	return nil
+}
+
+type LoadbalancerAssignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Vip           string                 `protobuf:"bytes,1,opt,name=vip,proto3" json:"vip,omitempty"`
+	Ports         []*LoadbalancerPort    `protobuf:"bytes,2,rep,name=ports,proto3" json:"ports,omitempty"`
+	Backends      []*LoadbalancerBackend `protobuf:"bytes,3,rep,name=backends,proto3" json:"backends,omitempty"`
+	Health        *LoadbalancerHealth    `protobuf:"bytes,4,opt,name=health,proto3" json:"health,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadbalancerAssignment) Reset() {
+	*x = LoadbalancerAssignment{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadbalancerAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadbalancerAssignment) ProtoMessage() {}
+
+func (x *LoadbalancerAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadbalancerAssignment.ProtoReflect.Descriptor instead.
+func (*LoadbalancerAssignment) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *LoadbalancerAssignment) GetVip() string {
+	if x != nil {
+		return x.Vip
+	}
+	return ""
+}
+
+func (x *LoadbalancerAssignment) GetPorts() []*LoadbalancerPort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+func (x *LoadbalancerAssignment) GetBackends() []*LoadbalancerBackend {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+func (x *LoadbalancerAssignment) GetHealth() *LoadbalancerHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
 // AssignmentState is what an agent reports of one assignment.
 type AssignmentState struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Compute    string                 `protobuf:"bytes,1,opt,name=compute,proto3" json:"compute,omitempty"`
 	Generation int64                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
 	// creating, running, failed, deleted.
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
-	Handle        string                 `protobuf:"bytes,4,opt,name=handle,proto3" json:"handle,omitempty"`
-	Address       string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
-	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	State     string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Handle    string                 `protobuf:"bytes,4,opt,name=handle,proto3" json:"handle,omitempty"`
+	Address   string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
+	Message   string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// A load balancer's backends as its provider sees them, and its VIP's
+	// traffic.
+	Backends      []*LoadbalancerBackendStatus `protobuf:"bytes,8,rep,name=backends,proto3" json:"backends,omitempty"`
+	Packets       uint64                       `protobuf:"varint,9,opt,name=packets,proto3" json:"packets,omitempty"`
+	Bytes         uint64                       `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssignmentState) Reset() {
 	*x = AssignmentState{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4507,7 @@ func (x *AssignmentState) String() string {
 func (*AssignmentState) ProtoMessage() {}
 
 func (x *AssignmentState) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[44]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4520,7 @@ func (x *AssignmentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
 func (*AssignmentState) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AssignmentState) GetCompute() string {
@@ -3943,16 +4572,39 @@ func (x *AssignmentState) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *AssignmentState) GetBackends() []*LoadbalancerBackendStatus {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+func (x *AssignmentState) GetPackets() uint64 {
+	if x != nil {
+		return x.Packets
+	}
+	return 0
+}
+
+func (x *AssignmentState) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type SyncComputesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Computes      []*Compute             `protobuf:"bytes,1,rep,name=computes,proto3" json:"computes,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Computes []*Compute             `protobuf:"bytes,1,rep,name=computes,proto3" json:"computes,omitempty"`
+	// The cluster's load balancers, the whole set root wants (as computes).
+	Loadbalancers []*Loadbalancer `protobuf:"bytes,2,rep,name=loadbalancers,proto3" json:"loadbalancers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncComputesRequest) Reset() {
 	*x = SyncComputesRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4616,7 @@ func (x *SyncComputesRequest) String() string {
 func (*SyncComputesRequest) ProtoMessage() {}
 
 func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[45]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4629,7 @@ func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
 func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SyncComputesRequest) GetComputes() []*Compute {
@@ -3987,16 +4639,24 @@ func (x *SyncComputesRequest) GetComputes() []*Compute {
 	return nil
 }
 
+func (x *SyncComputesRequest) GetLoadbalancers() []*Loadbalancer {
+	if x != nil {
+		return x.Loadbalancers
+	}
+	return nil
+}
+
 type SyncComputesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Computes      []*Compute             `protobuf:"bytes,1,rep,name=computes,proto3" json:"computes,omitempty"`
+	Loadbalancers []*Loadbalancer        `protobuf:"bytes,2,rep,name=loadbalancers,proto3" json:"loadbalancers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncComputesResponse) Reset() {
 	*x = SyncComputesResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4668,7 @@ func (x *SyncComputesResponse) String() string {
 func (*SyncComputesResponse) ProtoMessage() {}
 
 func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,12 +4681,19 @@ func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
 func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SyncComputesResponse) GetComputes() []*Compute {
 	if x != nil {
 		return x.Computes
+	}
+	return nil
+}
+
+func (x *SyncComputesResponse) GetLoadbalancers() []*Loadbalancer {
+	if x != nil {
+		return x.Loadbalancers
 	}
 	return nil
 }
@@ -4043,7 +4710,7 @@ type GetAssignmentsRequest struct {
 
 func (x *GetAssignmentsRequest) Reset() {
 	*x = GetAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4055,7 +4722,7 @@ func (x *GetAssignmentsRequest) String() string {
 func (*GetAssignmentsRequest) ProtoMessage() {}
 
 func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4068,7 +4735,7 @@ func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetAssignmentsRequest) GetNode() string {
@@ -4095,7 +4762,7 @@ type GetAssignmentsResponse struct {
 
 func (x *GetAssignmentsResponse) Reset() {
 	*x = GetAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4107,7 +4774,7 @@ func (x *GetAssignmentsResponse) String() string {
 func (*GetAssignmentsResponse) ProtoMessage() {}
 
 func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4120,7 +4787,7 @@ func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
@@ -4147,7 +4814,7 @@ type ReportAssignmentsRequest struct {
 
 func (x *ReportAssignmentsRequest) Reset() {
 	*x = ReportAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4159,7 +4826,7 @@ func (x *ReportAssignmentsRequest) String() string {
 func (*ReportAssignmentsRequest) ProtoMessage() {}
 
 func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4172,7 +4839,7 @@ func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReportAssignmentsRequest) GetNode() string {
@@ -4197,7 +4864,7 @@ type ReportAssignmentsResponse struct {
 
 func (x *ReportAssignmentsResponse) Reset() {
 	*x = ReportAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4209,7 +4876,7 @@ func (x *ReportAssignmentsResponse) String() string {
 func (*ReportAssignmentsResponse) ProtoMessage() {}
 
 func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4222,7 +4889,7 @@ func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{56}
 }
 
 type RecordServiceEventRequest struct {
@@ -4243,7 +4910,7 @@ type RecordServiceEventRequest struct {
 
 func (x *RecordServiceEventRequest) Reset() {
 	*x = RecordServiceEventRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[51]
+	mi := &file_unyo_v1_provision_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4255,7 +4922,7 @@ func (x *RecordServiceEventRequest) String() string {
 func (*RecordServiceEventRequest) ProtoMessage() {}
 
 func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[51]
+	mi := &file_unyo_v1_provision_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4268,7 +4935,7 @@ func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventRequest.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RecordServiceEventRequest) GetService() string {
@@ -4315,7 +4982,7 @@ type RecordServiceEventResponse struct {
 
 func (x *RecordServiceEventResponse) Reset() {
 	*x = RecordServiceEventResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[52]
+	mi := &file_unyo_v1_provision_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4327,7 +4994,7 @@ func (x *RecordServiceEventResponse) String() string {
 func (*RecordServiceEventResponse) ProtoMessage() {}
 
 func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[52]
+	mi := &file_unyo_v1_provision_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4340,7 +5007,7 @@ func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventResponse.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RecordServiceEventResponse) GetId() string {
@@ -4649,15 +5316,67 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"decided_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x16\n" +
 	"\x06reason\x18\a \x01(\tR\x06reason\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"_\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"\xc9\x01\n" +
 	"\x10LoadbalancerSpec\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12/\n" +
-	"\x05ports\x18\x02 \x03(\v2\x19.unyo.v1.LoadbalancerPortR\x05ports\"c\n" +
+	"\x05ports\x18\x02 \x03(\v2\x19.unyo.v1.LoadbalancerPortR\x05ports\x123\n" +
+	"\x06health\x18\x03 \x01(\v2\x1b.unyo.v1.LoadbalancerHealthR\x06health\x123\n" +
+	"\bschedule\x18\x04 \x01(\v2\x17.unyo.v1.SchedulePolicyR\bschedule\"c\n" +
 	"\x10LoadbalancerPort\x12\x12\n" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1f\n" +
 	"\vtarget_port\x18\x02 \x01(\x05R\n" +
 	"targetPort\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xc7\x03\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\"\xae\x01\n" +
+	"\x12LoadbalancerHealth\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1a\n" +
+	"\binterval\x18\x04 \x01(\tR\binterval\x12\x18\n" +
+	"\atimeout\x18\x05 \x01(\tR\atimeout\x12\x12\n" +
+	"\x04fall\x18\x06 \x01(\x05R\x04fall\x12\x12\n" +
+	"\x04rise\x18\a \x01(\x05R\x04rise\"\xb2\x03\n" +
+	"\fLoadbalancer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aservice\x18\x02 \x01(\tR\aservice\x12-\n" +
+	"\x04spec\x18\x03 \x01(\v2\x19.unyo.v1.LoadbalancerSpecR\x04spec\x12\x18\n" +
+	"\anetwork\x18\x04 \x01(\tR\anetwork\x12\x10\n" +
+	"\x03vip\x18\x05 \x01(\tR\x03vip\x12\x18\n" +
+	"\acluster\x18\x06 \x01(\tR\acluster\x128\n" +
+	"\bbackends\x18\a \x03(\v2\x1c.unyo.v1.LoadbalancerBackendR\bbackends\x123\n" +
+	"\x06status\x18\b \x01(\v2\x1b.unyo.v1.LoadbalancerStatusR\x06status\x12\x1a\n" +
+	"\brevision\x18\t \x01(\x03R\brevision\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"a\n" +
+	"\x13LoadbalancerBackend\x12\x18\n" +
+	"\acompute\x18\x01 \x01(\tR\acompute\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06weight\x18\x03 \x01(\x05R\x06weight\"\xe3\x03\n" +
+	"\x12LoadbalancerStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x126\n" +
+	"\areasons\x18\x04 \x03(\v2\x1c.unyo.v1.ScheduleReasonCountR\areasons\x12\x12\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\x12\x16\n" +
+	"\x06handle\x18\x06 \x01(\tR\x06handle\x12>\n" +
+	"\bbackends\x18\a \x03(\v2\".unyo.v1.LoadbalancerBackendStatusR\bbackends\x12\x18\n" +
+	"\apackets\x18\b \x01(\x04R\apackets\x12\x14\n" +
+	"\x05bytes\x18\t \x01(\x04R\x05bytes\x12=\n" +
+	"\fscheduled_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x127\n" +
+	"\tactive_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bactiveAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xe3\x01\n" +
+	"\x19LoadbalancerBackendStatus\x12\x18\n" +
+	"\acompute\x18\x01 \x01(\tR\acompute\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x18\n" +
+	"\ahealthy\x18\x03 \x01(\bR\ahealthy\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\apackets\x18\x05 \x01(\x04R\apackets\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x04R\x05bytes\x120\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xc7\x03\n" +
 	"\x13RegionServiceStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4728,7 +5447,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xbc\x03\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x81\x04\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\acompute\x18\x01 \x01(\tR\acompute\x12\x18\n" +
@@ -4745,10 +5464,16 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\adesired\x18\v \x01(\tR\adesired\x12\x1e\n" +
 	"\n" +
 	"generation\x18\f \x01(\x03R\n" +
-	"generation\x1a6\n" +
+	"generation\x12C\n" +
+	"\floadbalancer\x18\r \x01(\v2\x1f.unyo.v1.LoadbalancerAssignmentR\floadbalancer\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x01\n" +
+	"\x16LoadbalancerAssignment\x12\x10\n" +
+	"\x03vip\x18\x01 \x01(\tR\x03vip\x12/\n" +
+	"\x05ports\x18\x02 \x03(\v2\x19.unyo.v1.LoadbalancerPortR\x05ports\x128\n" +
+	"\bbackends\x18\x03 \x03(\v2\x1c.unyo.v1.LoadbalancerBackendR\bbackends\x123\n" +
+	"\x06health\x18\x04 \x01(\v2\x1b.unyo.v1.LoadbalancerHealthR\x06health\"\xd8\x02\n" +
 	"\x0fAssignmentState\x12\x18\n" +
 	"\acompute\x18\x01 \x01(\tR\acompute\x12\x1e\n" +
 	"\n" +
@@ -4759,11 +5484,17 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\aaddress\x18\x05 \x01(\tR\aaddress\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x129\n" +
 	"\n" +
-	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"C\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12>\n" +
+	"\bbackends\x18\b \x03(\v2\".unyo.v1.LoadbalancerBackendStatusR\bbackends\x12\x18\n" +
+	"\apackets\x18\t \x01(\x04R\apackets\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x04R\x05bytes\"\x80\x01\n" +
 	"\x13SyncComputesRequest\x12,\n" +
-	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\"D\n" +
+	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\x12;\n" +
+	"\rloadbalancers\x18\x02 \x03(\v2\x15.unyo.v1.LoadbalancerR\rloadbalancers\"\x81\x01\n" +
 	"\x14SyncComputesResponse\x12,\n" +
-	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\"V\n" +
+	"\bcomputes\x18\x01 \x03(\v2\x10.unyo.v1.ComputeR\bcomputes\x12;\n" +
+	"\rloadbalancers\x18\x02 \x03(\v2\x15.unyo.v1.LoadbalancerR\rloadbalancers\"V\n" +
 	"\x15GetAssignmentsRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12)\n" +
 	"\x10since_generation\x18\x02 \x01(\x03R\x0fsinceGeneration\"o\n" +
@@ -4805,7 +5536,7 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_unyo_v1_provision_proto_goTypes = []any{
 	(*Region)(nil),                     // 0: unyo.v1.Region
 	(*RegionSpec)(nil),                 // 1: unyo.v1.RegionSpec
@@ -4843,146 +5574,172 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	(*AutoscaleStatus)(nil),            // 33: unyo.v1.AutoscaleStatus
 	(*LoadbalancerSpec)(nil),           // 34: unyo.v1.LoadbalancerSpec
 	(*LoadbalancerPort)(nil),           // 35: unyo.v1.LoadbalancerPort
-	(*RegionServiceStatus)(nil),        // 36: unyo.v1.RegionServiceStatus
-	(*TemplateRevision)(nil),           // 37: unyo.v1.TemplateRevision
-	(*Compute)(nil),                    // 38: unyo.v1.Compute
-	(*ComputeResources)(nil),           // 39: unyo.v1.ComputeResources
-	(*ComputeStatus)(nil),              // 40: unyo.v1.ComputeStatus
-	(*ComputeRetry)(nil),               // 41: unyo.v1.ComputeRetry
-	(*ScheduleReasonCount)(nil),        // 42: unyo.v1.ScheduleReasonCount
-	(*Assignment)(nil),                 // 43: unyo.v1.Assignment
-	(*AssignmentState)(nil),            // 44: unyo.v1.AssignmentState
-	(*SyncComputesRequest)(nil),        // 45: unyo.v1.SyncComputesRequest
-	(*SyncComputesResponse)(nil),       // 46: unyo.v1.SyncComputesResponse
-	(*GetAssignmentsRequest)(nil),      // 47: unyo.v1.GetAssignmentsRequest
-	(*GetAssignmentsResponse)(nil),     // 48: unyo.v1.GetAssignmentsResponse
-	(*ReportAssignmentsRequest)(nil),   // 49: unyo.v1.ReportAssignmentsRequest
-	(*ReportAssignmentsResponse)(nil),  // 50: unyo.v1.ReportAssignmentsResponse
-	(*RecordServiceEventRequest)(nil),  // 51: unyo.v1.RecordServiceEventRequest
-	(*RecordServiceEventResponse)(nil), // 52: unyo.v1.RecordServiceEventResponse
-	nil,                                // 53: unyo.v1.Region.LabelsEntry
-	nil,                                // 54: unyo.v1.Datacenter.LabelsEntry
-	nil,                                // 55: unyo.v1.Floor.LabelsEntry
-	nil,                                // 56: unyo.v1.Rack.LabelsEntry
-	nil,                                // 57: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                                // 58: unyo.v1.Cluster.LabelsEntry
-	nil,                                // 59: unyo.v1.Flavor.LabelsEntry
-	nil,                                // 60: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                                // 61: unyo.v1.Image.LabelsEntry
-	nil,                                // 62: unyo.v1.Network.LabelsEntry
-	nil,                                // 63: unyo.v1.RegionService.LabelsEntry
-	nil,                                // 64: unyo.v1.ComputeSpec.EnvEntry
-	nil,                                // 65: unyo.v1.Assignment.EnvEntry
-	nil,                                // 66: unyo.v1.RecordServiceEventRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 67: google.protobuf.Timestamp
-	(*ComputePrice)(nil),               // 68: unyo.v1.ComputePrice
+	(*LoadbalancerHealth)(nil),         // 36: unyo.v1.LoadbalancerHealth
+	(*Loadbalancer)(nil),               // 37: unyo.v1.Loadbalancer
+	(*LoadbalancerBackend)(nil),        // 38: unyo.v1.LoadbalancerBackend
+	(*LoadbalancerStatus)(nil),         // 39: unyo.v1.LoadbalancerStatus
+	(*LoadbalancerBackendStatus)(nil),  // 40: unyo.v1.LoadbalancerBackendStatus
+	(*RegionServiceStatus)(nil),        // 41: unyo.v1.RegionServiceStatus
+	(*TemplateRevision)(nil),           // 42: unyo.v1.TemplateRevision
+	(*Compute)(nil),                    // 43: unyo.v1.Compute
+	(*ComputeResources)(nil),           // 44: unyo.v1.ComputeResources
+	(*ComputeStatus)(nil),              // 45: unyo.v1.ComputeStatus
+	(*ComputeRetry)(nil),               // 46: unyo.v1.ComputeRetry
+	(*ScheduleReasonCount)(nil),        // 47: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                 // 48: unyo.v1.Assignment
+	(*LoadbalancerAssignment)(nil),     // 49: unyo.v1.LoadbalancerAssignment
+	(*AssignmentState)(nil),            // 50: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),        // 51: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),       // 52: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),      // 53: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),     // 54: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),   // 55: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil),  // 56: unyo.v1.ReportAssignmentsResponse
+	(*RecordServiceEventRequest)(nil),  // 57: unyo.v1.RecordServiceEventRequest
+	(*RecordServiceEventResponse)(nil), // 58: unyo.v1.RecordServiceEventResponse
+	nil,                                // 59: unyo.v1.Region.LabelsEntry
+	nil,                                // 60: unyo.v1.Datacenter.LabelsEntry
+	nil,                                // 61: unyo.v1.Floor.LabelsEntry
+	nil,                                // 62: unyo.v1.Rack.LabelsEntry
+	nil,                                // 63: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                                // 64: unyo.v1.Cluster.LabelsEntry
+	nil,                                // 65: unyo.v1.Flavor.LabelsEntry
+	nil,                                // 66: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                                // 67: unyo.v1.Image.LabelsEntry
+	nil,                                // 68: unyo.v1.Network.LabelsEntry
+	nil,                                // 69: unyo.v1.RegionService.LabelsEntry
+	nil,                                // 70: unyo.v1.ComputeSpec.EnvEntry
+	nil,                                // 71: unyo.v1.Assignment.EnvEntry
+	nil,                                // 72: unyo.v1.RecordServiceEventRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
+	(*ComputePrice)(nil),               // 74: unyo.v1.ComputePrice
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	53, // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
-	1,  // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	67, // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	67, // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	54, // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
-	3,  // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	67, // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	67, // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	55, // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
-	5,  // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	67, // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	67, // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	56, // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
-	7,  // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	67, // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	67, // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	57, // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
-	10, // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	67, // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	67, // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
-	12, // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	58, // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
-	14, // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	67, // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	67, // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	59, // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
-	16, // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	67, // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	67, // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	60, // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	61, // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
-	18, // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	67, // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	67, // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	62, // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
-	20, // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	67, // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	67, // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
-	21, // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
-	23, // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	67, // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	67, // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	67, // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	63, // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
-	25, // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
-	67, // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
-	67, // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
-	26, // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
-	34, // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
-	27, // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
-	31, // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
-	32, // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
-	64, // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
-	28, // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
-	28, // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
-	29, // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
-	29, // 60: unyo.v1.SchedulePolicy.anti_affinity:type_name -> unyo.v1.AffinityTerm
-	29, // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
-	29, // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
-	30, // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
-	67, // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
-	67, // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
-	35, // 66: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
-	67, // 67: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
-	33, // 68: unyo.v1.RegionServiceStatus.autoscale:type_name -> unyo.v1.AutoscaleStatus
-	37, // 69: unyo.v1.RegionServiceStatus.history:type_name -> unyo.v1.TemplateRevision
-	26, // 70: unyo.v1.TemplateRevision.template:type_name -> unyo.v1.ComputeSpec
-	67, // 71: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
-	26, // 72: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
-	39, // 73: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
-	40, // 74: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
-	67, // 75: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
-	67, // 76: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	68, // 77: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
-	42, // 78: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	67, // 79: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	67, // 80: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	67, // 81: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	41, // 82: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
-	67, // 83: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
-	39, // 84: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	65, // 85: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	67, // 86: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	38, // 87: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	38, // 88: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	43, // 89: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	44, // 90: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	66, // 91: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
-	45, // 92: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	47, // 93: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	49, // 94: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	51, // 95: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
-	46, // 96: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	48, // 97: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	50, // 98: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	52, // 99: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
-	96, // [96:100] is the sub-list for method output_type
-	92, // [92:96] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	59,  // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	1,   // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
+	73,  // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	60,  // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	3,   // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
+	73,  // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	61,  // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	5,   // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
+	73,  // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	62,  // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	7,   // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
+	73,  // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	8,   // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
+	63,  // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	10,  // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
+	73,  // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	11,  // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
+	12,  // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
+	64,  // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	14,  // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
+	73,  // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	65,  // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	16,  // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
+	73,  // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	66,  // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	67,  // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	18,  // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
+	73,  // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	68,  // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	20,  // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
+	73,  // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	22,  // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
+	21,  // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
+	23,  // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
+	73,  // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	73,  // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	73,  // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	69,  // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	25,  // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
+	73,  // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	41,  // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
+	26,  // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
+	34,  // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
+	27,  // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
+	31,  // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
+	32,  // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
+	70,  // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	28,  // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
+	28,  // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
+	29,  // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
+	29,  // 60: unyo.v1.SchedulePolicy.anti_affinity:type_name -> unyo.v1.AffinityTerm
+	29,  // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
+	29,  // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
+	30,  // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
+	73,  // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
+	73,  // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
+	35,  // 66: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
+	36,  // 67: unyo.v1.LoadbalancerSpec.health:type_name -> unyo.v1.LoadbalancerHealth
+	27,  // 68: unyo.v1.LoadbalancerSpec.schedule:type_name -> unyo.v1.SchedulePolicy
+	34,  // 69: unyo.v1.Loadbalancer.spec:type_name -> unyo.v1.LoadbalancerSpec
+	38,  // 70: unyo.v1.Loadbalancer.backends:type_name -> unyo.v1.LoadbalancerBackend
+	39,  // 71: unyo.v1.Loadbalancer.status:type_name -> unyo.v1.LoadbalancerStatus
+	73,  // 72: unyo.v1.Loadbalancer.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 73: unyo.v1.Loadbalancer.updated_at:type_name -> google.protobuf.Timestamp
+	47,  // 74: unyo.v1.LoadbalancerStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	40,  // 75: unyo.v1.LoadbalancerStatus.backends:type_name -> unyo.v1.LoadbalancerBackendStatus
+	73,  // 76: unyo.v1.LoadbalancerStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	73,  // 77: unyo.v1.LoadbalancerStatus.active_at:type_name -> google.protobuf.Timestamp
+	73,  // 78: unyo.v1.LoadbalancerStatus.updated_at:type_name -> google.protobuf.Timestamp
+	73,  // 79: unyo.v1.LoadbalancerBackendStatus.since:type_name -> google.protobuf.Timestamp
+	73,  // 80: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	33,  // 81: unyo.v1.RegionServiceStatus.autoscale:type_name -> unyo.v1.AutoscaleStatus
+	42,  // 82: unyo.v1.RegionServiceStatus.history:type_name -> unyo.v1.TemplateRevision
+	26,  // 83: unyo.v1.TemplateRevision.template:type_name -> unyo.v1.ComputeSpec
+	73,  // 84: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
+	26,  // 85: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
+	44,  // 86: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
+	45,  // 87: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
+	73,  // 88: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 89: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 90: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
+	47,  // 91: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	73,  // 92: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	73,  // 93: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	73,  // 94: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	46,  // 95: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
+	73,  // 96: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
+	44,  // 97: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	71,  // 98: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	49,  // 99: unyo.v1.Assignment.loadbalancer:type_name -> unyo.v1.LoadbalancerAssignment
+	35,  // 100: unyo.v1.LoadbalancerAssignment.ports:type_name -> unyo.v1.LoadbalancerPort
+	38,  // 101: unyo.v1.LoadbalancerAssignment.backends:type_name -> unyo.v1.LoadbalancerBackend
+	36,  // 102: unyo.v1.LoadbalancerAssignment.health:type_name -> unyo.v1.LoadbalancerHealth
+	73,  // 103: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	40,  // 104: unyo.v1.AssignmentState.backends:type_name -> unyo.v1.LoadbalancerBackendStatus
+	43,  // 105: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	37,  // 106: unyo.v1.SyncComputesRequest.loadbalancers:type_name -> unyo.v1.Loadbalancer
+	43,  // 107: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	37,  // 108: unyo.v1.SyncComputesResponse.loadbalancers:type_name -> unyo.v1.Loadbalancer
+	48,  // 109: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	50,  // 110: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	72,  // 111: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
+	51,  // 112: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	53,  // 113: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	55,  // 114: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	57,  // 115: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
+	52,  // 116: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	54,  // 117: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	56,  // 118: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	58,  // 119: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
+	116, // [116:120] is the sub-list for method output_type
+	112, // [112:116] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -4997,7 +5754,7 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -276,7 +276,10 @@ type Resource struct {
 	Handle    *Handle                `protobuf:"bytes,6,opt,name=handle,proto3" json:"handle,omitempty"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Provider-specific facts (pid, addresses, ...).
-	Attributes    map[string]string `protobuf:"bytes,8,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Attributes map[string]string `protobuf:"bytes,8,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A load balancer's backends as the provider sees them now (health,
+	// traffic); empty for other resources.
+	Backends      []*BackendStatus `protobuf:"bytes,9,rep,name=backends,proto3" json:"backends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +370,108 @@ func (x *Resource) GetAttributes() map[string]string {
 	return nil
 }
 
+func (x *Resource) GetBackends() []*BackendStatus {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+// BackendStatus is one backend of a load-balancer resource.
+type BackendStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Address string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// The name the config gave it (the replica).
+	Name    string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Healthy bool   `protobuf:"varint,3,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// Why it is unhealthy ("connect 10.0.0.3:80: connection refused").
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Packets       uint64                 `protobuf:"varint,5,opt,name=packets,proto3" json:"packets,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendStatus) Reset() {
+	*x = BackendStatus{}
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendStatus) ProtoMessage() {}
+
+func (x *BackendStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendStatus.ProtoReflect.Descriptor instead.
+func (*BackendStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackendStatus) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *BackendStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BackendStatus) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *BackendStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BackendStatus) GetPackets() uint64 {
+	if x != nil {
+		return x.Packets
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *BackendStatus) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type SchemaRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -375,7 +480,7 @@ type SchemaRequest struct {
 
 func (x *SchemaRequest) Reset() {
 	*x = SchemaRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[2]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +492,7 @@ func (x *SchemaRequest) String() string {
 func (*SchemaRequest) ProtoMessage() {}
 
 func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[2]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +505,7 @@ func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
 func (*SchemaRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{2}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{3}
 }
 
 type SchemaResponse struct {
@@ -416,7 +521,7 @@ type SchemaResponse struct {
 
 func (x *SchemaResponse) Reset() {
 	*x = SchemaResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[3]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +533,7 @@ func (x *SchemaResponse) String() string {
 func (*SchemaResponse) ProtoMessage() {}
 
 func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[3]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +546,7 @@ func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
 func (*SchemaResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{3}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SchemaResponse) GetResourceSchema() string {
@@ -475,7 +580,7 @@ type FingerprintRequest struct {
 
 func (x *FingerprintRequest) Reset() {
 	*x = FingerprintRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[4]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +592,7 @@ func (x *FingerprintRequest) String() string {
 func (*FingerprintRequest) ProtoMessage() {}
 
 func (x *FingerprintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[4]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +605,7 @@ func (x *FingerprintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FingerprintRequest.ProtoReflect.Descriptor instead.
 func (*FingerprintRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{4}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FingerprintRequest) GetInterval() *durationpb.Duration {
@@ -521,7 +626,7 @@ type Capacity struct {
 
 func (x *Capacity) Reset() {
 	*x = Capacity{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[5]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +638,7 @@ func (x *Capacity) String() string {
 func (*Capacity) ProtoMessage() {}
 
 func (x *Capacity) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[5]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +651,7 @@ func (x *Capacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capacity.ProtoReflect.Descriptor instead.
 func (*Capacity) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{5}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Capacity) GetCpus() int32 {
@@ -583,7 +688,7 @@ type FingerprintResponse struct {
 
 func (x *FingerprintResponse) Reset() {
 	*x = FingerprintResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[6]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +700,7 @@ func (x *FingerprintResponse) String() string {
 func (*FingerprintResponse) ProtoMessage() {}
 
 func (x *FingerprintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[6]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +713,7 @@ func (x *FingerprintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FingerprintResponse.ProtoReflect.Descriptor instead.
 func (*FingerprintResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{6}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FingerprintResponse) GetHealthy() bool {
@@ -655,7 +760,7 @@ type ValidateRequest struct {
 
 func (x *ValidateRequest) Reset() {
 	*x = ValidateRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[7]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +772,7 @@ func (x *ValidateRequest) String() string {
 func (*ValidateRequest) ProtoMessage() {}
 
 func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[7]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +785,7 @@ func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateRequest.ProtoReflect.Descriptor instead.
 func (*ValidateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{7}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ValidateRequest) GetConfig() *structpb.Struct {
@@ -700,7 +805,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[8]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +817,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[8]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +830,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{8}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ValidateResponse) GetValid() bool {
@@ -752,7 +857,7 @@ type FieldProblem struct {
 
 func (x *FieldProblem) Reset() {
 	*x = FieldProblem{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[9]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -764,7 +869,7 @@ func (x *FieldProblem) String() string {
 func (*FieldProblem) ProtoMessage() {}
 
 func (x *FieldProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[9]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -777,7 +882,7 @@ func (x *FieldProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldProblem.ProtoReflect.Descriptor instead.
 func (*FieldProblem) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{9}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FieldProblem) GetField() string {
@@ -805,7 +910,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[10]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +922,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[10]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +935,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{10}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateRequest) GetId() string {
@@ -865,7 +970,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[11]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +982,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[11]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +995,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{11}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateResponse) GetResource() *Resource {
@@ -916,7 +1021,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[12]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1033,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[12]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1046,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{12}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetRequest) GetId() string {
@@ -960,7 +1065,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[13]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1077,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[13]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1090,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{13}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetResponse) GetResource() *Resource {
@@ -1005,7 +1110,7 @@ type PlanUpdateRequest struct {
 
 func (x *PlanUpdateRequest) Reset() {
 	*x = PlanUpdateRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[14]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1122,7 @@ func (x *PlanUpdateRequest) String() string {
 func (*PlanUpdateRequest) ProtoMessage() {}
 
 func (x *PlanUpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[14]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1135,7 @@ func (x *PlanUpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanUpdateRequest.ProtoReflect.Descriptor instead.
 func (*PlanUpdateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{14}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PlanUpdateRequest) GetId() string {
@@ -1059,7 +1164,7 @@ type PlanUpdateResponse struct {
 
 func (x *PlanUpdateResponse) Reset() {
 	*x = PlanUpdateResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[15]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1176,7 @@ func (x *PlanUpdateResponse) String() string {
 func (*PlanUpdateResponse) ProtoMessage() {}
 
 func (x *PlanUpdateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[15]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1189,7 @@ func (x *PlanUpdateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanUpdateResponse.ProtoReflect.Descriptor instead.
 func (*PlanUpdateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{15}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PlanUpdateResponse) GetAction() UpdateAction {
@@ -1118,7 +1223,7 @@ type UpdateRequest struct {
 
 func (x *UpdateRequest) Reset() {
 	*x = UpdateRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[16]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1235,7 @@ func (x *UpdateRequest) String() string {
 func (*UpdateRequest) ProtoMessage() {}
 
 func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[16]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1248,7 @@ func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{16}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateRequest) GetId() string {
@@ -1170,7 +1275,7 @@ type UpdateResponse struct {
 
 func (x *UpdateResponse) Reset() {
 	*x = UpdateResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[17]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1287,7 @@ func (x *UpdateResponse) String() string {
 func (*UpdateResponse) ProtoMessage() {}
 
 func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[17]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1300,7 @@ func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{17}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UpdateResponse) GetResource() *Resource {
@@ -1223,7 +1328,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[18]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1340,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[18]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1353,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{18}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteRequest) GetId() string {
@@ -1274,7 +1379,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[19]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1391,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[19]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1404,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{19}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteResponse) GetExisted() bool {
@@ -1318,7 +1423,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[20]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1435,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[20]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1448,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{20}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListRequest) GetLabels() map[string]string {
@@ -1362,7 +1467,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[21]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1479,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[21]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1492,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{21}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListResponse) GetResources() []*Resource {
@@ -1407,7 +1512,7 @@ type RecoverRequest struct {
 
 func (x *RecoverRequest) Reset() {
 	*x = RecoverRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[22]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1524,7 @@ func (x *RecoverRequest) String() string {
 func (*RecoverRequest) ProtoMessage() {}
 
 func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[22]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1537,7 @@ func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
 func (*RecoverRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{22}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecoverRequest) GetId() string {
@@ -1458,7 +1563,7 @@ type RecoverResponse struct {
 
 func (x *RecoverResponse) Reset() {
 	*x = RecoverResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1575,7 @@ func (x *RecoverResponse) String() string {
 func (*RecoverResponse) ProtoMessage() {}
 
 func (x *RecoverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1588,7 @@ func (x *RecoverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverResponse.ProtoReflect.Descriptor instead.
 func (*RecoverResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RecoverResponse) GetResource() *Resource {
@@ -1503,7 +1608,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1620,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1633,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WatchRequest) GetIds() []string {
@@ -1550,7 +1655,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1667,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1680,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WatchResponse) GetId() string {
@@ -1615,7 +1720,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1732,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1745,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StatsRequest) GetId() string {
@@ -1660,7 +1765,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1777,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_unyo_plugin_v1_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1790,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
+	return file_unyo_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StatsResponse) GetMetrics() []*Metric {
@@ -1710,7 +1815,7 @@ const file_unyo_plugin_v1_provider_proto_rawDesc = "" +
 	"\x06Handle\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x16\n" +
 	"\x06driver\x18\x02 \x01(\tR\x06driver\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\fR\x05state\"\x85\x04\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\"\xc0\x04\n" +
 	"\bResource\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12<\n" +
 	"\x06labels\x18\x02 \x03(\v2$.unyo.plugin.v1.Resource.LabelsEntryR\x06labels\x12/\n" +
@@ -1722,13 +1827,22 @@ const file_unyo_plugin_v1_provider_proto_rawDesc = "" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12H\n" +
 	"\n" +
 	"attributes\x18\b \x03(\v2(.unyo.plugin.v1.Resource.AttributesEntryR\n" +
-	"attributes\x1a9\n" +
+	"attributes\x129\n" +
+	"\bbackends\x18\t \x03(\v2\x1d.unyo.plugin.v1.BackendStatusR\bbackends\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x0f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x01\n" +
+	"\rBackendStatus\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\ahealthy\x18\x03 \x01(\bR\ahealthy\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\apackets\x18\x05 \x01(\x04R\apackets\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x04R\x05bytes\x120\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\x0f\n" +
 	"\rSchemaRequest\"\x99\x01\n" +
 	"\x0eSchemaResponse\x12'\n" +
 	"\x0fresource_schema\x18\x01 \x01(\tR\x0eresourceSchema\x129\n" +
@@ -1869,110 +1983,113 @@ func file_unyo_plugin_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_plugin_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_unyo_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_unyo_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_unyo_plugin_v1_provider_proto_goTypes = []any{
 	(Operation)(0),                // 0: unyo.plugin.v1.Operation
 	(ResourceState)(0),            // 1: unyo.plugin.v1.ResourceState
 	(UpdateAction)(0),             // 2: unyo.plugin.v1.UpdateAction
 	(*Handle)(nil),                // 3: unyo.plugin.v1.Handle
 	(*Resource)(nil),              // 4: unyo.plugin.v1.Resource
-	(*SchemaRequest)(nil),         // 5: unyo.plugin.v1.SchemaRequest
-	(*SchemaResponse)(nil),        // 6: unyo.plugin.v1.SchemaResponse
-	(*FingerprintRequest)(nil),    // 7: unyo.plugin.v1.FingerprintRequest
-	(*Capacity)(nil),              // 8: unyo.plugin.v1.Capacity
-	(*FingerprintResponse)(nil),   // 9: unyo.plugin.v1.FingerprintResponse
-	(*ValidateRequest)(nil),       // 10: unyo.plugin.v1.ValidateRequest
-	(*ValidateResponse)(nil),      // 11: unyo.plugin.v1.ValidateResponse
-	(*FieldProblem)(nil),          // 12: unyo.plugin.v1.FieldProblem
-	(*CreateRequest)(nil),         // 13: unyo.plugin.v1.CreateRequest
-	(*CreateResponse)(nil),        // 14: unyo.plugin.v1.CreateResponse
-	(*GetRequest)(nil),            // 15: unyo.plugin.v1.GetRequest
-	(*GetResponse)(nil),           // 16: unyo.plugin.v1.GetResponse
-	(*PlanUpdateRequest)(nil),     // 17: unyo.plugin.v1.PlanUpdateRequest
-	(*PlanUpdateResponse)(nil),    // 18: unyo.plugin.v1.PlanUpdateResponse
-	(*UpdateRequest)(nil),         // 19: unyo.plugin.v1.UpdateRequest
-	(*UpdateResponse)(nil),        // 20: unyo.plugin.v1.UpdateResponse
-	(*DeleteRequest)(nil),         // 21: unyo.plugin.v1.DeleteRequest
-	(*DeleteResponse)(nil),        // 22: unyo.plugin.v1.DeleteResponse
-	(*ListRequest)(nil),           // 23: unyo.plugin.v1.ListRequest
-	(*ListResponse)(nil),          // 24: unyo.plugin.v1.ListResponse
-	(*RecoverRequest)(nil),        // 25: unyo.plugin.v1.RecoverRequest
-	(*RecoverResponse)(nil),       // 26: unyo.plugin.v1.RecoverResponse
-	(*WatchRequest)(nil),          // 27: unyo.plugin.v1.WatchRequest
-	(*WatchResponse)(nil),         // 28: unyo.plugin.v1.WatchResponse
-	(*StatsRequest)(nil),          // 29: unyo.plugin.v1.StatsRequest
-	(*StatsResponse)(nil),         // 30: unyo.plugin.v1.StatsResponse
-	nil,                           // 31: unyo.plugin.v1.Resource.LabelsEntry
-	nil,                           // 32: unyo.plugin.v1.Resource.AttributesEntry
-	nil,                           // 33: unyo.plugin.v1.FingerprintResponse.AttributesEntry
-	nil,                           // 34: unyo.plugin.v1.CreateRequest.LabelsEntry
-	nil,                           // 35: unyo.plugin.v1.ListRequest.LabelsEntry
-	(*structpb.Struct)(nil),       // 36: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*Metric)(nil),                // 39: unyo.plugin.v1.Metric
+	(*BackendStatus)(nil),         // 5: unyo.plugin.v1.BackendStatus
+	(*SchemaRequest)(nil),         // 6: unyo.plugin.v1.SchemaRequest
+	(*SchemaResponse)(nil),        // 7: unyo.plugin.v1.SchemaResponse
+	(*FingerprintRequest)(nil),    // 8: unyo.plugin.v1.FingerprintRequest
+	(*Capacity)(nil),              // 9: unyo.plugin.v1.Capacity
+	(*FingerprintResponse)(nil),   // 10: unyo.plugin.v1.FingerprintResponse
+	(*ValidateRequest)(nil),       // 11: unyo.plugin.v1.ValidateRequest
+	(*ValidateResponse)(nil),      // 12: unyo.plugin.v1.ValidateResponse
+	(*FieldProblem)(nil),          // 13: unyo.plugin.v1.FieldProblem
+	(*CreateRequest)(nil),         // 14: unyo.plugin.v1.CreateRequest
+	(*CreateResponse)(nil),        // 15: unyo.plugin.v1.CreateResponse
+	(*GetRequest)(nil),            // 16: unyo.plugin.v1.GetRequest
+	(*GetResponse)(nil),           // 17: unyo.plugin.v1.GetResponse
+	(*PlanUpdateRequest)(nil),     // 18: unyo.plugin.v1.PlanUpdateRequest
+	(*PlanUpdateResponse)(nil),    // 19: unyo.plugin.v1.PlanUpdateResponse
+	(*UpdateRequest)(nil),         // 20: unyo.plugin.v1.UpdateRequest
+	(*UpdateResponse)(nil),        // 21: unyo.plugin.v1.UpdateResponse
+	(*DeleteRequest)(nil),         // 22: unyo.plugin.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 23: unyo.plugin.v1.DeleteResponse
+	(*ListRequest)(nil),           // 24: unyo.plugin.v1.ListRequest
+	(*ListResponse)(nil),          // 25: unyo.plugin.v1.ListResponse
+	(*RecoverRequest)(nil),        // 26: unyo.plugin.v1.RecoverRequest
+	(*RecoverResponse)(nil),       // 27: unyo.plugin.v1.RecoverResponse
+	(*WatchRequest)(nil),          // 28: unyo.plugin.v1.WatchRequest
+	(*WatchResponse)(nil),         // 29: unyo.plugin.v1.WatchResponse
+	(*StatsRequest)(nil),          // 30: unyo.plugin.v1.StatsRequest
+	(*StatsResponse)(nil),         // 31: unyo.plugin.v1.StatsResponse
+	nil,                           // 32: unyo.plugin.v1.Resource.LabelsEntry
+	nil,                           // 33: unyo.plugin.v1.Resource.AttributesEntry
+	nil,                           // 34: unyo.plugin.v1.FingerprintResponse.AttributesEntry
+	nil,                           // 35: unyo.plugin.v1.CreateRequest.LabelsEntry
+	nil,                           // 36: unyo.plugin.v1.ListRequest.LabelsEntry
+	(*structpb.Struct)(nil),       // 37: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*Metric)(nil),                // 40: unyo.plugin.v1.Metric
 }
 var file_unyo_plugin_v1_provider_proto_depIdxs = []int32{
-	31, // 0: unyo.plugin.v1.Resource.labels:type_name -> unyo.plugin.v1.Resource.LabelsEntry
-	36, // 1: unyo.plugin.v1.Resource.config:type_name -> google.protobuf.Struct
+	32, // 0: unyo.plugin.v1.Resource.labels:type_name -> unyo.plugin.v1.Resource.LabelsEntry
+	37, // 1: unyo.plugin.v1.Resource.config:type_name -> google.protobuf.Struct
 	1,  // 2: unyo.plugin.v1.Resource.state:type_name -> unyo.plugin.v1.ResourceState
 	3,  // 3: unyo.plugin.v1.Resource.handle:type_name -> unyo.plugin.v1.Handle
-	37, // 4: unyo.plugin.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	32, // 5: unyo.plugin.v1.Resource.attributes:type_name -> unyo.plugin.v1.Resource.AttributesEntry
-	0,  // 6: unyo.plugin.v1.SchemaResponse.operations:type_name -> unyo.plugin.v1.Operation
-	38, // 7: unyo.plugin.v1.FingerprintRequest.interval:type_name -> google.protobuf.Duration
-	8,  // 8: unyo.plugin.v1.FingerprintResponse.capacity:type_name -> unyo.plugin.v1.Capacity
-	33, // 9: unyo.plugin.v1.FingerprintResponse.attributes:type_name -> unyo.plugin.v1.FingerprintResponse.AttributesEntry
-	37, // 10: unyo.plugin.v1.FingerprintResponse.at:type_name -> google.protobuf.Timestamp
-	36, // 11: unyo.plugin.v1.ValidateRequest.config:type_name -> google.protobuf.Struct
-	12, // 12: unyo.plugin.v1.ValidateResponse.problems:type_name -> unyo.plugin.v1.FieldProblem
-	34, // 13: unyo.plugin.v1.CreateRequest.labels:type_name -> unyo.plugin.v1.CreateRequest.LabelsEntry
-	36, // 14: unyo.plugin.v1.CreateRequest.config:type_name -> google.protobuf.Struct
-	4,  // 15: unyo.plugin.v1.CreateResponse.resource:type_name -> unyo.plugin.v1.Resource
-	4,  // 16: unyo.plugin.v1.GetResponse.resource:type_name -> unyo.plugin.v1.Resource
-	36, // 17: unyo.plugin.v1.PlanUpdateRequest.config:type_name -> google.protobuf.Struct
-	2,  // 18: unyo.plugin.v1.PlanUpdateResponse.action:type_name -> unyo.plugin.v1.UpdateAction
-	36, // 19: unyo.plugin.v1.UpdateRequest.config:type_name -> google.protobuf.Struct
-	4,  // 20: unyo.plugin.v1.UpdateResponse.resource:type_name -> unyo.plugin.v1.Resource
-	2,  // 21: unyo.plugin.v1.UpdateResponse.action:type_name -> unyo.plugin.v1.UpdateAction
-	38, // 22: unyo.plugin.v1.DeleteRequest.grace:type_name -> google.protobuf.Duration
-	35, // 23: unyo.plugin.v1.ListRequest.labels:type_name -> unyo.plugin.v1.ListRequest.LabelsEntry
-	4,  // 24: unyo.plugin.v1.ListResponse.resources:type_name -> unyo.plugin.v1.Resource
-	3,  // 25: unyo.plugin.v1.RecoverRequest.handle:type_name -> unyo.plugin.v1.Handle
-	4,  // 26: unyo.plugin.v1.RecoverResponse.resource:type_name -> unyo.plugin.v1.Resource
-	1,  // 27: unyo.plugin.v1.WatchResponse.state:type_name -> unyo.plugin.v1.ResourceState
-	37, // 28: unyo.plugin.v1.WatchResponse.at:type_name -> google.protobuf.Timestamp
-	39, // 29: unyo.plugin.v1.StatsResponse.metrics:type_name -> unyo.plugin.v1.Metric
-	37, // 30: unyo.plugin.v1.StatsResponse.at:type_name -> google.protobuf.Timestamp
-	5,  // 31: unyo.plugin.v1.Provider.Schema:input_type -> unyo.plugin.v1.SchemaRequest
-	7,  // 32: unyo.plugin.v1.Provider.Fingerprint:input_type -> unyo.plugin.v1.FingerprintRequest
-	10, // 33: unyo.plugin.v1.Provider.Validate:input_type -> unyo.plugin.v1.ValidateRequest
-	13, // 34: unyo.plugin.v1.Provider.Create:input_type -> unyo.plugin.v1.CreateRequest
-	15, // 35: unyo.plugin.v1.Provider.Get:input_type -> unyo.plugin.v1.GetRequest
-	17, // 36: unyo.plugin.v1.Provider.PlanUpdate:input_type -> unyo.plugin.v1.PlanUpdateRequest
-	19, // 37: unyo.plugin.v1.Provider.Update:input_type -> unyo.plugin.v1.UpdateRequest
-	21, // 38: unyo.plugin.v1.Provider.Delete:input_type -> unyo.plugin.v1.DeleteRequest
-	23, // 39: unyo.plugin.v1.Provider.List:input_type -> unyo.plugin.v1.ListRequest
-	25, // 40: unyo.plugin.v1.Provider.Recover:input_type -> unyo.plugin.v1.RecoverRequest
-	27, // 41: unyo.plugin.v1.Provider.Watch:input_type -> unyo.plugin.v1.WatchRequest
-	29, // 42: unyo.plugin.v1.Provider.Stats:input_type -> unyo.plugin.v1.StatsRequest
-	6,  // 43: unyo.plugin.v1.Provider.Schema:output_type -> unyo.plugin.v1.SchemaResponse
-	9,  // 44: unyo.plugin.v1.Provider.Fingerprint:output_type -> unyo.plugin.v1.FingerprintResponse
-	11, // 45: unyo.plugin.v1.Provider.Validate:output_type -> unyo.plugin.v1.ValidateResponse
-	14, // 46: unyo.plugin.v1.Provider.Create:output_type -> unyo.plugin.v1.CreateResponse
-	16, // 47: unyo.plugin.v1.Provider.Get:output_type -> unyo.plugin.v1.GetResponse
-	18, // 48: unyo.plugin.v1.Provider.PlanUpdate:output_type -> unyo.plugin.v1.PlanUpdateResponse
-	20, // 49: unyo.plugin.v1.Provider.Update:output_type -> unyo.plugin.v1.UpdateResponse
-	22, // 50: unyo.plugin.v1.Provider.Delete:output_type -> unyo.plugin.v1.DeleteResponse
-	24, // 51: unyo.plugin.v1.Provider.List:output_type -> unyo.plugin.v1.ListResponse
-	26, // 52: unyo.plugin.v1.Provider.Recover:output_type -> unyo.plugin.v1.RecoverResponse
-	28, // 53: unyo.plugin.v1.Provider.Watch:output_type -> unyo.plugin.v1.WatchResponse
-	30, // 54: unyo.plugin.v1.Provider.Stats:output_type -> unyo.plugin.v1.StatsResponse
-	43, // [43:55] is the sub-list for method output_type
-	31, // [31:43] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	38, // 4: unyo.plugin.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	33, // 5: unyo.plugin.v1.Resource.attributes:type_name -> unyo.plugin.v1.Resource.AttributesEntry
+	5,  // 6: unyo.plugin.v1.Resource.backends:type_name -> unyo.plugin.v1.BackendStatus
+	38, // 7: unyo.plugin.v1.BackendStatus.since:type_name -> google.protobuf.Timestamp
+	0,  // 8: unyo.plugin.v1.SchemaResponse.operations:type_name -> unyo.plugin.v1.Operation
+	39, // 9: unyo.plugin.v1.FingerprintRequest.interval:type_name -> google.protobuf.Duration
+	9,  // 10: unyo.plugin.v1.FingerprintResponse.capacity:type_name -> unyo.plugin.v1.Capacity
+	34, // 11: unyo.plugin.v1.FingerprintResponse.attributes:type_name -> unyo.plugin.v1.FingerprintResponse.AttributesEntry
+	38, // 12: unyo.plugin.v1.FingerprintResponse.at:type_name -> google.protobuf.Timestamp
+	37, // 13: unyo.plugin.v1.ValidateRequest.config:type_name -> google.protobuf.Struct
+	13, // 14: unyo.plugin.v1.ValidateResponse.problems:type_name -> unyo.plugin.v1.FieldProblem
+	35, // 15: unyo.plugin.v1.CreateRequest.labels:type_name -> unyo.plugin.v1.CreateRequest.LabelsEntry
+	37, // 16: unyo.plugin.v1.CreateRequest.config:type_name -> google.protobuf.Struct
+	4,  // 17: unyo.plugin.v1.CreateResponse.resource:type_name -> unyo.plugin.v1.Resource
+	4,  // 18: unyo.plugin.v1.GetResponse.resource:type_name -> unyo.plugin.v1.Resource
+	37, // 19: unyo.plugin.v1.PlanUpdateRequest.config:type_name -> google.protobuf.Struct
+	2,  // 20: unyo.plugin.v1.PlanUpdateResponse.action:type_name -> unyo.plugin.v1.UpdateAction
+	37, // 21: unyo.plugin.v1.UpdateRequest.config:type_name -> google.protobuf.Struct
+	4,  // 22: unyo.plugin.v1.UpdateResponse.resource:type_name -> unyo.plugin.v1.Resource
+	2,  // 23: unyo.plugin.v1.UpdateResponse.action:type_name -> unyo.plugin.v1.UpdateAction
+	39, // 24: unyo.plugin.v1.DeleteRequest.grace:type_name -> google.protobuf.Duration
+	36, // 25: unyo.plugin.v1.ListRequest.labels:type_name -> unyo.plugin.v1.ListRequest.LabelsEntry
+	4,  // 26: unyo.plugin.v1.ListResponse.resources:type_name -> unyo.plugin.v1.Resource
+	3,  // 27: unyo.plugin.v1.RecoverRequest.handle:type_name -> unyo.plugin.v1.Handle
+	4,  // 28: unyo.plugin.v1.RecoverResponse.resource:type_name -> unyo.plugin.v1.Resource
+	1,  // 29: unyo.plugin.v1.WatchResponse.state:type_name -> unyo.plugin.v1.ResourceState
+	38, // 30: unyo.plugin.v1.WatchResponse.at:type_name -> google.protobuf.Timestamp
+	40, // 31: unyo.plugin.v1.StatsResponse.metrics:type_name -> unyo.plugin.v1.Metric
+	38, // 32: unyo.plugin.v1.StatsResponse.at:type_name -> google.protobuf.Timestamp
+	6,  // 33: unyo.plugin.v1.Provider.Schema:input_type -> unyo.plugin.v1.SchemaRequest
+	8,  // 34: unyo.plugin.v1.Provider.Fingerprint:input_type -> unyo.plugin.v1.FingerprintRequest
+	11, // 35: unyo.plugin.v1.Provider.Validate:input_type -> unyo.plugin.v1.ValidateRequest
+	14, // 36: unyo.plugin.v1.Provider.Create:input_type -> unyo.plugin.v1.CreateRequest
+	16, // 37: unyo.plugin.v1.Provider.Get:input_type -> unyo.plugin.v1.GetRequest
+	18, // 38: unyo.plugin.v1.Provider.PlanUpdate:input_type -> unyo.plugin.v1.PlanUpdateRequest
+	20, // 39: unyo.plugin.v1.Provider.Update:input_type -> unyo.plugin.v1.UpdateRequest
+	22, // 40: unyo.plugin.v1.Provider.Delete:input_type -> unyo.plugin.v1.DeleteRequest
+	24, // 41: unyo.plugin.v1.Provider.List:input_type -> unyo.plugin.v1.ListRequest
+	26, // 42: unyo.plugin.v1.Provider.Recover:input_type -> unyo.plugin.v1.RecoverRequest
+	28, // 43: unyo.plugin.v1.Provider.Watch:input_type -> unyo.plugin.v1.WatchRequest
+	30, // 44: unyo.plugin.v1.Provider.Stats:input_type -> unyo.plugin.v1.StatsRequest
+	7,  // 45: unyo.plugin.v1.Provider.Schema:output_type -> unyo.plugin.v1.SchemaResponse
+	10, // 46: unyo.plugin.v1.Provider.Fingerprint:output_type -> unyo.plugin.v1.FingerprintResponse
+	12, // 47: unyo.plugin.v1.Provider.Validate:output_type -> unyo.plugin.v1.ValidateResponse
+	15, // 48: unyo.plugin.v1.Provider.Create:output_type -> unyo.plugin.v1.CreateResponse
+	17, // 49: unyo.plugin.v1.Provider.Get:output_type -> unyo.plugin.v1.GetResponse
+	19, // 50: unyo.plugin.v1.Provider.PlanUpdate:output_type -> unyo.plugin.v1.PlanUpdateResponse
+	21, // 51: unyo.plugin.v1.Provider.Update:output_type -> unyo.plugin.v1.UpdateResponse
+	23, // 52: unyo.plugin.v1.Provider.Delete:output_type -> unyo.plugin.v1.DeleteResponse
+	25, // 53: unyo.plugin.v1.Provider.List:output_type -> unyo.plugin.v1.ListResponse
+	27, // 54: unyo.plugin.v1.Provider.Recover:output_type -> unyo.plugin.v1.RecoverResponse
+	29, // 55: unyo.plugin.v1.Provider.Watch:output_type -> unyo.plugin.v1.WatchResponse
+	31, // 56: unyo.plugin.v1.Provider.Stats:output_type -> unyo.plugin.v1.StatsResponse
+	45, // [45:57] is the sub-list for method output_type
+	33, // [33:45] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_unyo_plugin_v1_provider_proto_init() }
@@ -1987,7 +2104,7 @@ func file_unyo_plugin_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_plugin_v1_provider_proto_rawDesc), len(file_unyo_plugin_v1_provider_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
