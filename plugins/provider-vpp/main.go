@@ -273,16 +273,16 @@ func (p *vppProvider) reconcile(ctx context.Context, put *record, del string) er
 	}
 	before := recs
 	// owned: the VIPs of the records this change replaces or removes;
-	// undo also owns the VIPs the new record brought.
-	owned, undoOwned := map[vppaddr.VIPKey]bool{}, map[vppaddr.VIPKey]bool{}
+	// undo also owns the VIPs the new record brought. recreate: the VIPs
+	// whose spec the change alters.
+	owned, undoOwned, recreate := map[vppaddr.VIPKey]bool{}, map[vppaddr.VIPKey]bool{}, map[vppaddr.VIPKey]bool{}
+	oldSpecs := map[vppaddr.VIPKey]vipSpec{}
 	var after []record
 	for _, r := range recs {
 		if (put != nil && r.ID == put.ID) || r.ID == del {
 			// Its VIPs are ours to remove if nobody else wants them.
-			if c, err := sdklb.Decode(r.Config); err == nil {
-				for _, s := range resourceVIPs(c, encap, dscp) {
-					owned[s.Key] = true
-				}
+			for _, s := range p.specsOf(r, encap, dscp) {
+				owned[s.Key], oldSpecs[s.Key] = true, s
 			}
 			continue
 		}
@@ -290,14 +290,15 @@ func (p *vppProvider) reconcile(ctx context.Context, put *record, del string) er
 	}
 	if put != nil {
 		after = append(after, *put)
-		if c, err := sdklb.Decode(put.Config); err == nil {
-			for _, s := range resourceVIPs(c, encap, dscp) {
-				undoOwned[s.Key] = true
+		for _, s := range p.specsOf(*put, encap, dscp) {
+			undoOwned[s.Key] = true
+			if old, ok := oldSpecs[s.Key]; ok && old != s {
+				recreate[s.Key] = true
 			}
 		}
 	}
 	maps.Copy(undoOwned, owned)
-	err = p.applyRecords(ctx, client, after, owned, encap, dscp)
+	err = p.applyRecords(ctx, client, after, owned, recreate, encap, dscp)
 	if err == nil {
 		switch {
 		case put != nil:
@@ -313,13 +314,23 @@ func (p *vppProvider) reconcile(ctx context.Context, put *record, del string) er
 		return err
 	}
 	// Undo: VPP back to the records as they are.
-	if uerr := p.applyRecords(ctx, client, before, undoOwned, encap, dscp); uerr != nil {
+	if uerr := p.applyRecords(ctx, client, before, undoOwned, recreate, encap, dscp); uerr != nil {
 		slog.Warn("provider vpp: undoing a failed change", "error", uerr)
 	}
 	return err
 }
 
-func (p *vppProvider) applyRecords(ctx context.Context, client *vppClient, recs []record, owned map[vppaddr.VIPKey]bool, encap lb_types.LbEncapType, dscp uint8) error {
+// specsOf is the VIPs a record asks for; none for a config this plugin
+// cannot read.
+func (p *vppProvider) specsOf(r record, encap lb_types.LbEncapType, dscp uint8) []vipSpec {
+	c, err := sdklb.Decode(r.Config)
+	if err != nil {
+		return nil
+	}
+	return resourceVIPs(c, encap, dscp)
+}
+
+func (p *vppProvider) applyRecords(ctx context.Context, client *vppClient, recs []record, owned, recreate map[vppaddr.VIPKey]bool, encap lb_types.LbEncapType, dscp uint8) error {
 	owned = maps.Clone(owned)
 	var ws []wanted
 	for _, r := range recs {
@@ -340,7 +351,7 @@ func (p *vppProvider) applyRecords(ctx context.Context, client *vppClient, recs 
 	if err != nil {
 		return err
 	}
-	return client.apply(ctx, plan(want, have, owned))
+	return client.apply(ctx, plan(want, have, owned, recreate))
 }
 
 // resyncLoop reconciles periodically and keeps one health-check loop per
@@ -479,7 +490,7 @@ func (p *vppProvider) resource(r record, have map[vppaddr.VIPKey]*haveVIP, encap
 	inUse := map[netip.Addr]bool{}
 	for _, s := range specs {
 		v := have[s.Key]
-		if v == nil || v.Spec != s {
+		if v == nil { // by key only: see plan
 			missing = append(missing, s.Key.String())
 			continue
 		}

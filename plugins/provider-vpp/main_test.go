@@ -142,7 +142,7 @@ func TestTablesFollowTheConfig(t *testing.T) {
 	// VPP refuses a per-port VIP next to someone's all-port VIP.
 	_, err = c.Provider.Create(ctx, &pluginv1.CreateRequest{Id: "clash", Config: testbin.Struct(t, map[string]any{
 		"vip": "10.255.0.1", "ports": []any{map[string]any{"port": 80.0, "protocol": "tcp"}}, "backends": backends("10.1.0.1")})})
-	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "VPP refused to add VIP 10.255.0.1/32 tcp/80") || !strings.Contains(err.Error(), "retval -81") {
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "VPP refused to add VIP 10.255.0.1/32 tcp/80") || !strings.Contains(err.Error(), "Value already exists (-81)") {
 		t.Errorf("create next to a foreign VIP: %v", err)
 	}
 	if _, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "clash"}); status.Code(err) != codes.NotFound {
@@ -267,4 +267,42 @@ func TestVPPGoesAway(t *testing.T) {
 	if f := fingerprint(); !f.GetHealthy() {
 		t.Errorf("fingerprint after VPP came back: %v", f)
 	}
+}
+
+// TestNat4TargetPort: with encap nat4 the VIP carries the target port, and
+// a changed target port recreates the VIP; gre4 refuses a target port
+// other than the port (it forwards packets unchanged).
+func TestNat4TargetPort(t *testing.T) {
+	s := startVPP(t)
+	ctx := context.Background()
+	port := func(target float64) map[string]any {
+		return map[string]any{"vip": "10.0.0.1", "ports": []any{map[string]any{"port": 80.0, "target_port": target, "protocol": "tcp"}},
+			"backends": backends("10.1.0.1"), "health": map[string]any{"kind": "none"}}
+	}
+	gre := serve(t, s, nil)
+	v, err := gre.Provider.Validate(ctx, &pluginv1.ValidateRequest{Config: testbin.Struct(t, port(8080))})
+	if err != nil || v.GetValid() || len(v.GetProblems()) != 1 || v.GetProblems()[0].GetField() != "ports[0].target_port" {
+		t.Errorf("gre4 with a target port: %v %v", v, err)
+	}
+
+	c := serve(t, s, map[string]any{"encap": "nat4"})
+	create(t, c, "lb", port(8080))
+	target := func() uint16 {
+		for _, v := range s.VPP.VIPs() {
+			if v.Key == key("10.0.0.1", 80) {
+				return v.TargetPort
+			}
+		}
+		return 0
+	}
+	if got := target(); got != 8080 {
+		t.Fatalf("target port %d", got)
+	}
+	if _, err := c.Provider.Update(ctx, &pluginv1.UpdateRequest{Id: "lb", Config: testbin.Struct(t, port(9090))}); err != nil {
+		t.Fatal(err)
+	}
+	if got := target(); got != 9090 {
+		t.Errorf("target port after the update %d, want 9090", got)
+	}
+	inUse(t, s, key("10.0.0.1", 80), time.Second, "10.1.0.1")
 }

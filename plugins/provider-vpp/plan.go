@@ -120,9 +120,15 @@ func merge(ws []wanted) (map[vppaddr.VIPKey]*wantVIP, error) {
 // want. Only VIPs in owned are touched: other VIPs in VPP belong to
 // someone else. ASes leave with flush=false (opDelAS), so their
 // established flows go on until VPP's flow timeout, as VPP drains them;
-// a draining AS that is wanted again is simply added back. Deletes come
-// first, so that a VIP whose spec changed is free to be added again.
-func plan(want map[vppaddr.VIPKey]*wantVIP, have map[vppaddr.VIPKey]*haveVIP, owned map[vppaddr.VIPKey]bool) []op {
+// a draining AS that is wanted again is simply added back.
+//
+// A VIP in VPP is matched by its key alone, never by the encap or target
+// port lb_vip_dump reports: older VPPs encode those wrongly in the dump,
+// and a mismatch would delete and re-add the VIP (dropping its flows) on
+// every pass. A VIP is recreated only when the config changed its spec
+// (recreate, from the records); deletes come first, so that it is free to
+// be added again.
+func plan(want map[vppaddr.VIPKey]*wantVIP, have map[vppaddr.VIPKey]*haveVIP, owned, recreate map[vppaddr.VIPKey]bool) []op {
 	var ops []op
 	for k := range owned {
 		h, ok := have[k]
@@ -130,7 +136,7 @@ func plan(want map[vppaddr.VIPKey]*wantVIP, have map[vppaddr.VIPKey]*haveVIP, ow
 			continue
 		}
 		w, wok := want[k]
-		if wok && w.Spec == h.Spec {
+		if wok && !recreate[k] {
 			for a, used := range h.ASes {
 				if used && !w.ASes[a] {
 					ops = append(ops, op{Kind: opDelAS, Spec: h.Spec, AS: a})
@@ -147,7 +153,7 @@ func plan(want map[vppaddr.VIPKey]*wantVIP, have map[vppaddr.VIPKey]*haveVIP, ow
 	}
 	for k, w := range want {
 		h, ok := have[k]
-		if !ok || h.Spec != w.Spec {
+		if !ok || recreate[k] {
 			ops = append(ops, op{Kind: opAddVIP, Spec: w.Spec})
 			h = &haveVIP{}
 		}

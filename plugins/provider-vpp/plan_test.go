@@ -48,11 +48,12 @@ func TestPlan(t *testing.T) {
 	nat := spec(80)
 	nat.Encap, nat.TargetPort = lb_types.LB_API_ENCAP_TYPE_NAT4, 8080
 	cases := []struct {
-		name  string
-		want  []wanted
-		have  map[vppaddr.VIPKey]*haveVIP
-		owned []vipSpec
-		ops   []string
+		name     string
+		want     []wanted
+		have     map[vppaddr.VIPKey]*haveVIP
+		owned    []vipSpec
+		recreate []vipSpec
+		ops      []string
 	}{
 		{name: "new VIP with its ASes",
 			want: []wanted{{ID: "a", VIPs: []vipSpec{spec(80)}, ASes: addrs("10.1.0.1", "10.1.0.2")}},
@@ -73,9 +74,13 @@ func TestPlan(t *testing.T) {
 			have:  have(map[vipSpec][]string{spec(80): {"10.1.0.1"}, spec(443): {"10.1.0.1", "-10.1.0.5"}}),
 			owned: []vipSpec{spec(443)},
 			ops:   []string{"delete AS 10.1.0.1 from 10.0.0.1/32 tcp/443", "delete VIP 10.0.0.1/32 tcp/443"}},
-		{name: "a spec change deletes and adds the VIP",
+		{name: "the dump reporting another spec recreates nothing",
 			want: []wanted{{ID: "a", VIPs: []vipSpec{nat}, ASes: addrs("10.1.0.1")}},
-			have: have(map[vipSpec][]string{spec(80): {"10.1.0.1"}}),
+			have: have(map[vipSpec][]string{spec(80): {"10.1.0.1"}})},
+		{name: "a spec the config changed deletes and adds the VIP",
+			want:     []wanted{{ID: "a", VIPs: []vipSpec{nat}, ASes: addrs("10.1.0.1")}},
+			have:     have(map[vipSpec][]string{spec(80): {"10.1.0.1"}}),
+			recreate: []vipSpec{nat},
 			ops: []string{"delete AS 10.1.0.1 from 10.0.0.1/32 tcp/80", "delete VIP 10.0.0.1/32 tcp/80",
 				"add VIP 10.0.0.1/32 tcp/80", "add AS 10.1.0.1 to 10.0.0.1/32 tcp/80"}},
 		{name: "someone else's VIP is not touched",
@@ -103,8 +108,12 @@ func TestPlan(t *testing.T) {
 			for _, s := range c.owned {
 				owned[s.Key] = true
 			}
+			recreate := map[vppaddr.VIPKey]bool{}
+			for _, s := range c.recreate {
+				recreate[s.Key] = true
+			}
 			var got []string
-			for _, o := range plan(want, c.have, owned) {
+			for _, o := range plan(want, c.have, owned, recreate) {
 				got = append(got, o.String())
 			}
 			if !slices.Equal(got, c.ops) {

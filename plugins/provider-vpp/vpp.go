@@ -13,6 +13,7 @@ import (
 	"go.fd.io/govpp/adapter/socketclient"
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/lb"
+	"go.fd.io/govpp/binapi/lb_types"
 	"go.fd.io/govpp/binapi/vpe"
 	"go.fd.io/govpp/core"
 	"google.golang.org/grpc/codes"
@@ -131,39 +132,45 @@ func (c *vppClient) version(ctx context.Context) (*vpe.ShowVersionReply, error) 
 // table dumps every VIP and its ASes.
 func (c *vppClient) table(ctx context.Context) (map[vppaddr.VIPKey]*haveVIP, error) {
 	out := map[vppaddr.VIPKey]*haveVIP{}
+	key := func(v lb_types.LbVip) vppaddr.VIPKey {
+		return vppaddr.VIPKey{Prefix: vppaddr.PrefixOf(v.Pfx), Protocol: uint8(v.Protocol), Port: v.Port}
+	}
 	err := c.do(ctx, func(ch api.Channel) error {
 		clear(out)
-		req := ch.SendMultiRequest(&lb.LbVipDump{})
-		for {
-			d := &lb.LbVipDetails{}
-			last, err := req.ReceiveReply(d)
-			if err != nil {
-				return fmt.Errorf("lb_vip_dump: %w", err)
-			}
-			if last {
-				break
-			}
-			k := vppaddr.VIPKey{Prefix: vppaddr.PrefixOf(d.Vip.Pfx), Protocol: uint8(d.Vip.Protocol), Port: d.Vip.Port}
+		err := dump(ch, &lb.LbVipDump{}, func(d *lb.LbVipDetails) {
+			k := key(d.Vip)
 			out[k] = &haveVIP{Spec: vipSpec{Key: k, Encap: d.Encap, Dscp: uint8(d.Dscp), TargetPort: d.TargetPort}, ASes: map[netip.Addr]bool{}}
+		})
+		if err != nil {
+			return err
 		}
 		// A zero prefix dumps the ASes of every VIP.
-		areq := ch.SendMultiRequest(&lb.LbAsDump{})
-		for {
-			d := &lb.LbAsDetails{}
-			last, err := areq.ReceiveReply(d)
-			if err != nil {
-				return fmt.Errorf("lb_as_dump: %w", err)
-			}
-			if last {
-				return nil
-			}
-			k := vppaddr.VIPKey{Prefix: vppaddr.PrefixOf(d.Vip.Pfx), Protocol: uint8(d.Vip.Protocol), Port: d.Vip.Port}
-			if v := out[k]; v != nil {
+		return dump(ch, &lb.LbAsDump{}, func(d *lb.LbAsDetails) {
+			if v := out[key(d.Vip)]; v != nil {
 				v.ASes[vppaddr.Addr(d.AppSrv)] = d.Flags&asFlagUsed != 0
 			}
-		}
+		})
 	})
 	return out, err
+}
+
+// dump sends a dump request and hands each details message to each.
+func dump[D any, PD interface {
+	*D
+	api.Message
+}](ch api.Channel, req api.Message, each func(PD)) error {
+	mr := ch.SendMultiRequest(req)
+	for {
+		d := PD(new(D))
+		last, err := mr.ReceiveReply(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", req.GetMessageName(), err)
+		}
+		if last {
+			return nil
+		}
+		each(d)
+	}
 }
 
 // asFlagUsed is LB_AS_FLAGS_USED: new flows may go to the AS.
@@ -189,7 +196,7 @@ func (c *vppClient) apply(ctx context.Context, ops []op) error {
 		}
 		var ve api.VPPApiError
 		if errors.As(err, &ve) {
-			return status.Errorf(codes.FailedPrecondition, "VPP refused to %s: %v (retval %d)", o, ve, int32(ve))
+			return status.Errorf(codes.FailedPrecondition, "VPP refused to %s: %v", o, ve)
 		}
 		if err != nil {
 			return err
