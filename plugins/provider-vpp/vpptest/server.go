@@ -50,7 +50,21 @@ func Start(t testing.TB, vpp *VPP) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{VPP: vpp, Socket: filepath.Join(dir, "api.sock"), byID: map[uint16]api.Message{}, byName: map[string]uint16{}}
+	s, err := Serve(vpp, filepath.Join(dir, "api.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		os.RemoveAll(dir)
+	})
+	return s
+}
+
+// Serve serves vpp on the unix socket at path until Stop.
+func Serve(vpp *VPP, path string) (*Server, error) {
+	s := &Server{VPP: vpp, Socket: path, byID: map[uint16]api.Message{}, byName: map[string]uint16{}}
 	id := uint16(sockclntCreateID + 1)
 	for _, msgs := range [][]api.Message{memclnt.AllMessages(), vpe.AllMessages(), lb.AllMessages()} {
 		for _, m := range msgs {
@@ -64,14 +78,7 @@ func Start(t testing.TB, vpp *VPP) *Server {
 			s.byName[m.GetMessageName()+"_"+m.GetCrcString()] = mid
 		}
 	}
-	if err := s.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Stop()
-		os.RemoveAll(dir)
-	})
-	return s
+	return s, s.Restart()
 }
 
 // Stop closes the socket and every connection and removes the socket
