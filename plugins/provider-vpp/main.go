@@ -716,9 +716,10 @@ func (p *vppProvider) Watch(ctx context.Context, ids []string, send func(sdk.Res
 	}
 }
 
-// Stats reports backends and ASes. VPP's binary API has no per-AS
-// packet or byte counters (lb_as_details carries flags and in_use_since
-// only), so there are none here.
+// Stats reports backends and ASes. VPP's binary API has no traffic
+// counters (lb_as_details carries flags and in_use_since only), and the
+// per-VIP packet counters in its stats segment are indexed by a VIP index
+// no API message gives (README), so there are none here.
 func (p *vppProvider) Stats(ctx context.Context, id string) ([]sdk.Metric, error) {
 	r, err := p.Get(ctx, id)
 	if err != nil {
