@@ -74,7 +74,13 @@ type Config struct {
 	FlowTimeout sdk.Duration `json:"flow_timeout,omitempty"`
 	// ResyncInterval is how often VPP's table is reconciled unasked.
 	ResyncInterval sdk.Duration `json:"resync_interval,omitempty"`
+	// MaxDrain bounds how long Delete drains (its grace otherwise);
+	// absent means defaultMaxDrain, 0 deletes at once.
+	MaxDrain *sdk.Duration `json:"max_drain,omitempty"`
 }
+
+// defaultMaxDrain bounds a Delete's drain when max_drain is not set.
+const defaultMaxDrain = 30 * time.Second
 
 var encaps = map[string]lb_types.LbEncapType{
 	"gre4":  lb_types.LB_API_ENCAP_TYPE_GRE4,
@@ -108,7 +114,8 @@ func (*vppProvider) ConfigSchema() string {
 		`"encap":{"enum":["gre4","l3dsr","nat4"],"default":"gre4"},` +
 		`"dscp":{"type":"integer","minimum":0,"maximum":63},` +
 		`"flow_timeout":{"type":["string","number"]},` +
-		`"resync_interval":{"type":["string","number"]}}}`
+		`"resync_interval":{"type":["string","number"]},` +
+		`"max_drain":{"type":["string","number"]}}}`
 }
 
 func (p *vppProvider) Configure(_ context.Context, c map[string]any) error {
@@ -149,6 +156,10 @@ func (p *vppProvider) Configure(_ context.Context, c map[string]any) error {
 	}
 	if cfg.ResyncInterval <= 0 {
 		cfg.ResyncInterval = sdk.Duration(defaultResync)
+	}
+	if cfg.MaxDrain == nil {
+		d := sdk.Duration(defaultMaxDrain)
+		cfg.MaxDrain = &d
 	}
 	if err := mkdirAll(cfg.StateDir); err != nil {
 		return sdk.Invalid("state_dir", "cannot be created: %v", err)
@@ -241,6 +252,9 @@ func (p *vppProvider) wantedOf(r record, encap lb_types.LbEncapType, dscp uint8)
 		return wanted{}, fmt.Errorf("provider vpp: resource %s has a config this plugin cannot read: %w", r.ID, err)
 	}
 	w := wanted{ID: r.ID, VIPs: resourceVIPs(c, encap, dscp)}
+	if !r.DrainUntil.IsZero() {
+		return w, nil // being deleted: no new flows, the VIP stays for the established ones
+	}
 	none := c.Health.Kind == "none"
 	for _, b := range c.Backends {
 		a := netip.MustParseAddr(b.Address)
@@ -517,6 +531,9 @@ func (p *vppProvider) resource(r record, have map[vppaddr.VIPKey]*haveVIP, encap
 		out.Backends = append(out.Backends, bs)
 	}
 	switch {
+	case !r.DrainUntil.IsZero():
+		out.State = sdk.Running
+		out.Reason = fmt.Sprintf("being deleted: no new flows, established ones drain until %s", r.DrainUntil.Format(time.RFC3339))
 	case len(missing) > 0:
 		out.State = sdk.Broken
 		out.Reason = fmt.Sprintf("VPP lacks VIP %s (restarted, or changed by someone else); the plugin re-adds it within %s",
@@ -581,17 +598,40 @@ func (p *vppProvider) Get(ctx context.Context, id string) (sdk.Resource, error) 
 	return p.resource(r, have, encap, dscp, client.socket), nil
 }
 
-func (p *vppProvider) Delete(ctx context.Context, id string, _ time.Duration) (bool, error) {
+// Delete drains before it removes: first every AS leaves the resource's
+// VIPs (no flush: established flows stay on their backends, new ones get
+// none), then after the grace (at most max_drain) the VIPs no other
+// resource uses go, and the record. A Delete whose context ends early
+// still finishes the removal.
+func (p *vppProvider) Delete(ctx context.Context, id string, grace time.Duration) (bool, error) {
 	st, _, _, _, err := p.current()
 	if err != nil {
 		return false, err
 	}
-	if _, err := st.get(id); errors.Is(err, sdk.ErrNotFound) {
+	r, err := st.get(id)
+	if errors.Is(err, sdk.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	if err := p.reconcile(ctx, nil, id); err != nil {
+	p.mu.Lock()
+	grace = min(grace, time.Duration(*p.cfg.MaxDrain))
+	p.mu.Unlock()
+	if grace > 0 && r.DrainUntil.IsZero() {
+		r.DrainUntil = time.Now().Add(grace).UTC()
+		if err := p.reconcile(ctx, &r, ""); err != nil {
+			return false, err
+		}
+	}
+	if wait := time.Until(r.DrainUntil); wait > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := p.reconcile(fctx, nil, id); err != nil {
 		return false, err
 	}
 	p.syncChecks(p.background())

@@ -15,6 +15,7 @@ import (
 	"go.fd.io/govpp/binapi/lb_types"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/plugins/base"
@@ -87,6 +88,9 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx.Config["socket"] = s.Socket
+	// Deletes at once: the suite deletes dozens of resources with a grace
+	// of 2s each; draining is TestTablesFollowTheConfig's.
+	fx.Config["max_drain"] = "0s"
 	conformance.Run(t, conformance.Binary(conformance.Build(t, ".", "unyo-provider-vpp"), fx))
 	// Every case deleted what it made: only the foreign VIP is left.
 	if vips := s.VPP.VIPs(); len(vips) != 1 || vips[0].Key.Prefix != foreignVIP {
@@ -149,8 +153,27 @@ func TestTablesFollowTheConfig(t *testing.T) {
 		t.Errorf("get after the refused create: %v", err)
 	}
 
-	if d, err := c.Provider.Delete(ctx, &pluginv1.DeleteRequest{Id: "web-lb"}); err != nil || !d.GetExisted() {
-		t.Fatalf("delete: %v %v", d, err)
+	// Delete drains first: the ASes leave (no new flows), the VIP stays
+	// for the grace, then goes.
+	deleted := make(chan error, 1)
+	began := time.Now()
+	go func() {
+		d, err := c.Provider.Delete(ctx, &pluginv1.DeleteRequest{Id: "web-lb", Grace: durationpb.New(time.Second)})
+		if err == nil && !d.GetExisted() {
+			err = fmt.Errorf("delete: existed=false")
+		}
+		deleted <- err
+	}()
+	inUse(t, s, key("10.0.0.1", 80), time.Second)
+	g, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-lb"})
+	if err != nil || !strings.HasPrefix(g.GetResource().GetReason(), "being deleted: no new flows") {
+		t.Errorf("get while draining: %v %v", g, err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("delete took %s, want the grace (1s) for draining", took)
 	}
 	if vips := s.VPP.VIPs(); len(vips) != 1 || vips[0].Key.Prefix != foreignVIP {
 		t.Errorf("VIPs after delete: %+v", vips)

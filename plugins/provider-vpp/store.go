@@ -25,6 +25,8 @@ type record struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	Config    map[string]any    `json:"config"`
 	CreatedAt time.Time         `json:"created_at"`
+	// DrainUntil is set while a Delete drains the resource's flows.
+	DrainUntil time.Time `json:"drain_until,omitzero"`
 }
 
 const recordExt = ".json"
