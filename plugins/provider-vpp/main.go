@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/netip"
 	"os"
@@ -329,7 +328,7 @@ func (p *vppProvider) reconcile(ctx context.Context, put *record, del string) er
 	}
 	// Undo: VPP back to the records as they are.
 	if uerr := p.applyRecords(ctx, client, before, undoOwned, recreate, encap, dscp); uerr != nil {
-		slog.Warn("provider vpp: undoing a failed change", "error", uerr)
+		sdk.Log(ctx).Warn("undoing a failed change", "error", uerr)
 	}
 	return err
 }
@@ -377,7 +376,7 @@ func (p *vppProvider) resyncLoop(ctx context.Context, every time.Duration) {
 	for {
 		p.syncChecks(ctx)
 		if err := p.reconcile(ctx, nil, ""); err != nil && ctx.Err() == nil {
-			slog.Debug("provider vpp: resync", "error", err)
+			sdk.Log(ctx).Debug("resync", "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -440,7 +439,7 @@ func (p *vppProvider) checkLoop(ctx context.Context, id string) {
 		if hc.Kind != "none" {
 			if p.checkOnce(ctx, r, c, hc) {
 				if err := p.reconcile(ctx, nil, ""); err != nil && ctx.Err() == nil {
-					slog.Warn("provider vpp: applying a backend's health", "resource", id, "error", err)
+					sdk.Log(ctx).Warn("applying a backend's health", "resource", id, "error", err)
 				}
 			}
 		}
@@ -470,7 +469,7 @@ func (p *vppProvider) checkOnce(ctx context.Context, r record, c sdklb.Config, h
 				return
 			}
 			if p.health.observe(r.ID, a, err, time.Now(), r.CreatedAt, hc) {
-				slog.Info("provider vpp: backend health changed", "resource", r.ID, "backend", a, "error", err)
+				sdk.Log(ctx).Info("backend health changed", "resource", r.ID, "backend", a.String(), "error", err)
 				mu.Lock()
 				changed = true
 				mu.Unlock()
@@ -524,7 +523,7 @@ func (p *vppProvider) resource(r record, have map[vppaddr.VIPKey]*haveVIP, encap
 		bs := &pluginv1.BackendStatus{Address: b.Address, Name: b.Name, Healthy: bh.Healthy, Reason: bh.Reason, Since: timestamppb.New(bh.Since)}
 		if bh.Healthy {
 			healthy++
-			if !inUse[a] && len(missing) == 0 {
+			if !inUse[a] && len(missing) == 0 && r.DrainUntil.IsZero() {
 				bs.Reason = "healthy but not yet in VPP's rotation"
 			}
 		}

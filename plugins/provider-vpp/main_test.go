@@ -165,10 +165,13 @@ func TestTablesFollowTheConfig(t *testing.T) {
 		deleted <- err
 	}()
 	inUse(t, s, key("10.0.0.1", 80), time.Second)
-	g, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-lb"})
-	if err != nil || !strings.HasPrefix(g.GetResource().GetReason(), "being deleted: no new flows") {
-		t.Errorf("get while draining: %v %v", g, err)
-	}
+	testutil.Eventually(t, time.Second, "the resource saying it drains", func() error {
+		g, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-lb"})
+		if err != nil || !strings.HasPrefix(g.GetResource().GetReason(), "being deleted: no new flows") {
+			return fmt.Errorf("get while draining: %v %v", g, err)
+		}
+		return nil
+	})
 	if err := <-deleted; err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +223,13 @@ func TestHealthChecks(t *testing.T) {
 
 	second.Close()
 	killed := time.Now()
-	inUse(t, s, k, 5*time.Second, "127.0.0.1", "127.0.0.3")
-	if took, bound := time.Since(killed), interval*fall+interval+300*time.Millisecond; took > bound {
+	// Polled every 10ms, so that the time measured is the plugin's.
+	left := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.3")}
+	for !slices.Equal(s.VPP.InUse(k), left) && time.Since(killed) < 5*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	inUse(t, s, k, time.Millisecond, "127.0.0.1", "127.0.0.3")
+	if took, bound := time.Since(killed), interval*fall+interval+500*time.Millisecond; took > bound {
 		t.Errorf("the dead backend left the rotation after %s, want within interval*fall (+ a check's timeout and slack): %s", took, bound)
 	}
 	g, err := c.Provider.Get(context.Background(), &pluginv1.GetRequest{Id: "lb"})

@@ -42,10 +42,11 @@ type vppClient struct {
 }
 
 func init() {
-	// govpp logs through logrus; the plugin's stderr goes to the host's
-	// log, where only warnings are worth a line.
+	// govpp logs through logrus. Its warnings repeat what the plugin
+	// reports itself (a failed send is an Unavailable error); only its
+	// errors reach stderr, which the host relays.
 	quiet := logrus.New()
-	quiet.SetLevel(logrus.WarnLevel)
+	quiet.SetLevel(logrus.ErrorLevel)
 	quiet.SetOutput(os.Stderr)
 	core.SetLogger(quiet)
 	socketclient.SetLogger(quiet)
