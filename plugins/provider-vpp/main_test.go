@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -220,6 +221,15 @@ func TestHealthChecks(t *testing.T) {
 		"health":   map[string]any{"kind": "tcp", "interval": "200ms", "timeout": "200ms", "fall": float64(fall), "rise": 2.0}})
 	k := key("10.0.0.1", uint16(port))
 	inUse(t, s, k, time.Second, "127.0.0.1", "127.0.0.2", "127.0.0.3")
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	watch, err := c.Provider.Watch(wctx, &pluginv1.WatchRequest{Ids: []string{"lb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := watch.Recv(); err != nil || ev.GetState() != sdk.Running || ev.GetReason() != "" {
+		t.Fatalf("first watch event: %v %v", ev, err)
+	}
 
 	second.Close()
 	killed := time.Now()
@@ -242,6 +252,20 @@ func TestHealthChecks(t *testing.T) {
 	}
 	if g.GetResource().GetReason() != "2 of 3 backends healthy" {
 		t.Errorf("reason %q", g.GetResource().GetReason())
+	}
+	if ev, err := watch.Recv(); err != nil || ev.GetReason() != "2 of 3 backends healthy" {
+		t.Errorf("watch event after the kill: %v %v", ev, err)
+	}
+	st, err := c.Provider.Stats(context.Background(), &pluginv1.StatsRequest{Id: "lb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]float64{}
+	for _, m := range st.GetMetrics() {
+		metrics[m.GetLabel()] = m.GetValue()
+	}
+	if want := map[string]float64{"backends": 3, "backends_healthy": 2, "ases_in_use": 2, "ases_draining": 1}; !maps.Equal(metrics, want) {
+		t.Errorf("stats %v, want %v", metrics, want)
 	}
 
 	listen(t, "127.0.0.2", port)
