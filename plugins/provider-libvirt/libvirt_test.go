@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"libvirt.org/go/libvirt"
+
+	"github.com/unyo-ops/unyo/plugins/base"
+	"github.com/unyo-ops/unyo/plugins/conformance"
+	"github.com/unyo-ops/unyo/plugins/internal/testbin"
+	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
+	"github.com/unyo-ops/unyo/plugins/provider-libvirt/virttest"
+	"github.com/unyo-ops/unyo/plugins/sdk"
+)
+
+// fakeImages makes an images dir holding a kernel-form image "guest"
+// (files the test driver never reads).
+func fakeImages(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "guest"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"vmlinux", "initrd.gz"} {
+		if err := os.WriteFile(filepath.Join(dir, "guest", f), []byte("not a kernel"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// serveTest serves the plugin in process on the test driver; every
+// plugin of the test shares test:///default's one node.
+func serveTest(t testing.TB) (*base.Conn, string) {
+	state := t.TempDir()
+	return testbin.Serve(t, &libvirtProvider{}, map[string]any{"uri": "test:///default", "state_dir": state,
+		"images_dir": fakeImages(t), "name_prefix": "ut-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")) + "-"}), state
+}
+
+func create(t testing.TB, c *base.Conn, id string, cfg map[string]any) (*pluginv1.Resource, error) {
+	t.Helper()
+	r, err := c.Provider.Create(context.Background(), &pluginv1.CreateRequest{Id: id, Config: testbin.Struct(t, cfg),
+		Labels: map[string]string{"unyo.dev/node": "n1", "unyo.dev/cluster": "c1", "unyo.dev/compute": id, "unyo.dev/service": "web"}})
+	return r.GetResource(), err
+}
+
+func del(t testing.TB, c *base.Conn, id string) {
+	t.Cleanup(func() { _, _ = c.Provider.Delete(context.Background(), &pluginv1.DeleteRequest{Id: id}) })
+}
+
+// TestTestDriver runs the operations against libvirt's test driver in
+// process: the domain XML is accepted, metadata carries id and owner, and
+// every operation answers.
+func TestTestDriver(t *testing.T) {
+	c, state := serveTest(t)
+	ctx := context.Background()
+	w, err := c.Provider.Watch(ctx, &pluginv1.WatchRequest{Ids: []string{"web-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := make(chan *pluginv1.WatchResponse, 64)
+	go func() {
+		defer close(watched)
+		for {
+			e, err := w.Recv()
+			if err != nil {
+				return
+			}
+			watched <- e
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // registered for events
+	cfg := map[string]any{"image": "guest", "vcpus": 2.0, "memory_bytes": float64(128 << 20), "address": "169.254.33.2",
+		"cpu_policy": "pinned", "tap": "uvtest0"}
+	r, err := create(t, c, "web-1", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del(t, c, "web-1")
+	if r.GetState() != sdk.Running {
+		t.Errorf("created in state %v (%s)", r.GetState(), r.GetReason())
+	}
+	a := r.GetAttributes()
+	if a["tap"] != "uvtest0" || a["address"] != "169.254.33.2" || !strings.HasSuffix(a["domain"], "web-1") || a["uuid"] == "" ||
+		a["console_log"] != filepath.Join(state, a["domain"], "console.log") {
+		t.Errorf("attributes %v", a)
+	}
+	// Same config: the existing one; another: ALREADY_EXISTS.
+	again, err := create(t, c, "web-1", cfg)
+	if err != nil || again.GetAttributes()["uuid"] != a["uuid"] {
+		t.Errorf("Create again: %v %v", again, err)
+	}
+	if _, err := create(t, c, "web-1", map[string]any{"image": "guest"}); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("Create with another config: %v, want ALREADY_EXISTS", err)
+	}
+	l, err := c.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{"unyo.dev/node": "n1", "unyo.dev/service": "web"}})
+	if err != nil || len(l.GetResources()) != 1 || l.GetResources()[0].GetId() != "web-1" {
+		t.Errorf("List by owner: %v %v", l, err)
+	}
+	if l, _ := c.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{"unyo.dev/node": "n2"}}); len(l.GetResources()) != 0 {
+		t.Errorf("List by another owner: %v", l)
+	}
+	st, err := c.Provider.Stats(ctx, &pluginv1.StatsRequest{Id: "web-1"})
+	got := map[string]bool{}
+	for _, m := range st.GetMetrics() {
+		got[m.GetLabel()] = true
+	}
+	for _, want := range []string{"cpu_seconds", "rss", "net_rx_bytes", "net_tx_bytes", "blkio_read_bytes", "blkio_write_bytes"} {
+		if !got[want] {
+			t.Errorf("Stats lacks %s: %v %v", want, st, err)
+		}
+	}
+	fs, err := c.Provider.Fingerprint(ctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := fs.Recv()
+	if err != nil || !fp.GetHealthy() || fp.GetCapacity().GetCpus() < 1 || fp.GetCapacity().GetMemoryBytes() <= 0 ||
+		fp.GetAttributes()["libvirt.hypervisor"] != "TEST" {
+		t.Errorf("fingerprint: %v %v", fp, err)
+	}
+	// The pinned flavor's vCPUs are pinned in the defined domain.
+	conn, err := libvirt.NewConnect("test:///default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dom, err := conn.LookupDomainByName(a["domain"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := domainDesc(dom)
+	dom.Free()
+	if err != nil || d.CPUTune == nil || len(d.CPUTune.VCPUPin) != 2 {
+		t.Errorf("pinned vCPUs in the domain: %+v %v", d.CPUTune, err)
+	}
+	del, err := c.Provider.Delete(ctx, &pluginv1.DeleteRequest{Id: "web-1"})
+	if err != nil || !del.GetExisted() {
+		t.Fatalf("Delete: %v %v", del, err)
+	}
+	if _, err := os.Stat(filepath.Join(state, a["domain"])); !os.IsNotExist(err) {
+		t.Errorf("Delete left the resource's dir: %v", err)
+	}
+	if _, err := conn.LookupDomainByName(a["domain"]); err == nil {
+		t.Errorf("Delete left the domain defined")
+	}
+	// Watch saw it start and go.
+	var sawRunning, sawDeleted bool
+	deadline := time.After(10 * time.Second)
+	for !sawRunning || !sawDeleted {
+		select {
+		case e := <-watched:
+			sawRunning = sawRunning || e.GetState() == sdk.Running
+			sawDeleted = sawDeleted || e.GetState() == sdk.Deleted
+		case <-deadline:
+			t.Fatalf("Watch: running %v, deleted %v", sawRunning, sawDeleted)
+		}
+	}
+}
+
+// TestBadInput: a missing image, a flavor larger than the node and a
+// domain name held by another resource fail Create with a clear error and
+// leave nothing.
+func TestBadInput(t *testing.T) {
+	c, state := serveTest(t)
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]any
+		code codes.Code
+		want string
+	}{
+		{"missing image", map[string]any{"image": "nowhere"}, codes.FailedPrecondition, `image "nowhere" does not exist`},
+		{"too many vcpus", map[string]any{"image": "guest", "vcpus": 4096.0}, codes.FailedPrecondition, "4096 vCPUs"},
+		{"too much memory", map[string]any{"image": "guest", "memory_bytes": float64(1 << 50)}, codes.FailedPrecondition, "MiB of memory"},
+		{"invalid", map[string]any{"image": "guest", "tap": "a-tap-name-far-too-long"}, codes.InvalidArgument, "tap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := create(t, c, "bad-1", tc.cfg)
+			if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Create: %v, want %v with %q", err, tc.code, tc.want)
+			}
+			if _, err := c.Provider.Get(context.Background(), &pluginv1.GetRequest{Id: "bad-1"}); status.Code(err) != codes.NotFound {
+				t.Errorf("Get after the failed Create: %v", err)
+			}
+			if left, _ := os.ReadDir(state); len(left) != 0 {
+				t.Errorf("the failed Create left %v in state_dir", left)
+			}
+		})
+	}
+}
+
+// TestInterruptedCreate: a domain defined by a Create that died before
+// starting it is absent for Get, and the next Create replaces it.
+func TestInterruptedCreate(t *testing.T) {
+	c, _ := serveTest(t)
+	if _, err := create(t, c, "web-2", map[string]any{"image": "guest"}); err != nil {
+		t.Fatal(err)
+	}
+	del(t, c, "web-2")
+	g, err := c.Provider.Get(context.Background(), &pluginv1.GetRequest{Id: "web-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Remove the started marker as if the plugin had died before it.
+	dir := filepath.Dir(g.GetResource().GetAttributes()["console_log"])
+	if err := os.Remove(filepath.Join(dir, startedMarker)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Provider.Get(context.Background(), &pluginv1.GetRequest{Id: "web-2"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("Get of a never-started domain: %v, want NOT_FOUND", err)
+	}
+	r, err := create(t, c, "web-2", map[string]any{"image": "guest"})
+	if err != nil || r.GetState() != sdk.Running {
+		t.Fatalf("Create over the remains: %v %v", r, err)
+	}
+}
+
+// TestWithLibvirtd runs what needs resources to outlive a plugin process
+// against a private libvirtd's test driver: the conformance suite with the
+// plugin binary, and libvirt going away and coming back.
+func TestWithLibvirtd(t *testing.T) {
+	d := virttest.StartLibvirtd(t)
+	images := fakeImages(t)
+
+	t.Run("conformance", func(t *testing.T) {
+		fx, err := conformance.LoadFixtures("testdata/conformance.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.Config["uri"], fx.Config["state_dir"], fx.Config["images_dir"] = d.URI, t.TempDir(), images
+		conformance.Run(t, conformance.Binary(conformance.Build(t, ".", "unyo-provider-libvirt"), fx))
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		c := testbin.Serve(t, &libvirtProvider{}, map[string]any{"uri": d.URI, "state_dir": t.TempDir(), "images_dir": images})
+		ctx := context.Background()
+		if _, err := create(t, c, "web-1", map[string]any{"image": "guest"}); err != nil {
+			t.Fatal(err)
+		}
+		del(t, c, "web-1")
+		fs, err := c.Provider.Fingerprint(ctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fp, err := fs.Recv(); err != nil || !fp.GetHealthy() {
+			t.Fatalf("fingerprint: %v %v", fp, err)
+		}
+		d.Kill()
+		_, err = c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-1"})
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "unreachable") || !strings.Contains(err.Error(), d.URI) {
+			t.Errorf("Get with libvirtd down: %v, want UNAVAILABLE naming the URI", err)
+		}
+		_, err = create(t, c, "web-3", map[string]any{"image": "guest"})
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("Create with libvirtd down: %v, want UNAVAILABLE", err)
+		}
+		var fp *pluginv1.FingerprintResponse
+		for fp == nil || fp.GetHealthy() {
+			if fp, err = fs.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(fp.GetReason(), "unreachable") {
+			t.Errorf("fingerprint with libvirtd down: %v", fp)
+		}
+		d.Restart()
+		// The test driver starts empty; the plugin connects again.
+		if _, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-1"}); status.Code(err) != codes.NotFound {
+			t.Errorf("Get after libvirtd came back: %v, want NOT_FOUND (the test driver forgot it)", err)
+		}
+		for !fp.GetHealthy() {
+			if fp, err = fs.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestFingerprintWithoutLibvirt(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nothing.sock")
+	c := testbin.Serve(t, &libvirtProvider{}, map[string]any{"uri": "test+unix:///default?socket=" + sock, "state_dir": t.TempDir()})
+	fs, err := c.Provider.Fingerprint(context.Background(), &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := fs.Recv()
+	if err != nil || fp.GetHealthy() || !strings.Contains(fp.GetReason(), "unreachable") {
+		t.Fatalf("fingerprint without libvirt: %v %v, want unhealthy with the reason", fp, err)
+	}
+}
