@@ -30,10 +30,12 @@ const (
 	defaultGateway = "169.254.1.1"
 	// baseCmdline is every kernel-image guest's command line before the
 	// image's and the resource's own: the console on the serial port
-	// (logged to console.log), and a panic that reboots at once, which
-	// on_reboot=destroy turns into a stop the plugin reports as FAILED
-	// (a panicked guest that only hangs would look running).
-	baseCmdline = "console=ttyS0 panic=-1"
+	// (logged to console.log), quiet (every line costs time on an
+	// emulated serial port; a panic still prints), and a panic that
+	// reboots at once, which on_reboot=destroy turns into a stop the
+	// plugin reports as FAILED (a panicked guest that only hangs would
+	// look running).
+	baseCmdline = "console=ttyS0 quiet panic=-1"
 )
 
 // CPU policies of a flavor (unyov1 Flavor.cpu_policy).
@@ -457,7 +459,7 @@ type observed struct {
 	State   string // running, blocked, paused, shutdown, shutoff, crashed, pmsuspended, nostate
 	Reason  string // libvirt's reason of that state (shutoff: shutdown, destroyed, crashed, failed, ...)
 	Console string // the console's last lines, for a reason
-	Panic   bool   // the console shows a kernel panic
+	Panic   string // the console's "Kernel panic - ..." line, "" without one
 }
 
 // stateOf maps a domain's state onto the resource's. A domain unyo did
@@ -467,8 +469,8 @@ type observed struct {
 // lines.
 func stateOf(o observed) (pluginv1.ResourceState, string) {
 	withConsole := func(s string) string {
-		if o.Panic {
-			s = "the guest's kernel panicked; " + s
+		if o.Panic != "" {
+			s = "the guest's kernel panicked (" + o.Panic + "); " + s
 		}
 		if o.Console != "" {
 			s += "; console: " + o.Console
@@ -489,7 +491,7 @@ func stateOf(o observed) (pluginv1.ResourceState, string) {
 	case "shutoff":
 		switch o.Reason {
 		case "shutdown":
-			if !o.Panic {
+			if o.Panic == "" {
 				return sdk.Stopped, withConsole("the guest powered off")
 			}
 		case "failed":
@@ -500,6 +502,22 @@ func stateOf(o observed) (pluginv1.ResourceState, string) {
 		return sdk.Broken, withConsole(fmt.Sprintf("the VM stopped (%s)", o.Reason))
 	}
 	return sdk.Broken, fmt.Sprintf("unknown domain state %q (%s)", o.State, o.Reason)
+}
+
+// consoleReason reads a console log's tail for a reason: the kernel's
+// panic line, if any, and the last n lines up to it (what the guest
+// printed before it died, rather than the register dump after).
+func consoleReason(tail string, n int) (console, panicLine string) {
+	i := strings.LastIndex(tail, "Kernel panic")
+	if i < 0 {
+		return lastLines(tail, n), ""
+	}
+	end := len(tail)
+	if j := strings.IndexByte(tail[i:], '\n'); j >= 0 {
+		end = i + j
+	}
+	panicLine = strings.TrimSpace(strings.ReplaceAll(tail[i:end], "\r", ""))
+	return lastLines(tail[:end], n), panicLine
 }
 
 // lastLines keeps the last n non-empty lines of s, joined by " | " so a

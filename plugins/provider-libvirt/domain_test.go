@@ -193,8 +193,8 @@ func TestStateOf(t *testing.T) {
 		{"blocked", observed{State: "blocked"}, sdk.Running, nil},
 		{"paused", observed{State: "paused", Reason: "1"}, sdk.Stopped, []string{"paused"}},
 		{"powered off", observed{State: "shutoff", Reason: "shutdown", Console: "bye"}, sdk.Stopped, []string{"powered off", "console: bye"}},
-		{"panic", observed{State: "shutoff", Reason: "shutdown", Panic: true, Console: "Kernel panic - not syncing"}, sdk.Broken,
-			[]string{"kernel panicked", "Kernel panic - not syncing"}},
+		{"panic", observed{State: "shutoff", Reason: "shutdown", Panic: "Kernel panic - not syncing: Attempted to kill init!", Console: "init exits"},
+			sdk.Broken, []string{"kernel panicked (Kernel panic - not syncing: Attempted to kill init!)", "console: init exits"}},
 		{"destroyed", observed{State: "shutoff", Reason: "destroyed"}, sdk.Broken, []string{"stopped (destroyed)"}},
 		{"crashed", observed{State: "crashed"}, sdk.Broken, []string{"crashed"}},
 		{"failed", observed{State: "shutoff", Reason: "failed", Console: "x"}, sdk.Broken, []string{"failed to start", "console: x"}},
@@ -235,6 +235,18 @@ func TestFits(t *testing.T) {
 		if got := fits(tc.rc, 2, 4<<30); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("fits(%+v) = %q, want %q", tc.rc, got, tc.want)
 		}
+	}
+}
+
+func TestConsoleReason(t *testing.T) {
+	tail := "boot\nUNYO-GUEST: this init exits\r\n[ 4.9] Kernel panic - not syncing: Attempted to kill init!\r\n[ 4.9] RAX: 0\n[ 4.9] Kernel Offset: disabled\n"
+	console, panicLine := consoleReason(tail, 2)
+	if console != "UNYO-GUEST: this init exits | [ 4.9] Kernel panic - not syncing: Attempted to kill init!" ||
+		panicLine != "Kernel panic - not syncing: Attempted to kill init!" {
+		t.Errorf("consoleReason = %q, %q", console, panicLine)
+	}
+	if console, panicLine := consoleReason("a\nb\n", 5); console != "a | b" || panicLine != "" {
+		t.Errorf("consoleReason without a panic = %q, %q", console, panicLine)
 	}
 }
 

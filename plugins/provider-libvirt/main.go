@@ -550,9 +550,7 @@ func resource(dom *libvirt.Domain, d *libvirtxml.Domain, cfg Config) (sdk.Resour
 		o.Reason = fmt.Sprint(reason)
 	}
 	if st == libvirt.DOMAIN_SHUTOFF || st == libvirt.DOMAIN_CRASHED {
-		tail := readTail(l.Console, consoleTail)
-		o.Panic = strings.Contains(tail, "Kernel panic")
-		o.Console = lastLines(tail, reasonConsoleLines)
+		o.Console, o.Panic = consoleReason(readTail(l.Console, consoleTail), reasonConsoleLines)
 	}
 	r.State, r.Reason = stateOf(o)
 	return r, nil

@@ -183,11 +183,13 @@ func RunDirGuard() func() {
 }
 
 // qemuConf makes the embedded QEMU driver run guests as root without a
-// security driver and write chardev logs itself (no virtlogd).
+// security driver, write chardev logs itself (no virtlogd) and leave no
+// owner-remembering xattrs on the images (several VMs share one).
 const qemuConf = `user = "root"
 group = "root"
 security_driver = "none"
 stdio_handler = "file"
+remember_owner = 0
 `
 
 // Embed is a root dir for qemu:///embed.
