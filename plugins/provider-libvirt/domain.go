@@ -199,9 +199,11 @@ func (rc ResourceConfig) memory() int64 {
 
 // Image is a resolved image: a disk or a kernel with its initramfs.
 type Image struct {
-	// Disk is the base disk image and DiskFormat its format (qcow2, raw).
+	// Disk is the base disk image, DiskFormat its format (qcow2, raw)
+	// and DiskBytes its virtual size.
 	Disk       string
 	DiskFormat string
+	DiskBytes  int64
 	// Kernel, Initrd and Cmdline form a direct kernel boot.
 	Kernel  string
 	Initrd  string

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"libvirt.org/go/libvirt"
 
+	"github.com/unyo-ops/unyo/core/testutil"
 	"github.com/unyo-ops/unyo/plugins/base"
 	"github.com/unyo-ops/unyo/plugins/conformance"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
@@ -294,5 +297,69 @@ func TestFingerprintWithoutLibvirt(t *testing.T) {
 	fp, err := fs.Recv()
 	if err != nil || fp.GetHealthy() || !strings.Contains(fp.GetReason(), "unreachable") {
 		t.Fatalf("fingerprint without libvirt: %v %v, want unhealthy with the reason", fp, err)
+	}
+}
+
+// TestDiskOverlay: a disk image gets a qcow2 overlay backed by it (grown
+// to disk_bytes) in the resource's dir, and a kernel image with
+// disk_bytes an empty scratch disk; Delete removes them and keeps the
+// image.
+func TestDiskOverlay(t *testing.T) {
+	qemuImg := testutil.NeedTool(t, "qemu-img", "apt-get install --no-install-recommends qemu-utils", "qemu-img")
+	images := fakeImages(t)
+	base := filepath.Join(images, "base.qcow2")
+	if out, err := exec.Command(qemuImg, "create", "-q", "-f", "qcow2", base, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img create: %v: %s", err, out)
+	}
+	state := t.TempDir()
+	c := testbin.Serve(t, &libvirtProvider{}, map[string]any{"uri": "test:///default", "state_dir": state, "images_dir": images,
+		"name_prefix": "ut-overlay-"})
+	info := func(path string) map[string]any {
+		out, err := exec.Command(qemuImg, "info", "-U", "--output=json", path).Output()
+		if err != nil {
+			t.Fatalf("qemu-img info %s: %v", path, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		id, image string
+		disk      float64
+		backing   string
+		size      float64
+	}{
+		{"disk-1", "base.qcow2", 256 << 20, base, 256 << 20},
+		{"disk-2", "base.qcow2", 0, base, 64 << 20},
+		{"disk-3", "base.qcow2", 1 << 20, base, 64 << 20}, // smaller than the image: the image's size
+		{"disk-4", "guest", 32 << 20, "", 32 << 20},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			cfg := map[string]any{"image": tc.image}
+			if tc.disk > 0 {
+				cfg["disk_bytes"] = tc.disk
+			}
+			r, err := create(t, c, tc.id, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			del(t, c, tc.id)
+			overlay := filepath.Join(filepath.Dir(r.GetAttributes()["console_log"]), "disk.qcow2")
+			m := info(overlay)
+			if m["format"] != "qcow2" || m["virtual-size"] != tc.size || (tc.backing != "" && m["backing-filename"] != tc.backing) {
+				t.Errorf("overlay: format %v size %v backing %v", m["format"], m["virtual-size"], m["backing-filename"])
+			}
+			if _, err := c.Provider.Delete(context.Background(), &pluginv1.DeleteRequest{Id: tc.id}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(overlay); !os.IsNotExist(err) {
+				t.Errorf("Delete left the disk: %v", err)
+			}
+		})
+	}
+	if _, err := os.Stat(base); err != nil {
+		t.Errorf("the image is gone: %v", err)
 	}
 }

@@ -243,11 +243,11 @@ func resolveImage(ctx context.Context, cfg Config, image string) (Image, error) 
 		return Image{}, status.Errorf(codes.FailedPrecondition, "provider libvirt: image %q does not exist on this node (%v)", image, err)
 	}
 	if !fi.IsDir() {
-		format, err := diskFormat(ctx, cfg.QemuImg, path)
+		format, size, err := diskInfo(ctx, cfg.QemuImg, path)
 		if err != nil {
 			return Image{}, status.Errorf(codes.FailedPrecondition, "provider libvirt: image %q is not a disk image qemu-img reads: %v", image, err)
 		}
-		return Image{Disk: path, DiskFormat: format}, nil
+		return Image{Disk: path, DiskFormat: format, DiskBytes: size}, nil
 	}
 	img := Image{}
 	img.Kernel = firstFile(path, "vmlinux", "vmlinuz", "kernel", "bzImage")
@@ -271,19 +271,20 @@ func firstFile(dir string, names ...string) string {
 	return ""
 }
 
-// diskFormat asks qemu-img for a disk image's format.
-func diskFormat(ctx context.Context, qemuImg, path string) (string, error) {
+// diskInfo asks qemu-img for a disk image's format and virtual size.
+func diskInfo(ctx context.Context, qemuImg, path string) (string, int64, error) {
 	out, err := runQemuImg(ctx, qemuImg, "info", "--output=json", "-U", path)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	var info struct {
 		Format string `json:"format"`
+		Size   int64  `json:"virtual-size"`
 	}
 	if err := json.Unmarshal(out, &info); err != nil || info.Format == "" {
-		return "", fmt.Errorf("qemu-img info gave no format: %s", out)
+		return "", 0, fmt.Errorf("qemu-img info gave no format: %s", out)
 	}
-	return info.Format, nil
+	return info.Format, info.Size, nil
 }
 
 func runQemuImg(ctx context.Context, qemuImg string, args ...string) ([]byte, error) {
@@ -298,25 +299,19 @@ func runQemuImg(ctx context.Context, qemuImg string, args ...string) ([]byte, er
 }
 
 // makeDisk creates the VM's disk: a qcow2 overlay backed by the image's
-// disk (grown to disk_bytes when that is larger), or an empty disk of
+// disk (grown to disk_bytes when that is larger; never smaller than the
+// image, which would cut its file system off), or an empty disk of
 // disk_bytes for a kernel image; none for a kernel image without.
 func makeDisk(ctx context.Context, cfg Config, img Image, rc ResourceConfig, l *Layout) error {
 	overlay := filepath.Join(l.Dir, "disk.qcow2")
 	switch {
 	case img.Disk != "":
 		args := []string{"create", "-q", "-f", "qcow2", "-F", img.DiskFormat, "-b", img.Disk, overlay}
-		if rc.DiskBytes > 0 {
+		if rc.DiskBytes > img.DiskBytes {
 			args = append(args, fmt.Sprint(rc.DiskBytes))
 		}
 		if _, err := runQemuImg(ctx, cfg.QemuImg, args...); err != nil {
-			// A requested size below the image's is refused by qemu-img;
-			// the image's own size then stands.
-			if rc.DiskBytes == 0 {
-				return err
-			}
-			if _, err2 := runQemuImg(ctx, cfg.QemuImg, args[:len(args)-1]...); err2 != nil {
-				return err
-			}
+			return err
 		}
 	case rc.DiskBytes > 0:
 		if _, err := runQemuImg(ctx, cfg.QemuImg, "create", "-q", "-f", "qcow2", overlay, fmt.Sprint(rc.DiskBytes)); err != nil {
