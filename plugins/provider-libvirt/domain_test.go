@@ -215,8 +215,8 @@ func TestStateOf(t *testing.T) {
 }
 
 func TestKernelCmdline(t *testing.T) {
-	got := kernelCmdline(ResourceConfig{Address: "169.254.33.2", Cmdline: "x=1"}, Image{Cmdline: "quiet"})
-	want := "console=ttyS0 panic=-1 quiet unyo.ip=169.254.33.2/32 unyo.gw=169.254.1.1 x=1"
+	got := kernelCmdline(ResourceConfig{Address: "169.254.33.2", Cmdline: "x=1"}, Image{Cmdline: "init=/sbin/init"})
+	want := "console=ttyS0 quiet panic=-1 init=/sbin/init unyo.ip=169.254.33.2/32 unyo.gw=169.254.1.1 x=1"
 	if got != want {
 		t.Errorf("kernelCmdline = %q, want %q", got, want)
 	}

@@ -59,28 +59,48 @@ func del(t testing.TB, c *base.Conn, id string) {
 	t.Cleanup(func() { _, _ = c.Provider.Delete(context.Background(), &pluginv1.DeleteRequest{Id: id}) })
 }
 
+// watch opens a Watch of ids for the rest of the test and forwards its
+// events (the channel closes when the stream ends).
+func watch(t testing.TB, c *base.Conn, ids ...string) <-chan *pluginv1.WatchResponse {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := c.Provider.Watch(ctx, &pluginv1.WatchRequest{Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan *pluginv1.WatchResponse, 64)
+	go func() {
+		defer close(events)
+		for {
+			e, err := w.Recv()
+			if err != nil {
+				return
+			}
+			events <- e
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // registered for events
+	return events
+}
+
+// fingerprints opens the Fingerprint stream (one a second).
+func fingerprints(t testing.TB, c *base.Conn) pluginv1.Provider_FingerprintClient {
+	t.Helper()
+	fs, err := c.Provider.Fingerprint(t.Context(), &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 // TestTestDriver runs the operations against libvirt's test driver in
 // process: the domain XML is accepted, metadata carries id and owner, and
 // every operation answers.
 func TestTestDriver(t *testing.T) {
 	c, state := serveTest(t)
 	ctx := context.Background()
-	w, err := c.Provider.Watch(ctx, &pluginv1.WatchRequest{Ids: []string{"web-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	watched := make(chan *pluginv1.WatchResponse, 64)
-	go func() {
-		defer close(watched)
-		for {
-			e, err := w.Recv()
-			if err != nil {
-				return
-			}
-			watched <- e
-		}
-	}()
-	time.Sleep(100 * time.Millisecond) // registered for events
+	watched := watch(t, c, "web-1")
 	cfg := map[string]any{"image": "guest", "vcpus": 2.0, "memory_bytes": float64(128 << 20), "address": "169.254.33.2",
 		"cpu_policy": "pinned", "tap": "uvtest0"}
 	r, err := create(t, c, "web-1", cfg)
@@ -121,11 +141,7 @@ func TestTestDriver(t *testing.T) {
 			t.Errorf("Stats lacks %s: %v %v", want, st, err)
 		}
 	}
-	fs, err := c.Provider.Fingerprint(ctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp, err := fs.Recv()
+	fp, err := fingerprints(t, c).Recv()
 	if err != nil || !fp.GetHealthy() || fp.GetCapacity().GetCpus() < 1 || fp.GetCapacity().GetMemoryBytes() <= 0 ||
 		fp.GetAttributes()["libvirt.hypervisor"] != "TEST" {
 		t.Errorf("fingerprint: %v %v", fp, err)
@@ -249,15 +265,12 @@ func TestWithLibvirtd(t *testing.T) {
 			t.Fatal(err)
 		}
 		del(t, c, "web-1")
-		fs, err := c.Provider.Fingerprint(ctx, &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		fs := fingerprints(t, c)
 		if fp, err := fs.Recv(); err != nil || !fp.GetHealthy() {
 			t.Fatalf("fingerprint: %v %v", fp, err)
 		}
 		d.Kill()
-		_, err = c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-1"})
+		_, err := c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "web-1"})
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "unreachable") || !strings.Contains(err.Error(), d.URI) {
 			t.Errorf("Get with libvirtd down: %v, want UNAVAILABLE naming the URI", err)
 		}
@@ -290,11 +303,7 @@ func TestWithLibvirtd(t *testing.T) {
 func TestFingerprintWithoutLibvirt(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "nothing.sock")
 	c := testbin.Serve(t, &libvirtProvider{}, map[string]any{"uri": "test+unix:///default?socket=" + sock, "state_dir": t.TempDir()})
-	fs, err := c.Provider.Fingerprint(context.Background(), &pluginv1.FingerprintRequest{Interval: durationpb.New(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp, err := fs.Recv()
+	fp, err := fingerprints(t, c).Recv()
 	if err != nil || fp.GetHealthy() || !strings.Contains(fp.GetReason(), "unreachable") {
 		t.Fatalf("fingerprint without libvirt: %v %v, want unhealthy with the reason", fp, err)
 	}

@@ -147,24 +147,7 @@ func TestVM(t *testing.T) {
 	})
 
 	t.Run("kernel_panic", func(t *testing.T) {
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		w, err := env.c.Provider.Watch(wctx, &pluginv1.WatchRequest{Ids: []string{"vm-panic"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events := make(chan *pluginv1.WatchResponse, 64)
-		go func() {
-			defer close(events)
-			for {
-				e, err := w.Recv()
-				if err != nil {
-					return
-				}
-				events <- e
-			}
-		}()
-		time.Sleep(100 * time.Millisecond) // registered for events
+		events := watch(t, env.c, "vm-panic")
 		if _, err := create(t, env.c, "vm-panic", map[string]any{"image": "panic"}); err != nil {
 			t.Fatalf("Create of a VM whose kernel panics: %v (it started; its failure is its state)", err)
 		}
