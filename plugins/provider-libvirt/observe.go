@@ -20,11 +20,21 @@ const watchRetry = 2 * time.Second
 type lifecycle struct {
 	name  string
 	event libvirt.DomainEventType
+	// tries counts looks at a domain its Create has not finished yet.
+	tries int
 }
+
+// Watch looks again at a domain whose event came while its Create was
+// still running (defined and started, not yet marked started), every
+// createRetry, createTries times, before it reports the resource absent.
+const (
+	createRetry = 250 * time.Millisecond
+	createTries = 40
+)
 
 // Watch follows libvirt's domain lifecycle events (defined, started,
 // stopped, crashed, undefined...) and sends the resource's state after
-// each. When the connection breaks (libvirtd restarted) it connects again
+// each, starting with the current state of each watched resource. When the connection breaks (libvirtd restarted) it connects again
 // and sends the current state of every watched resource, so that nothing
 // that happened meanwhile goes unreported.
 func (p *libvirtProvider) Watch(ctx context.Context, ids []string, send func(sdk.ResourceEvent) error) error {
@@ -90,11 +100,12 @@ func (p *libvirtProvider) follow(ctx context.Context, c *libvirt.Connect, cfg Co
 		return connLost{fmt.Errorf("registering for domain events: %s", libvirtMessage(err))}
 	}
 	defer func() { _ = c.DomainEventDeregister(cb) }()
-	if resend {
-		for id := range watched {
-			if err := p.sendCurrent(ctx, id, send); err != nil {
-				return sendError{err}
-			}
+	// Once registered: the state of every watched resource that exists
+	// (so the host knows where each stands, and that events now flow);
+	// after a reconnect also DELETED for those that went meanwhile.
+	for id := range watched {
+		if err := p.sendCurrent(ctx, id, resend, send); err != nil {
+			return sendError{err}
 		}
 	}
 	names := map[string]string{} // domain name -> resource id
@@ -128,7 +139,24 @@ func (p *libvirtProvider) follow(ctx context.Context, c *libvirt.Connect, cfg Co
 				}
 				continue
 			}
-			if err := p.sendCurrent(ctx, id, send); err != nil {
+			r, err := p.Get(ctx, id)
+			switch {
+			case err == nil:
+			case isNotFound(err) && e.tries < createTries:
+				e.tries++
+				time.AfterFunc(createRetry, func() {
+					select {
+					case events <- e:
+					default:
+					}
+				})
+				continue
+			case isNotFound(err):
+				r = sdk.Resource{ID: id, State: sdk.Deleted, Reason: "no domain"}
+			default:
+				continue // libvirt is away: the reconnect reports it
+			}
+			if err := send(sdk.ResourceEvent{ID: id, State: r.State, Reason: r.Reason, At: time.Now()}); err != nil {
 				return sendError{err}
 			}
 		}
@@ -156,12 +184,14 @@ func (p *libvirtProvider) idOf(dname string) string {
 }
 
 // sendCurrent sends a resource's current state; a resource whose domain is
-// gone is DELETED. When libvirt is away it sends nothing: the reconnect
-// reports it later.
-func (p *libvirtProvider) sendCurrent(ctx context.Context, id string, send func(sdk.ResourceEvent) error) error {
+// gone is DELETED when absent says so, else not reported. When libvirt is
+// away it sends nothing: the reconnect reports it later.
+func (p *libvirtProvider) sendCurrent(ctx context.Context, id string, absent bool, send func(sdk.ResourceEvent) error) error {
 	r, err := p.Get(ctx, id)
 	switch {
 	case err == nil:
+	case isNotFound(err) && !absent:
+		return nil
 	case isNotFound(err):
 		r = sdk.Resource{ID: id, State: sdk.Deleted, Reason: "no domain"}
 	default:
