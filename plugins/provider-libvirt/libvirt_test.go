@@ -151,7 +151,7 @@ func TestTestDriver(t *testing.T) {
 		}
 	}
 	fp, err := fingerprints(t, c).Recv()
-	if err != nil || !fp.GetHealthy() || fp.GetCapacity().GetCpus() < 1 || fp.GetCapacity().GetMemoryBytes() <= 0 ||
+	if err != nil || !fp.GetHealthy() || fp.GetCapacity().GetCpus() < 1 || fp.GetCapacity().GetMemoryBytes() <= 0 || fp.GetCapacity().GetDiskBytes() <= 0 ||
 		fp.GetAttributes()["libvirt.hypervisor"] != "TEST" {
 		t.Errorf("fingerprint: %v %v", fp, err)
 	}

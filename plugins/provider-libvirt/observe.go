@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"libvirt.org/go/libvirt"
@@ -304,7 +305,14 @@ func (p *libvirtProvider) Fingerprint(context.Context) (sdk.Fingerprint, error) 
 	if v, err := c.GetLibVersion(); err == nil {
 		attrs["libvirt.version"] = versionString(v)
 	}
-	return sdk.Fingerprint{Healthy: true, CPUs: int32(ni.Cpus), MemoryBytes: int64(ni.Memory) << 10, Attributes: attrs}, nil
+	fp := sdk.Fingerprint{Healthy: true, CPUs: int32(ni.Cpus), MemoryBytes: int64(ni.Memory) << 10, Attributes: attrs}
+	// Disk: what the VMs' overlays can still take, the free space under
+	// state_dir.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(cfg.StateDir, &fs); err == nil {
+		fp.DiskBytes = int64(fs.Bavail) * fs.Bsize
+	}
+	return fp, nil
 }
 
 // versionString reads libvirt's major*1e6+minor*1e3+micro.

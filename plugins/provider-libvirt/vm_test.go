@@ -84,8 +84,9 @@ func TestVM(t *testing.T) {
 
 	t.Run("boot_and_delete", func(t *testing.T) {
 		began := time.Now()
+		// With a scratch disk: QEMU opens the qcow2 made in the VM's dir.
 		r, err := create(t, env.c, "vm-1", map[string]any{"image": "guest", "address": "169.254.33.2", "vcpus": 1.0,
-			"memory_bytes": float64(256 << 20)})
+			"memory_bytes": float64(256 << 20), "disk_bytes": float64(64 << 20)})
 		if err != nil {
 			t.Fatal(err)
 		}
