@@ -98,6 +98,7 @@ func TestVM(t *testing.T) {
 		took := waitConsole(t, a["console_log"], virttest.ReadyLine, readyDeadline)
 		t.Logf("Create returned after %v, ready line %v after it", time.Since(began)-took, took)
 		b, _ := os.ReadFile(a["console_log"])
+		t.Logf("guest: %s", lastLines(string(b), 1))
 		if !strings.Contains(string(b), "addr=169.254.33.2/32") {
 			t.Errorf("the guest did not get its address from the command line; console:\n%s", lastLines(string(b), 10))
 		}

@@ -199,7 +199,9 @@ type Embed struct {
 	URI  string
 }
 
-// NewEmbed prepares an embed root for a test that boots real VMs. Without
+// NewEmbed prepares an embed root for a test that boots real VMs (one per
+// test process: libvirt opens a single embed root per process, ever; a
+// benchmark makes it once with b.Loop). Without
 // QEMU, libvirt's QEMU driver, the guest kernel or root the test skips
 // (fails with CI=true). When the test ends, QEMU processes started under
 // the root are killed, their cgroups removed, the root removed, and the
@@ -343,7 +345,7 @@ if [ -n "$addr" ]; then
 fi
 mkdir -p /www && echo "unyo guest $(hostname)" > /www/index.html
 httpd -h /www -p 80
-echo "` + ReadyLine + ` addr=$addr"
+echo "` + ReadyLine + ` addr=$addr uptime=$(cut -d' ' -f1 /proc/uptime)"
 while :; do sleep 3600; done
 `
 
