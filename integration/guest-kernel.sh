@@ -13,8 +13,13 @@ set -euo pipefail
 dir=${1:?usage: guest-kernel.sh DIR}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+pkg=$(kernel_pkg)
+# Package lists not fetched yet on this machine.
+[ -n "$pkg" ] || { apt-get update -qq; pkg=$(kernel_pkg); }
 [ -n "$pkg" ] || { echo "guest-kernel: no kernel package behind linux-image-amd64" >&2; exit 1; }
+# apt's sandbox user cannot write into a root-only temp dir.
+chmod 755 "$work"
 (cd "$work" && apt-get download -qq "$pkg" >/dev/null)
 dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
 release=${pkg#linux-image-}
