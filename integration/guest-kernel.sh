@@ -19,7 +19,7 @@ pkg=$(kernel_pkg)
 [ -n "$pkg" ] || { apt-get update -qq; pkg=$(kernel_pkg); }
 [ -n "$pkg" ] || { echo "guest-kernel: no kernel package behind linux-image-amd64" >&2; exit 1; }
 # apt's sandbox user cannot write into a root-only temp dir.
-chmod 755 "$work"
+chown _apt "$work" 2>/dev/null || true
 (cd "$work" && apt-get download -qq "$pkg" >/dev/null)
 dpkg-deb -x "$work"/"$pkg"_*.deb "$work/root"
 release=${pkg#linux-image-}
