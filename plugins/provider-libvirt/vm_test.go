@@ -148,6 +148,31 @@ func TestVM(t *testing.T) {
 		})
 	})
 
+	t.Run("bad_kernel", func(t *testing.T) {
+		// QEMU refuses a kernel that is not one: Create fails saying so
+		// and leaves no domain, directory or QEMU.
+		dir := filepath.Join(env.images, "garbage")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "vmlinux"), []byte("this is not a kernel\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := create(t, env.c, "vm-bad", map[string]any{"image": "garbage"})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "starting domain") {
+			t.Fatalf("Create with a garbage kernel: %v, want FAILED_PRECONDITION from the start", err)
+		}
+		if _, err := env.c.Provider.Get(ctx, &pluginv1.GetRequest{Id: "vm-bad"}); status.Code(err) != codes.NotFound {
+			t.Errorf("Get after the failed Create: %v", err)
+		}
+		if left, _ := os.ReadDir(env.state); len(left) != 0 {
+			t.Errorf("the failed Create left %v in state_dir", left)
+		}
+		if p := qemuOf(domainName("unyo-", "vm-bad")); len(p) > 0 {
+			t.Errorf("the failed Create left QEMU %v", p)
+		}
+	})
+
 	t.Run("kernel_panic", func(t *testing.T) {
 		events := watch(t, env.c, "vm-panic")
 		if _, err := create(t, env.c, "vm-panic", map[string]any{"image": "panic"}); err != nil {
