@@ -198,6 +198,20 @@ func libvirtMessage(err error) string {
 	return err.Error()
 }
 
+// opError words a failed libvirt call for operators; when the call
+// failed because the connection is gone (libvirtd stopped or restarted)
+// it is UNAVAILABLE, like a failed connect, and the next call connects
+// again.
+func opError(cfg Config, err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	var le libvirt.Error
+	if errors.As(err, &le) && (le.Domain == libvirt.FROM_RPC || le.Domain == libvirt.FROM_REMOTE ||
+		le.Code == libvirt.ERR_NO_CONNECT || le.Code == libvirt.ERR_RPC) {
+		return status.Errorf(codes.Unavailable, "provider libvirt: libvirt at %s is unreachable (%s): %s", cfg.URI, what, libvirtMessage(err))
+	}
+	return fmt.Errorf("provider libvirt: %s: %s", what, libvirtMessage(err))
+}
+
 func isNoDomain(err error) bool {
 	var le libvirt.Error
 	return errors.As(err, &le) && le.Code == libvirt.ERR_NO_DOMAIN
@@ -239,7 +253,7 @@ func (p *libvirtProvider) Create(ctx context.Context, req sdk.CreateRequest) (sd
 	}
 	ni, err := c.GetNodeInfo()
 	if err != nil {
-		return sdk.Resource{}, fmt.Errorf("provider libvirt: reading the node's CPUs and memory: %w", err)
+		return sdk.Resource{}, opError(cfg, err, "reading the node's CPUs and memory")
 	}
 	if why := fits(rc, int(ni.Cpus), int64(ni.Memory)<<10); why != "" {
 		return sdk.Resource{}, status.Errorf(codes.FailedPrecondition, "provider libvirt: %s", why)
@@ -279,7 +293,7 @@ func (p *libvirtProvider) Create(ctx context.Context, req sdk.CreateRequest) (sd
 	}
 	dom, err := c.DomainDefineXML(doc)
 	if err != nil {
-		return fail(fmt.Errorf("provider libvirt: defining domain %s: %s", dname, libvirtMessage(err)))
+		return fail(opError(cfg, err, "defining domain %s", dname))
 	}
 	defer dom.Free()
 	if err := dom.Create(); err != nil {
@@ -310,7 +324,7 @@ func (p *libvirtProvider) remove(c *libvirt.Connect, cfg Config, id, dname strin
 	switch {
 	case isNoDomain(err):
 	case err != nil:
-		return fmt.Errorf("provider libvirt: looking up domain %s: %s", dname, libvirtMessage(err))
+		return opError(cfg, err, "looking up domain %s", dname)
 	default:
 		defer dom.Free()
 		if d, err := domainDesc(dom); err == nil {
@@ -321,14 +335,14 @@ func (p *libvirtProvider) remove(c *libvirt.Connect, cfg Config, id, dname strin
 		if active, _ := dom.IsActive(); active {
 			if err := dom.Destroy(); err != nil && !isNoDomain(err) {
 				if active, _ := dom.IsActive(); active {
-					return fmt.Errorf("provider libvirt: destroying domain %s: %s", dname, libvirtMessage(err))
+					return opError(cfg, err, "destroying domain %s", dname)
 				}
 			}
 		}
 		// No NVRAM flag: the domains boot SeaBIOS or a kernel, never
 		// UEFI, and the test driver refuses the flag.
 		if err := dom.UndefineFlags(libvirt.DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.DOMAIN_UNDEFINE_SNAPSHOTS_METADATA); err != nil && !isNoDomain(err) {
-			return fmt.Errorf("provider libvirt: undefining domain %s: %s", dname, libvirtMessage(err))
+			return opError(cfg, err, "undefining domain %s", dname)
 		}
 	}
 	if err := os.RemoveAll(layout(cfg, dname).Dir); err != nil {
@@ -365,7 +379,7 @@ func lookup(c *libvirt.Connect, cfg Config, id, dname string) (*libvirt.Domain, 
 		return nil, nil, fmt.Errorf("provider libvirt: no domain for %s: %w", id, sdk.ErrNotFound)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("provider libvirt: looking up domain %s: %s", dname, libvirtMessage(err))
+		return nil, nil, opError(cfg, err, "looking up domain %s", dname)
 	}
 	d, err := domainDesc(dom)
 	if err != nil {
@@ -373,7 +387,7 @@ func lookup(c *libvirt.Connect, cfg Config, id, dname string) (*libvirt.Domain, 
 		if isNoDomain(err) {
 			return nil, nil, fmt.Errorf("provider libvirt: no domain for %s: %w", id, sdk.ErrNotFound)
 		}
-		return nil, nil, fmt.Errorf("provider libvirt: reading domain %s: %s", dname, libvirtMessage(err))
+		return nil, nil, opError(cfg, err, "reading domain %s", dname)
 	}
 	if got, _, _, ok := decodeMeta(d); !ok || got != id {
 		dom.Free()
@@ -417,7 +431,7 @@ func resource(dom *libvirt.Domain, d *libvirtxml.Domain, cfg Config) (sdk.Resour
 	id, labels, config, _ := decodeMeta(d)
 	st, reason, err := dom.GetState()
 	if err != nil {
-		return sdk.Resource{}, fmt.Errorf("provider libvirt: state of domain %s: %s", d.Name, libvirtMessage(err))
+		return sdk.Resource{}, opError(cfg, err, "state of domain %s", d.Name)
 	}
 	hs, _ := json.Marshal(handleState{UUID: d.UUID, Name: d.Name})
 	l := layout(cfg, d.Name)
@@ -471,7 +485,7 @@ func (p *libvirtProvider) Delete(_ context.Context, id string, _ time.Duration) 
 	dom, err := c.LookupDomainByName(dname)
 	existed := err == nil
 	if err != nil && !isNoDomain(err) {
-		return false, fmt.Errorf("provider libvirt: looking up domain %s: %s", dname, libvirtMessage(err))
+		return false, opError(cfg, err, "looking up domain %s", dname)
 	}
 	if existed {
 		d, derr := domainDesc(dom)
@@ -498,7 +512,7 @@ func (p *libvirtProvider) List(_ context.Context, labels map[string]string) ([]s
 	}
 	doms, err := c.ListAllDomains(0)
 	if err != nil {
-		return nil, fmt.Errorf("provider libvirt: listing domains: %s", libvirtMessage(err))
+		return nil, opError(cfg, err, "listing domains")
 	}
 	var out []sdk.Resource
 	for i := range doms {

@@ -213,7 +213,7 @@ func (p *libvirtProvider) Stats(_ context.Context, id string) ([]sdk.Metric, err
 	if active, _ := dom.IsActive(); !active {
 		return nil, nil
 	}
-	c, _, err := p.connect()
+	c, cfg, err := p.connect()
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (p *libvirtProvider) Stats(_ context.Context, id string) ([]sdk.Metric, err
 		// the domain's basic info has both.
 		info, err := dom.GetInfo()
 		if err != nil {
-			return nil, fmt.Errorf("provider libvirt: stats of %s: %s", id, libvirtMessage(err))
+			return nil, opError(cfg, err, "stats of %s", id)
 		}
 		if s.Cpu == nil || !s.Cpu.TimeSet {
 			s.Cpu = &libvirt.DomainStatsCPU{TimeSet: true, Time: info.CpuTime}
