@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,6 +147,31 @@ func TestVM(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("existing_tap", func(t *testing.T) {
+		// A tap made beforehand (by whoever wires the port) is used as it
+		// is (managed='no') and outlives the VM.
+		ip := testutil.NeedTool(t, "ip", "apt-get install iproute2", "ip")
+		tap := "uvt" + digest(t.Name()+time.Now().String(), 8)
+		if out, err := exec.Command(ip, "tuntap", "add", "dev", tap, "mode", "tap").CombinedOutput(); err != nil {
+			t.Fatalf("ip tuntap add: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command(ip, "link", "del", tap).Run() })
+		r, err := create(t, env.c, "vm-tap", map[string]any{"image": "guest", "tap": tap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		del(t, env.c, "vm-tap")
+		if r.GetState() != sdk.Running || r.GetAttributes()["tap"] != tap {
+			t.Fatalf("created %v (%s) with tap %q, want running on %s", r.GetState(), r.GetReason(), r.GetAttributes()["tap"], tap)
+		}
+		if _, err := env.c.Provider.Delete(ctx, &pluginv1.DeleteRequest{Id: "vm-tap"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat("/sys/class/net/" + tap); err != nil {
+			t.Errorf("Delete removed the tap it did not make: %v", err)
+		}
 	})
 
 	t.Run("bad_kernel", func(t *testing.T) {
