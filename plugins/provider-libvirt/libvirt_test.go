@@ -379,3 +379,61 @@ func TestDiskOverlay(t *testing.T) {
 		t.Errorf("the image is gone: %v", err)
 	}
 }
+
+// TestRecoverRestarts: a VM the host's restart left shut off (no reason:
+// defined again, never started since) is started again by Recover; one
+// destroyed outside unyo stays FAILED.
+func TestRecoverRestarts(t *testing.T) {
+	c, _ := serveTest(t)
+	ctx := context.Background()
+	conn, err := libvirt.NewConnect("test:///default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, tc := range []struct {
+		id       string
+		redefine bool // as after a host restart
+		want     pluginv1.ResourceState
+	}{
+		{"host-restart", true, sdk.Running},
+		{"destroyed", false, sdk.Broken},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			r, err := create(t, c, tc.id, map[string]any{"image": "guest"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			del(t, c, tc.id)
+			dom, err := conn.LookupDomainByName(r.GetAttributes()["domain"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dom.Free()
+			if err := dom.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.redefine {
+				doc, err := dom.GetXMLDesc(libvirt.DOMAIN_XML_INACTIVE)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := dom.Undefine(); err != nil {
+					t.Fatal(err)
+				}
+				again, err := conn.DomainDefineXML(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again.Free()
+			}
+			rec, err := c.Provider.Recover(ctx, &pluginv1.RecoverRequest{Id: tc.id, Handle: r.GetHandle()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.GetResource(); got.GetState() != tc.want {
+				t.Errorf("recovered %v (%s), want %v", got.GetState(), got.GetReason(), tc.want)
+			}
+		})
+	}
+}

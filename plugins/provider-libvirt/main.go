@@ -546,7 +546,8 @@ func matches(have, want map[string]string) bool {
 }
 
 // Recover finds the domain from the stored handle (by UUID, then by name,
-// then by the id's name) after the plugin or libvirtd restarted.
+// then by the id's name) after the plugin, libvirtd or the host restarted,
+// and starts it again when the restart left it shut off.
 func (p *libvirtProvider) Recover(_ context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
 	if h.Version != handleVersion {
 		return sdk.Resource{}, fmt.Errorf("provider libvirt: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
@@ -579,6 +580,16 @@ func (p *libvirtProvider) Recover(_ context.Context, id string, h sdk.Handle) (s
 		return sdk.Resource{}, err
 	}
 	defer dom.Free()
+	// Shut off with no reason (the host restarted under it) or by libvirt
+	// itself: it was running when unyo last saw it, so start it again. A
+	// VM that stopped by itself or was destroyed stays as it is.
+	if st, reason, err := dom.GetState(); err == nil && st == libvirt.DOMAIN_SHUTOFF {
+		if r := libvirt.DomainShutoffReason(reason); r == libvirt.DOMAIN_SHUTOFF_UNKNOWN || r == libvirt.DOMAIN_SHUTOFF_DAEMON {
+			if err := dom.Create(); err != nil {
+				return sdk.Resource{}, opError(cfg, err, "starting domain %s again after recovery", dname)
+			}
+		}
+	}
 	return resource(dom, d, cfg)
 }
 
