@@ -10,8 +10,13 @@
 # Chromium (the web console's browser tests drive it headless), and
 # docker.io with busybox-static (provider-docker's tests start a private
 # dockerd and import a busybox image built from the static binary; the
-# package starts no daemon: policy-rc.d). Runs apt-get
-# only as root and only for what is missing.
+# package starts no daemon: policy-rc.d), libvirt with qemu
+# (provider-libvirt's tests: libvirt-dev for the cgo binding, the daemon
+# for the test driver served over a private socket, qemu-system-x86 and
+# qemu-utils for real VMs under software emulation, cpio) and a Debian
+# kernel downloaded and unpacked, not installed, into $UNYO_TEST_KERNEL_DIR
+# (the guests' kernel: an uncompressed PVH vmlinux and its virtio modules).
+# Runs apt-get only as root and only for what is missing.
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
@@ -31,7 +36,17 @@ command -v dot >/dev/null || need+=(graphviz)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/sbin/dockerd ] || need+=(docker.io)
 [ -x /bin/busybox ] || need+=(busybox-static)
-if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+pkg-config --exists libvirt 2>/dev/null || need+=(libvirt-dev pkg-config)
+[ -x /usr/sbin/libvirtd ] || need+=(libvirt-daemon)
+[ -f /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so ] || need+=(libvirt-daemon-driver-qemu)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v qemu-img >/dev/null || need+=(qemu-utils)
+command -v cpio >/dev/null || need+=(cpio)
+kernel_dir=${UNYO_TEST_KERNEL_DIR:-/var/cache/unyo-test/linux}
+if [ ${#need[@]} -eq 0 ]; then
+  [ -f "$kernel_dir/vmlinux" ] || [ "$(id -u)" -ne 0 ] || bash "$(dirname "$0")/guest-kernel.sh" "$kernel_dir"
+  exit 0
+fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2
   exit 0
@@ -40,3 +55,4 @@ echo "install-deps: apt-get install ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+[ -f "$kernel_dir/vmlinux" ] || bash "$(dirname "$0")/guest-kernel.sh" "$kernel_dir"
