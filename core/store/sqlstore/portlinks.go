@@ -66,4 +66,3 @@ func releasePortLink(ctx context.Context, tx *sql.Tx, compute, node string) erro
 	}
 	return nil
 }
-
