@@ -90,4 +90,3 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(s.info)
 }
-
