@@ -475,3 +475,45 @@ func dup(h netns.NsHandle) (netns.NsHandle, error) {
 	}
 	return netns.NsHandle(fd), nil
 }
+
+// Attachment is how a port is attached to its compute.
+type Attachment int
+
+const (
+	// NotAttached: no compute link yet (or the namespace is missing, or
+	// the link went with its peer: a container that restarted has a new
+	// namespace, and the agent attaches it again).
+	NotAttached Attachment = iota
+	// LinkAttached: cmp0 links the compute (a container's veth, a tap).
+	LinkAttached
+	// LocalAttached: the compute's /32 is on the namespace's lo (a
+	// process running in the namespace itself).
+	LocalAttached
+)
+
+// Attached says how compute's port is attached.
+func (m *Manager) Attached(p Port) Attachment {
+	ns, nh, err := m.open(p.Compute)
+	if err != nil {
+		return NotAttached
+	}
+	defer ns.Close()
+	defer nh.Close()
+	if _, err := nh.LinkByName(nsComputeLink); err == nil {
+		return LinkAttached
+	}
+	lo, err := nh.LinkByName("lo")
+	if err != nil {
+		return NotAttached
+	}
+	addrs, err := nh.AddrList(lo, netlink.FAMILY_V4)
+	if err != nil {
+		return NotAttached
+	}
+	for _, a := range addrs {
+		if a.IP.Equal(p.Address.AsSlice()) {
+			return LocalAttached
+		}
+	}
+	return NotAttached
+}
