@@ -1,0 +1,364 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/vishvananda/netns"
+
+	"github.com/unyo-ops/unyo/core/agent/portnet"
+	"github.com/unyo-ops/unyo/core/testutil"
+	"github.com/unyo-ops/unyo/plugins/provider-docker/dockertest"
+)
+
+// nodeNS is a network namespace standing in for one node's host.
+type nodeNS struct {
+	name, path string
+}
+
+// newNodeNS creates a namespace with lo up and forwarding on (a node
+// routes to its ports), deleted at the test's end.
+func newNodeNS(t *testing.T, name string) nodeNS {
+	t.Helper()
+	ipCmd(t, "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	ipCmd(t, "-n", name, "link", "set", "lo", "up")
+	// sysctl through nsenter: `ip netns exec` would remount /sys.
+	if out, err := exec.Command("nsenter", "--net=/run/netns/"+name, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput(); err != nil {
+		t.Fatalf("forwarding in %s: %v: %s", name, err, out)
+	}
+	return nodeNS{name: name, path: "/run/netns/" + name}
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// inNetns runs fn on a thread in the namespace at path: a socket made
+// there stays in that namespace.
+func inNetns(t *testing.T, path string, fn func() error) error {
+	t.Helper()
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(ns); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	err = fn()
+	if serr := netns.Set(orig); serr != nil {
+		t.Fatalf("back to the test's namespace: %v", serr)
+	}
+	runtime.UnlockOSThread()
+	return err
+}
+
+// relayInto listens on 127.0.0.1 inside the namespace at path and relays
+// each connection to target in the test's namespace: how an agent in a
+// node namespace reaches the cluster (its cluster_url is the returned
+// address).
+func relayInto(t *testing.T, path, target string) string {
+	t.Helper()
+	var l net.Listener
+	if err := inNetns(t, path, func() (err error) {
+		l, err = net.Listen("tcp4", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c); u.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// getIn does an HTTP GET from inside the namespace at path.
+func getIn(t *testing.T, path, url string) (int, string, error) {
+	t.Helper()
+	var conn net.Conn
+	host := strings.TrimPrefix(url, "http://")
+	host = host[:strings.IndexByte(host, '/')]
+	if !strings.Contains(host, ":") {
+		host += ":80"
+	}
+	if err := inNetns(t, path, func() (err error) {
+		conn, err = net.DialTimeout("tcp4", host, 3*time.Second)
+		return err
+	}); err != nil {
+		return 0, "", err
+	}
+	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil }, DisableKeepAlives: true}
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// Per-port network namespaces end to end (issue 15, items 3 and 4): a
+// RegionService of 3 busybox httpd containers (provider docker) on 2
+// agents, each agent in a network namespace of its own as its own host;
+// each container answers HTTP on its /32 from the other node's namespace.
+// The two node namespaces are linked by a veth with static routes to each
+// other's computes: they stand in for the L3 advertisement. Each
+// container reaches its metadata endpoint on 169.254.1.2 (from its own
+// address; the node's namespace cannot), and the service deleted leaves no
+// port namespace.
+func TestPortNetworkEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.Unavailable(t, "per-port network namespaces need root")
+	}
+	testutil.NeedTool(t, "nsenter", "apt-get install util-linux", "/usr/bin/nsenter")
+	d := dockertest.Start(t)
+	d.BusyboxImage("unyo-test/busybox:web")
+	dir := t.TempDir()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	sfx := hex.EncodeToString(b)
+
+	// Two nodes, linked.
+	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-a-"+sfx), "node-b": newNodeNS(t, "unyo-e2e-b-"+sfx)}
+	la, lb := "ea"+sfx, "eb"+sfx
+	ipCmd(t, "link", "add", la, "netns", nodes["node-a"].name, "type", "veth", "peer", "name", lb, "netns", nodes["node-b"].name)
+	nodeAddr := map[string]string{"node-a": "198.18.0.1", "node-b": "198.18.0.2"}
+	link := map[string]string{"node-a": la, "node-b": lb}
+	for n, peer := range map[string]string{"node-a": "node-b", "node-b": "node-a"} {
+		ns := nodes[n].name
+		ipCmd(t, "-n", ns, "addr", "add", nodeAddr[n]+"/32", "dev", link[n])
+		ipCmd(t, "-n", ns, "link", "set", link[n], "up")
+		ipCmd(t, "-n", ns, "route", "add", nodeAddr[peer]+"/32", "dev", link[n], "scope", "link")
+	}
+	// Whatever an agent left (it is stopped before this runs: cleanups
+	// run last-added first), the ports go.
+	t.Cleanup(func() {
+		for n, ns := range nodes {
+			h, err := netns.GetFromPath(ns.path)
+			if err != nil {
+				continue
+			}
+			if m, err := portnet.New(n, h); err == nil {
+				if removed, _ := m.Prune(nil); len(removed) > 0 {
+					t.Errorf("ports of %s left after the test: %v", n, removed)
+				}
+				m.Close()
+			}
+			h.Close()
+		}
+	})
+
+	plugin := buildPlugin(t, "../plugins/provider-docker", "unyo-provider-docker")
+	sum := sha256File(t, plugin)
+	_, rootURL := startRootProc(t, dir, "")
+	a := adminCLI{t, rootURL}
+	clusterURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
+		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
+	a.must("apply", "-f", writeFile(t, dir, "inventory.yaml", topologyInventory("r2")+`
+---
+kind: Cluster
+name: c1
+spec: {region: tokyo, weight: 1}
+`))
+	nsenter, _ := exec.LookPath("nsenter")
+	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}} {
+		relay := relayInto(t, nodes[n.node].path, strings.TrimPrefix(clusterURL, "http://"))
+		startUnyoBin(t, nsenter, n.node, nil, "--net="+nodes[n.node].path, unyoBin, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
+role: agent
+data_dir: %s/%s
+agent:
+  node_name: %s
+  cluster_url: http://%s
+  token: %s
+  resource: %s
+  flush_interval: 100ms
+  ports: {enabled: true}
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: docker, sha256: %s, config: {host: "%s"}}
+`, dir, n.node, n.node, relay, joinToken, n.resource, filepath.Dir(plugin), sum, d.Host)))
+	}
+	testutil.Eventually(t, 60*time.Second, "two Ready nodes", func() error {
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
+		if err != nil || len(items) != 2 {
+			return fmt.Errorf("nodes: %d, %v", len(items), err)
+		}
+		return nil
+	})
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", `
+kind: Flavor
+name: small
+spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
+---
+kind: Image
+name: busybox
+spec: {kind: container, source: unyo-test/busybox:web}
+---
+kind: Network
+name: portnet
+spec: {cidr: 10.231.0.0/24, gateway: 10.231.0.1, scope: region, region: tokyo}
+---
+kind: RegionService
+name: web
+spec:
+  region: tokyo
+  compute:
+    flavor: small
+    image: busybox
+    network: portnet
+    provider: docker
+    replicas: 3
+    command: [sh, -c, "echo hello from $(hostname) > /tmp/index.html && exec httpd -f -p 80 -h /tmp"]
+`))
+	testutil.Eventually(t, 120*time.Second, "web Active 3/3", func() error {
+		out, err := a.run("services", "get", "web")
+		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "3/3")) {
+			err = fmt.Errorf("services get web:\n%s", out)
+		}
+		return err
+	})
+	items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+	if err != nil || len(items) != 3 {
+		t.Fatalf("computes: %v, %v", items, err)
+	}
+	type placed struct{ name, node, addr string }
+	var computes []placed
+	for _, it := range items {
+		st, _ := it["status"].(map[string]any)
+		addr := fmt.Sprint(st["address"])
+		if addr == "" || addr == "<nil>" {
+			addr = fmt.Sprint(it["address"])
+		}
+		computes = append(computes, placed{fmt.Sprint(it["name"]), fmt.Sprint(st["node"]), strings.Split(addr, "/")[0]})
+	}
+	// The L3 advertisement's stand-in: each node routes the other's
+	// computes through the link between them.
+	for _, c := range computes {
+		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		if other == "" {
+			t.Fatalf("compute %s on node %q", c.name, c.node)
+		}
+		ipCmd(t, "-n", nodes[other].name, "route", "add", c.addr+"/32", "via", nodeAddr[c.node], "dev", link[other], "onlink")
+	}
+	for _, c := range computes {
+		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%s answering on %s from %s", c.name, c.addr, other), func() error {
+			code, body, err := getIn(t, nodes[other].path, "http://"+c.addr+"/index.html")
+			if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from")) {
+				err = fmt.Errorf("status %d: %q", code, body)
+			}
+			return err
+		})
+	}
+
+	// The metadata endpoint, from inside a container (its own address).
+	cli := d.Client()
+	defer cli.Close()
+	for _, c := range computes[:1] {
+		ins, err := cli.ContainerInspect(context.Background(), containerOf(t, d, c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctrNS := fmt.Sprintf("/proc/%d/ns/net", ins.State.Pid)
+		var md struct {
+			Compute   string   `json:"compute"`
+			Node      string   `json:"node"`
+			Addresses []string `json:"addresses"`
+		}
+		testutil.Eventually(t, 30*time.Second, "the metadata endpoint answering "+c.name, func() error {
+			code, body, err := getIn(t, ctrNS, "http://169.254.1.2/v1/metadata")
+			if err != nil {
+				return err
+			}
+			if code != 200 {
+				return fmt.Errorf("status %d: %s", code, body)
+			}
+			return json.Unmarshal([]byte(body), &md)
+		})
+		if md.Compute != c.name || md.Node != c.node || len(md.Addresses) != 1 || md.Addresses[0] != c.addr {
+			t.Errorf("metadata of %s: %+v, want it on %s with %s", c.name, md, c.node, c.addr)
+		}
+		// The node's own namespace does not reach it.
+		if code, body, err := getIn(t, nodes[c.node].path, "http://169.254.1.2/v1/metadata"); err == nil {
+			t.Errorf("the node reached a port's metadata endpoint: %d %s", code, body)
+		}
+	}
+
+	a.must("services", "delete", "web")
+	testutil.Eventually(t, 90*time.Second, "the ports gone with the service", func() error {
+		for n, ns := range nodes {
+			h, err := netns.GetFromPath(ns.path)
+			if err != nil {
+				return err
+			}
+			m, err := portnet.New(n, h)
+			h.Close()
+			if err != nil {
+				return err
+			}
+			left, err := m.List()
+			m.Close()
+			if err != nil || len(left) > 0 {
+				return fmt.Errorf("%s still has ports %v (%v)", n, left, err)
+			}
+		}
+		return nil
+	})
+}
+
+// containerOf returns the id of the docker container of compute.
+func containerOf(t *testing.T, d *dockertest.Daemon, compute string) string {
+	t.Helper()
+	cli := d.Client()
+	defer cli.Close()
+	l, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "unyo.dev/compute="+compute))})
+	if err != nil || len(l) != 1 {
+		t.Fatalf("the container of %s: %v, %v", compute, l, err)
+	}
+	return l[0].ID
+}
