@@ -261,18 +261,24 @@ func (p *portRunner) serve(as *unyov1.Assignment, port portnet.Port, local bool)
 	if running {
 		return nil
 	}
-	l, err := p.m.Listen(as.GetCompute(), net.JoinHostPort(portnet.Metadata.String(), strconv.Itoa(p.port)))
+	hostPort := net.JoinHostPort(portnet.Metadata.String(), strconv.Itoa(p.port))
+	info := metadata.Info{Compute: as.GetCompute(), Service: as.GetService(), Node: p.a.nodeName(), Cluster: p.a.cluster(),
+		Addresses: []string{port.Address.String()}, LinkAddress: port.Link.String(), Gateway: portnet.Gateway.String(),
+		ClusterURL: "http://" + hostPort + strings.TrimSuffix(metadata.ProxyPath, "/"), JoinToken: p.a.computeToken(as.GetCompute())}
+	proxy, err := p.a.computeProxy(as.GetCompute())
 	if err != nil {
 		return err
 	}
-	info := metadata.Info{Compute: as.GetCompute(), Service: as.GetService(), Node: p.a.nodeName(), Cluster: p.a.cluster(),
-		Addresses: []string{port.Address.String()}, LinkAddress: port.Link.String(), Gateway: portnet.Gateway.String()}
 	from := []netip.Addr{port.Address}
 	if local {
 		// A process in the port namespace connects from a local address.
 		from = append(from, portnet.Metadata)
 	}
-	srv := &http.Server{Handler: metadata.New(info, from, nil), ReadHeaderTimeout: 10 * time.Second}
+	l, err := p.m.Listen(as.GetCompute(), hostPort)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: metadata.New(info, from, proxy), ReadHeaderTimeout: 10 * time.Second}
 	p.mu.Lock()
 	p.servers[as.GetCompute()] = srv
 	p.mu.Unlock()
