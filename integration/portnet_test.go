@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,12 +15,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/vishvananda/netns"
 
 	"github.com/unyo-ops/unyo/core/agent/portnet"
@@ -329,7 +333,48 @@ spec:
 		}
 	}
 
+	// An agent inside a container of a service reports through its node's
+	// proxy: it registers as its own node-like entity, named as its
+	// compute, and its check result shows up at the cluster under that
+	// name. (A node's agent speaking for a compute not assigned to it is
+	// refused: core/server's TestCallsForACompute has the cases.)
+	agentImage(t, d, "unyo-test/agent:1")
+	a.must("apply", "-f", writeFile(t, dir, "probe.yaml", `
+kind: Flavor
+name: agentsize
+spec: {kind: container, vcpus: 1, memory: 256Mi, disk: 100Mi}
+---
+kind: Image
+name: agent
+spec: {kind: container, source: unyo-test/agent:1}
+---
+kind: RegionService
+name: probe
+spec:
+  region: tokyo
+  compute:
+    flavor: agentsize
+    image: agent
+    network: portnet
+    provider: docker
+    replicas: 1
+    command: [sh, -c, `+strconv.Quote(inComputeAgent)+`]
+`))
+	testutil.Eventually(t, 120*time.Second, "the in-compute agent's result at the cluster under probe-0", func() error {
+		ev, err := cliJSON(t, clusterURL, "--token", adminToken, "events", "ls", "--node", "probe-0")
+		if err != nil {
+			return err
+		}
+		for _, e := range ev {
+			if strings.Contains(fmt.Sprint(e), "hello from inside probe-0") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events of probe-0: %v", ev)
+	})
+
 	a.must("services", "delete", "web")
+	a.must("services", "delete", "probe")
 	testutil.Eventually(t, 90*time.Second, "the ports gone with the service", func() error {
 		for n, ns := range nodes {
 			h, err := netns.GetFromPath(ns.path)
@@ -349,6 +394,96 @@ spec:
 		}
 		return nil
 	})
+}
+
+// inComputeAgent is the command of the probe service's container: it reads
+// its metadata (name, the cluster's URL through the proxy, its token) and
+// runs `unyo agent` with a check.
+const inComputeAgent = `until wget -qO /tmp/md http://169.254.1.2/v1/metadata; do sleep 0.2; done
+field() { sed -n "s/.*\"$1\": \"\([^\"]*\)\".*/\1/p" /tmp/md; }
+cat > /tmp/agent.yaml <<EOF
+role: agent
+data_dir: /tmp/unyo
+agent:
+  node_name: $(field compute)
+  cluster_url: $(field cluster_url)
+  token: $(field join_token)
+  status_listen: ""
+  flush_interval: 100ms
+  checks:
+    - name: incompute
+      spec: {command: [sh, -c, "echo hello from inside $(field compute); exit 2"], interval: 1s}
+EOF
+exec /bin/unyo agent --config /tmp/agent.yaml`
+
+// agentImage imports an image of busybox with the unyo binary at /bin/unyo
+// and the shared libraries it links (the host's, per ldd).
+func agentImage(t *testing.T, d *dockertest.Daemon, ref string) {
+	t.Helper()
+	bb := testutil.NeedTool(t, "busybox (static)", "apt-get install busybox-static", "/bin/busybox", "/usr/bin/busybox")
+	base, err := dockertest.BusyboxTar(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(base))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"bin/unyo": unyoBin}
+	out, err := exec.Command("ldd", unyoBin).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", unyoBin, err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "/") {
+			files[strings.TrimPrefix(f, "/")] = f
+		}
+	}
+	dirs := map[string]bool{"bin": true}
+	for name, src := range files {
+		for d := filepath.Dir(name); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cli := d.Client()
+	defer cli.Close()
+	rd, err := cli.ImageImport(context.Background(), image.ImportSource{Source: &buf, SourceName: "-"}, ref,
+		image.ImportOptions{Changes: []string{`CMD ["sh"]`, `ENV PATH=/bin`}})
+	if err != nil {
+		t.Fatalf("importing %s: %v", ref, err)
+	}
+	_, _ = io.Copy(io.Discard, rd)
+	rd.Close()
 }
 
 // containerOf returns the id of the docker container of compute.
