@@ -31,6 +31,10 @@ command -v dot >/dev/null || need+=(graphviz)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/sbin/dockerd ] || need+=(docker.io)
 [ -x /bin/busybox ] || need+=(busybox-static)
+# ip and sysctl: the per-port network namespace test links its node
+# namespaces by hand (nsenter comes with util-linux).
+command -v ip >/dev/null || need+=(iproute2)
+command -v sysctl >/dev/null || need+=(procps)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2
