@@ -372,6 +372,20 @@ spec:
 		}
 		return fmt.Errorf("events of probe-0: %v", ev)
 	})
+	// The cluster refuses a node's agent speaking for a compute not
+	// assigned to it, and takes one for a compute that is.
+	for _, c := range computes {
+		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		for _, tc := range []struct {
+			node string
+			want bool
+		}{{other, false}, {c.node, true}} {
+			code, body := callFor(t, clusterURL, filepath.Join(dir, tc.node, "agent", "node-token"), c.name)
+			if refused := code == http.StatusForbidden && strings.Contains(body, "is not assigned to node"); refused == tc.want {
+				t.Errorf("%s speaking for %s (on %s): %d %s", tc.node, c.name, c.node, code, body)
+			}
+		}
+	}
 
 	a.must("services", "delete", "web")
 	a.must("services", "delete", "probe")
@@ -484,6 +498,27 @@ func agentImage(t *testing.T, d *dockertest.Daemon, ref string) {
 	}
 	_, _ = io.Copy(io.Discard, rd)
 	rd.Close()
+}
+
+// callFor makes a Heartbeat at the cluster with the node credential in
+// tokenFile, naming compute as the node agent's proxy does.
+func callFor(t *testing.T, clusterURL, tokenFile, compute string) (int, string) {
+	t.Helper()
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", clusterURL+"/unyo.v1.AgentService/Heartbeat", strings.NewReader(`{"node":"`+compute+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	req.Header.Set("Unyo-Compute", compute)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // containerOf returns the id of the docker container of compute.

@@ -157,15 +157,10 @@ func (m *Manager) wire(ns netns.NsHandle, name string, p Port) error {
 // (target, a path such as /proc/PID/ns/net) with the compute's /32, a
 // route to the gateway on the link and the default route through it.
 func (m *Manager) Attach(p Port, target string) error {
-	if err := p.validate(); err != nil {
-		return err
-	}
-	ns, nh, err := m.open(p.Compute)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	defer nh.Close()
+	return m.inPort(p, func(_ netns.NsHandle, nh *netlink.Handle) error { return attachVeth(nh, p, target) })
+}
+
+func attachVeth(nh *netlink.Handle, p Port, target string) error {
 	tns, err := netns.GetFromPath(target)
 	if err != nil {
 		return fmt.Errorf("port of %s: the compute's namespace %s: %w", p.Compute, target, err)
@@ -208,15 +203,10 @@ func (m *Manager) Attach(p Port, target string) error {
 // compute's port namespace as its compute link. The guest configures its
 // own /32 with the gateway 169.254.1.1.
 func (m *Manager) AttachTap(p Port, tap string) error {
-	if err := p.validate(); err != nil {
-		return err
-	}
-	ns, nh, err := m.open(p.Compute)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	defer nh.Close()
+	return m.inPort(p, func(ns netns.NsHandle, nh *netlink.Handle) error { return m.moveTap(ns, nh, p, tap) })
+}
+
+func (m *Manager) moveTap(ns netns.NsHandle, nh *netlink.Handle, p Port, tap string) error {
 	if _, err := nh.LinkByName(nsComputeLink); err != nil {
 		hh, err := netlink.NewHandleAt(m.host)
 		if err != nil {
@@ -253,15 +243,10 @@ func (m *Manager) AttachTap(p Port, tap string) error {
 // on the namespace's lo, so the process answers on its own address and
 // reaches the agent on 169.254.1.2 without a link of its own.
 func (m *Manager) AttachLocal(p Port) error {
-	if err := p.validate(); err != nil {
-		return err
-	}
-	ns, nh, err := m.open(p.Compute)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	defer nh.Close()
+	return m.inPort(p, func(_ netns.NsHandle, nh *netlink.Handle) error { return addLocal(nh, p) })
+}
+
+func addLocal(nh *netlink.Handle, p Port) error {
 	lo, err := nh.LinkByName("lo")
 	if err != nil {
 		return err
@@ -290,6 +275,21 @@ func computeSide(nh *netlink.Handle, p Port) error {
 		return fmt.Errorf("set %s up: %w", nsComputeLink, err)
 	}
 	return linkRoute(nh, l, p.Address)
+}
+
+// inPort runs fn with p's port namespace and a netlink handle in it (the
+// namespace must exist: Ensure first).
+func (m *Manager) inPort(p Port, fn func(ns netns.NsHandle, nh *netlink.Handle) error) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	ns, nh, err := m.open(p.Compute)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	defer nh.Close()
+	return fn(ns, nh)
 }
 
 // open returns compute's port namespace (it must exist: Ensure first).
