@@ -372,6 +372,31 @@ spec:
 		}
 		return fmt.Errorf("events of probe-0: %v", ev)
 	})
+	// The compute's agent is no place for replicas: it is cordoned.
+	nodesAt, err := cliJSON(t, clusterURL, "--token", adminToken, "nodes", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodesAt {
+		if n["name"] == "probe-0" && n["cordoned"] != true {
+			t.Errorf("the compute agent's node is not cordoned: %v", n)
+		}
+	}
+
+	// A container restarted gets a new namespace; the agent wires it again.
+	first := computes[0]
+	if err := cli.ContainerRestart(context.Background(), containerOf(t, d, first.name), container.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, first.name+" answering again after a restart", func() error {
+		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[first.node]
+		code, body, err := getIn(t, nodes[other].path, "http://"+first.addr+"/index.html")
+		if err == nil && code != 200 {
+			err = fmt.Errorf("status %d: %q", code, body)
+		}
+		return err
+	})
+
 	// The cluster refuses a node's agent speaking for a compute not
 	// assigned to it, and takes one for a compute that is.
 	for _, c := range computes {
