@@ -336,8 +336,7 @@ spec:
 	// An agent inside a container of a service reports through its node's
 	// proxy: it registers as its own node-like entity, named as its
 	// compute, and its check result shows up at the cluster under that
-	// name. (A node's agent speaking for a compute not assigned to it is
-	// refused: core/server's TestCallsForACompute has the cases.)
+	// name.
 	agentImage(t, d, "unyo-test/agent:1")
 	a.must("apply", "-f", writeFile(t, dir, "probe.yaml", `
 kind: Flavor
