@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,62 +179,8 @@ func TestPortNetworkEndToEnd(t *testing.T) {
 		ipCmd(t, "-n", ns, "link", "set", link[n], "up")
 		ipCmd(t, "-n", ns, "route", "add", nodeAddr[peer]+"/32", "dev", link[n], "scope", "link")
 	}
-	// Whatever an agent left (it is stopped before this runs: cleanups
-	// run last-added first), the ports go.
-	t.Cleanup(func() {
-		for n, ns := range nodes {
-			h, err := netns.GetFromPath(ns.path)
-			if err != nil {
-				continue
-			}
-			if m, err := portnet.New(n, h); err == nil {
-				if removed, _ := m.Prune(nil); len(removed) > 0 {
-					t.Errorf("ports of %s left after the test: %v", n, removed)
-				}
-				m.Close()
-			}
-			h.Close()
-		}
-	})
-
-	plugin := buildPlugin(t, "../plugins/provider-docker", "unyo-provider-docker")
-	sum := sha256File(t, plugin)
-	_, rootURL := startRootProc(t, dir, "")
+	rootURL, clusterURL := startPortFleet(t, dir, nodes, "docker", func(string) string { return fmt.Sprintf(`{host: "%s"}`, d.Host) })
 	a := adminCLI{t, rootURL}
-	clusterURL := startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
-		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
-	a.must("apply", "-f", writeFile(t, dir, "inventory.yaml", topologyInventory("r2")+`
----
-kind: Cluster
-name: c1
-spec: {region: tokyo, weight: 1}
-`))
-	nsenter, _ := exec.LookPath("nsenter")
-	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}} {
-		relay := relayInto(t, nodes[n.node].path, strings.TrimPrefix(clusterURL, "http://"))
-		startUnyoBin(t, nsenter, n.node, nil, "--net="+nodes[n.node].path, unyoBin, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
-role: agent
-data_dir: %s/%s
-agent:
-  node_name: %s
-  cluster_url: http://%s
-  token: %s
-  resource: %s
-  flush_interval: 100ms
-  ports: {enabled: true}
-  plugins:
-    dirs: [%s]
-    enabled:
-      - {kind: provider, name: docker, sha256: %s, config: {host: "%s"}}
-`, dir, n.node, n.node, relay, joinToken, n.resource, filepath.Dir(plugin), sum, d.Host)))
-	}
-	testutil.Eventually(t, 60*time.Second, "two Ready nodes", func() error {
-		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
-		if err != nil || len(items) != 2 {
-			return fmt.Errorf("nodes: %d, %v", len(items), err)
-		}
-		return nil
-	})
 	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", `
 kind: Flavor
 name: small
@@ -429,6 +376,177 @@ spec:
 			if err != nil || len(left) > 0 {
 				return fmt.Errorf("%s still has ports %v (%v)", n, left, err)
 			}
+		}
+		return nil
+	})
+}
+
+// startPortFleet starts root, cluster c1 and one agent per node namespace
+// (nodes maps node-a, node-b to theirs; srv-a, srv-b of the inventory),
+// each inside its namespace with agent.ports on and the provider plugin
+// named (its config from config(node)); it waits until the nodes are
+// Ready. The nodes' ports are checked gone at the end.
+func startPortFleet(t *testing.T, dir string, nodes map[string]nodeNS, provider string, config func(node string) string) (rootURL, clusterURL string) {
+	t.Helper()
+	// Whatever an agent left (it is stopped before this runs: cleanups
+	// run last-added first), the ports go.
+	t.Cleanup(func() {
+		for n, ns := range nodes {
+			h, err := netns.GetFromPath(ns.path)
+			if err != nil {
+				continue
+			}
+			if m, err := portnet.New(n, h); err == nil {
+				if removed, _ := m.Prune(nil); len(removed) > 0 {
+					t.Errorf("ports of %s left after the test: %v", n, removed)
+				}
+				m.Close()
+			}
+			h.Close()
+		}
+	})
+	plugin := buildPlugin(t, "../plugins/provider-"+provider, "unyo-provider-"+provider)
+	sum := sha256File(t, plugin)
+	_, rootURL = startRootProc(t, dir, "")
+	a := adminCLI{t, rootURL}
+	clusterURL = startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
+		rootURL, addClusterAt(t, rootURL, "c1"), lightCluster))
+	a.must("apply", "-f", writeFile(t, dir, "inventory.yaml", topologyInventory("r2")+`
+---
+kind: Cluster
+name: c1
+spec: {region: tokyo, weight: 1}
+`))
+	nsenter, _ := exec.LookPath("nsenter")
+	for node, ns := range nodes {
+		relay := relayInto(t, ns.path, strings.TrimPrefix(clusterURL, "http://"))
+		startUnyoBin(t, nsenter, node, nil, "--net="+ns.path, unyoBin, "agent", "--config", writeFile(t, dir, node+".yaml", fmt.Sprintf(`
+role: agent
+data_dir: %s/%s
+agent:
+  node_name: %s
+  cluster_url: http://%s
+  token: %s
+  resource: srv-%s
+  flush_interval: 100ms
+  ports: {enabled: true}
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: %s, sha256: %s, config: %s}
+`, dir, node, node, relay, joinToken, strings.TrimPrefix(node, "node-"), filepath.Dir(plugin), provider, sum, config(node))))
+	}
+	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d Ready nodes", len(nodes)), func() error {
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
+		if err != nil || len(items) != len(nodes) {
+			return fmt.Errorf("nodes: %d, %v", len(items), err)
+		}
+		return nil
+	})
+	return rootURL, clusterURL
+}
+
+// A process port (provider exec): the command runs in its port namespace,
+// answers on its /32 from the node, and reaches its metadata from there.
+// (It shares the namespace with the metadata endpoint, so it listens on
+// another port than 80.)
+func TestPortNetworkExec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.Unavailable(t, "per-port network namespaces need root")
+	}
+	testutil.NeedTool(t, "nsenter", "apt-get install util-linux", "/usr/bin/nsenter")
+	bb := testutil.NeedTool(t, "busybox (static)", "apt-get install busybox-static", "/bin/busybox", "/usr/bin/busybox")
+	dir := t.TempDir()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	sfx := hex.EncodeToString(b)
+	www := filepath.Join(dir, "www-"+sfx)
+	if err := os.Mkdir(www, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, www, "index.html", "hello from a process port\n")
+	// The replica outlives a killed agent; not the test.
+	t.Cleanup(func() {
+		stopServiceProcs(t, dir)
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if cmd, err := os.ReadFile(p); err == nil && strings.Contains(string(cmd), www) {
+				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	})
+	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-x-"+sfx)}
+	rootURL, _ := startPortFleet(t, dir, nodes, "exec", func(node string) string { return fmt.Sprintf(`{state_dir: %s/%s-exec}`, dir, node) })
+	a := adminCLI{t, rootURL}
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", fmt.Sprintf(`
+kind: Flavor
+name: small
+spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
+---
+kind: Image
+name: busybox
+spec: {kind: container, source: %s}
+---
+kind: Network
+name: portnet
+spec: {cidr: 10.232.0.0/24, gateway: 10.232.0.1, scope: region, region: tokyo}
+---
+kind: RegionService
+name: web
+spec:
+  region: tokyo
+  compute:
+    flavor: small
+    image: busybox
+    network: portnet
+    provider: exec
+    replicas: 1
+    command: [%s, httpd, -f, -p, "8080", -h, %s]
+`, bb, bb, www)))
+	testutil.Eventually(t, 90*time.Second, "web Active 1/1", func() error {
+		out, err := a.run("services", "get", "web")
+		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "1/1")) {
+			err = fmt.Errorf("services get web:\n%s", out)
+		}
+		return err
+	})
+	items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+	if err != nil || len(items) != 1 {
+		t.Fatalf("computes: %v, %v", items, err)
+	}
+	st, _ := items[0]["status"].(map[string]any)
+	addr := strings.Split(fmt.Sprint(st["address"]), "/")[0]
+	testutil.Eventually(t, 30*time.Second, "the process answering on "+addr+" from its node", func() error {
+		code, body, err := getIn(t, nodes["node-a"].path, "http://"+addr+":8080/index.html")
+		if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from a process port")) {
+			err = fmt.Errorf("status %d: %q", code, body)
+		}
+		return err
+	})
+	// Its metadata, from inside its port namespace.
+	h, err := netns.GetFromPath(nodes["node-a"].path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := portnet.New("node-a", h)
+	h.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	testutil.Eventually(t, 30*time.Second, "the metadata endpoint answering web-0", func() error {
+		code, body, err := getIn(t, m.Path("web-0"), "http://169.254.1.2/v1/metadata")
+		if err == nil && (code != 200 || !strings.Contains(body, `"compute": "web-0"`)) {
+			err = fmt.Errorf("status %d: %s", code, body)
+		}
+		return err
+	})
+	a.must("services", "delete", "web")
+	testutil.Eventually(t, 60*time.Second, "the port gone with the service", func() error {
+		if left, err := m.List(); err != nil || len(left) > 0 {
+			return fmt.Errorf("ports %v (%v)", left, err)
 		}
 		return nil
 	})
