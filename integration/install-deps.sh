@@ -42,6 +42,10 @@ pkg-config --exists libvirt 2>/dev/null || need+=(libvirt-dev pkg-config)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v cpio >/dev/null || need+=(cpio)
+# ip and sysctl: the per-port network namespace test links its node
+# namespaces by hand (nsenter comes with util-linux).
+command -v ip >/dev/null || need+=(iproute2)
+command -v sysctl >/dev/null || need+=(procps)
 kernel_dir=${UNYO_TEST_KERNEL_DIR:-/var/cache/unyo-test/linux}
 if [ ${#need[@]} -eq 0 ]; then
   [ -f "$kernel_dir/vmlinux" ] || [ "$(id -u)" -ne 0 ] || bash "$(dirname "$0")/guest-kernel.sh" "$kernel_dir"

@@ -78,8 +78,10 @@ type Options struct {
 	// PluginEnv names the variables of the agent's environment that its
 	// plugins also get (host.Config.PassEnv).
 	PluginEnv []string
-	Version   string
-	Logger    *slog.Logger
+	// Ports turn on per-port network namespaces (see ports.go).
+	Ports   PortOptions
+	Version string
+	Logger  *slog.Logger
 }
 
 // Agent is one node's agent.
@@ -112,6 +114,8 @@ type Agent struct {
 	plugins      *host.Host
 	pluginsErr   error
 	pluginsReady chan struct{}
+	// ports wires the compute ports (nil unless agent.ports.enabled).
+	ports *portRunner
 
 	// nodeCert is the node's client certificate when its cluster signs
 	// one (tlsCluster: the cluster URL is https); certChanged wakes the
@@ -252,6 +256,12 @@ func New(opts Options) (*Agent, error) {
 		a.statusLn = ln
 	}
 	a.newPlugins()
+	if opts.Ports.Enabled {
+		if a.ports, err = newPortRunner(a); err != nil {
+			a.closeSpools()
+			return nil, fmt.Errorf("agent.ports: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -294,6 +304,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	if a.hasProviders() {
 		run(a.runAssignments)
+	}
+	if a.ports != nil {
+		run(a.ports.run)
 	}
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)

@@ -219,6 +219,7 @@ func (r *assignmentRunner) do(ctx context.Context, provider string, fn func(ctx 
 // owner labels that no assignment wants (a stray) is deleted. It returns
 // the state of every assignment.
 func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignment) []*unyov1.AssignmentState {
+	r.a.ports.update(as)
 	var states []*unyov1.AssignmentState
 	wanted := map[string]bool{}
 	for _, as := range as {
@@ -298,7 +299,11 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		if err != nil {
 			return err
 		}
-		for k, v := range facts(as) {
+		f, err := r.a.ports.facts(as, facts(as))
+		if err != nil {
+			return err
+		}
+		for k, v := range f {
 			if keys[k] {
 				cfg[k] = v
 			}

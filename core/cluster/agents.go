@@ -73,6 +73,13 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		}
 		return nil, internal(fmt.Errorf("register node %q: %w", n.GetName(), err))
 	}
+	if p.Via != "" {
+		// An agent inside a compute (through its node's proxy) is no
+		// place for replicas.
+		if _, err := s.c.store.SetNodeCordoned(ctx, n.GetName(), true); err != nil {
+			return nil, internal(fmt.Errorf("cordon compute agent %q: %w", n.GetName(), err))
+		}
+	}
 	s.c.remember(n)
 	s.c.knownMu.Lock()
 	s.c.nodePlugins[n.GetName()] = n.GetPlugins()

@@ -226,6 +226,7 @@ func New(st store.Store, opts Options) *Cluster {
 // Register mounts the cluster's services on srv.
 func (c *Cluster) Register(srv *server.Server) {
 	srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.auth)
+	srv.Auth().ComputeOf = c.computeOf
 	c.registerSelfMetrics(srv.Metrics())
 	if c.certAuth != nil {
 		srv.Auth().Authenticators = append(srv.Auth().Authenticators, c.certAuth)

@@ -262,6 +262,20 @@ type Agent struct {
 	Logs []LogFile `yaml:"logs" mapstructure:"logs"`
 	// Plugins are the check plugins the agent runs (see plugins/README.md).
 	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
+	// Ports turn on per-port network namespaces for the computes the
+	// agent runs (root only: namespaces, links, routes, nftables).
+	Ports AgentPorts `yaml:"ports" mapstructure:"ports"`
+}
+
+// AgentPorts is agent.ports.
+type AgentPorts struct {
+	// Enabled gives each compute with an address its own port namespace,
+	// routed from the node through a link address of 169.254.32.0/19,
+	// with its gateway 169.254.1.1 and the metadata endpoint on
+	// 169.254.1.2.
+	Enabled bool `yaml:"enabled" mapstructure:"enabled"`
+	// MetadataPort is the metadata endpoint's port (default 80).
+	MetadataPort int `yaml:"metadata_port" mapstructure:"metadata_port"`
 }
 
 // Plugins says where plugin binaries live and which ones to run.

@@ -207,7 +207,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, resource, labels, cluster_url, token, tls, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, resource, labels, cluster_url, token, tls, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins, ports)`,
 			},
 		},
 		{
@@ -437,6 +437,13 @@ func TestLoadProblems(t *testing.T) {
 				`testdata/agent_logs.yaml: agent.logs[1]: expected a mapping with a path (and app, format, start_at), got a string`,
 				`testdata/agent_logs.yaml: agent.logs[2].colour: unknown key (expected path, app, format or start_at)`,
 				`testdata/agent_logs.yaml: agent.logs[3].app: expected a string, got a list`,
+			},
+		},
+		{
+			name: "agent ports",
+			opts: LoadOptions{File: "testdata/agent_ports.yaml"},
+			want: []string{
+				`testdata/agent_ports.yaml: agent.ports.metadata_port: must be a TCP port (1-65535, 0 for the default 80), got 70000`,
 			},
 		},
 		{

@@ -214,6 +214,9 @@ func (c *Config) problems() []Problem {
 			bad("agent.status_token", "must not contain spaces or line breaks (it is sent as a bearer token)")
 		}
 		ps = append(ps, envProblems("agent.check_env", c.Agent.CheckEnv)...)
+		if p := c.Agent.Ports.MetadataPort; p < 0 || p > 65535 {
+			bad("agent.ports.metadata_port", "must be a TCP port (1-65535, 0 for the default 80), got %d", p)
+		}
 		if c.Agent.MetricsInterval != 0 && c.Agent.MetricsInterval < time.Second {
 			bad("agent.metrics_interval", "must be 0 (off) or at least 1s, got %s", c.Agent.MetricsInterval)
 		}

@@ -393,6 +393,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		BufferRecords: c.Agent.ResultBufferRecords, BufferBytes: int64(c.Agent.ResultBufferBytes),
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
+		Ports:       agent.PortOptions{Enabled: c.Agent.Ports.Enabled, MetadataPort: c.Agent.Ports.MetadataPort},
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
 	})
 }

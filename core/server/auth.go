@@ -57,6 +57,12 @@ type Auth struct {
 	// Denied, if set, hears of every authenticated call refused for lack
 	// of rights, before its body is read (for the audit log).
 	Denied func(r *http.Request, procedure string, p Principal, err error)
+	// ComputeOf, if set, says whether node may speak for compute (the
+	// compute is assigned to it): a node's agent forwards the calls of an
+	// agent inside a compute with its own credential and HeaderCompute,
+	// and the call then acts as that compute. Without it, a call naming a
+	// compute is refused.
+	ComputeOf func(ctx context.Context, node, compute string) error
 
 	extra map[string]Access
 }
@@ -132,6 +138,11 @@ func (a *Auth) Check(r *http.Request, procedure string) (Principal, error) {
 		return Principal{}, err
 	}
 	p.From = r.RemoteAddr
+	if c := r.Header.Get(HeaderCompute); c != "" {
+		if p, err = a.actFor(r.Context(), p, c); err != nil {
+			return Principal{}, err
+		}
+	}
 	if err := a.authorize(procedure, p); err != nil {
 		if a.Denied != nil {
 			a.Denied(r, procedure, p, err)
@@ -139,6 +150,27 @@ func (a *Auth) Check(r *http.Request, procedure string) (Principal, error) {
 		return Principal{}, err
 	}
 	return p, nil
+}
+
+// HeaderCompute names the compute a node's agent forwards a call for (the
+// node agent's proxy sets it from the source address of the compute's
+// port namespace, never from what the compute sent).
+const HeaderCompute = "Unyo-Compute"
+
+// actFor turns node p into the compute it forwards a call for: a node-like
+// principal named as the compute, which only a node the compute is
+// assigned to may speak for.
+func (a *Auth) actFor(ctx context.Context, p Principal, compute string) (Principal, error) {
+	if p.Kind != KindNode {
+		return Principal{}, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not speak for compute %q: only the agent of the node it is assigned to may", p.describe(), compute))
+	}
+	if a.ComputeOf == nil {
+		return Principal{}, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("this server takes no calls for computes (compute %q, from node %q)", compute, p.Name))
+	}
+	if err := a.ComputeOf(ctx, p.Name, compute); err != nil {
+		return Principal{}, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("node %q may not speak for compute %q: %w", p.Name, compute, err))
+	}
+	return Principal{Kind: KindNode, Name: compute, Via: p.Name, From: p.From}, nil
 }
 
 // Middleware authenticates and authorizes every call of the API before any

@@ -78,6 +78,9 @@ type Principal struct {
 	Kinds []string
 	// From is the address the request came from, for the audit log.
 	From string
+	// Via is the node whose agent forwarded the call of a compute (Name)
+	// through its proxy.
+	Via string
 }
 
 // Anonymous is every caller of a server that has no authentication.

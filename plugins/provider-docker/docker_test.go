@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -112,6 +113,9 @@ func TestWithDockerd(t *testing.T) {
 		hc := ins.HostConfig
 		if hc.NanoCPUs != 5e8 || hc.Memory != 64<<20 || hc.MemorySwap != 64<<20 || hc.PidsLimit == nil || *hc.PidsLimit != 16 || hc.NetworkMode != "none" {
 			t.Errorf("host config: cpus %d mem %d swap %d pids %v net %s", hc.NanoCPUs, hc.Memory, hc.MemorySwap, hc.PidsLimit, hc.NetworkMode)
+		}
+		if got, want := r.GetAttributes()["netns"], fmt.Sprintf("/proc/%d/ns/net", ins.State.Pid); got != want {
+			t.Errorf("netns attribute %q, want %q (where the agent wires the container's port)", got, want)
 		}
 		for k, v := range map[string]string{"unyo.dev/node": "n1", "unyo.dev/cluster": "c1", "unyo.dev/compute": "web-1", "unyo.dev/service": "web", labelID: "web-1"} {
 			if ins.Config.Labels[k] != v {

@@ -225,7 +225,7 @@ func (p *dockerProvider) Create(ctx context.Context, req sdk.CreateRequest) (sdk
 	if len(rc.Command) > 0 {
 		cc.Cmd = rc.Command
 	}
-	created, err := cli.ContainerCreate(ctx, cc, hostConfig(rc, cfg.NetworkMode, *cfg.Init), nil, nil, cname)
+	created, err := cli.ContainerCreate(ctx, cc, hostConfig(rc, networkMode(rc, cfg.NetworkMode), *cfg.Init), nil, nil, cname)
 	if err != nil {
 		return sdk.Resource{}, fmt.Errorf("provider docker: creating container %s: %w", cname, err)
 	}
@@ -288,6 +288,11 @@ func (p *dockerProvider) resource(ctx context.Context, ins container.InspectResp
 	}
 	if ins.HostConfig != nil {
 		o.MaxRestarts = ins.HostConfig.RestartPolicy.MaximumRetryCount
+	}
+	if st := ins.State; st != nil && st.Running && st.Pid > 0 {
+		// Where the agent wires the container's port (a restart makes a
+		// new namespace, and the agent wires it again).
+		r.Attributes["netns"] = fmt.Sprintf("/proc/%d/ns/net", st.Pid)
 	}
 	if o.Status == "exited" || o.Status == "restarting" || o.Status == "dead" {
 		if cli, _, err := p.docker(); err == nil {

@@ -58,6 +58,11 @@ type ResourceConfig struct {
 	// always, unless-stopped; MaxRestarts bounds on-failure.
 	Restart     string `json:"restart,omitempty"`
 	MaxRestarts int    `json:"max_restarts,omitempty"`
+	// Netns is the port namespace the agent made for the container: the
+	// agent wires the container's network (a veth from that namespace
+	// into the container's), so the container is created with network
+	// mode none whatever the plugin's network_mode says.
+	Netns string `json:"netns,omitempty"`
 }
 
 const resourceSchema = `{"type":"object","required":["image"],"additionalProperties":false,"properties":{` +
@@ -66,7 +71,7 @@ const resourceSchema = `{"type":"object","required":["image"],"additionalPropert
 	`"env":{"type":"object","additionalProperties":{"type":"string"}},` +
 	`"vcpus":{"type":"number","minimum":0},"memory_bytes":{"type":"integer","minimum":0},` +
 	`"pids_limit":{"type":"integer","minimum":0},` +
-	`"restart":{"enum":["no","on-failure","always","unless-stopped"]},"max_restarts":{"type":"integer","minimum":0}}}`
+	`"restart":{"enum":["no","on-failure","always","unless-stopped"]},"max_restarts":{"type":"integer","minimum":0},"netns":{"type":"string"}}}`
 
 func parseResource(m map[string]any) (ResourceConfig, error) {
 	var rc ResourceConfig
@@ -94,6 +99,15 @@ func parseResource(m map[string]any) (ResourceConfig, error) {
 		return rc, sdk.Invalid("restart", "%q is not one of no, on-failure, always, unless-stopped", rc.Restart)
 	}
 	return rc, nil
+}
+
+// networkMode is the container's network mode: none when the agent wires
+// its port (netns set), else the plugin's.
+func networkMode(rc ResourceConfig, configured string) string {
+	if rc.Netns != "" {
+		return "none"
+	}
+	return configured
 }
 
 // hostConfig maps the flavor shape and restart policy onto Docker's host

@@ -39,6 +39,15 @@ func TestHostConfig(t *testing.T) {
 	}
 }
 
+func TestNetworkModeNoneWhenTheAgentWiresThePort(t *testing.T) {
+	if got := networkMode(ResourceConfig{Image: "x", Netns: "/run/netns/unyo-1"}, "bridge"); got != "none" {
+		t.Errorf("with a port namespace: %q, want none", got)
+	}
+	if got := networkMode(ResourceConfig{Image: "x"}, "bridge"); got != "bridge" {
+		t.Errorf("without: %q, want the plugin's bridge", got)
+	}
+}
+
 func TestParseResource(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -47,7 +56,7 @@ func TestParseResource(t *testing.T) {
 	}{
 		{"minimal", map[string]any{"image": "busybox"}, ""},
 		{"full", map[string]any{"image": "busybox", "image_tar": "/x.tar", "command": []any{"sleep", "1"}, "env": map[string]any{"A": "b"},
-			"vcpus": 0.5, "memory_bytes": float64(64 << 20), "pids_limit": float64(16), "restart": "always", "max_restarts": float64(2)}, ""},
+			"vcpus": 0.5, "memory_bytes": float64(64 << 20), "pids_limit": float64(16), "restart": "always", "max_restarts": float64(2), "netns": "/run/netns/x"}, ""},
 		{"no image", map[string]any{"command": []any{"x"}}, "image"},
 		{"negative cpus", map[string]any{"image": "x", "vcpus": -1.0}, "vcpus"},
 		{"tiny memory", map[string]any{"image": "x", "memory_bytes": float64(1 << 20)}, "memory_bytes"},

@@ -69,6 +69,9 @@ type ResourceConfig struct {
 	// Address is the one IPAM allocated for the resource (the agent
 	// passes the assignment's); the command sees it as UNYO_ADDRESS.
 	Address string `json:"address,omitempty"`
+	// Netns is a network namespace (a path: the port namespace the agent
+	// made for the resource) the command runs in; empty: the plugin's.
+	Netns string `json:"netns,omitempty"`
 }
 
 // record is resource.json.
@@ -150,7 +153,7 @@ func (*execProvider) ResourceType() string { return "process" }
 func (*execProvider) ResourceSchema() string {
 	return `{"type":"object","required":["command"],"additionalProperties":false,"properties":{` +
 		`"command":{"type":"array","items":{"type":"string"},"minItems":1},` +
-		`"env":{"type":"object","additionalProperties":{"type":"string"}},"dir":{"type":"string"},"address":{"type":"string"}}}`
+		`"env":{"type":"object","additionalProperties":{"type":"string"}},"dir":{"type":"string"},"address":{"type":"string"},"netns":{"type":"string"}}}`
 }
 
 func parseResource(m map[string]any) (ResourceConfig, error) {

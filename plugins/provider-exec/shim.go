@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -120,7 +123,7 @@ func runShim(dir string) int {
 	// Its own process group, so that Delete can stop it with everything
 	// it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startIn(cmd, rc.Netns); err != nil {
 		return fail(err)
 	}
 	stdout.Close()
@@ -166,4 +169,24 @@ func isPluginEnv(kv string) bool {
 		}
 	}
 	return false
+}
+
+// startIn starts cmd in the network namespace at path (none: the shim's).
+// The child is forked from this locked thread, which joined the namespace
+// first, so it starts in it; the thread is never unlocked, so the runtime
+// retires it rather than reuse it.
+func startIn(cmd *exec.Cmd, path string) error {
+	if path == "" {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("join network namespace %s: %w", path, err)
+	}
+	return cmd.Start()
 }

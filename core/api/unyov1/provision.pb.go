@@ -4279,7 +4279,12 @@ type Assignment struct {
 	// Set when the assignment is a load balancer (compute then holds the
 	// Loadbalancer's name): what the provider realizes (vip, ports, backends,
 	// health). The agent hands it to the provider as plugins/sdk/lb.Config.
-	Loadbalancer  *LoadbalancerAssignment `protobuf:"bytes,13,opt,name=loadbalancer,proto3" json:"loadbalancer,omitempty"`
+	Loadbalancer *LoadbalancerAssignment `protobuf:"bytes,13,opt,name=loadbalancer,proto3" json:"loadbalancer,omitempty"`
+	// The compute port's link address on its node (from the node's
+	// 169.254.32.0/19, allocated by the cluster with the reservation and
+	// released with it): the agent gives the port's namespace this address
+	// and routes address through it. Empty for a load balancer.
+	LinkAddress   string `protobuf:"bytes,14,opt,name=link_address,json=linkAddress,proto3" json:"link_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4403,6 +4408,13 @@ func (x *Assignment) GetLoadbalancer() *LoadbalancerAssignment {
 		return x.Loadbalancer
 	}
 	return nil
+}
+
+func (x *Assignment) GetLinkAddress() string {
+	if x != nil {
+		return x.LinkAddress
+	}
+	return ""
 }
 
 type LoadbalancerAssignment struct {
@@ -5447,7 +5459,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x13ScheduleReasonCount\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x81\x04\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa4\x04\n" +
 	"\n" +
 	"Assignment\x12\x18\n" +
 	"\acompute\x18\x01 \x01(\tR\acompute\x12\x18\n" +
@@ -5465,7 +5477,8 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\f \x01(\x03R\n" +
 	"generation\x12C\n" +
-	"\floadbalancer\x18\r \x01(\v2\x1f.unyo.v1.LoadbalancerAssignmentR\floadbalancer\x1a6\n" +
+	"\floadbalancer\x18\r \x01(\v2\x1f.unyo.v1.LoadbalancerAssignmentR\floadbalancer\x12!\n" +
+	"\flink_address\x18\x0e \x01(\tR\vlinkAddress\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x01\n" +

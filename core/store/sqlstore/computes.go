@@ -558,6 +558,9 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 		res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.ReservedAt.UnixNano()); err != nil {
 		return 0, fmt.Errorf("write reservation: %w", err)
 	}
+	if err := allocPortLink(ctx, tx, res.Compute, res.Node); err != nil {
+		return 0, err
+	}
 	if err := openLedgerRow(ctx, tx, res); err != nil {
 		return 0, err
 	}
@@ -585,6 +588,9 @@ func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) er
 	})
 	if err != nil {
 		return fmt.Errorf("release reservation of %q: %w", compute, err)
+	}
+	if err := releasePortLink(ctx, tx, compute, node); err != nil {
+		return err
 	}
 	for _, n := range nodes {
 		if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", n); err != nil {
@@ -650,8 +656,13 @@ func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Ass
 		}
 		// A node's assignments are the current instances it runs and the
 		// next instances (replacements) placed on it.
-		rows, err := tx.QueryContext(ctx, `SELECT assignment, name FROM computes WHERE node = $1 AND assignment IS NOT NULL
-			UNION ALL SELECT next_assignment, name FROM computes WHERE next_node = $1 AND next_assignment IS NOT NULL
+		// Each with the link address its reservation holds on the node.
+		rows, err := tx.QueryContext(ctx, `SELECT c.assignment, c.name, p.slot FROM computes c
+				LEFT JOIN port_links p ON p.compute = c.name AND p.node = $1
+				WHERE c.node = $1 AND c.assignment IS NOT NULL
+			UNION ALL SELECT c.next_assignment, c.name, p.slot FROM computes c
+				LEFT JOIN port_links p ON p.compute = c.name AND p.node = $1
+				WHERE c.next_node = $1 AND c.next_assignment IS NOT NULL
 			ORDER BY 2`, node)
 		if err != nil {
 			return err
@@ -659,11 +670,18 @@ func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Ass
 		out, err = scanAll(rows, func(row scanner) (*unyov1.Assignment, error) {
 			var b []byte
 			var name string
-			if err := row.Scan(&b, &name); err != nil {
+			var slot sql.NullInt64
+			if err := row.Scan(&b, &name, &slot); err != nil {
 				return nil, err
 			}
 			a := &unyov1.Assignment{}
-			return a, proto.Unmarshal(b, a)
+			if err := proto.Unmarshal(b, a); err != nil {
+				return nil, err
+			}
+			if slot.Valid {
+				a.LinkAddress = portLinkAddr(slot.Int64)
+			}
+			return a, nil
 		})
 		return err
 	})
