@@ -27,11 +27,23 @@ func TestPlanRemote(t *testing.T) {
 		{"sum by (cluster) (x)", []string{"sum(x)"}, ""},
 		{"max without (node) (x)", []string{"max(x) without(node)"}, ""},
 		{"sum(a) / sum(b)", []string{"sum(a)", "sum(b)"}, ""},
-		{"topk(3, x)", nil, "topk() does not combine"},
-		{"sum(sum by (node) (x))", nil, "sum() inside the expression"},
-		{"histogram_quantile(0.9, sum by (le) (rate(h[5m])))", nil, "sum() inside the expression"},
+		{"topk(3, x)", []string{"topk(3, x)"}, ""},
+		{"bottomk by (job) (3, x)", []string{"bottomk(3, x) by(job)"}, ""},
+		{"stddev by (job) (x)", []string{"count(x) by(job)", "avg(x) by(job)", "stdvar(x) by(job)"}, ""},
+		{"quantile by (cluster) (0.5, x)", []string{"quantile(0.5, x)"}, ""},
+		{"quantile(0.5, rate(x[5m]))", []string{"rate(x[5m])"}, ""},
+		{"count_values(\"v\", x)", []string{"x"}, ""},
+		{"sum(sum by (node) (x))", []string{"sum(x) by(node)"}, ""},
+		{"count(count by (cpu) (x))", []string{"count(x) by(cpu)"}, ""},
+		{"histogram_quantile(0.9, sum by (le) (rate(h[5m])))", []string{"sum(rate(h[5m])) by(le)"}, ""},
+		{"histogram_quantile(0.9, rate(h[5m]))", []string{"histogram_quantile(0.9, rate(h[5m]))"}, ""},
+		{"scalar(x) * 100 / count(y)", []string{"x", "count(y)"}, ""},
+		{"a * on(node) group_left b", []string{"a", "b"}, ""},
+		{"round(sum(x))", nil, "round() over an aggregation"},
 		{"absent(x)", nil, "absent() depends on all series"},
-		{"a * on(node) group_left b", nil, "may match series of different clusters"},
+		{"max_over_time(sum(x)[5m:1m])", nil, "max_over_time() over an aggregation"},
+		{"sum(x) limit 3", nil, "with a limit"},
+		{"a and on(node) b", nil, "operator and"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -81,7 +93,11 @@ func TestPlanEval(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, s := range p.Eval(tt.parts) {
+			res, err := p.Eval(tt.parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range res {
 				got = append(got, fmt.Sprintf("%v=%v", s.Labels, s.Points[len(s.Points)-1].V))
 			}
 			slices.Sort(got)

@@ -61,7 +61,10 @@ func (b promBackend) run(ctx context.Context, expr string, call func(ctx context
 	for i, a := range answers {
 		parts[i] = a.value
 	}
-	return plan.Eval(parts), nil
+	if err := plan.Check(parts, b.r.opts.PromLimits); err != nil {
+		return nil, err
+	}
+	return plan.Eval(parts)
 }
 
 func warn(ctx context.Context, errs []*unyov1.ClusterError) {
