@@ -150,10 +150,10 @@ func (p *Plan) Check(parts []Part, l Limits) error {
 		}
 	}
 	if series > l.MaxSeries {
-		return tsdb.TooLarge("metrics.root_max_series", fmt.Errorf("root would evaluate over %d series from the clusters, more than %d; narrow the selectors or aggregate by fewer labels", series, l.MaxSeries))
+		return tsdb.TooLarge("root.query_max_series", fmt.Errorf("root would evaluate over %d series from the clusters, more than %d; narrow the selectors or aggregate by fewer labels", series, l.MaxSeries))
 	}
 	if points > l.MaxPoints {
-		return tsdb.TooLarge("metrics.root_max_points", fmt.Errorf("root would evaluate over %d points from the clusters, more than %d; narrow the selectors or the time range, or raise the step", points, l.MaxPoints))
+		return tsdb.TooLarge("root.query_max_points", fmt.Errorf("root would evaluate over %d points from the clusters, more than %d; narrow the selectors or the time range, or raise the step", points, l.MaxPoints))
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 type promBackend struct {
 	r       *Root
 	cluster string
+	plan    promapi.PlanOptions // zero but in benchmarks
 }
 
 // run asks every target cluster for each of the plan's expressions and
@@ -35,7 +36,7 @@ func (b promBackend) run(ctx context.Context, expr string, call func(ctx context
 	if err != nil {
 		return nil, err
 	}
-	plan, err := promapi.NewPlan(expr)
+	plan, err := promapi.NewPlanWith(expr, b.plan)
 	if errors.Is(err, promapi.ErrNotGlobal) && len(targets) == 1 {
 		plan, err = promapi.Passthrough(expr), nil
 	}

@@ -36,6 +36,8 @@ type promFleet struct {
 	ref     *vmremote.Store
 	refURL  string // ref's own Prometheus API
 	admin   *client.Clients
+	root    *Root
+	dbs     []*vmremote.Store // the clusters'
 }
 
 func startPromFleet(t *testing.T) promFleet {
@@ -62,7 +64,7 @@ func startPromFleet(t *testing.T) promFleet {
 // each with its own VictoriaMetrics holding samples(i, name); with ref, a
 // third VictoriaMetrics (promFleet.ref) holds every cluster's samples with
 // their cluster label: what one server holding all series would answer.
-func startPromFleetWith(t *testing.T, opts Options, ref bool, samples func(i int, name string) []tsdb.Sample) promFleet {
+func startPromFleetWith(t testing.TB, opts Options, ref bool, samples func(i int, name string) []tsdb.Sample) promFleet {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
@@ -93,6 +95,7 @@ func startPromFleetWith(t *testing.T, opts Options, ref bool, samples func(i int
 	urls := map[string]string{}
 	for ci, name := range []string{"c1", "c2"} {
 		db := open()
+		f.dbs = append(f.dbs, db)
 		s := samples(ci, name)
 		write(db, s)
 		if ref {
@@ -114,6 +117,7 @@ func startPromFleetWith(t *testing.T, opts Options, ref bool, samples func(i int
 	}
 	opts.Logger = log
 	r := New(openStore(t, "root.db"), opts)
+	f.root = r
 	f.rootURL = serveAuth(t, log, r.Register, func(ctx context.Context) { <-ctx.Done() })
 	rc, err := client.New(client.Options{URL: f.rootURL, Token: viewerToken})
 	if err != nil {
@@ -134,7 +138,7 @@ func startPromFleetWith(t *testing.T, opts Options, ref bool, samples func(i int
 }
 
 // serveAuth is serve with the admin token required.
-func serveAuth(t *testing.T, log *slog.Logger, register func(*server.Server), run func(context.Context)) string {
+func serveAuth(t testing.TB, log *slog.Logger, register func(*server.Server), run func(context.Context)) string {
 	t.Helper()
 	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log, Auth: server.Auth{AdminTokens: []string{viewerToken}}})
 	return startServer(t, srv, register, run)
