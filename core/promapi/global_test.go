@@ -68,6 +68,16 @@ func TestPlanEval(t *testing.T) {
 	job := func(j string, v float64) tsdb.Series {
 		return tsdb.Series{Labels: map[string]string{"job": j}, Points: at(v)}
 	}
+	le := func(le string, v float64) tsdb.Series {
+		return tsdb.Series{Labels: map[string]string{"le": le}, Points: at(v)}
+	}
+	node := func(n, role string, v float64) tsdb.Series {
+		l := map[string]string{"node": n}
+		if role != "" {
+			l["role"] = role
+		}
+		return tsdb.Series{Labels: l, Points: at(v)}
+	}
 	tests := []struct {
 		expr  string
 		parts []Part
@@ -84,6 +94,18 @@ func TestPlanEval(t *testing.T) {
 		{"sum by (cluster) (x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(30)}}}}}, "map[cluster:c1]=6 map[cluster:c2]=30"},
 		{"sum(x) > 10", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(3)}}}}}, ""},
 		{"sum(x) > bool 5", []Part{{"c1", [][]tsdb.Series{{{Points: at(6)}}}}, {"c2", [][]tsdb.Series{{{Points: at(3)}}}}}, "map[]=1"},
+		// count, avg and stdvar of {1, 3} and of {6}: the stddev of {1, 3, 6}.
+		{"stddev(x)", []Part{{"c1", [][]tsdb.Series{{{Points: at(2)}}, {{Points: at(2)}}, {{Points: at(1)}}}}, {"c2", [][]tsdb.Series{{{Points: at(1)}}, {{Points: at(6)}}, {{Points: at(0)}}}}}, "map[]=2.0548046676563256"},
+		{"topk(1, x)", []Part{{"c1", [][]tsdb.Series{{job("a", 5)}}}, {"c2", [][]tsdb.Series{{job("b", 7)}}}}, "map[cluster:c2 job:b]=7"},
+		// Buckets summed over clusters (2, 8, 8), then the quantile.
+		{"histogram_quantile(0.5, sum by (le) (h))", []Part{
+			{"c1", [][]tsdb.Series{{le("1", 2), le("2", 4), le("+Inf", 4)}}},
+			{"c2", [][]tsdb.Series{{le("1", 0), le("2", 4), le("+Inf", 4)}}},
+		}, "map[]=1.3333333333333333"},
+		{"a / on(node) group_left(role) b", []Part{
+			{"c1", [][]tsdb.Series{{node("n1", "", 6), node("n2", "", 8)}, {node("n1", "db", 2)}}},
+			{"c2", [][]tsdb.Series{{}, {node("n2", "web", 4)}}},
+		}, "map[cluster:c1 node:n1 role:db]=3 map[cluster:c1 node:n2 role:web]=2"},
 		{"up", []Part{{"c1", [][]tsdb.Series{{{Labels: map[string]string{"__name__": "up"}, Points: at(1)}}}}}, "map[__name__:up cluster:c1]=1"},
 	}
 	for _, tt := range tests {
