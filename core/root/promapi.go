@@ -20,8 +20,8 @@ import (
 
 // promBackend answers the Prometheus API at root: over every cluster the
 // caller may see (cluster ""), or over one (root's /clusters/NAME/api/v1/).
-// Global evaluation is promapi.Plan's: partial aggregates from the clusters,
-// combined here.
+// Global evaluation is promapi.Plan's: what the clusters evaluate (partial
+// aggregates, per-series parts), combined and finished here.
 type promBackend struct {
 	r       *Root
 	cluster string
