@@ -741,6 +741,9 @@ func (b binary) eval(c *evalCtx) ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.op == "and" || b.op == "unless" {
+		return b.filter(ls, rs), nil
+	}
 	if _, cmp := compare[b.op]; !cmp {
 		ls, rs = dropEmpty(ls), dropEmpty(rs)
 	}
@@ -764,6 +767,51 @@ func (b binary) eval(c *evalCtx) ([]*vec, error) {
 	return dst, nil
 }
 
+// filter is `and` (left's points where a matching right series has one)
+// and `unless` (where none has), labels unchanged.
+func (b binary) filter(ls, rs []*vec) []*vec {
+	right := map[string][]*vec{}
+	for _, s := range rs {
+		k := b.matchKey(s.labels)
+		right[k] = append(right[k], s)
+	}
+	var out []*vec
+	for _, s := range ls {
+		tr := right[b.matchKey(s.labels)]
+		if len(tr) == 0 {
+			if b.op == "unless" {
+				out = append(out, s)
+			}
+			continue
+		}
+		d := &vec{labels: s.labels, v: slices.Clone(s.v)}
+		for i := range d.v {
+			has := slices.ContainsFunc(tr, func(r *vec) bool { return !math.IsNaN(r.v[i]) })
+			if has == (b.op == "unless") {
+				d.v[i] = math.NaN()
+			}
+		}
+		if !empty(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// matchKey is the label set series are matched on: all but the name, or
+// as on/ignoring say.
+func (b binary) matchKey(l map[string]string) string {
+	l = withoutName(l)
+	if b.on == "on" {
+		return labelsKey(groupLabels(l, "by", b.matchArgs))
+	}
+	out := maps.Clone(l)
+	for _, a := range b.matchArgs {
+		delete(out, a)
+	}
+	return labelsKey(out)
+}
+
 // pair lines up the operands: left[i] op right[i] is written into dst[i].
 func (b binary) pair(ls, rs []*vec) (left, right, dst []*vec, err error) {
 	fresh := func(s *vec, labels map[string]string) *vec {
@@ -783,22 +831,11 @@ func (b binary) pair(ls, rs []*vec) (left, right, dst []*vec, err error) {
 			return left, right, dst, nil
 		}
 	}
-	key := func(l map[string]string) string {
-		l = withoutName(l)
-		if b.on == "on" {
-			return labelsKey(groupLabels(l, "by", b.matchArgs))
-		}
-		out := maps.Clone(l)
-		for _, a := range b.matchArgs {
-			delete(out, a)
-		}
-		return labelsKey(out)
-	}
 	byKey := func(ss []*vec) (map[string][]*vec, []string) {
 		m := map[string][]*vec{}
 		var order []string
 		for _, s := range ss {
-			k := key(s.labels)
+			k := b.matchKey(s.labels)
 			if _, ok := m[k]; !ok {
 				order = append(order, k)
 			}

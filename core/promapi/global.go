@@ -38,8 +38,8 @@ const ClusterLabel = "cluster"
 //   - Everything else root evaluates itself over the combined answers of
 //     its operands, as VictoriaMetrics' engine would: quantile, count_values,
 //     aggregations over aggregations (count(count by (cpu) (x))),
-//     histogram_quantile over sum by (le), scalar(), binary operators with
-//     on, ignoring, group_left and group_right, a few value-by-value
+//     histogram_quantile over sum by (le), scalar(), arithmetic, comparisons,
+//     and and unless, with on, ignoring, group_left and group_right, a few value-by-value
 //     functions (abs, ceil, clamp, ...). Where an operand cannot be pushed
 //     down as a partial aggregate, its series are fetched as the clusters
 //     evaluate them (a selector's values at each step, or rate()'s): this
@@ -242,11 +242,15 @@ func (p planner) plan(e metricsql.Expr) (node, error) {
 func (p planner) planBinary(x *metricsql.BinaryOpExpr) (node, error) {
 	_, isArith := arith[x.Op]
 	_, isCmp := compare[x.Op]
-	if !isArith && !isCmp {
+	isSet := x.Op == "and" || x.Op == "unless"
+	if !isArith && !isCmp && !isSet {
 		return nil, fmt.Errorf("operator %s over series of several clusters", x.Op)
 	}
 	if x.KeepMetricNames || x.FillLeft != nil || x.FillRight != nil || x.JoinModifierPrefix != nil {
 		return nil, fmt.Errorf("%s with keep_metric_names, fill or a join prefix over series of several clusters", x.Op)
+	}
+	if isSet && x.JoinModifier.Op != "" {
+		return nil, fmt.Errorf("%s with %s", x.Op, x.JoinModifier.Op)
 	}
 	if slices.Contains(x.JoinModifier.Args, "*") {
 		return nil, fmt.Errorf("%s %s(*) over series of several clusters", x.Op, x.JoinModifier.Op)

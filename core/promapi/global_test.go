@@ -43,7 +43,8 @@ func TestPlanRemote(t *testing.T) {
 		{"absent(x)", nil, "absent() depends on all series"},
 		{"max_over_time(sum(x)[5m:1m])", nil, "max_over_time() over an aggregation"},
 		{"sum(x) limit 3", nil, "with a limit"},
-		{"a and on(node) b", nil, "operator and"},
+		{"a and on(node) b", []string{"a", "b"}, ""},
+		{"a or on(node) b", nil, "operator or"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
