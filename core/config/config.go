@@ -210,6 +210,11 @@ type Root struct {
 	// AddressQuarantine is how long a released IP address is not
 	// allocated again; 0 means root's default (1h).
 	AddressQuarantine time.Duration `yaml:"address_quarantine" mapstructure:"address_quarantine"`
+	// QueryMaxSeries and QueryMaxPoints bound what root gathers from the
+	// clusters for one Prometheus API query it evaluates itself; 0 means
+	// root's defaults (100,000 series, 10,000,000 points).
+	QueryMaxSeries int `yaml:"query_max_series" mapstructure:"query_max_series"`
+	QueryMaxPoints int `yaml:"query_max_points" mapstructure:"query_max_points"`
 }
 
 // Agent is used by role agent (and dev).

@@ -31,6 +31,7 @@ import (
 	"github.com/unyo-ops/unyo/core/logtail"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/peerwatch"
+	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/root"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
@@ -125,7 +126,7 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, Logger: log,
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, PromLimits: promapi.Limits{MaxSeries: c.Root.QueryMaxSeries, MaxPoints: c.Root.QueryMaxPoints}, Logger: log,
 		Peers: c.Root.Peers, PeerWatch: root.PeerWatchOptions{Interval: c.Root.PeerWatch.Interval, Thresholds: thresholds(c.Root.PeerWatch)}})
 	r.Register(srv)
 	// The web console at /, calling the API just registered.

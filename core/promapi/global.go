@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/VictoriaMetrics/metricsql"
 
@@ -19,30 +18,39 @@ const ClusterLabel = "cluster"
 
 // A Plan is how root evaluates one expression over its clusters so that the
 // answer is the one a single server holding every cluster's series (each
-// with its cluster label) would give. Root pushes work down rather than
-// pulling raw samples up (Promxy's way), because a dashboard's range query
-// over many nodes would move every raw sample across the network:
+// with its cluster label) would give. Root pushes down as much as is exact
+// and evaluates the rest itself:
 //
-//   - An expression without aggregation and without cross-series functions
-//     (absent, scalar, ...) is evaluated by every cluster; root concatenates
-//     the answers, each series labelled with its cluster. This is exact,
-//     since such expressions act on each series (or on series matched by
-//     labels, which include the cluster at root) separately.
-//   - sum, min, max, count, group and avg at the top of the expression over
-//     such an argument, with by, without or neither, are evaluated by every
-//     cluster as partial aggregates (avg as sum and count), which root
-//     combines per group: sum of sums, min of mins, sum of counts, sum of
-//     sums over sum of counts. Grouping by cluster keeps clusters apart.
-//   - Binary operations between such expressions (or numbers), for instance
-//     100 * sum(rate(a[5m])) / sum(rate(b[5m])), are evaluated at root on
-//     the combined operands, one-to-one on equal label sets (on, ignoring and
-//     group_left/right are refused).
+//   - A part of the expression that acts on each series separately (a
+//     selector, rate(), arithmetic between series matched on all their
+//     labels, histogram_quantile over raw buckets, ...) is evaluated by every
+//     cluster; root concatenates the answers, each series labelled with its
+//     cluster. This is exact, since at root the cluster label keeps series
+//     of different clusters apart.
+//   - sum, min, max, count, group, avg, stddev and stdvar over such a part,
+//     with by, without or neither, are evaluated by every cluster as partial
+//     aggregates (avg as sum and count; stddev and stdvar as count, avg and
+//     stdvar, combined with Chan's parallel formula), which root combines
+//     per group. Grouping by cluster keeps clusters apart.
+//   - topk and bottomk over such a part: every cluster answers its own topk,
+//     and root takes the topk of their union (the global top k are among
+//     the clusters' top k at every instant).
+//   - Everything else root evaluates itself over the combined answers of
+//     its operands, as VictoriaMetrics' engine would: quantile, count_values,
+//     aggregations over aggregations (count(count by (cpu) (x))),
+//     histogram_quantile over sum by (le), scalar(), arithmetic, comparisons,
+//     and and unless, with on, ignoring, group_left and group_right, a few value-by-value
+//     functions (abs, ceil, clamp, ...). Where an operand cannot be pushed
+//     down as a partial aggregate, its series are fetched as the clusters
+//     evaluate them (a selector's values at each step, or rate()'s): this
+//     is bounded by Limits.
 //   - An expression without any series selector (1+1, time()) is evaluated
 //     by one cluster.
 //
-// Everything else (quantile, topk, stddev, histogram_quantile over an
-// aggregation, absent, nested aggregations, ...) is refused with an error
-// that says so; a single cluster's endpoint evaluates it.
+// What remains is refused with an error matching ErrNotGlobal that names
+// the function: subqueries over aggregations, absent(), label_replace()
+// and other functions of a computed result; one cluster's endpoint
+// evaluates them.
 type Plan struct {
 	// Remote are the expressions each cluster evaluates.
 	Remote []string
@@ -59,13 +67,46 @@ type Part struct {
 // clusters.
 var ErrNotGlobal = errors.New("cannot be evaluated across clusters")
 
+// Limits bound what root gathers from the clusters for one query that it
+// evaluates itself (not for answers it only concatenates, which each
+// cluster bounds).
+type Limits struct {
+	// MaxSeries is the most series the clusters' answers may hold
+	// together. Default 100,000.
+	MaxSeries int
+	// MaxPoints is the most points they may hold together. Default
+	// 10,000,000 (about 160 MB at root while evaluating).
+	MaxPoints int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSeries <= 0 {
+		l.MaxSeries = 100_000
+	}
+	if l.MaxPoints <= 0 {
+		l.MaxPoints = 10_000_000
+	}
+	return l
+}
+
+// PlanOptions tune planning.
+type PlanOptions struct {
+	// NoPartials never pushes partial aggregates down: every aggregation
+	// is evaluated at root over its argument's series (Promxy's way).
+	// Slower and bounded by Limits; for comparison in benchmarks.
+	NoPartials bool
+}
+
 // node is a piece of the root-side evaluation.
 type node interface {
-	eval(parts []Part) []tsdb.Series
+	eval(c *evalCtx) ([]*vec, error)
 }
 
 // NewPlan plans expr; errors match ErrNotGlobal or are parse errors.
-func NewPlan(expr string) (*Plan, error) {
+func NewPlan(expr string) (*Plan, error) { return NewPlanWith(expr, PlanOptions{}) }
+
+// NewPlanWith plans expr with options.
+func NewPlanWith(expr string, o PlanOptions) (*Plan, error) {
 	e, err := metricsql.Parse(expr)
 	if err != nil {
 		return nil, badData{fmt.Errorf("query %q: %w", expr, err)}
@@ -73,10 +114,11 @@ func NewPlan(expr string) (*Plan, error) {
 	p := &Plan{}
 	if !hasSelector(e) {
 		p.Remote = []string{expr}
-		p.root = anyOne{}
+		p.root = anyOne{0}
 		return p, nil
 	}
-	n, err := p.plan(e)
+	pl := planner{Plan: p, o: o}
+	n, err := pl.plan(e)
 	if err != nil {
 		return nil, fmt.Errorf("query %q %w: %w (query one cluster's /clusters/NAME/api/v1/ endpoint instead)", expr, ErrNotGlobal, err)
 	}
@@ -90,8 +132,41 @@ func Passthrough(expr string) *Plan {
 	return &Plan{Remote: []string{expr}, root: concat{0}}
 }
 
+// Check refuses parts larger than l when root evaluates over them (a
+// plain concatenation is bounded by each cluster). The error matches
+// tsdb.ErrTooLarge and names the limit.
+func (p *Plan) Check(parts []Part, l Limits) error {
+	if _, ok := p.root.(concat); ok {
+		return nil
+	}
+	l = l.withDefaults()
+	series, points := 0, 0
+	for _, part := range parts {
+		for _, ss := range part.Series {
+			series += len(ss)
+			for _, s := range ss {
+				points += len(s.Points)
+			}
+		}
+	}
+	if series > l.MaxSeries {
+		return tsdb.TooLarge("root.query_max_series", fmt.Errorf("root would evaluate over %d series from the clusters, more than %d; narrow the selectors or aggregate by fewer labels", series, l.MaxSeries))
+	}
+	if points > l.MaxPoints {
+		return tsdb.TooLarge("root.query_max_points", fmt.Errorf("root would evaluate over %d points from the clusters, more than %d; narrow the selectors or the time range, or raise the step", points, l.MaxPoints))
+	}
+	return nil
+}
+
 // Eval combines the clusters' answers.
-func (p *Plan) Eval(parts []Part) []tsdb.Series { return p.root.eval(parts) }
+func (p *Plan) Eval(parts []Part) ([]tsdb.Series, error) {
+	c := newEvalCtx(parts)
+	out, err := p.root.eval(c)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate at root: %w", err)
+	}
+	return c.sparse(out), nil
+}
 
 func hasSelector(e metricsql.Expr) bool {
 	found := false
@@ -117,7 +192,7 @@ func perSeries(e metricsql.Expr) string {
 	metricsql.VisitAll(e, func(x metricsql.Expr) {
 		switch x := x.(type) {
 		case *metricsql.AggrFuncExpr:
-			why = fmt.Sprintf("%s() inside the expression (only one aggregation at the top is combined across clusters)", x.Name)
+			why = fmt.Sprintf("%s() inside the expression", x.Name)
 		case *metricsql.FuncExpr:
 			if crossSeries[strings.ToLower(x.Name)] {
 				why = fmt.Sprintf("%s() depends on all series at once", x.Name)
@@ -131,45 +206,145 @@ func perSeries(e metricsql.Expr) string {
 	return why
 }
 
-func (p *Plan) remote(e metricsql.Expr) int {
+type planner struct {
+	*Plan
+	o PlanOptions
+}
+
+func (p planner) remote(e metricsql.Expr) int {
 	p.Remote = append(p.Remote, string(e.AppendString(nil)))
 	return len(p.Remote) - 1
 }
 
-func (p *Plan) plan(e metricsql.Expr) (node, error) {
-	switch x := e.(type) {
-	case *metricsql.NumberExpr:
+func (p planner) plan(e metricsql.Expr) (node, error) {
+	if x, ok := e.(*metricsql.NumberExpr); ok {
 		return number(x.N), nil
+	}
+	if !hasSelector(e) {
+		return anyOne{p.remote(e)}, nil
+	}
+	if perSeries(e) == "" {
+		return concat{p.remote(e)}, nil
+	}
+	switch x := e.(type) {
 	case *metricsql.AggrFuncExpr:
 		return p.planAggr(x)
 	case *metricsql.BinaryOpExpr:
-		why := perSeries(x)
-		if why == "" {
-			return concat{p.remote(x)}, nil
-		}
-		if x.GroupModifier.Op != "" || x.JoinModifier.Op != "" {
-			return nil, errors.New(why)
-		}
-		if x.KeepMetricNames || x.FillLeft != nil || x.FillRight != nil {
-			return nil, fmt.Errorf("%s with keep_metric_names or fill over aggregations", x.Op)
-		}
-		if _, ok := binOps[x.Op]; !ok {
-			return nil, fmt.Errorf("operator %s over aggregations", x.Op)
-		}
-		l, err := p.plan(x.Left)
-		if err != nil {
-			return nil, err
-		}
-		r, err := p.plan(x.Right)
-		if err != nil {
-			return nil, err
-		}
-		return binary{op: x.Op, isBool: x.Bool, l: l, r: r}, nil
+		return p.planBinary(x)
+	case *metricsql.FuncExpr:
+		return p.planFunc(x)
+	case *metricsql.RollupExpr:
+		return nil, errors.New("a subquery or offset over an aggregation or a cross-series function")
 	}
-	if why := perSeries(e); why != "" {
+	return nil, fmt.Errorf("%s", perSeries(e))
+}
+
+func (p planner) planBinary(x *metricsql.BinaryOpExpr) (node, error) {
+	_, isArith := arith[x.Op]
+	_, isCmp := compare[x.Op]
+	isSet := x.Op == "and" || x.Op == "unless"
+	if !isArith && !isCmp && !isSet {
+		return nil, fmt.Errorf("operator %s over series of several clusters", x.Op)
+	}
+	if x.KeepMetricNames || x.FillLeft != nil || x.FillRight != nil || x.JoinModifierPrefix != nil {
+		return nil, fmt.Errorf("%s with keep_metric_names, fill or a join prefix over series of several clusters", x.Op)
+	}
+	if isSet && x.JoinModifier.Op != "" {
+		return nil, fmt.Errorf("%s with %s", x.Op, x.JoinModifier.Op)
+	}
+	if slices.Contains(x.JoinModifier.Args, "*") {
+		return nil, fmt.Errorf("%s %s(*) over series of several clusters", x.Op, x.JoinModifier.Op)
+	}
+	l, err := p.plan(x.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.plan(x.Right)
+	if err != nil {
+		return nil, err
+	}
+	b := binary{op: x.Op, isBool: x.Bool, l: l, r: r,
+		on: strings.ToLower(x.GroupModifier.Op), matchArgs: x.GroupModifier.Args,
+		join: strings.ToLower(x.JoinModifier.Op), joinArgs: x.JoinModifier.Args}
+	if isCmp {
+		b.rightIsCmp = isVectorComparison(x.Right)
+	}
+	return b, nil
+}
+
+// isVectorComparison is VictoriaMetrics' isVectorComparisonExpr: a
+// comparison that is not between scalars.
+func isVectorComparison(e metricsql.Expr) bool {
+	be, ok := e.(*metricsql.BinaryOpExpr)
+	if !ok {
+		return false
+	}
+	if _, cmp := compare[be.Op]; !cmp {
+		return false
+	}
+	return !isScalarLike(be.Left) || !isScalarLike(be.Right)
+}
+
+func isScalarLike(e metricsql.Expr) bool {
+	switch e := e.(type) {
+	case *metricsql.NumberExpr, *metricsql.DurationExpr:
+		return true
+	case *metricsql.BinaryOpExpr:
+		return isScalarLike(e.Left) && isScalarLike(e.Right)
+	case *metricsql.FuncExpr:
+		switch strings.ToLower(e.Name) {
+		case "now", "pi", "scalar", "start", "end", "step", "time", "timezone_offset":
+			return true
+		}
+	}
+	return false
+}
+
+func (p planner) planFunc(x *metricsql.FuncExpr) (node, error) {
+	name := strings.ToLower(x.Name)
+	numbers := func(args []metricsql.Expr) ([]float64, error) {
+		out := make([]float64, len(args))
+		for i, a := range args {
+			n, ok := a.(*metricsql.NumberExpr)
+			if !ok {
+				return nil, fmt.Errorf("%s() with an argument other than a number over series of several clusters", x.Name)
+			}
+			out[i] = n.N
+		}
+		return out, nil
+	}
+	switch {
+	case name == "histogram_quantile" && len(x.Args) == 2:
+		phi, err := numbers(x.Args[:1])
+		if err != nil {
+			return nil, err
+		}
+		arg, err := p.plan(x.Args[1])
+		if err != nil {
+			return nil, err
+		}
+		return histogramQuantile{phi: phi[0], arg: arg}, nil
+	case name == "scalar" && len(x.Args) == 1:
+		arg, err := p.plan(x.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return scalarOf{arg}, nil
+	case pointwise[name] != nil && len(x.Args) == 1+pointwiseArgs[name]:
+		nums, err := numbers(x.Args[1:])
+		if err != nil {
+			return nil, err
+		}
+		arg, err := p.plan(x.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return apply{name: name, args: nums, keepName: x.KeepMetricNames, arg: arg}, nil
+	}
+	if why := perSeries(x); strings.HasPrefix(why, x.Name+"()") {
 		return nil, errors.New(why)
 	}
-	return concat{p.remote(e)}, nil
+	return nil, fmt.Errorf("%s() over an aggregation or a cross-series function (root computes histogram_quantile, scalar, abs, ceil, floor, sqrt, exp, ln, log2, log10, sgn and clamp* itself)", x.Name)
 }
 
 // combiners are the aggregations whose partial results combine exactly.
@@ -181,18 +356,50 @@ var combiners = map[string]func(a, b float64) float64{
 	"group": func(float64, float64) float64 { return 1 },
 }
 
-func (p *Plan) planAggr(x *metricsql.AggrFuncExpr) (node, error) {
+func (p planner) planAggr(x *metricsql.AggrFuncExpr) (node, error) {
 	name := strings.ToLower(x.Name)
-	_, ok := combiners[name]
-	if !ok && name != "avg" {
-		return nil, fmt.Errorf("%s() does not combine from per-cluster parts (sum, min, max, count, group and avg do)", x.Name)
+	if !aggrFuncs[name] {
+		return nil, fmt.Errorf("%s() over series of several clusters (root computes %s)", x.Name, strings.Join(slices.Sorted(maps.Keys(aggrFuncs)), ", "))
 	}
-	if x.Limit != 0 || len(x.Args) != 1 {
-		return nil, fmt.Errorf("%s() with a limit or several arguments", x.Name)
+	if x.Limit != 0 {
+		return nil, fmt.Errorf("%s() with a limit over series of several clusters", x.Name)
 	}
-	if why := perSeries(x.Args[0]); why != "" {
-		return nil, errors.New(why)
+	a := aggr{name: name, op: strings.ToLower(x.Modifier.Op), args: x.Modifier.Args}
+	want := 1
+	switch name {
+	case "topk", "bottomk", "quantile", "count_values":
+		want = 2
 	}
+	if len(x.Args) != want {
+		return nil, fmt.Errorf("%s() takes %d arguments", x.Name, want)
+	}
+	if want == 2 {
+		switch v := x.Args[0].(type) {
+		case *metricsql.NumberExpr:
+			a.param = v.N
+		case *metricsql.StringExpr:
+			a.label = v.S
+		}
+		if (name == "count_values") != (a.label != "") {
+			return nil, fmt.Errorf("%s()'s first argument must be a literal %s", x.Name, map[bool]string{true: "string", false: "number"}[name == "count_values"])
+		}
+	}
+	arg := x.Args[len(x.Args)-1]
+	if perSeries(arg) == "" && !p.o.NoPartials {
+		if n := p.partial(x, name, arg); n != nil {
+			return n, nil
+		}
+	}
+	var err error
+	if a.arg, err = p.plan(arg); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// partial pushes aggregation x of a per-series argument down as partial
+// aggregates, or returns nil when they do not combine.
+func (p planner) partial(x *metricsql.AggrFuncExpr, name string, arg metricsql.Expr) node {
 	mod := x.Modifier
 	mod.Args = slices.DeleteFunc(slices.Clone(mod.Args), func(s string) bool { return s == ClusterLabel })
 	named := len(mod.Args) != len(x.Modifier.Args)
@@ -202,237 +409,25 @@ func (p *Plan) planAggr(x *metricsql.AggrFuncExpr) (node, error) {
 	if mod.Op == "by" && len(mod.Args) == 0 {
 		mod.Op = ""
 	}
-	push := func(fn string) int {
-		return p.remote(&metricsql.AggrFuncExpr{Name: fn, Args: x.Args, Modifier: mod})
+	if keep {
+		// Every group lies in one cluster: its answer is the cluster's.
+		return concat{p.remote(&metricsql.AggrFuncExpr{Name: x.Name, Args: x.Args, Modifier: mod})}
 	}
-	if name == "avg" {
-		return avg{sum: merged{idx: push("sum"), keep: keep, f: combiners["sum"]}, count: merged{idx: push("count"), keep: keep, f: combiners["sum"]}}, nil
+	push := func(fn string, args ...metricsql.Expr) merged {
+		return merged{idx: p.remote(&metricsql.AggrFuncExpr{Name: fn, Args: args, Modifier: mod}), f: combiners[fn]}
 	}
-	return merged{idx: push(name), keep: keep, f: combiners[name]}, nil
-}
-
-// anyOne answers with the first cluster's answer: the expression has no
-// selector, so every cluster's is the same.
-type anyOne struct{}
-
-func (anyOne) eval(parts []Part) []tsdb.Series {
-	for _, p := range parts {
-		return p.Series[0]
+	switch name {
+	case "sum", "count", "min", "max", "group":
+		return push(name, arg)
+	case "avg":
+		return avgMerged{sum: push("sum", arg), count: push("count", arg)}
+	case "stddev", "stdvar":
+		return varMerged{count: push("count", arg), mean: push("avg", arg), variance: push("stdvar", arg), sqrt: name == "stddev"}
+	case "topk", "bottomk":
+		// Each cluster's own top k (grouped as asked, less the cluster
+		// label) hold the global top k at every instant.
+		top := concat{p.remote(&metricsql.AggrFuncExpr{Name: name, Args: x.Args, Modifier: mod})}
+		return aggr{name: name, op: strings.ToLower(x.Modifier.Op), args: x.Modifier.Args, param: x.Args[0].(*metricsql.NumberExpr).N, arg: top}
 	}
 	return nil
-}
-
-// concat labels every series with its cluster.
-type concat struct{ idx int }
-
-func (c concat) eval(parts []Part) []tsdb.Series {
-	var out []tsdb.Series
-	for _, p := range parts {
-		for _, s := range p.Series[c.idx] {
-			out = append(out, withCluster(s, p.Cluster))
-		}
-	}
-	return out
-}
-
-func withCluster(s tsdb.Series, cluster string) tsdb.Series {
-	l := make(map[string]string, len(s.Labels)+1)
-	maps.Copy(l, s.Labels)
-	l[ClusterLabel] = cluster
-	return tsdb.Series{Labels: l, Points: s.Points}
-}
-
-// merged combines partial aggregates of equal label sets point by point.
-type merged struct {
-	idx  int
-	keep bool // groups keep the cluster label: concatenate
-	f    func(a, b float64) float64
-}
-
-func (m merged) eval(parts []Part) []tsdb.Series {
-	if m.keep {
-		return concat{m.idx}.eval(parts)
-	}
-	type acc struct {
-		labels map[string]string
-		at     map[int64]float64
-	}
-	groups := map[string]*acc{}
-	var order []string
-	for _, p := range parts {
-		for _, s := range p.Series[m.idx] {
-			k := labelsKey(s.Labels)
-			g := groups[k]
-			if g == nil {
-				g = &acc{labels: s.Labels, at: map[int64]float64{}}
-				groups[k] = g
-				order = append(order, k)
-			}
-			for _, pt := range s.Points {
-				t := pt.T.UnixMilli()
-				if old, ok := g.at[t]; ok {
-					g.at[t] = m.f(old, pt.V)
-				} else {
-					g.at[t] = pt.V
-				}
-			}
-		}
-	}
-	out := make([]tsdb.Series, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		out = append(out, tsdb.Series{Labels: g.labels, Points: points(g.at)})
-	}
-	return out
-}
-
-func points(at map[int64]float64) []tsdb.Point {
-	ts := slices.Sorted(maps.Keys(at))
-	out := make([]tsdb.Point, len(ts))
-	for i, t := range ts {
-		out[i] = tsdb.Point{T: time.UnixMilli(t), V: at[t]}
-	}
-	return out
-}
-
-// avg is the combined sum over the combined count, per group.
-type avg struct{ sum, count merged }
-
-func (a avg) eval(parts []Part) []tsdb.Series {
-	return binary{op: "/", l: a.sum, r: a.count}.eval(parts)
-}
-
-// number is a literal operand.
-type number float64
-
-func (n number) eval([]Part) []tsdb.Series {
-	return []tsdb.Series{{Points: []tsdb.Point{{V: float64(n)}}}}
-}
-
-var binOps = map[string]func(a, b float64) (float64, bool){
-	"+":  func(a, b float64) (float64, bool) { return a + b, true },
-	"-":  func(a, b float64) (float64, bool) { return a - b, true },
-	"*":  func(a, b float64) (float64, bool) { return a * b, true },
-	"/":  func(a, b float64) (float64, bool) { return a / b, true },
-	"%":  func(a, b float64) (float64, bool) { return math.Mod(a, b), true },
-	"^":  func(a, b float64) (float64, bool) { return math.Pow(a, b), true },
-	"==": func(a, b float64) (float64, bool) { return cmp(a == b) },
-	"!=": func(a, b float64) (float64, bool) { return cmp(a != b) },
-	">":  func(a, b float64) (float64, bool) { return cmp(a > b) },
-	"<":  func(a, b float64) (float64, bool) { return cmp(a < b) },
-	">=": func(a, b float64) (float64, bool) { return cmp(a >= b) },
-	"<=": func(a, b float64) (float64, bool) { return cmp(a <= b) },
-}
-
-func cmp(ok bool) (float64, bool) {
-	if ok {
-		return 1, true
-	}
-	return 0, false
-}
-
-// binary applies an arithmetic or comparison operator one-to-one on equal
-// label sets (the metric name dropped, as Prometheus does), or between a
-// vector and a number.
-type binary struct {
-	op     string
-	isBool bool
-	l, r   node
-}
-
-func (b binary) eval(parts []Part) []tsdb.Series {
-	_, lNum := b.l.(number)
-	_, rNum := b.r.(number)
-	ls, rs := b.l.eval(parts), b.r.eval(parts)
-	comparison := strings.ContainsAny(b.op, "=<>")
-	apply := func(a, c float64) (float64, bool) {
-		v, ok := binOps[b.op](a, c)
-		if !comparison {
-			return v, true
-		}
-		if b.isBool {
-			return v, true
-		}
-		return a, ok
-	}
-	switch {
-	case lNum && rNum:
-		v, _ := binOps[b.op](ls[0].Points[0].V, rs[0].Points[0].V)
-		return []tsdb.Series{{Points: []tsdb.Point{{V: v}}}}
-	case rNum:
-		return mapPoints(ls, func(v float64) (float64, bool) { return apply(v, rs[0].Points[0].V) }, comparison && !b.isBool)
-	case lNum:
-		return mapPoints(rs, func(v float64) (float64, bool) {
-			x, ok := apply(ls[0].Points[0].V, v)
-			if comparison && !b.isBool {
-				return v, ok
-			}
-			return x, ok
-		}, comparison && !b.isBool)
-	}
-	right := map[string]tsdb.Series{}
-	for _, s := range rs {
-		right[labelsKey(withoutName(s.Labels))] = s
-	}
-	var out []tsdb.Series
-	for _, s := range ls {
-		o, ok := right[labelsKey(withoutName(s.Labels))]
-		if !ok {
-			continue
-		}
-		at := map[int64]float64{}
-		for _, p := range o.Points {
-			at[p.T.UnixMilli()] = p.V
-		}
-		var pts []tsdb.Point
-		for _, p := range s.Points {
-			c, ok := at[p.T.UnixMilli()]
-			if !ok {
-				continue
-			}
-			if v, keep := apply(p.V, c); keep {
-				pts = append(pts, tsdb.Point{T: p.T, V: v})
-			}
-		}
-		if len(pts) > 0 {
-			labels := s.Labels
-			if !comparison || b.isBool {
-				labels = withoutName(s.Labels)
-			}
-			out = append(out, tsdb.Series{Labels: labels, Points: pts})
-		}
-	}
-	return out
-}
-
-// mapPoints applies f to every point; keepName keeps the metric name (a
-// filtering comparison).
-func mapPoints(in []tsdb.Series, f func(float64) (float64, bool), keepName bool) []tsdb.Series {
-	var out []tsdb.Series
-	for _, s := range in {
-		var pts []tsdb.Point
-		for _, p := range s.Points {
-			if v, ok := f(p.V); ok {
-				pts = append(pts, tsdb.Point{T: p.T, V: v})
-			}
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		labels := s.Labels
-		if !keepName {
-			labels = withoutName(labels)
-		}
-		out = append(out, tsdb.Series{Labels: labels, Points: pts})
-	}
-	return out
-}
-
-func withoutName(l map[string]string) map[string]string {
-	if _, ok := l["__name__"]; !ok {
-		return l
-	}
-	out := maps.Clone(l)
-	delete(out, "__name__")
-	return out
 }

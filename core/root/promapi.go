@@ -20,11 +20,12 @@ import (
 
 // promBackend answers the Prometheus API at root: over every cluster the
 // caller may see (cluster ""), or over one (root's /clusters/NAME/api/v1/).
-// Global evaluation is promapi.Plan's: partial aggregates from the clusters,
-// combined here.
+// Global evaluation is promapi.Plan's: what the clusters evaluate (partial
+// aggregates, per-series parts), combined and finished here.
 type promBackend struct {
 	r       *Root
 	cluster string
+	plan    promapi.PlanOptions // zero but in benchmarks
 }
 
 // run asks every target cluster for each of the plan's expressions and
@@ -35,7 +36,7 @@ func (b promBackend) run(ctx context.Context, expr string, call func(ctx context
 	if err != nil {
 		return nil, err
 	}
-	plan, err := promapi.NewPlan(expr)
+	plan, err := promapi.NewPlanWith(expr, b.plan)
 	if errors.Is(err, promapi.ErrNotGlobal) && len(targets) == 1 {
 		plan, err = promapi.Passthrough(expr), nil
 	}
@@ -61,7 +62,10 @@ func (b promBackend) run(ctx context.Context, expr string, call func(ctx context
 	for i, a := range answers {
 		parts[i] = a.value
 	}
-	return plan.Eval(parts), nil
+	if err := plan.Check(parts, b.r.opts.PromLimits); err != nil {
+		return nil, err
+	}
+	return plan.Eval(parts)
 }
 
 func warn(ctx context.Context, errs []*unyov1.ClusterError) {

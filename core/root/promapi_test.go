@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -32,22 +33,17 @@ type promFleet struct {
 	rootURL string
 	c1URL   string
 	viewer  string // a token with the viewer role, as Grafana would hold
+	ref     *vmremote.Store
+	refURL  string // ref's own Prometheus API
+	admin   *client.Clients
+	root    *Root
+	dbs     []*vmremote.Store // the clusters'
 }
 
 func startPromFleet(t *testing.T) promFleet {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx := context.Background()
 	now := time.Now().Add(-10 * time.Second).Truncate(time.Second)
-	var f promFleet
-	urls := map[string]string{}
-	for ci, name := range []string{"c1", "c2"} {
-		vm := vmtest.Start(t, vmtest.Config{})
-		db, err := vmremote.Open(vmremote.Options{URL: vm.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
+	return startPromFleetWith(t, Options{}, false, func(ci int, name string) []tsdb.Sample {
 		var samples []tsdb.Sample
 		for n := range 2 {
 			node := fmt.Sprintf("%s-n%d", name, n)
@@ -60,18 +56,68 @@ func startPromFleet(t *testing.T) promFleet {
 					tsdb.Sample{Name: "unyo_events_total", Labels: map[string]string{"node": node}, Timestamp: at, Value: float64(i) * load * 15})
 			}
 		}
-		if err := db.Write(ctx, samples); err != nil {
+		return samples
+	})
+}
+
+// startPromFleetWith starts root (with opts) and the clusters c1 and c2,
+// each with its own VictoriaMetrics holding samples(i, name); with ref, a
+// third VictoriaMetrics (promFleet.ref) holds every cluster's samples with
+// their cluster label: what one server holding all series would answer.
+func startPromFleetWith(t testing.TB, opts Options, ref bool, samples func(i int, name string) []tsdb.Sample) promFleet {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	var f promFleet
+	var lastURL string
+	open := func() *vmremote.Store {
+		vm := vmtest.Start(t, vmtest.Config{})
+		lastURL = vm.URL
+		db, err := vmremote.Open(vmremote.Options{URL: vm.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	write := func(db *vmremote.Store, s []tsdb.Sample) {
+		if err := db.Write(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Flush(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if ref {
+		f.ref = open()
+		f.refURL = lastURL
+	}
+	urls := map[string]string{}
+	for ci, name := range []string{"c1", "c2"} {
+		db := open()
+		f.dbs = append(f.dbs, db)
+		s := samples(ci, name)
+		write(db, s)
+		if ref {
+			labelled := make([]tsdb.Sample, len(s))
+			for i, x := range s {
+				x.Labels = maps.Clone(x.Labels)
+				x.Labels["cluster"] = name
+				labelled[i] = x
+			}
+			write(f.ref, labelled)
 		}
 		cl := cluster.New(openStore(t, name+".db"), cluster.Options{Name: name, Replica: "r1", Logger: log, Metrics: db})
 		// The clusters trust anyone here; root is the door under test.
 		urls[name] = startServer(t, server.New(server.Options{Listen: "127.0.0.1:0", Logger: log}), cl.Register, cl.Run)
 	}
 	f.c1URL = urls["c1"]
-	r := New(openStore(t, "root.db"), Options{Logger: log, Version: "v9.8.7"})
+	if opts.Version == "" {
+		opts.Version = "v9.8.7"
+	}
+	opts.Logger = log
+	r := New(openStore(t, "root.db"), opts)
+	f.root = r
 	f.rootURL = serveAuth(t, log, r.Register, func(ctx context.Context) { <-ctx.Done() })
 	rc, err := client.New(client.Options{URL: f.rootURL, Token: viewerToken})
 	if err != nil {
@@ -87,11 +133,12 @@ func startPromFleet(t *testing.T) promFleet {
 		t.Fatal(err)
 	}
 	f.viewer = tok.Msg.GetSecret()
+	f.admin = rc
 	return f
 }
 
 // serveAuth is serve with the admin token required.
-func serveAuth(t *testing.T, log *slog.Logger, register func(*server.Server), run func(context.Context)) string {
+func serveAuth(t testing.TB, log *slog.Logger, register func(*server.Server), run func(context.Context)) string {
 	t.Helper()
 	srv := server.New(server.Options{Listen: "127.0.0.1:0", Logger: log, Auth: server.Auth{AdminTokens: []string{viewerToken}}})
 	return startServer(t, srv, register, run)
@@ -199,13 +246,18 @@ func TestPrometheusAPIGlobal(t *testing.T) {
 
 	// What root cannot evaluate globally is refused, not answered per
 	// cluster; one cluster's endpoint at root evaluates it.
-	code, out = f.promGet(t, f.rootURL, "/api/v1/query", instant("topk(1, node_load1)"), false)
+	subquery := "max_over_time(sum(node_load1)[1m:15s])"
+	code, out = f.promGet(t, f.rootURL, "/api/v1/query", instant(subquery), false)
 	if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(out["error"]), "cannot be evaluated across clusters") {
-		t.Errorf("topk at root: %d %v", code, out)
+		t.Errorf("subquery at root: %d %v", code, out)
 	}
-	code, out = f.promGet(t, f.rootURL, "/clusters/c1/api/v1/query", instant("topk(1, node_load1)"), false)
-	if got := vector(t, out); code != http.StatusOK || len(got) != 1 || !strings.Contains(got[0], `"node":"c1-n1"`) {
-		t.Errorf("topk at /clusters/c1: %d %v", code, out)
+	code, out = f.promGet(t, f.rootURL, "/clusters/c1/api/v1/query", instant(subquery), false)
+	if got := vector(t, out); code != http.StatusOK || len(got) != 1 || got[0] != `{"cluster":"c1"} => 3` {
+		t.Errorf("subquery at /clusters/c1: %d %v", code, out)
+	}
+	code, out = f.promGet(t, f.rootURL, "/api/v1/query", instant("topk(1, node_load1)"), false)
+	if got := vector(t, out); code != http.StatusOK || len(got) != 1 || !strings.Contains(got[0], `"node":"c2-n1"`) {
+		t.Errorf("topk at root: %d %v", code, out)
 	}
 
 	// Grafana's metric browser and variables.

@@ -36,6 +36,9 @@ import (
 // Options configure the root.
 type Options struct {
 	Version string
+	// PromLimits bound what root gathers from the clusters for a query
+	// it evaluates itself (zero: promapi's defaults).
+	PromLimits promapi.Limits
 	// ClusterToken is presented, for compatibility, to clusters root has no
 	// credential of its own for (registered anonymously, or before
 	// `unyo clusters add`); it must be an admin token there. Every cluster
