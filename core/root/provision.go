@@ -183,7 +183,7 @@ var serviceKinds = []string{service.KindService, service.KindCompute, service.Ki
 // world is what a pass read of root's objects.
 type world struct {
 	services map[string]*unyov1.RegionService
-	computes map[string][]*unyov1.Compute // by service
+	computes map[string][]*unyov1.Compute    // by service
 	lbs      map[string]*unyov1.Loadbalancer // by service
 	attrs    map[string]*unyov1.Cluster
 	flavors  map[string]*unyov1.Flavor

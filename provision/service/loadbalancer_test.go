@@ -76,7 +76,9 @@ func TestValidateLoadbalancer(t *testing.T) {
 			s.Spec.Loadbalancer.Ports = append(s.Spec.Loadbalancer.Ports, &unyov1.LoadbalancerPort{Port: 80, Protocol: "tcp"})
 		}, "spec.loadbalancer.ports[1]"},
 		{"health kind", func(s *unyov1.RegionService) { s.Spec.Loadbalancer.Health = &unyov1.LoadbalancerHealth{Kind: "icmp"} }, "spec.loadbalancer.health.kind"},
-		{"health interval", func(s *unyov1.RegionService) { s.Spec.Loadbalancer.Health = &unyov1.LoadbalancerHealth{Interval: "2 s"} }, "spec.loadbalancer.health.interval"},
+		{"health interval", func(s *unyov1.RegionService) {
+			s.Spec.Loadbalancer.Health = &unyov1.LoadbalancerHealth{Interval: "2 s"}
+		}, "spec.loadbalancer.health.interval"},
 		{"no network", func(s *unyov1.RegionService) { s.Spec.Compute.Network = "" }, "spec.loadbalancer"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
