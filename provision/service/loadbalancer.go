@@ -115,3 +115,10 @@ func LoadbalancerCluster(records []*unyov1.Compute) string {
 	}
 	return best
 }
+
+// LoadbalancerAssignment is what a load balancer's agent realizes: its
+// VIP, ports, backends and health check. The cluster rewrites the
+// assignment (at a new generation) whenever this changes.
+func LoadbalancerAssignment(l *unyov1.Loadbalancer) *unyov1.LoadbalancerAssignment {
+	return &unyov1.LoadbalancerAssignment{Vip: l.GetVip(), Ports: l.GetSpec().GetPorts(), Backends: l.GetBackends(), Health: l.GetSpec().GetHealth()}
+}

@@ -648,10 +648,12 @@ func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Ass
 		if err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'assignments'").Scan(&gen); err != nil {
 			return err
 		}
-		// A node's assignments are the current instances it runs and the
-		// next instances (replacements) placed on it.
+		// A node's assignments are the current instances it runs, the
+		// next instances (replacements) placed on it and its load
+		// balancers.
 		rows, err := tx.QueryContext(ctx, `SELECT assignment, name FROM computes WHERE node = $1 AND assignment IS NOT NULL
 			UNION ALL SELECT next_assignment, name FROM computes WHERE next_node = $1 AND next_assignment IS NOT NULL
+			UNION ALL SELECT assignment, name FROM loadbalancers WHERE node = $1 AND assignment IS NOT NULL
 			ORDER BY 2`, node)
 		if err != nil {
 			return err
