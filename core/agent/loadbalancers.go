@@ -176,7 +176,9 @@ func lbState(provider, name string, res *pluginv1.Resource) *unyov1.AssignmentSt
 		st.Packets += b.GetPackets()
 		st.Bytes += b.GetBytes()
 	}
-	slices.SortFunc(st.Backends, func(a, b *unyov1.LoadbalancerBackendStatus) int { return strings.Compare(a.GetCompute(), b.GetCompute()) })
+	slices.SortFunc(st.Backends, func(a, b *unyov1.LoadbalancerBackendStatus) int {
+		return strings.Compare(a.GetCompute(), b.GetCompute())
+	})
 	return st
 }
 
