@@ -44,6 +44,10 @@ type lbTracker struct {
 	mu      sync.Mutex
 	started bool
 	last    map[string]*unyov1.AssignmentState
+	// watched are the providers whose Watch streams run; kick asks the
+	// poller for a round now (a Watch event).
+	watched map[string]bool
+	kick    chan struct{}
 }
 
 // lbConfig is the resource config of a load balancer's assignment.
@@ -150,9 +154,17 @@ func (r *assignmentRunner) applyLoadbalancer(ctx context.Context, as *unyov1.Ass
 	r.lbs.last[name] = proto.CloneOf(st)
 	start := !r.lbs.started
 	r.lbs.started = true
+	if r.lbs.kick == nil {
+		r.lbs.kick, r.lbs.watched = make(chan struct{}, 1), map[string]bool{}
+	}
+	watch := !r.lbs.watched[as.GetProvider()]
+	r.lbs.watched[as.GetProvider()] = true
 	r.lbs.mu.Unlock()
 	if start {
 		go r.pollLoadbalancers(ctx)
+	}
+	if watch {
+		go r.watchProvider(ctx, as.GetProvider())
 	}
 	return st
 }
@@ -187,7 +199,15 @@ func lbState(provider, name string, res *pluginv1.Resource) *unyov1.AssignmentSt
 // changed. A load balancer the agent no longer holds (deleted, or a stray
 // removed) is forgotten.
 func (r *assignmentRunner) pollLoadbalancers(ctx context.Context) {
-	for ctxwait.Sleep(ctx, lbPollInterval) {
+	t := time.NewTicker(lbPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.lbs.kick:
+		}
 		r.lbs.mu.Lock()
 		names := make([]string, 0, len(r.lbs.last))
 		for name := range r.lbs.last {
@@ -216,6 +236,40 @@ func (r *assignmentRunner) pollLoadbalancers(ctx context.Context) {
 				}
 			}
 			r.lbs.mu.Unlock()
+		}
+	}
+}
+
+// lbWatchRetry is how long a broken Watch stream waits to start again.
+const lbWatchRetry = 5 * time.Second
+
+// watchProvider follows a load-balancer provider's Watch stream and asks
+// the poller for a round at each event (a backend's health changed, a
+// resource failed), so that reports need not wait for the next poll. A
+// provider without Watch is only polled.
+func (r *assignmentRunner) watchProvider(ctx context.Context, provider string) {
+	for {
+		err := r.do(ctx, provider, func(ctx context.Context, c *base.Conn) error {
+			stream, err := c.Provider.Watch(ctx, &pluginv1.WatchRequest{})
+			if err != nil {
+				return err
+			}
+			for {
+				if _, err := stream.Recv(); err != nil {
+					return err
+				}
+				select {
+				case r.lbs.kick <- struct{}{}:
+				default: // a round is pending already
+				}
+			}
+		})
+		if grpcstatus.Code(err) == codes.Unimplemented {
+			r.a.log.Debug("a load-balancer provider has no Watch; it is polled", "provider", provider)
+			return
+		}
+		if !ctxwait.Sleep(ctx, lbWatchRetry) {
+			return
 		}
 	}
 }
