@@ -133,7 +133,16 @@ func (s *Store) SyncLoadbalancers(ctx context.Context, desired []*unyov1.Loadbal
 				l.CreatedAt, l.Revision = ts, 1
 			}
 			r := lbRow{l: l, node: old.node, assignment: old.assignment}
-			if r.assignment != nil && !proto.Equal(r.assignment.GetLoadbalancer(), service.LoadbalancerAssignment(l)) {
+			switch {
+			case r.assignment != nil && r.assignment.GetProvider() != l.GetSpec().GetProvider():
+				// Another provider: placed anew (on a node offering it);
+				// the old node's agent removes what it no longer has.
+				if _, err := bumpAssignments(ctx, tx); err != nil {
+					return err
+				}
+				r.node, r.assignment = "", nil
+				r.l.Status = &unyov1.LoadbalancerStatus{Phase: phaseInitializing, UpdatedAt: ts}
+			case r.assignment != nil && !proto.Equal(r.assignment.GetLoadbalancer(), service.LoadbalancerAssignment(l)):
 				// Backends, ports or health moved: the agent updates the
 				// load balancer in place at the new generation.
 				gen, err := bumpAssignments(ctx, tx)

@@ -55,6 +55,18 @@ func loadbalancerTests() []contractTest {
 			if l, err := s.GetLoadbalancer(ctx(t), "web-lb"); err != nil || l.GetStatus().GetPhase() != "Active" {
 				t.Fatalf("GetLoadbalancer = %v, %v", l, err)
 			}
+			// Another provider: placed anew.
+			vpp := lbOf("web-1", "web-2")
+			vpp.Spec.Provider = "vpp"
+			got, err = s.SyncLoadbalancers(ctx(t), []*unyov1.Loadbalancer{vpp}, t0)
+			must(t, err)
+			if got[0].GetStatus().GetPhase() != "Initializing" {
+				t.Fatalf("after the provider changed: %v", got)
+			}
+			if as, _, _ := s.ListAssignments(ctx(t), "n1"); len(as) != 0 {
+				t.Fatalf("n1 still has %v after the provider changed", as)
+			}
+			must(t, s.PlaceLoadbalancer(ctx(t), "web-lb", "n1", &unyov1.LoadbalancerStatus{Phase: "Creating:Scheduled", Node: "n1"}))
 			// Moved to n2: n1 no longer has it.
 			must(t, s.PlaceLoadbalancer(ctx(t), "web-lb", "n2", &unyov1.LoadbalancerStatus{Phase: "Creating:Scheduled", Node: "n2"}))
 			if as, _, _ := s.ListAssignments(ctx(t), "n1"); len(as) != 0 {
