@@ -342,6 +342,14 @@ func startServiceFleet(t *testing.T, dir, telemetry string) (rootURL, clusterURL
 // process (to kill it).
 func startServiceFleetRoot(t *testing.T, dir, telemetry string) (root *proc, rootURL, clusterURL string) {
 	t.Helper()
+	return startServiceFleetPlugins(t, dir, telemetry, nil)
+}
+
+// startServiceFleetPlugins is startServiceFleetRoot whose agents also run
+// the plugins extra(node, pluginDir) lists (lines of agent.plugins.enabled;
+// their binaries go to pluginDir, beside provider-exec's).
+func startServiceFleetPlugins(t *testing.T, dir, telemetry string, extra func(node, pluginDir string) string) (root *proc, rootURL, clusterURL string) {
+	t.Helper()
 	// The replicas' processes outlive a killed agent; none outlives the test.
 	t.Cleanup(func() { stopServiceProcs(t, dir) })
 	plugin := buildPlugin(t, "../plugins/provider-exec", "unyo-provider-exec")
@@ -362,6 +370,10 @@ spec: {region: tokyo, weight: 1}
 `
 	must("apply", "-f", writeFile(t, dir, "inventory.yaml", inventory))
 	for _, n := range []struct{ node, resource string }{{"node-a", "srv-a"}, {"node-b", "srv-b"}, {"node-c", "srv-c"}} {
+		more := ""
+		if extra != nil {
+			more = extra(n.node, filepath.Dir(plugin))
+		}
 		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
 role: agent
 data_dir: %s/%s
@@ -376,7 +388,7 @@ agent:
     dirs: [%s]
     enabled:
       - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
-`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node)))
+%s`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node, more)))
 	}
 	// The model label (from the inventory's PhysicalResource) prices a
 	// node's reservations: wait for root to have pushed it.

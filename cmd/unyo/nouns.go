@@ -136,6 +136,8 @@ func kindExtensions() []kindExtension {
 		{"Network", addNetworkCommands},
 		{"RegionService", addServiceCommands},
 		{"Compute", addComputeCommands},
+		{"Loadbalancer", addLoadbalancerDetail},
+		{"RegionService", addServiceLoadbalancer},
 	}
 }
 

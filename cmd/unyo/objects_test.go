@@ -17,7 +17,7 @@ func TestNamedRefs(t *testing.T) {
 		{[]string{"check", "disk", "load"}, "[Check/disk@dc1 Check/load@dc1]"},
 		{[]string{"rules", "page"}, "[EventRule/page@dc1]"},
 		{[]string{"maint", "patch"}, "[Maintenance/patch@dc1]"},
-		{[]string{"chek", "disk"}, `unknown kind "chek" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute)`},
+		{[]string{"chek", "disk"}, `unknown kind "chek" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute, Loadbalancer)`},
 	}
 	for _, tt := range tests {
 		refs, err := namedRefs(tt.args, "dc1")

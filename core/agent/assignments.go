@@ -80,6 +80,8 @@ type assignmentRunner struct {
 	// declared is, per provider, the resource config keys its schema
 	// names (see facts), read once per plugin process.
 	declared map[string]declaredKeys
+	// lbs are the load balancers' last reports (loadbalancers.go).
+	lbs lbTracker
 }
 
 type declaredKeys struct {
@@ -230,9 +232,12 @@ func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignmen
 	changed := false
 	for _, as := range as {
 		var st *unyov1.AssignmentState
-		if as.GetDesired() == desiredDeleted {
+		switch {
+		case as.GetDesired() == desiredDeleted:
 			st = r.remove(ctx, as.GetProvider(), as.GetCompute())
-		} else {
+		case as.GetLoadbalancer() != nil:
+			st = r.applyLoadbalancer(ctx, as) // loadbalancers.go
+		default:
 			st = r.create(ctx, as)
 		}
 		st.Generation = as.GetGeneration()

@@ -54,6 +54,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"log-retention", c.newLogPruner()},
 		{"peer-watch", newPeerWatcher(c)},
 		{"node-stage", newNodeStage(c)},
+		{"loadbalancers", newLBStage(c)},
 		{"auto-nodes", newAutoNodes(c)},
 		{"self-healing", newHealer(c)},
 	}

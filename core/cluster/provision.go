@@ -75,9 +75,13 @@ func (s *provisionService) SyncComputes(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
+	lbs, err := s.syncLoadbalancers(ctx, req.Msg.GetLoadbalancers())
+	if err != nil {
+		return nil, err
+	}
 	s.c.kickPlacement()
 	s.c.assignments.notify()
-	return connect.NewResponse(&unyov1.SyncComputesResponse{Computes: held}), nil
+	return connect.NewResponse(&unyov1.SyncComputesResponse{Computes: held, Loadbalancers: lbs}), nil
 }
 
 func (s *provisionService) validCompute(field string, c *unyov1.Compute) error {
@@ -183,6 +187,12 @@ func (s *provisionService) ReportAssignments(ctx context.Context, req *connect.R
 	for _, st := range req.Msg.GetStates() {
 		c, err := s.c.store.GetCompute(ctx, st.GetCompute())
 		if errors.Is(err, store.ErrNotFound) {
+			// A load balancer's, or gone.
+			did, err := s.reportLoadbalancerNamed(ctx, node, st)
+			if err != nil {
+				return nil, connect.NewError(connect.CodeUnavailable, err)
+			}
+			changed = changed || did
 			continue
 		}
 		if err != nil {

@@ -14,7 +14,9 @@ import (
 // written so that `get -o yaml` shows it; a document carrying it back
 // applies, and the kind's Prepare drops it before anything is stored.
 // status (a RegionService's or a Compute's) and the fields root resolves
-// for a Compute (service, index, resources, image_source, price, address) are likewise
-// shown on reads; root keeps its own status over a document's, and never
-// takes a Compute from a document.
-var documentFields = []protoreflect.Name{"name", "cluster", "labels", "spec", "usage", "service", "index", "resources", "image_source", "price", "address", "status"}
+// for a Compute (service, index, resources, image_source, price, address)
+// and a Loadbalancer (network, vip, backends) are likewise shown on reads;
+// root keeps its own status over a document's, and never takes a Compute
+// or a Loadbalancer from a document.
+var documentFields = []protoreflect.Name{"name", "cluster", "labels", "spec", "usage", "service", "index", "resources", "image_source", "price", "address",
+	"network", "vip", "backends", "status"}

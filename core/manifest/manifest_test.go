@@ -175,7 +175,7 @@ func TestDecodeDocument(t *testing.T) {
 		{
 			name:    "kind required outside DecodeCheck",
 			doc:     map[string]any{"name": "load"},
-			wantErr: `agent.yaml: checks[0], "load": kind: required (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute)`,
+			wantErr: `agent.yaml: checks[0], "load": kind: required (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute, Loadbalancer)`,
 		},
 		{
 			name:    "other kind where checks are expected",

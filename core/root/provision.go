@@ -52,9 +52,10 @@ type ClusterCalls interface {
 	// Clusters names the registered clusters.
 	Clusters(ctx context.Context) ([]string, error)
 	ListNodes(ctx context.Context, cluster string) ([]*unyov1.Node, error)
-	// SyncComputes hands a cluster the full list of the Computes root
-	// wants there and returns every Compute it holds, with status.
-	SyncComputes(ctx context.Context, cluster string, computes []*unyov1.Compute) ([]*unyov1.Compute, error)
+	// SyncComputes hands a cluster the full list of the Computes and
+	// Loadbalancers root wants there and returns every one it holds, with
+	// status.
+	SyncComputes(ctx context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error)
 }
 
 // serviceController is root's RegionService controller.
@@ -127,12 +128,12 @@ func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Nod
 	return resp.Msg.GetNodes(), nil
 }
 
-func (c rootCalls) SyncComputes(ctx context.Context, cluster string, computes []*unyov1.Compute) ([]*unyov1.Compute, error) {
+func (c rootCalls) SyncComputes(ctx context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error) {
 	ci, cl, err := c.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cl.Provision.SyncComputes(ctx, connect.NewRequest(&unyov1.SyncComputesRequest{Computes: computes}))
+	resp, err := cl.Provision.SyncComputes(ctx, connect.NewRequest(want))
 	if connect.CodeOf(err) == connect.CodeUnimplemented {
 		// A cluster of an older version: its replicas wait for it.
 		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("cluster %s does not run replicas (no ProvisionService): %w", cluster, err))
@@ -140,7 +141,7 @@ func (c rootCalls) SyncComputes(ctx context.Context, cluster string, computes []
 	if err != nil {
 		return nil, clusterHints.Explain(ci.GetUrl(), err)
 	}
-	return resp.Msg.GetComputes(), nil
+	return resp.Msg, nil
 }
 
 // servicesChanged asks the controller for a pass soon.
@@ -177,21 +178,22 @@ func (r *Root) serviceLoop(ctx context.Context) {
 }
 
 // serviceKinds are the kinds whose changes the controller acts on.
-var serviceKinds = []string{service.KindService, service.KindCompute}
+var serviceKinds = []string{service.KindService, service.KindCompute, service.KindLoadbalancer}
 
 // world is what a pass read of root's objects.
 type world struct {
 	services map[string]*unyov1.RegionService
-	computes map[string][]*unyov1.Compute // by service
+	computes map[string][]*unyov1.Compute    // by service
+	lbs      map[string]*unyov1.Loadbalancer // by service
 	attrs    map[string]*unyov1.Cluster
 	flavors  map[string]*unyov1.Flavor
 	images   map[string]*unyov1.Image
 }
 
 func (c *serviceController) read(ctx context.Context) (*world, error) {
-	w := &world{services: map[string]*unyov1.RegionService{}, computes: map[string][]*unyov1.Compute{},
+	w := &world{services: map[string]*unyov1.RegionService{}, computes: map[string][]*unyov1.Compute{}, lbs: map[string]*unyov1.Loadbalancer{},
 		attrs: map[string]*unyov1.Cluster{}, flavors: map[string]*unyov1.Flavor{}, images: map[string]*unyov1.Image{}}
-	for _, kind := range []string{service.KindService, service.KindCompute, "Cluster", "Flavor", "Image"} {
+	for _, kind := range []string{service.KindService, service.KindCompute, service.KindLoadbalancer, "Cluster", "Flavor", "Image"} {
 		objs, err := c.store.ListObjects(ctx, kind)
 		if err != nil {
 			return nil, fmt.Errorf("list root's %s objects: %w", kind, err)
@@ -202,6 +204,8 @@ func (c *serviceController) read(ctx context.Context) (*world, error) {
 				w.services[m.GetName()] = m
 			case *unyov1.Compute:
 				w.computes[m.GetService()] = append(w.computes[m.GetService()], m)
+			case *unyov1.Loadbalancer:
+				w.lbs[m.GetService()] = m
 			case *unyov1.Cluster:
 				w.attrs[m.GetName()] = m
 			case *unyov1.Flavor:
@@ -275,9 +279,9 @@ func perCluster[T any](ctx context.Context, timeout time.Duration, names []strin
 }
 
 // plan brings the records in line with the services and gives a cluster to
-// the replicas without one; it returns, per cluster, the Computes root
-// wants there.
-func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedule.Node) (map[string][]*unyov1.Compute, error) {
+// the replicas without one; it returns, per cluster, the Computes and
+// Loadbalancers root wants there.
+func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedule.Node) (map[string]*unyov1.SyncComputesRequest, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, err := c.read(ctx)
@@ -311,6 +315,21 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 		for _, r := range records {
 			put = append(put, kinds.Wrap(r))
 		}
+		lb, err := c.planLoadbalancer(ctx, s, w.lbs[name], records, now)
+		if err != nil {
+			return nil, err
+		}
+		if lb != nil {
+			w.lbs[name] = lb
+			put = append(put, kinds.Wrap(lb))
+		}
+	}
+	// Load balancers of services that are gone are deleted like their
+	// replicas.
+	for svc, lb := range w.lbs {
+		if _, ok := w.services[svc]; !ok && markLoadbalancerDeleting(lb, now) {
+			put = append(put, kinds.Wrap(lb))
+		}
 	}
 	// Records of services that are gone (root stopped before finishing
 	// a delete) are deleted like their service's.
@@ -330,7 +349,13 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 			return nil, fmt.Errorf("store the service controller's compute records: %w", err)
 		}
 	}
-	want := map[string][]*unyov1.Compute{}
+	want := map[string]*unyov1.SyncComputesRequest{}
+	of := func(cluster string) *unyov1.SyncComputesRequest {
+		if want[cluster] == nil {
+			want[cluster] = &unyov1.SyncComputesRequest{}
+		}
+		return want[cluster]
+	}
 	for _, records := range w.computes {
 		for _, r := range records {
 			if r.GetCluster() == "" || r.GetStatus().GetPhase() == service.PhaseDeleting {
@@ -338,7 +363,12 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 			}
 			sent := proto.Clone(r).(*unyov1.Compute)
 			sent.Status, sent.Revision, sent.CreatedAt, sent.UpdatedAt = nil, 0, nil, nil
-			want[r.GetCluster()] = append(want[r.GetCluster()], sent)
+			of(r.GetCluster()).Computes = append(of(r.GetCluster()).Computes, sent)
+		}
+	}
+	for _, lb := range w.lbs {
+		if sent := loadbalancerToSend(lb); sent != nil {
+			of(lb.GetCluster()).Loadbalancers = append(of(lb.GetCluster()).Loadbalancers, sent)
 		}
 	}
 	return want, nil
@@ -450,16 +480,21 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 	}
 }
 
-// sync hands every reachable cluster the Computes root wants there, in
-// parallel; an empty list tells a cluster to delete every Compute it holds.
-func (c *serviceController) sync(ctx context.Context, reachable []string, want map[string][]*unyov1.Compute) map[string][]*unyov1.Compute {
-	return perCluster(ctx, c.timeout, reachable, func(ctx context.Context, name string) ([]*unyov1.Compute, error) {
-		got, err := c.calls.SyncComputes(ctx, name, want[name])
+// sync hands every reachable cluster the Computes and Loadbalancers root
+// wants there, in parallel; an empty list tells a cluster to delete every
+// one it holds.
+func (c *serviceController) sync(ctx context.Context, reachable []string, want map[string]*unyov1.SyncComputesRequest) map[string]*unyov1.SyncComputesResponse {
+	return perCluster(ctx, c.timeout, reachable, func(ctx context.Context, name string) (*unyov1.SyncComputesResponse, error) {
+		req := want[name]
+		if req == nil {
+			req = &unyov1.SyncComputesRequest{}
+		}
+		got, err := c.calls.SyncComputes(ctx, name, req)
 		switch {
 		case connect.CodeOf(err) == connect.CodeUnimplemented:
 			c.log.Debug("a cluster does not run replicas yet (no ProvisionService)", "cluster", name)
 		case err != nil:
-			c.log.Warn("handing a cluster its computes failed; the next pass retries", "cluster", name, "computes", len(want[name]), "err", err)
+			c.log.Warn("handing a cluster its computes failed; the next pass retries", "cluster", name, "computes", len(req.GetComputes()), "err", err)
 		}
 		return got, err
 	})
@@ -468,7 +503,7 @@ func (c *serviceController) sync(ctx context.Context, reachable []string, want m
 // absorb copies the clusters' answers onto the records as they are now,
 // removes the records of replicas that are gone, passes turned-down
 // replicas on, and stores each service's status.
-func (c *serviceController) absorb(ctx context.Context, registered []string, answers map[string][]*unyov1.Compute) error {
+func (c *serviceController) absorb(ctx context.Context, registered []string, answers map[string]*unyov1.SyncComputesResponse) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, err := c.read(ctx)
@@ -477,9 +512,9 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 	}
 	now := c.now()
 	held := map[string]map[string]*unyov1.Compute{}
-	for cl, cs := range answers {
+	for cl, a := range answers {
 		held[cl] = map[string]*unyov1.Compute{}
-		for _, x := range cs {
+		for _, x := range a.GetComputes() {
 			held[cl][x.GetName()] = x
 		}
 	}
@@ -532,7 +567,7 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 			return fmt.Errorf("store the computes' statuses: %w", err)
 		}
 	}
-	var errs []error
+	errs := c.absorbLoadbalancers(ctx, registered, answers, w, now)
 	rolling := false
 	defer func() { c.rolling = rolling }()
 	for _, name := range gone {
@@ -550,7 +585,7 @@ func (c *serviceController) absorb(ctx context.Context, registered []string, ans
 	}
 	for name, s := range w.services {
 		records := slices.DeleteFunc(slices.Clone(w.computes[name]), func(r *unyov1.Compute) bool { return slices.Contains(gone, r.GetName()) })
-		if deleting(s) && len(records) == 0 {
+		if deleting(s) && len(records) == 0 && w.lbs[name] == nil {
 			if err := c.store.DeleteObject(ctx, service.KindService, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("remove the deleted service %s: %w", name, err))
 			} else {

@@ -27,11 +27,12 @@ type fakeClusters struct {
 	nodes map[string][]*unyov1.Node
 	full  map[string]bool
 	held  map[string][]*unyov1.Compute
+	lbs   map[string][]*unyov1.Loadbalancer
 	syncs map[string]int
 }
 
 func newFakeClusters(names ...string) *fakeClusters {
-	f := &fakeClusters{nodes: map[string][]*unyov1.Node{}, full: map[string]bool{}, held: map[string][]*unyov1.Compute{}, syncs: map[string]int{}}
+	f := &fakeClusters{nodes: map[string][]*unyov1.Node{}, full: map[string]bool{}, held: map[string][]*unyov1.Compute{}, lbs: map[string][]*unyov1.Loadbalancer{}, syncs: map[string]int{}}
 	for _, n := range names {
 		f.nodes[n] = []*unyov1.Node{{Name: n + "-node", State: unyov1.NodeState_NODE_STATE_READY,
 			Capacity: &unyov1.Capacity{Cpus: 16, MemoryBytes: 64 << 30, DiskBytes: 1 << 40}}}
@@ -56,7 +57,8 @@ func (f *fakeClusters) ListNodes(_ context.Context, cluster string) ([]*unyov1.N
 	return f.nodes[cluster], nil
 }
 
-func (f *fakeClusters) SyncComputes(_ context.Context, cluster string, cs []*unyov1.Compute) ([]*unyov1.Compute, error) {
+func (f *fakeClusters) SyncComputes(_ context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error) {
+	cs := want.GetComputes()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.syncs[cluster]++
@@ -73,7 +75,14 @@ func (f *fakeClusters) SyncComputes(_ context.Context, cluster string, cs []*uny
 		out = append(out, h)
 	}
 	f.held[cluster] = out
-	return out, nil
+	var lbs []*unyov1.Loadbalancer
+	for _, l := range want.GetLoadbalancers() {
+		h := proto.CloneOf(l)
+		h.Status = &unyov1.LoadbalancerStatus{Phase: service.PhaseActive, Node: cluster + "-node"}
+		lbs = append(lbs, h)
+	}
+	f.lbs[cluster] = lbs
+	return &unyov1.SyncComputesResponse{Computes: out, Loadbalancers: lbs}, nil
 }
 
 // heldNames are the computes a cluster holds, sorted.

@@ -25,11 +25,12 @@ type replacingClusters struct {
 	env     map[string]string
 }
 
-func (f *replacingClusters) SyncComputes(ctx context.Context, cluster string, cs []*unyov1.Compute) ([]*unyov1.Compute, error) {
-	out, err := f.fakeClusters.SyncComputes(ctx, cluster, cs)
+func (f *replacingClusters) SyncComputes(ctx context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error) {
+	resp, err := f.fakeClusters.SyncComputes(ctx, cluster, want)
 	if err != nil {
 		return nil, err
 	}
+	out := resp.GetComputes()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range out {
@@ -49,7 +50,7 @@ func (f *replacingClusters) SyncComputes(ctx context.Context, cluster string, cs
 			h.Status.SpecRevision = h.GetSpecRevision()
 		}
 	}
-	return out, nil
+	return resp, nil
 }
 
 // A template change moves three replicas to the new revision one at a

@@ -41,6 +41,7 @@ type Store interface {
 	Watched
 	Addresses
 	Computes
+	Loadbalancers
 	Close() error
 }
 

@@ -80,6 +80,49 @@ type serviceData struct {
 	// (`unyo services plan`); PlanError says why there is none.
 	Plan      []service.PlanLine
 	PlanError string
+	// LB is the service's load balancer (nil without one), and LBBackends
+	// its backends with what its provider reports of each.
+	LB         *unyov1.Loadbalancer
+	LBBackends []lbBackend
+}
+
+// lbBackend is a row of a service's load-balancer backends.
+type lbBackend struct {
+	Compute, Address, Healthy, Reason string
+	Packets, Bytes                    uint64
+}
+
+// loadbalancer reads the service's load balancer, nil when it has none.
+func (c *Console) loadbalancer(r *http.Request, q *request, svc string) (*unyov1.Loadbalancer, []lbBackend, error) {
+	resp, err := q.api.objects.Get(r.Context(), connect.NewRequest(&unyov1.GetRequest{Ref: &unyov1.ObjectRef{Kind: service.KindLoadbalancer, Name: service.LoadbalancerName(svc)}}))
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var l *unyov1.Loadbalancer
+	for _, o := range resp.Msg.GetObjects() {
+		if x := o.GetLoadbalancer(); x != nil {
+			l = x
+		}
+	}
+	seen := map[string]*unyov1.LoadbalancerBackendStatus{}
+	for _, b := range l.GetStatus().GetBackends() {
+		seen[b.GetCompute()] = b
+	}
+	var rows []lbBackend
+	for _, b := range l.GetBackends() {
+		row := lbBackend{Compute: b.GetCompute(), Address: b.GetAddress(), Healthy: "unknown"}
+		if st := seen[b.GetCompute()]; st != nil {
+			row.Healthy, row.Reason, row.Packets, row.Bytes = "no", st.GetReason(), st.GetPackets(), st.GetBytes()
+			if st.GetHealthy() {
+				row.Healthy = "yes"
+			}
+		}
+		rows = append(rows, row)
+	}
+	return l, rows, nil
 }
 
 // servicePage is one RegionService: its spec, every replica with where it
@@ -112,6 +155,9 @@ func (c *Console) servicePage(w http.ResponseWriter, r *http.Request, q *request
 		if cp.GetService() == s.GetName() {
 			d.Computes = append(d.Computes, cp)
 		}
+	}
+	if d.LB, d.LBBackends, err = c.loadbalancer(r, q, s.GetName()); err != nil {
+		errs = append(errs, "load balancer: "+message(err))
 	}
 	// A refresh redraws only the replicas: no plan to compute.
 	if !q.refresh {

@@ -28,6 +28,11 @@ func services(now time.Time) []*unyov1.Object {
 		kinds.Wrap(&unyov1.Compute{Name: "web-1", Service: "web", Index: 1, Cluster: "c1",
 			Status: &unyov1.ComputeStatus{Phase: "Blocked", Reason: "NoCapacity", Message: "0/1 nodes fit: 1 anti-affinity",
 				Reasons: []*unyov1.ScheduleReasonCount{{Code: "anti_affinity", Count: 1, Detail: "topology.unyo.dev/rack=rack-1-1 holds 1"}}}}),
+		kinds.Wrap(&unyov1.Loadbalancer{Name: "web-lb", Service: "web", Vip: "10.200.0.5", Cluster: "c1",
+			Spec:     &unyov1.LoadbalancerSpec{Provider: "xdp", Ports: []*unyov1.LoadbalancerPort{{Port: 80, TargetPort: 8080, Protocol: "tcp"}}},
+			Backends: []*unyov1.LoadbalancerBackend{{Compute: "web-0", Address: "10.200.0.10"}},
+			Status: &unyov1.LoadbalancerStatus{Phase: "Active", Node: "n2", Packets: 1234, Bytes: 56789,
+				Backends: []*unyov1.LoadbalancerBackendStatus{{Compute: "web-0", Address: "10.200.0.10", Healthy: true, Packets: 1234, Bytes: 56789}}}}),
 	}
 }
 
@@ -43,7 +48,10 @@ func TestServicesPages(t *testing.T) {
 			"<h1>Service web</h1>", "small", "sleeper", "anti-affinity on topology.unyo.dev/rack",
 			`id="c-web-0"`, `class="badge ph-Active"`, `href="/node?name=n1&amp;cluster=c1"`, "10.200.0.10",
 			`id="c-web-1"`, "0/1 nodes fit: 1 anti-affinity", "anti_affinity: 1 (topology.unyo.dev/rack=rack-1-1 holds 1)",
-			`data-refresh=`, `action="/service/scale"`, `name="replicas"`, "Plan: where", "web-1"},
+			`data-refresh=`, `action="/service/scale"`, `name="replicas"`, "Plan: where", "web-1",
+			// Issue 16 item 4: its load balancer, with its backends' health and traffic.
+			"Load balancer web-lb", `id="lb-vip">10.200.0.5`, "80/tcp to 8080", `href="/node?name=n2&amp;cluster=c1"`,
+			"<td>web-0</td><td>10.200.0.10</td><td>yes</td><td>-</td><td>1234</td><td>56789</td>"},
 	}
 	for p, ws := range want {
 		resp, body := b.get(p)

@@ -33,8 +33,8 @@ type Resource struct {
 	Handle     Handle
 	CreatedAt  time.Time
 	Attributes map[string]string
-	// Backends of a load balancer: health and traffic as the provider
-	// sees them now.
+	// Backends are a load balancer's backends as the provider sees them
+	// now (health, traffic); nil for other resources.
 	Backends []*pluginv1.BackendStatus
 }
 

@@ -31,6 +31,9 @@ func TestCheck(t *testing.T) {
 		{"spread is not re-checked", n,
 			Request{Shape: shape(1, 1), Policy: Policy{Spread: []Spread{{Key: lk("rack"), MaxSkew: 1}}}, Existing: []Placement{{Node: "a", Labels: rack("r1")}}}, ""},
 		{"zero-size", n, Request{}, "invalid request: zero-size replica (vCPUs, memory and disk are all 0)"},
+		{"shapeless (a load balancer)", n, Request{Shapeless: true}, ""},
+		{"shapeless on a full node", with(n, func(n *Node) { n.Reserved = n.Capacity }), Request{Shapeless: true}, ""},
+		{"shapeless with a shape", n, Request{Shapeless: true, Shape: shape(1, 1)}, "invalid request: a shapeless request with shape {VCPUs:1 MemoryBytes:1073741824 DiskBytes:1073741824}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

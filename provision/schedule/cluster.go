@@ -144,7 +144,7 @@ type ClusterResult struct {
 // first cluster that holds it, or, when the policy allows a split, fill the
 // clusters in rank order.
 func PlaceClusters(clusters []Cluster, shape Resources, replicas int, pol ClusterPolicy) ClusterResult {
-	if err := validShape(shape); err != nil {
+	if err := validShape(Request{Shape: shape}); err != nil {
 		return ClusterResult{Unplaced: replicas, Reason: &ClusterReason{Class: Unsatisfiable, Replicas: replicas, Clusters: len(clusters), Invalid: err.Error()}}
 	}
 	var res ClusterResult

@@ -29,7 +29,7 @@ func (s *Snapshot) Place(req Request, n int) Result {
 	if n <= 0 {
 		return Result{}
 	}
-	if err := validShape(req.Shape); err != nil {
+	if err := validShape(req); err != nil {
 		return Result{Unplaced: n, Reason: &Reason{Class: Unsatisfiable, Nodes: len(nodes), Invalid: err.Error()}}
 	}
 	c := newCycle(s, &req)
@@ -67,7 +67,7 @@ func (s *Snapshot) Place(req Request, n int) Result {
 // spans every node, and a service's placements have one writer (the lease
 // holder), so no concurrent commit can change it.
 func Check(node Node, req Request) error {
-	if err := validShape(req.Shape); err != nil {
+	if err := validShape(req); err != nil {
 		return &Reason{Class: Unsatisfiable, Nodes: 1, Invalid: err.Error()}
 	}
 	c := newCycle(NewSnapshot([]Node{node}), &req)
@@ -86,9 +86,15 @@ func Check(node Node, req Request) error {
 }
 
 // validShape refuses negative and zero-size shapes: a replica that needs
-// nothing would fit everywhere forever and is a mistake upstream.
-func validShape(s Resources) error {
+// nothing would fit everywhere forever and is a mistake upstream (unless
+// the request says it reserves nothing, and then a shape is one).
+func validShape(req Request) error {
+	s := req.Shape
 	switch {
+	case req.Shapeless && s != Resources{}:
+		return fmt.Errorf("a shapeless request with shape %+v", s)
+	case req.Shapeless:
+		return nil
 	case s.VCPUs < 0 || s.MemoryBytes < 0 || s.DiskBytes < 0:
 		return fmt.Errorf("negative replica shape %+v", s)
 	case s == Resources{}:

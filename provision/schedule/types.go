@@ -278,6 +278,9 @@ type Request struct {
 	// Provider, when set, is the plugin that realizes the replica: only
 	// nodes offering it healthy are feasible.
 	Provider string
+	// Shapeless places something that reserves nothing (a load balancer:
+	// only a node offering Provider matters); Shape must then be zero.
+	Shapeless bool
 	// Existing are the service's replicas already placed; rules count them.
 	Existing []Placement
 }

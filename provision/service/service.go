@@ -99,6 +99,10 @@ func Validate(s *unyov1.RegionService) error {
 		f.Add("spec.compute.update", "max_unavailable and max_surge must not be negative")
 	}
 	autoscale.Validate(&f, "spec.compute.autoscale", c.GetAutoscale())
+	validateLoadbalancer(&f, "spec.loadbalancer", spec.GetLoadbalancer())
+	if spec.GetLoadbalancer() != nil && c.GetNetwork() == "" {
+		f.Add("spec.loadbalancer", "needs spec.compute.network: the VIP and the backends' addresses come from it")
+	}
 	for k := range c.GetEnv() {
 		if err := validate.EnvName(k); err != nil {
 			f.Addf(fmt.Sprintf("spec.compute.env[%q]", k), "%v", err)

@@ -3094,6 +3094,7 @@ type Object struct {
 	//	*Object_Network
 	//	*Object_RegionService
 	//	*Object_Compute
+	//	*Object_Loadbalancer
 	Kind          isObject_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3262,6 +3263,15 @@ func (x *Object) GetCompute() *Compute {
 	return nil
 }
 
+func (x *Object) GetLoadbalancer() *Loadbalancer {
+	if x != nil {
+		if x, ok := x.Kind.(*Object_Loadbalancer); ok {
+			return x.Loadbalancer
+		}
+	}
+	return nil
+}
+
 type isObject_Kind interface {
 	isObject_Kind()
 }
@@ -3326,6 +3336,11 @@ type Object_Compute struct {
 	Compute *Compute `protobuf:"bytes,31,opt,name=compute,proto3,oneof"`
 }
 
+type Object_Loadbalancer struct {
+	// Root's record of a service's load balancer: listed, never applied.
+	Loadbalancer *Loadbalancer `protobuf:"bytes,32,opt,name=loadbalancer,proto3,oneof"`
+}
+
 func (*Object_Check) isObject_Kind() {}
 
 func (*Object_EventRule) isObject_Kind() {}
@@ -3353,6 +3368,8 @@ func (*Object_Network) isObject_Kind() {}
 func (*Object_RegionService) isObject_Kind() {}
 
 func (*Object_Compute) isObject_Kind() {}
+
+func (*Object_Loadbalancer) isObject_Kind() {}
 
 type ObjectRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -10263,7 +10280,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"first_seen\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
 	"\tlast_seen\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12\"\n" +
 	"\rlast_event_id\x18\r \x01(\tR\vlastEventId\x122\n" +
-	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xbe\x05\n" +
+	"\ahistory\x18\x0e \x03(\v2\x18.unyo.v1.AlertTransitionR\ahistory\"\xfb\x05\n" +
 	"\x06Object\x12&\n" +
 	"\x05check\x18\x01 \x01(\v2\x0e.unyo.v1.CheckH\x00R\x05check\x123\n" +
 	"\n" +
@@ -10282,7 +10299,8 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x05image\x18\x15 \x01(\v2\x0e.unyo.v1.ImageH\x00R\x05image\x12,\n" +
 	"\anetwork\x18\x16 \x01(\v2\x10.unyo.v1.NetworkH\x00R\anetwork\x12?\n" +
 	"\x0eregion_service\x18\x1e \x01(\v2\x16.unyo.v1.RegionServiceH\x00R\rregionService\x12,\n" +
-	"\acompute\x18\x1f \x01(\v2\x10.unyo.v1.ComputeH\x00R\acomputeB\x06\n" +
+	"\acompute\x18\x1f \x01(\v2\x10.unyo.v1.ComputeH\x00R\acompute\x12;\n" +
+	"\floadbalancer\x18  \x01(\v2\x15.unyo.v1.LoadbalancerH\x00R\floadbalancerB\x06\n" +
 	"\x04kind\"M\n" +
 	"\tObjectRef\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -11055,7 +11073,8 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(*Network)(nil),                  // 167: unyo.v1.Network
 	(*RegionService)(nil),            // 168: unyo.v1.RegionService
 	(*Compute)(nil),                  // 169: unyo.v1.Compute
-	(*AddressAllocation)(nil),        // 170: unyo.v1.AddressAllocation
+	(*Loadbalancer)(nil),             // 170: unyo.v1.Loadbalancer
+	(*AddressAllocation)(nil),        // 171: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	139, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
@@ -11136,219 +11155,220 @@ var file_unyo_v1_unyo_proto_depIdxs = []int32{
 	167, // 75: unyo.v1.Object.network:type_name -> unyo.v1.Network
 	168, // 76: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
 	169, // 77: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
-	6,   // 78: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	158, // 79: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 80: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	9,   // 81: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	16,  // 82: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	14,  // 83: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	32,  // 84: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	33,  // 85: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	46,  // 86: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	34,  // 87: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 88: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	46,  // 89: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	34,  // 90: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 91: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	32,  // 92: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	34,  // 93: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 94: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	34,  // 95: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	149, // 96: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	54,  // 97: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 98: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	34,  // 99: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 100: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	34,  // 101: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 102: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	16,  // 103: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	34,  // 104: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	16,  // 105: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	34,  // 106: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 107: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 108: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	31,  // 109: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	34,  // 110: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 111: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	34,  // 112: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 113: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	29,  // 114: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	34,  // 115: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 116: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	156, // 117: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	9,   // 118: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	164, // 119: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
-	74,  // 120: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 121: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	156, // 122: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	156, // 123: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	75,  // 124: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	76,  // 125: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	73,  // 126: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	170, // 127: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	170, // 128: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	156, // 129: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	9,   // 130: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	87,  // 131: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	156, // 132: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	158, // 133: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	158, // 134: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	74,  // 135: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	150, // 136: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	151, // 137: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	89,  // 138: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	152, // 139: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	88,  // 140: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	92,  // 141: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	156, // 142: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	156, // 143: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	158, // 144: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	156, // 145: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	90,  // 146: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	34,  // 147: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 148: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	156, // 149: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	91,  // 150: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	34,  // 151: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 152: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	153, // 153: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	100, // 154: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	156, // 155: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	156, // 156: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	154, // 157: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	103, // 158: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	100, // 159: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	34,  // 160: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 161: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	103, // 162: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	158, // 163: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	158, // 164: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	106, // 165: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	34,  // 166: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 167: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 168: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	100, // 169: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	34,  // 170: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 171: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 172: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	155, // 173: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	156, // 174: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	112, // 175: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	34,  // 176: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 177: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 178: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	156, // 179: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	115, // 180: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	34,  // 181: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 182: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 183: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 184: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 185: unyo.v1.SetNodeAutoResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 186: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	156, // 187: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	156, // 188: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	156, // 189: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	158, // 190: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	129, // 191: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	129, // 192: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	129, // 193: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	156, // 194: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	156, // 195: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	136, // 196: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	34,  // 197: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	35,  // 198: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	39,  // 199: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	41,  // 200: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	43,  // 201: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	37,  // 202: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	45,  // 203: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	48,  // 204: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	50,  // 205: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	52,  // 206: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	57,  // 207: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	59,  // 208: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	117, // 209: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	55,  // 210: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	119, // 211: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
-	121, // 212: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
-	123, // 213: unyo.v1.NodeService.SetNodeAuto:input_type -> unyo.v1.SetNodeAutoRequest
-	61,  // 214: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	63,  // 215: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	65,  // 216: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	67,  // 217: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	69,  // 218: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 219: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	71,  // 220: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	77,  // 221: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	79,  // 222: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	125, // 223: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	127, // 224: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	81,  // 225: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	83,  // 226: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	85,  // 227: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	93,  // 228: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	95,  // 229: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	96,  // 230: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	98,  // 231: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	101, // 232: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	104, // 233: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	107, // 234: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	109, // 235: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	111, // 236: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	114, // 237: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	130, // 238: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	132, // 239: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	134, // 240: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	137, // 241: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	36,  // 242: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	40,  // 243: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	42,  // 244: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	44,  // 245: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	38,  // 246: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	47,  // 247: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	49,  // 248: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	51,  // 249: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	53,  // 250: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	58,  // 251: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	60,  // 252: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	118, // 253: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	56,  // 254: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	120, // 255: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
-	122, // 256: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
-	124, // 257: unyo.v1.NodeService.SetNodeAuto:output_type -> unyo.v1.SetNodeAutoResponse
-	62,  // 258: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	64,  // 259: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	66,  // 260: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	68,  // 261: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	70,  // 262: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 263: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	72,  // 264: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	78,  // 265: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	80,  // 266: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	126, // 267: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	128, // 268: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	82,  // 269: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	84,  // 270: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	86,  // 271: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	94,  // 272: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	97,  // 273: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 274: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	99,  // 275: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	102, // 276: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	105, // 277: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	108, // 278: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	110, // 279: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	113, // 280: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	116, // 281: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	131, // 282: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	133, // 283: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	135, // 284: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	138, // 285: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	242, // [242:286] is the sub-list for method output_type
-	198, // [198:242] is the sub-list for method input_type
-	198, // [198:198] is the sub-list for extension type_name
-	198, // [198:198] is the sub-list for extension extendee
-	0,   // [0:198] is the sub-list for field type_name
+	170, // 78: unyo.v1.Object.loadbalancer:type_name -> unyo.v1.Loadbalancer
+	6,   // 79: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	158, // 80: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 81: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	9,   // 82: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	16,  // 83: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	14,  // 84: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	32,  // 85: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	33,  // 86: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	46,  // 87: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	34,  // 88: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 89: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	46,  // 90: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	34,  // 91: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 92: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	32,  // 93: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	34,  // 94: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 95: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	34,  // 96: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	149, // 97: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	54,  // 98: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 99: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	34,  // 100: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 101: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	34,  // 102: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 103: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	16,  // 104: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	34,  // 105: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	16,  // 106: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	34,  // 107: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 108: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 109: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	31,  // 110: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	34,  // 111: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 112: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	34,  // 113: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	31,  // 114: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	29,  // 115: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	34,  // 116: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 117: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	156, // 118: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	9,   // 119: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	164, // 120: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	74,  // 121: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 122: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	156, // 123: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	156, // 124: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	75,  // 125: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	76,  // 126: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	73,  // 127: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	171, // 128: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	171, // 129: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	156, // 130: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	9,   // 131: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	87,  // 132: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	156, // 133: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	158, // 134: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	158, // 135: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	74,  // 136: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	150, // 137: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	151, // 138: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	89,  // 139: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	152, // 140: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	88,  // 141: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	92,  // 142: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	156, // 143: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	156, // 144: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	158, // 145: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	156, // 146: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	90,  // 147: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	34,  // 148: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 149: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	156, // 150: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	91,  // 151: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	34,  // 152: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 153: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	153, // 154: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	100, // 155: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	156, // 156: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	156, // 157: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	154, // 158: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	103, // 159: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	100, // 160: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	34,  // 161: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 162: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	103, // 163: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	158, // 164: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	158, // 165: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	106, // 166: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	34,  // 167: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 168: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 169: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	100, // 170: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	34,  // 171: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 172: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 173: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	155, // 174: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	156, // 175: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	112, // 176: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	34,  // 177: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 178: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	156, // 179: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	156, // 180: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	115, // 181: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	34,  // 182: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 183: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 184: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 185: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 186: unyo.v1.SetNodeAutoResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	156, // 187: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	156, // 188: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	156, // 189: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	156, // 190: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	158, // 191: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	129, // 192: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	129, // 193: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	129, // 194: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	156, // 195: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	156, // 196: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	136, // 197: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	34,  // 198: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 199: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	39,  // 200: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	41,  // 201: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	43,  // 202: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	37,  // 203: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	45,  // 204: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	48,  // 205: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	50,  // 206: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	52,  // 207: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	57,  // 208: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	59,  // 209: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	117, // 210: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	55,  // 211: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	119, // 212: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	121, // 213: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
+	123, // 214: unyo.v1.NodeService.SetNodeAuto:input_type -> unyo.v1.SetNodeAutoRequest
+	61,  // 215: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	63,  // 216: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	65,  // 217: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	67,  // 218: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	69,  // 219: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	69,  // 220: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	71,  // 221: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	77,  // 222: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	79,  // 223: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	125, // 224: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	127, // 225: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	81,  // 226: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	83,  // 227: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	85,  // 228: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	93,  // 229: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	95,  // 230: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	96,  // 231: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	98,  // 232: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	101, // 233: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	104, // 234: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	107, // 235: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	109, // 236: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	111, // 237: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	114, // 238: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	130, // 239: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	132, // 240: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	134, // 241: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	137, // 242: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	36,  // 243: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	40,  // 244: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	42,  // 245: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	44,  // 246: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	38,  // 247: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	47,  // 248: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	49,  // 249: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	51,  // 250: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	53,  // 251: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	58,  // 252: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	60,  // 253: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	118, // 254: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	56,  // 255: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	120, // 256: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	122, // 257: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
+	124, // 258: unyo.v1.NodeService.SetNodeAuto:output_type -> unyo.v1.SetNodeAutoResponse
+	62,  // 259: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	64,  // 260: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	66,  // 261: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	68,  // 262: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	70,  // 263: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	70,  // 264: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	72,  // 265: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	78,  // 266: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	80,  // 267: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	126, // 268: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	128, // 269: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	82,  // 270: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	84,  // 271: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	86,  // 272: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	94,  // 273: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	97,  // 274: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	97,  // 275: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	99,  // 276: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	102, // 277: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	105, // 278: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	108, // 279: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	110, // 280: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	113, // 281: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	116, // 282: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	131, // 283: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	133, // 284: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	135, // 285: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	138, // 286: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	243, // [243:287] is the sub-list for method output_type
+	199, // [199:243] is the sub-list for method input_type
+	199, // [199:199] is the sub-list for extension type_name
+	199, // [199:199] is the sub-list for extension extendee
+	0,   // [0:199] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -11379,6 +11399,7 @@ func file_unyo_v1_unyo_proto_init() {
 		(*Object_Network)(nil),
 		(*Object_RegionService)(nil),
 		(*Object_Compute)(nil),
+		(*Object_Loadbalancer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

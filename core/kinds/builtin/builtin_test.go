@@ -58,7 +58,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	_, err := reg.Parse("xml")
-	if err == nil || err.Error() != `unknown kind "xml" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute)` {
+	if err == nil || err.Error() != `unknown kind "xml" (known kinds: Check, EventRule, Maintenance, Region, Datacenter, Floor, Rack, PhysicalResource, Cluster, Flavor, Image, Network, RegionService, Compute, Loadbalancer)` {
 		t.Errorf("Parse(xml): %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -15,6 +16,10 @@ import (
 // errComputeApplied refuses a Compute in a document: root keeps one per
 // replica of a RegionService, and nothing else makes them.
 var errComputeApplied = errors.New("computes are created through their RegionService: apply a RegionService (or `unyo services scale NAME N`) instead")
+
+// errLoadbalancerApplied refuses a Loadbalancer in a document: root keeps
+// one per service whose spec has a loadbalancer.
+var errLoadbalancerApplied = errors.New("load balancers are created through their RegionService: set spec.loadbalancer of a RegionService instead")
 
 // services are RegionServices and root's records of their replicas
 // (DESIGN.md, "Provisioning"); root owns both. Computes live in the same
@@ -72,7 +77,51 @@ func services() []kinds.Kind {
 				{Header: "AGE", Cell: func(c *unyov1.Compute, now time.Time) string { return cell.Age(now, c.GetCreatedAt()) }},
 			},
 		}),
+		kinds.Define(kinds.Spec[*unyov1.Loadbalancer]{
+			Noun: "loadbalancers", Help: "Load balancers: the VIPs of RegionServices (root's records)", Aliases: []string{"loadbalancer", "lb"},
+			Owner:    kinds.RootTier,
+			Validate: func(*unyov1.Loadbalancer, time.Time) error { return errLoadbalancerApplied },
+			Columns: []kinds.TypedColumn[*unyov1.Loadbalancer]{
+				{Header: "NAME", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetName() }},
+				{Header: "SERVICE", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetService() }},
+				{Header: "PHASE", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetStatus().GetPhase() }},
+				{Header: "VIP", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetVip() }},
+				{Header: "PORTS", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return LoadbalancerPorts(l.GetSpec()) }},
+				{Header: "CLUSTER", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetCluster() }},
+				{Header: "NODE", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return l.GetStatus().GetNode() }},
+				{Header: "BACKENDS", Cell: func(l *unyov1.Loadbalancer, _ time.Time) string { return LoadbalancerBackends(l) }},
+				{Header: "REASON", Width: 60, Cell: func(l *unyov1.Loadbalancer, _ time.Time) string {
+					return reason(l.GetStatus().GetReason(), l.GetStatus().GetMessage())
+				}},
+				{Header: "AGE", Cell: func(l *unyov1.Loadbalancer, now time.Time) string { return cell.Age(now, l.GetCreatedAt()) }},
+			},
+		}),
 	}
+}
+
+// LoadbalancerPorts is a load balancer's ports in words: "80/tcp->8080,53/udp".
+func LoadbalancerPorts(s *unyov1.LoadbalancerSpec) string {
+	var out []string
+	for _, p := range s.GetPorts() {
+		w := fmt.Sprintf("%d/%s", p.GetPort(), p.GetProtocol())
+		if t := p.GetTargetPort(); t != 0 && t != p.GetPort() {
+			w += fmt.Sprintf("->%d", t)
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, ",")
+}
+
+// LoadbalancerBackends is "healthy/total": the backends the provider
+// reports healthy of those root put in rotation.
+func LoadbalancerBackends(l *unyov1.Loadbalancer) string {
+	healthy := 0
+	for _, b := range l.GetStatus().GetBackends() {
+		if b.GetHealthy() {
+			healthy++
+		}
+	}
+	return fmt.Sprintf("%d/%d", healthy, len(l.GetBackends()))
 }
 
 // autoscaleCell is a service's autoscale state: its bounds, the metric's

@@ -654,15 +654,16 @@ func (s *Store) ListAssignments(ctx context.Context, node string) ([]*unyov1.Ass
 		if err := tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'assignments'").Scan(&gen); err != nil {
 			return err
 		}
-		// A node's assignments are the current instances it runs and the
-		// next instances (replacements) placed on it.
-		// Each with the link address its reservation holds on the node.
+		// A node's assignments are the current instances it runs, the next
+		// instances (replacements) placed on it and its load balancers; each
+		// compute with the link address its reservation holds on the node.
 		rows, err := tx.QueryContext(ctx, `SELECT c.assignment, c.name, p.slot FROM computes c
 				LEFT JOIN port_links p ON p.compute = c.name AND p.node = $1
 				WHERE c.node = $1 AND c.assignment IS NOT NULL
 			UNION ALL SELECT c.next_assignment, c.name, p.slot FROM computes c
 				LEFT JOIN port_links p ON p.compute = c.name AND p.node = $1
 				WHERE c.next_node = $1 AND c.next_assignment IS NOT NULL
+			UNION ALL SELECT assignment, name, NULL FROM loadbalancers WHERE node = $1 AND assignment IS NOT NULL
 			ORDER BY 2`, node)
 		if err != nil {
 			return err

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Computes", computeTests()},
 		{"Replacement", replaceTests()},
 		{"PortLinks", portLinkTests()},
+		{"Loadbalancers", loadbalancerTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
