@@ -33,6 +33,8 @@ type Resource struct {
 	Handle     Handle
 	CreatedAt  time.Time
 	Attributes map[string]string
+	// Backends of a load-balancer resource, as the provider sees them.
+	Backends []*pluginv1.BackendStatus
 }
 
 // Handle is what the core stores to find a resource again; the SDK fills in
@@ -168,7 +170,7 @@ func (s *providerServer) toProto(r Resource) (*pluginv1.Resource, error) {
 	out := &pluginv1.Resource{
 		Id: r.ID, Labels: r.Labels, Config: cfg, State: r.State, Reason: r.Reason,
 		Handle:     &pluginv1.Handle{Version: r.Handle.Version, Driver: s.rt.info.Name, State: r.Handle.State},
-		Attributes: r.Attributes,
+		Attributes: r.Attributes, Backends: r.Backends,
 	}
 	if !r.CreatedAt.IsZero() {
 		out.CreatedAt = timestamppb.New(r.CreatedAt)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -220,6 +221,34 @@ func (d *Dataplane) Close() error {
 		}
 	}
 	return d.objs.Close()
+}
+
+// Stale says whether the pins changed under this process (another plugin
+// process pinned maps, or removed them, since Open): then Open again.
+func (d *Dataplane) Stale() bool {
+	if d.opts.Detached {
+		return false
+	}
+	path := filepath.Join(d.opts.PinDir, lbMapServices)
+	if !exists(path) {
+		return d.objs.Services.IsPinned() || d.xdp != nil
+	}
+	if !d.objs.Services.IsPinned() {
+		return true
+	}
+	m, err := ebpf.LoadPinnedMap(path, nil)
+	if err != nil {
+		return true
+	}
+	defer m.Close()
+	a, err1 := m.Info()
+	b, err2 := d.objs.Services.Info()
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	ida, _ := a.ID()
+	idb, _ := b.ID()
+	return ida != idb || (d.xdp == nil) != !exists(filepath.Join(d.opts.PinDir, pinXDP))
 }
 
 // Attached says whether the program is attached to the interface.
@@ -653,8 +682,15 @@ func unmountIfEmpty(dir string) error {
 		return nil
 	}
 	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) > 0 {
+	if err != nil {
 		return nil
+	}
+	for _, e := range ents {
+		// The kernel's bpf_preload puts maps.debug and progs.debug in
+		// every new bpffs.
+		if !strings.HasSuffix(e.Name(), ".debug") {
+			return nil
+		}
 	}
 	if err := unix.Unmount(dir, 0); err != nil {
 		return fmt.Errorf("unmounting the bpffs at %s: %w", dir, err)
