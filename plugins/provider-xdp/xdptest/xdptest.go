@@ -312,3 +312,70 @@ func Leftovers(names []string, mounts []string) []string {
 	}
 	return left
 }
+
+// Topology is a load balancer's network: a client namespace and backend
+// namespaces, each joined to the load balancer's namespace by a veth pair,
+// the load balancer routing between them. The client reaches every VIP in
+// VIPNet through the load balancer; the backends' default route is the
+// load balancer, so their replies pass through it.
+//
+//	client 10.77.0.2 --- lbc0 10.77.0.1 [LB] lbbN 10.77.N.1 --- eth0 10.77.N.2 backend N
+type Topology struct {
+	Client, LB *NS
+	// Iface is the load balancer's interface towards the client, where
+	// the XDP program goes.
+	Iface    string
+	Backends []*BackendNS
+	sfx      string
+	names    []string
+}
+
+// BackendNS is one backend's namespace and address.
+type BackendNS struct {
+	NS   *NS
+	Addr netip.Addr
+}
+
+// VIPNet holds the VIPs a topology's client routes to the load balancer.
+var VIPNet = netip.MustParsePrefix("10.77.200.0/24")
+
+// NewTopology makes the client, the load balancer and n backends.
+func NewTopology(t testing.TB, n int) *Topology {
+	t.Helper()
+	sfx := Suffix()
+	tp := &Topology{sfx: sfx, Iface: "lbc0"}
+	tp.Client = tp.ns(t, "uxc-"+sfx)
+	tp.LB = tp.ns(t, "uxl-"+sfx)
+	Veth(t, tp.Client, "eth0", netip.MustParsePrefix("10.77.0.2/24"), tp.LB, tp.Iface, netip.MustParsePrefix("10.77.0.1/24"))
+	tp.Client.Route(t, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParseAddr("10.77.0.1"), "eth0")
+	tp.LB.Sysctl(t, "net.ipv4.conf.all.forwarding", "1")
+	for range n {
+		tp.AddBackend(t)
+	}
+	return tp
+}
+
+func (tp *Topology) ns(t testing.TB, name string) *NS {
+	tp.names = append(tp.names, name)
+	return NewNS(t, name)
+}
+
+// Names are the namespaces made, for Leftovers.
+func (tp *Topology) Names() []string { return tp.names }
+
+// ClientAddr is the client's address.
+func (tp *Topology) ClientAddr() netip.Addr { return netip.MustParseAddr("10.77.0.2") }
+
+// AddBackend makes one more backend namespace.
+func (tp *Topology) AddBackend(t testing.TB) *BackendNS {
+	t.Helper()
+	i := len(tp.Backends) + 1
+	ns := tp.ns(t, fmt.Sprintf("uxb%d-%s", i, tp.sfx))
+	lbSide := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(i), 1}), 24)
+	addr := netip.AddrFrom4([4]byte{10, 77, byte(i), 2})
+	Veth(t, tp.LB, fmt.Sprintf("lbb%d", i), lbSide, ns, "eth0", netip.PrefixFrom(addr, 24))
+	ns.Route(t, netip.MustParsePrefix("0.0.0.0/0"), lbSide.Addr(), "eth0")
+	b := &BackendNS{NS: ns, Addr: addr}
+	tp.Backends = append(tp.Backends, b)
+	return b
+}
