@@ -10,7 +10,10 @@
 # Chromium (the web console's browser tests drive it headless), and
 # docker.io with busybox-static (provider-docker's tests start a private
 # dockerd and import a busybox image built from the static binary; the
-# package starts no daemon: policy-rc.d). Runs apt-get
+# package starts no daemon: policy-rc.d), clang and libbpf-dev (only to
+# regenerate provider-xdp's BPF object: go generate; building needs
+# neither) and iptables (provider-xdp's benchmark compares its XDP path
+# with iptables DNAT). Runs apt-get
 # only as root and only for what is missing.
 set -euo pipefail
 need=()
@@ -31,6 +34,9 @@ command -v dot >/dev/null || need+=(graphviz)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/sbin/dockerd ] || need+=(docker.io)
 [ -x /bin/busybox ] || need+=(busybox-static)
+command -v clang >/dev/null || need+=(clang)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing ${need[*]}; run as root (or install them) for the full suite" >&2

@@ -42,7 +42,9 @@ type rig struct {
 	macs map[netip.Addr]net.HardwareAddr
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigB(t) }
+
+func newRigB(t testing.TB) *rig {
 	xdptest.NeedRoot(t)
 	sfx := xdptest.Suffix()
 	ns, peer := xdptest.NewNS(t, "uxu-"+sfx), xdptest.NewNS(t, "uxp-"+sfx)
