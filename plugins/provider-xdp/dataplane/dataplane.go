@@ -793,12 +793,7 @@ func (d *Dataplane) sum(m *ebpf.Map, key uint32) (Counter, error) {
 func FlowHash(src, dst netip.Addr, sport, dport uint16, proto Proto) uint64 {
 	h := uint64(addrU32(src))<<32 | uint64(addrU32(dst))
 	h ^= (uint64(htons(sport))<<32 | uint64(htons(dport))<<16 | uint64(proto)) * 0x9e3779b97f4a7c15
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return maglev.Mix64(h)
 }
 
 // Picker returns a function that tells which backend (an index into

@@ -77,8 +77,13 @@ func hash(salt, key string) uint64 {
 	h.Write([]byte{0})
 	h.Write([]byte(key))
 	// FNV's low bits vary little between similar keys (10.0.0.1,
-	// 10.0.0.2): murmur3's finalizer spreads them.
-	x := h.Sum64()
+	// 10.0.0.2): the finalizer spreads them.
+	return Mix64(h.Sum64())
+}
+
+// Mix64 is murmur3's 64-bit finalizer: every input bit affects every
+// output bit.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33

@@ -55,6 +55,17 @@ func Do(path string, fn func() error) error {
 	return <-errc
 }
 
+// In runs fn inside the namespace at path and returns its result.
+func In[T any](path string, fn func() (T, error)) (T, error) {
+	var v T
+	err := Do(path, func() error {
+		var err error
+		v, err = fn()
+		return err
+	})
+	return v, err
+}
+
 // Dialer returns a DialContext that makes its sockets in the namespace at
 // path.
 func Dialer(path string, d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -62,36 +73,18 @@ func Dialer(path string, d *net.Dialer) func(ctx context.Context, network, addr 
 		d = &net.Dialer{}
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := Do(path, func() error {
-			var err error
-			c, err = d.DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
+		return In(path, func() (net.Conn, error) { return d.DialContext(ctx, network, addr) })
 	}
 }
 
 // Listen opens a listener in the namespace at path.
 func Listen(path, network, addr string) (net.Listener, error) {
-	var l net.Listener
-	err := Do(path, func() error {
-		var err error
-		l, err = net.Listen(network, addr)
-		return err
-	})
-	return l, err
+	return In(path, func() (net.Listener, error) { return net.Listen(network, addr) })
 }
 
 // ListenPacket opens a packet socket in the namespace at path.
 func ListenPacket(path, network, addr string) (net.PacketConn, error) {
-	var l net.PacketConn
-	err := Do(path, func() error {
-		var err error
-		l, err = net.ListenPacket(network, addr)
-		return err
-	})
-	return l, err
+	return In(path, func() (net.PacketConn, error) { return net.ListenPacket(network, addr) })
 }
 
 // Sysctl writes a sysctl (a dotted name, "net.ipv4.ip_forward") inside the
