@@ -233,8 +233,34 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("backend_killed", func(t *testing.T) {
 		e.t = t
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w, err := p.conn.Provider.Watch(ctx, &pluginv1.WatchRequest{Ids: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := make(chan *pluginv1.WatchResponse, 16)
+		go func() {
+			for {
+				ev, err := w.Recv()
+				if err != nil {
+					close(events)
+					return
+				}
+				events <- ev
+			}
+		}()
+		time.Sleep(100 * time.Millisecond) // the watch is registered
 		e.servers[b2.Addr].Stop()
 		took := waitHealth(t, p, id, b2.Addr, false, 5*time.Second)
+		select {
+		case ev := <-events:
+			if ev.GetState() != sdk.Running || !strings.Contains(ev.GetReason(), "2 of 3 backends healthy") {
+				t.Errorf("Watch reported %v %q, want RUNNING with 2 of 3 backends healthy", ev.GetState(), ev.GetReason())
+			}
+		case <-time.After(2 * time.Second):
+			t.Error("Watch reported nothing when a backend left rotation")
+		}
 		t.Logf("backend out of rotation %v after its server stopped", took.Round(10*time.Millisecond))
 		e.spread(300, b1, b3)
 	})
