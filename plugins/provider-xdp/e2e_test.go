@@ -28,6 +28,9 @@ const (
 	e2eVIP    = "10.77.200.1"
 	e2ePort   = 80
 	e2eTarget = 8080
+	// A UDP port beside: 53 to the backends' 5353.
+	e2eUDP       = 53
+	e2eUDPTarget = 5353
 )
 
 // lbConfig is the load balancer over the given backends, health-checked
@@ -38,8 +41,9 @@ func lbConfig(bs ...*xdptest.BackendNS) map[string]any {
 		backends = append(backends, map[string]any{"name": beName(b), "address": b.Addr.String()})
 	}
 	return map[string]any{
-		"vip":      e2eVIP,
-		"ports":    []any{map[string]any{"port": float64(e2ePort), "target_port": float64(e2eTarget), "protocol": "tcp"}},
+		"vip": e2eVIP,
+		"ports": []any{map[string]any{"port": float64(e2ePort), "target_port": float64(e2eTarget), "protocol": "tcp"},
+			map[string]any{"port": float64(e2eUDP), "target_port": float64(e2eUDPTarget), "protocol": "udp"}},
 		"backends": backends,
 		"health":   map[string]any{"kind": "http", "path": "/", "interval": "300ms", "timeout": "300ms", "fall": float64(2), "rise": float64(2)},
 	}
@@ -59,6 +63,40 @@ type e2e struct {
 
 func (e *e2e) serve(b *xdptest.BackendNS) {
 	e.servers[b.Addr] = xdptest.Serve(e.outer, b.NS, beName(b), netip.AddrPortFrom(b.Addr, e2eTarget))
+	xdptest.ServeUDP(e.outer, b.NS, beName(b), netip.AddrPortFrom(b.Addr, e2eUDPTarget))
+}
+
+// udp sends one datagram to the VIP from each of n sockets (n flows) and
+// counts the answers by backend; an answer must come from the VIP's
+// address and port (the reply path's reverse NAT).
+func (e *e2e) udp(n int) map[string]int {
+	e.t.Helper()
+	got := map[string]int{}
+	vip := &net.UDPAddr{IP: net.ParseIP(e2eVIP), Port: e2eUDP}
+	for range n {
+		c, err := nsutil.ListenPacket(e.tp.Client.Path, "udp4", "10.77.0.2:0")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 256)
+		_, err = c.WriteTo([]byte("who?"), vip)
+		var k int
+		var from net.Addr
+		if err == nil {
+			k, from, err = c.ReadFrom(buf)
+		}
+		c.Close()
+		switch {
+		case err != nil:
+			got[""]++
+		case from.String() != vip.String():
+			e.t.Fatalf("UDP answer from %s, want the VIP %s", from, vip)
+		default:
+			got[strings.TrimSpace(string(buf[:k]))]++
+		}
+	}
+	return got
 }
 
 // fetch makes n requests to the VIP, each on a new connection (a new
@@ -226,9 +264,20 @@ func TestEndToEnd(t *testing.T) {
 			ms[m.GetLabel()] = m.GetValue()
 		}
 		// 1000 connections: at least SYN, ACK, request and FIN each.
-		if ms["packets"] < 4000 || ms["tcp_80_packets"] != ms["packets"] || ms["backends_healthy"] != 3 {
+		if ms["tcp_80_packets"] < 4000 || ms["packets"] != ms["tcp_80_packets"]+ms["udp_53_packets"] || ms["backends_healthy"] != 3 {
 			t.Errorf("stats: %v", ms)
 		}
+	})
+
+	t.Run("udp", func(t *testing.T) {
+		e.t = t
+		got := e.udp(300)
+		for _, b := range []*xdptest.BackendNS{b1, b2, b3} {
+			if c := got[beName(b)]; c < 80 || c > 120 {
+				t.Errorf("%s answered %d of 300 datagrams, want 100±20%%: %v", beName(b), c, got)
+			}
+		}
+		t.Logf("300 datagrams: %v", got)
 	})
 
 	t.Run("backend_killed", func(t *testing.T) {

@@ -379,3 +379,24 @@ func (tp *Topology) AddBackend(t testing.TB) *BackendNS {
 	tp.Backends = append(tp.Backends, b)
 	return b
 }
+
+// ServeUDP answers every datagram to addr inside ns with "NAME\n"; it stops
+// when the test ends.
+func ServeUDP(t testing.TB, ns *NS, name string, addr netip.AddrPort) {
+	t.Helper()
+	c, err := nsutil.ListenPacket(ns.Path, "udp4", addr.String())
+	if err != nil {
+		t.Fatalf("listening on udp %s in %s: %v", addr, ns.Name, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			_, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.WriteTo([]byte(name+"\n"), from)
+		}
+	}()
+}
