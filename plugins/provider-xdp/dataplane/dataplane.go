@@ -193,8 +193,36 @@ func Open(opts Options) (*Dataplane, error) {
 			}
 			return 0
 		})
+		// A new plugin version brings its program to the running
+		// attachment: swapped atomically, over the same maps.
+		upgrade(d.xdp, d.objs.UnyoLb)
+		upgrade(d.tcx, d.objs.UnyoLbReply)
 	}
 	return d, nil
+}
+
+// upgrade puts p behind the link when the program there now differs
+// (another tag); when that cannot be done the old program stays, which
+// reads the same maps.
+func upgrade(l link.Link, p *ebpf.Program) {
+	if l == nil {
+		return
+	}
+	info, err := l.Info()
+	if err != nil {
+		return
+	}
+	old, err := ebpf.NewProgramFromID(info.Program)
+	if err != nil {
+		return
+	}
+	defer old.Close()
+	oi, err1 := old.Info()
+	ni, err2 := p.Info()
+	if err1 != nil || err2 != nil || oi.Tag == ni.Tag {
+		return
+	}
+	_ = l.Update(p)
 }
 
 // openLink opens a pinned link; one whose interface is gone (defunct) is
