@@ -511,9 +511,11 @@ func (p *xdpProvider) Recover(_ context.Context, id string, h sdk.Handle) (sdk.R
 // resource builds the answer: config, state, backends with health and
 // traffic.
 func (p *xdpProvider) resource(r record, st lbStatus) sdk.Resource {
+	// Held throughout: a reconcile may re-open (and close) the data
+	// plane whose counters are read here.
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	cfg, dp := p.cfg, p.dp
-	p.mu.Unlock()
 	c, _ := lb.Decode(r.Config)
 	hs, _ := json.Marshal(handleState{VIP: c.VIP, Interface: cfg.Interface, Netns: cfg.Netns, PinDir: cfg.PinDir})
 	out := sdk.Resource{ID: r.ID, Labels: r.Labels, Config: r.Config, State: st.State, Reason: st.Reason, CreatedAt: r.CreatedAt,
@@ -568,8 +570,8 @@ func (p *xdpProvider) Stats(_ context.Context, id string) ([]sdk.Metric, error) 
 		return nil, err
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	dp := p.dp
-	p.mu.Unlock()
 	cs, err := dp.Counters()
 	if err != nil {
 		return nil, fmt.Errorf("provider xdp: reading the counters: %w", err)
@@ -646,18 +648,19 @@ func (p *xdpProvider) Watch(ctx context.Context, ids []string, send func(sdk.Res
 func (p *xdpProvider) Fingerprint(context.Context) (sdk.Fingerprint, error) {
 	p.mu.Lock()
 	cfg, dp, n := p.cfg, p.dp, len(p.monitors)
+	attached := dp != nil && dp.Attached()
 	p.mu.Unlock()
 	if dp == nil {
 		return sdk.Fingerprint{Healthy: false, Reason: "provider xdp: not configured"}, nil
 	}
 	f := sdk.Fingerprint{Healthy: true, Attributes: map[string]string{"interface": cfg.Interface, "mode": cfg.Mode,
-		"attached": fmt.Sprint(dp.Attached()), "loadbalancers": fmt.Sprint(n)}}
+		"attached": fmt.Sprint(attached), "loadbalancers": fmt.Sprint(n)}}
 	err := nsutil.Do(cfg.Netns, func() error {
 		l, err := netlink.LinkByName(cfg.Interface)
 		if err != nil {
 			return err
 		}
-		if x := l.Attrs().Xdp; x != nil && x.Attached && !dp.Attached() {
+		if x := l.Attrs().Xdp; x != nil && x.Attached && !attached {
 			return fmt.Errorf("another XDP program (id %d) is attached", x.ProgId)
 		}
 		return nil
