@@ -20,12 +20,13 @@ dev: build
 # The binary, and beside it the bundled provider-exec, which `unyo dev`
 # enables for its agent so that RegionServices run on this machine, and
 # the other providers: docker (containers through a node's dockerd), vpp
-# (load balancers in VPP's lb plugin).
+# (load balancers in VPP's lb plugin) and xdp (load balancers in XDP).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
 	$(GO) build -trimpath -o bin/unyo-provider-exec ./plugins/provider-exec
 	$(GO) build -trimpath -o bin/unyo-provider-docker ./plugins/provider-docker
 	$(GO) build -trimpath -o bin/unyo-provider-vpp ./plugins/provider-vpp
+	$(GO) build -trimpath -o bin/unyo-provider-xdp ./plugins/provider-xdp
 
 # The man pages, generated from the command tree (unyo.1, unyo-apply.1, ...).
 man: build

@@ -13,10 +13,13 @@
 # package starts no daemon: policy-rc.d), libvirt with qemu
 # (provider-libvirt's tests: libvirt-dev for the cgo binding, the daemon
 # for the test driver served over a private socket, qemu-system-x86 and
-# qemu-utils for real VMs under software emulation, cpio) and a Debian
+# qemu-utils for real VMs under software emulation, cpio), a Debian
 # kernel downloaded and unpacked, not installed, into $UNYO_TEST_KERNEL_DIR
 # (the guests' kernel: an uncompressed PVH vmlinux and its virtio modules).
-# Runs apt-get only as root and only for what is missing.
+# and clang and libbpf-dev (only to regenerate provider-xdp's BPF object: go
+# generate; building needs neither) and iptables (provider-xdp's benchmark
+# compares its XDP path with iptables DNAT). Runs apt-get only as root and
+# only for what is missing.
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
@@ -46,6 +49,9 @@ command -v cpio >/dev/null || need+=(cpio)
 # namespaces by hand (nsenter comes with util-linux).
 command -v ip >/dev/null || need+=(iproute2)
 command -v sysctl >/dev/null || need+=(procps)
+command -v clang >/dev/null || need+=(clang)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
 kernel_dir=${UNYO_TEST_KERNEL_DIR:-/var/cache/unyo-test/linux}
 if [ ${#need[@]} -eq 0 ]; then
   [ -f "$kernel_dir/vmlinux" ] || [ "$(id -u)" -ne 0 ] || bash "$(dirname "$0")/guest-kernel.sh" "$kernel_dir"

@@ -17,7 +17,7 @@ name=unyo-$VERSION-linux-$ARCH
 root=$stage/$name
 mkdir -p "$root"/{bin,lib/unyo/plugins,etc/unyo,lib/systemd/system,share/unyo/prometheus,share/man/man1}
 cp bin/unyo "$root/bin/"
-for p in action-exec action-smtp check-http check-tcp provider-exec provider-docker; do
+for p in action-exec action-smtp check-http check-tcp provider-exec provider-docker provider-xdp provider-vpp; do
   $GO build -trimpath -ldflags='-s -w' -o "$root/lib/unyo/plugins/$p" "./plugins/$p"
 done
 cp configs/root.yaml configs/cluster.yaml configs/agent.yaml "$root/etc/unyo/"
