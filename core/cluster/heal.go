@@ -94,8 +94,13 @@ func (h *healer) heal(ctx context.Context) error {
 	p := heal.Guard(list, partitionWindow)
 	h.guardChanged(ctx, p)
 	changed := false
+	latest := map[[2]string]*unyov1.Event{}
 	for _, c := range computes {
 		did, err := h.one(ctx, c, byName, p, now)
+		if err == nil && !did {
+			// Its update checks, for root's rolling update (updatechecks.go).
+			did, err = h.judgeChecks(ctx, c, latest)
+		}
 		if err != nil {
 			return err
 		}

@@ -193,6 +193,7 @@ func (s *Store) CurrentGone(ctx context.Context, compute, node string, at time.T
 			}
 		}
 		clearReplacement(st)
+		st.Checks = nil // judged again for the instance it now runs
 		r.c.Status = st
 		return writeCompute(ctx, tx, r, gen)
 	})
