@@ -49,8 +49,5 @@ func (h *healer) judgeChecks(ctx context.Context, c *unyov1.Compute, latest map[
 	next := proto.CloneOf(st)
 	now := timestamppb.New(h.c.now())
 	next.Checks, next.UpdatedAt = &unyov1.ComputeChecks{State: state, Message: msg, UpdatedAt: now}, now
-	if err := h.c.store.SetComputeStatus(ctx, c.GetName(), next); err != nil {
-		return false, err
-	}
-	return true, nil
+	return h.swapStatus(ctx, c, next)
 }
