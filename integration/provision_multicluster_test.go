@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,31 +79,26 @@ spec: {region: tokyo, weight: 1}
 `))
 	nodeCluster := map[string]string{"node-a": "c1", "node-b": "c1", "node-c": "c2", "node-d": "c2"}
 	for node, resource := range map[string]string{"node-a": "srv-a", "node-b": "srv-b", "node-c": "srv-c", "node-d": "srv-d"} {
-		startUnyo(t, node, nil, "agent", "--config", writeFile(t, dir, node+".yaml", fmt.Sprintf(`
-role: agent
-data_dir: %s/%s
-agent:
-  node_name: %s
-  cluster_url: %s
-  token: %s
-  resource: %s
-  flush_interval: 100ms
-  plugins:
-    dirs: [%s]
-    enabled:
-      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
-`, dir, node, node, clusters[nodeCluster[node]], joinToken, resource, filepath.Dir(plugin), sum, dir, node)))
+		startExecAgent(t, dir, node, resource, clusters[nodeCluster[node]], plugin, sum)
 	}
+	var cpus float64
 	testutil.Eventually(t, 60*time.Second, "four Ready nodes", func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
 		if err != nil || len(items) != 4 {
 			return fmt.Errorf("nodes: %d, %v", len(items), err)
 		}
+		capacity, _ := items[0]["capacity"].(map[string]any)
+		cpus, _ = capacity["cpus"].(float64)
 		return nil
 	})
-	admin.must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
+	// A replica takes a whole node (all its CPUs): a cluster of two nodes
+	// holds two, so root's cluster stage splits four over both clusters
+	// (allow_split), and the hostname anti-affinity holds in each.
+	admin.must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)+
+		fmt.Sprintf("---\nkind: Flavor\nname: whole\nspec: {kind: container, vcpus: %d, memory: 64Mi, disk: 100Mi, price_per_hour: 1}\n", int(cpus))))
 	svc := strings.Replace(webService(4), "      anti_affinity: [{key: topology.unyo.dev/hostname}]",
 		"      anti_affinity: [{key: topology.unyo.dev/hostname}]\n      allow_split: true", 1)
+	svc = strings.Replace(svc, "flavor: small", "flavor: whole", 1)
 	admin.must("apply", "-f", writeFile(t, dir, "web.yaml", svc))
 
 	// converged waits until the service has n Active replicas, one
