@@ -374,21 +374,7 @@ spec: {region: tokyo, weight: 1}
 		if extra != nil {
 			more = extra(n.node, filepath.Dir(plugin))
 		}
-		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
-role: agent
-data_dir: %s/%s
-agent:
-  node_name: %s
-  cluster_url: %s
-  token: %s
-  resource: %s
-  flush_interval: 100ms
-  status_listen: 127.0.0.1:0
-  plugins:
-    dirs: [%s]
-    enabled:
-      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
-%s`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, dir, n.node, more)))
+		startExecAgent(t, dir, n.node, n.resource, clusterURL, plugin, sum, more)
 	}
 	// The model label (from the inventory's PhysicalResource) prices a
 	// node's reservations: wait for root to have pushed it.
@@ -406,6 +392,28 @@ agent:
 	})
 	must("apply", "-f", writeFile(t, dir, "catalog.yaml", strings.Replace(serviceCatalog, "kind: Region\nname: tokyo\nspec: {zones: [az1, az2, az3]}\n---\n", "", 1)))
 	return root, rootURL, clusterURL
+}
+
+// startExecAgent starts node's agent for cluster clusterURL, as the
+// inventory's resource, with provider-exec (the plugin binary and its
+// sha256) keeping its state under dir.
+func startExecAgent(t *testing.T, dir, node, resource, clusterURL, plugin, sum, more string) *proc {
+	t.Helper()
+	return startUnyo(t, node, nil, "agent", "--config", writeFile(t, dir, node+".yaml", fmt.Sprintf(`
+role: agent
+data_dir: %s/%s
+agent:
+  node_name: %s
+  cluster_url: %s
+  token: %s
+  resource: %s
+  flush_interval: 100ms
+  status_listen: 127.0.0.1:0
+  plugins:
+    dirs: [%s]
+    enabled:
+      - {kind: provider, name: exec, sha256: %s, config: {state_dir: %s/%s-exec}}
+%s`, dir, node, node, clusterURL, joinToken, resource, filepath.Dir(plugin), sum, dir, node, more)))
 }
 
 // adminCLI runs unyo commands at url with the admin token: run returns

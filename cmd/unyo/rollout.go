@@ -123,7 +123,10 @@ func getService(ctx context.Context, g *globals, cl *client.Clients, name string
 }
 
 // rolloutLine is a service's rollout in one line, and whether it is done
-// (every replica Active at the current revision) or failed.
+// (every replica Active at the current revision) or failed (the service
+// Failed, or the rollout paused by a replica's failing update checks,
+// which its line names, as kubectl's rollout status ends at a progress
+// deadline).
 func rolloutLine(s *unyov1.RegionService) (line string, done, failed bool) {
 	st := s.GetStatus()
 	progress := st.GetRollout()
@@ -135,7 +138,7 @@ func rolloutLine(s *unyov1.RegionService) (line string, done, failed bool) {
 		line += ": " + st.GetMessage()
 	}
 	done = st.GetPhase() == service.PhaseActive && st.GetUpdated() == st.GetReplicas() && st.GetRollout() == ""
-	return line, done, st.GetPhase() == service.PhaseFailed
+	return line, done, st.GetPhase() == service.PhaseFailed || st.GetRolloutPaused() != ""
 }
 
 // undoTarget is the revision undo goes back to: to, or the newest before

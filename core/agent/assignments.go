@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -60,7 +62,9 @@ func (a *Agent) hasProviders() bool {
 }
 
 // heldResource is what the agent keeps of one resource it created: enough
-// to find it again after a restart (the provider's handle).
+// to find it again after a restart (the provider's handle), and the
+// assignment generation it realizes, so that an unchanged assignment is
+// not handed to the provider again.
 type heldResource struct {
 	Compute       string `json:"compute"`
 	Provider      string `json:"provider"`
@@ -70,11 +74,45 @@ type heldResource struct {
 	HandleState   []byte `json:"handle_state,omitempty"`
 }
 
+// assignmentAPI is the part of the cluster's ProvisionService the runner
+// uses (a seam for tests).
+type assignmentAPI interface {
+	GetAssignments(context.Context, *connect.Request[unyov1.GetAssignmentsRequest]) (*connect.Response[unyov1.GetAssignmentsResponse], error)
+	ReportAssignments(context.Context, *connect.Request[unyov1.ReportAssignmentsRequest]) (*connect.Response[unyov1.ReportAssignmentsResponse], error)
+}
+
+// providerFunc runs fn against the named provider plugin's connection.
+type providerFunc func(ctx context.Context, provider string, fn func(ctx context.Context, c *base.Conn) error) error
+
+// realizeParallel bounds the provider calls one pass makes at once: a
+// provider's Create mostly waits (a process starting, an image loading).
+const realizeParallel = 8
+
+// resyncEvery is how often the agent reports every assignment's state,
+// changed or not, so that a report the cluster lost is mended.
+const resyncEvery = 5 * time.Minute
+
 // assignmentRunner realizes the node's assignments through its provider
 // plugins and reports their state.
+//
+// Work is proportional to what changed: an assignment whose generation the
+// held resource already realizes, and which its provider still lists, is
+// not handed to the provider again, and only states that differ from what
+// the cluster last took are reported. Passes run one after another, and a
+// pass acts on each compute once (up to realizeParallel computes at a
+// time), so two Creates of one compute are never in flight together: a
+// Create still running when the assignments change again is waited for
+// before the next pass looks at them.
 type assignmentRunner struct {
-	a    *Agent
-	path string // "" keeps the handles in memory only
+	node       string
+	cluster    func() string
+	registered func() bool
+	log        *slog.Logger
+	api        assignmentAPI
+	providers  []string // the configured provider plugins
+	do         providerFunc
+	path       string // "" keeps the handles in memory only
+
 	mu   sync.Mutex
 	held map[string]*heldResource
 	// declared is, per provider, the resource config keys its schema
@@ -82,6 +120,32 @@ type assignmentRunner struct {
 	declared map[string]declaredKeys
 	// lbs are the load balancers' last reports (loadbalancers.go).
 	lbs lbTracker
+	// ports wires compute ports (nil unless agent.ports.enabled; see
+	// ports.go).
+	ports *portRunner
+	// explain words an API error for the log.
+	explain func(error) error
+
+	// The loop's alone:
+	// reported is, per compute, the state the cluster last took.
+	reported map[string]reportedState
+	// failed is, per compute, the generation whose Create failed and the
+	// state reported for it: a failed Create is not retried at the same
+	// generation (the cluster's healer re-creates it with backoff, which
+	// moves the generation).
+	failed map[string]*unyov1.AssignmentState
+	// lastFull is when every state was last reported.
+	lastFull time.Time
+}
+
+// reportedState is what of an AssignmentState the cluster acts on.
+type reportedState struct {
+	generation                      int64
+	state, handle, address, message string
+}
+
+func reportedOf(st *unyov1.AssignmentState) reportedState {
+	return reportedState{st.GetGeneration(), st.GetState(), st.GetHandle(), st.GetAddress(), st.GetMessage()}
 }
 
 type declaredKeys struct {
@@ -94,33 +158,63 @@ func (a *Agent) runAssignments(ctx context.Context) {
 	if a.plugins == nil {
 		return
 	}
-	r := &assignmentRunner{a: a, held: map[string]*heldResource{}}
+	r := &assignmentRunner{
+		node: a.nodeName(), cluster: a.cluster, registered: a.isRegistered, log: a.log, api: a.cl.Provision, ports: a.ports,
+		do: func(ctx context.Context, provider string, fn func(ctx context.Context, c *base.Conn) error) error {
+			p, err := a.plugins.Plugin(providerKind, provider)
+			if err != nil {
+				return fmt.Errorf("provider %q: %w", provider, err)
+			}
+			return p.Do(ctx, fn)
+		},
+	}
+	for _, pc := range a.opts.Plugins {
+		if pc.Kind == providerKind {
+			r.providers = append(r.providers, pc.Name)
+		}
+	}
 	if a.opts.DataDir != "" {
 		r.path = filepath.Join(a.opts.DataDir, "assignments.json")
 	}
+	r.run(ctx, a.cl.Explain)
+}
+
+// run loads the kept handles, recovers them and follows the node's
+// assignments until ctx ends.
+func (r *assignmentRunner) run(ctx context.Context, explain func(error) error) {
+	r.explain = explain
+	if r.held == nil {
+		r.held = map[string]*heldResource{}
+	}
+	r.reported = map[string]reportedState{}
+	r.failed = map[string]*unyov1.AssignmentState{}
 	r.load()
 	r.recover(ctx)
 	bo := backoff{min: 500 * time.Millisecond, max: 10 * time.Second}
 	var since int64
 	for ctx.Err() == nil {
-		if !a.isRegistered() {
+		if !r.registered() {
 			ctxwait.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
-		resp, err := a.cl.Provision.GetAssignments(ctx, connect.NewRequest(&unyov1.GetAssignmentsRequest{Node: a.nodeName(), SinceGeneration: since}))
+		resp, err := r.api.GetAssignments(ctx, connect.NewRequest(&unyov1.GetAssignmentsRequest{Node: r.node, SinceGeneration: since}))
 		if err != nil {
 			if ctx.Err() == nil {
-				a.log.Warn("fetching assignments failed; will retry", "err", a.cl.Explain(err))
+				r.log.Warn("fetching assignments failed; will retry", "err", explain(err))
 				ctxwait.Sleep(ctx, bo.next())
 			}
 			continue
 		}
 		bo.reset()
 		states := r.reconcile(ctx, resp.Msg.GetAssignments())
+		full := since == 0 || time.Since(r.lastFull) >= resyncEvery
+		if !full {
+			states = r.unreported(states)
+		}
 		if len(states) > 0 {
-			if _, err := a.cl.Provision.ReportAssignments(ctx, connect.NewRequest(&unyov1.ReportAssignmentsRequest{Node: a.nodeName(), States: states})); err != nil {
+			if _, err := r.api.ReportAssignments(ctx, connect.NewRequest(&unyov1.ReportAssignmentsRequest{Node: r.node, States: states})); err != nil {
 				if ctx.Err() == nil {
-					a.log.Warn("reporting assignments failed; will retry", "err", a.cl.Explain(err))
+					r.log.Warn("reporting assignments failed; will retry", "err", explain(err))
 					ctxwait.Sleep(ctx, bo.next())
 				}
 				// Fetch at once and report again.
@@ -128,8 +222,37 @@ func (a *Agent) runAssignments(ctx context.Context) {
 				continue
 			}
 		}
+		r.taken(resp.Msg.GetAssignments(), states)
+		if full {
+			r.lastFull = time.Now()
+		}
 		since = resp.Msg.GetGeneration()
 	}
+}
+
+// unreported are the states that differ from what the cluster last took.
+func (r *assignmentRunner) unreported(states []*unyov1.AssignmentState) []*unyov1.AssignmentState {
+	var out []*unyov1.AssignmentState
+	for _, st := range states {
+		if prev, ok := r.reported[st.GetCompute()]; !ok || prev != reportedOf(st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// taken records the states the cluster took, and forgets computes no
+// longer assigned to the node.
+func (r *assignmentRunner) taken(as []*unyov1.Assignment, states []*unyov1.AssignmentState) {
+	for _, st := range states {
+		r.reported[st.GetCompute()] = reportedOf(st)
+	}
+	assigned := map[string]bool{}
+	for _, a := range as {
+		assigned[a.GetCompute()] = true
+	}
+	maps.DeleteFunc(r.reported, func(c string, _ reportedState) bool { return !assigned[c] })
+	maps.DeleteFunc(r.failed, func(c string, _ *unyov1.AssignmentState) bool { return !assigned[c] })
 }
 
 func (a *Agent) nodeName() string { return a.opts.NodeName }
@@ -158,7 +281,7 @@ func (r *assignmentRunner) load() {
 			return
 		}
 	}
-	r.a.log.Error("the kept resource handles are unreadable; resources are found again by their labels", "file", r.path, "err", err)
+	r.log.Error("the kept resource handles are unreadable; resources are found again by their labels", "file", r.path, "err", err)
 }
 
 func (r *assignmentRunner) save() {
@@ -173,7 +296,7 @@ func (r *assignmentRunner) save() {
 		err = atomicfile.WriteFile(r.path, data, 0o600)
 	}
 	if err != nil {
-		r.a.log.Error("keeping the resource handles failed", "file", r.path, "err", err)
+		r.log.Error("keeping the resource handles failed", "file", r.path, "err", err)
 	}
 }
 
@@ -190,16 +313,16 @@ func (r *assignmentRunner) recover(ctx context.Context) {
 		})
 		switch {
 		case err == nil:
-			r.a.log.Info("resource recovered", "compute", h.Compute, "provider", h.Provider)
+			r.log.Info("resource recovered", "compute", h.Compute, "provider", h.Provider)
 		case grpcstatus.Code(err) == codes.NotFound:
-			r.a.log.Warn("a kept resource is gone; it is made again if still assigned", "compute", h.Compute)
+			r.log.Warn("a kept resource is gone; it is made again if still assigned", "compute", h.Compute)
 			r.mu.Lock()
 			delete(r.held, h.Compute)
 			r.mu.Unlock()
 			changed = true
 		case grpcstatus.Code(err) == codes.Unimplemented:
 		default:
-			r.a.log.Warn("recovering a resource failed; its assignment is applied again", "compute", h.Compute, "err", err)
+			r.log.Warn("recovering a resource failed; its assignment is applied again", "compute", h.Compute, "err", err)
 		}
 	}
 	if changed {
@@ -207,43 +330,128 @@ func (r *assignmentRunner) recover(ctx context.Context) {
 	}
 }
 
-func (r *assignmentRunner) do(ctx context.Context, provider string, fn func(ctx context.Context, c *base.Conn) error) error {
-	p, err := r.a.plugins.Plugin(providerKind, provider)
-	if err != nil {
-		return fmt.Errorf("provider %q: %w", provider, err)
+// listing is what the providers listed of this node's resources: per
+// provider whether its List answered, and every listed resource by id.
+type listing struct {
+	answered map[string]bool
+	byID     map[string]listedResource
+}
+
+type listedResource struct {
+	provider string
+	res      *pluginv1.Resource
+}
+
+// list asks every provider for the resources carrying this node's owner
+// label. A provider without List (or whose List failed) is not answered:
+// its assignments are then handed to it every time, as nothing shows that
+// their resources still run.
+func (r *assignmentRunner) list(ctx context.Context) listing {
+	l := listing{answered: map[string]bool{}, byID: map[string]listedResource{}}
+	for _, provider := range r.providers {
+		var listed []*pluginv1.Resource
+		err := r.do(ctx, provider, func(ctx context.Context, c *base.Conn) error {
+			resp, err := c.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{LabelNode: r.node}})
+			listed = resp.GetResources()
+			return err
+		})
+		if err != nil {
+			if grpcstatus.Code(err) != codes.Unimplemented {
+				r.log.Warn("listing a provider's resources failed", "provider", provider, "err", err)
+			}
+			continue
+		}
+		l.answered[provider] = true
+		for _, res := range listed {
+			if res.GetState() != pluginv1.ResourceState_RESOURCE_STATE_DELETED {
+				l.byID[res.GetId()] = listedResource{provider, res}
+			}
+		}
 	}
-	return p.Do(ctx, fn)
+	return l
 }
 
 // reconcile makes the provider's resources match the assignments, both
 // ways: each assignment to run is created (idempotently on its compute's
-// name), each to delete is deleted, and each resource with this node's
-// owner labels that no assignment wants (a stray) is deleted. It returns
-// the state of every assignment.
+// name) unless the held resource already realizes its generation and its
+// provider still lists it, each to delete is deleted, and each resource
+// with this node's owner labels that no assignment wants (a stray) is
+// deleted. It returns the state of every assignment.
 func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignment) []*unyov1.AssignmentState {
-	r.a.ports.update(as)
-	var states []*unyov1.AssignmentState
+	r.ports.update(as)
 	wanted := map[string]bool{}
 	for _, as := range as {
 		if as.GetDesired() != desiredDeleted {
 			wanted[as.GetCompute()] = true
 		}
 	}
+	listed := r.list(ctx)
 	changed := false
-	for _, as := range as {
-		var st *unyov1.AssignmentState
+	states := make([]*unyov1.AssignmentState, len(as))
+	var work []int // the assignments the provider acts on, by index
+	for i, as := range as {
+		name := as.GetCompute()
+		r.mu.Lock()
+		h, isHeld := r.held[name]
+		realized := isHeld && h.Generation == as.GetGeneration() && h.Provider == as.GetProvider()
+		r.mu.Unlock()
+		lr, isListed := listed.byID[name]
+		isListed = isListed && lr.provider == as.GetProvider()
+		gone := !isHeld && listed.answered[as.GetProvider()] && !isListed
 		switch {
-		case as.GetDesired() == desiredDeleted:
-			st = r.remove(ctx, as.GetProvider(), as.GetCompute())
-		case as.GetLoadbalancer() != nil:
-			st = r.applyLoadbalancer(ctx, as) // loadbalancers.go
+		case as.GetDesired() != desiredDeleted && as.GetLoadbalancer() != nil:
+			// A load balancer is read back at each pass (its backends'
+			// health): applyLoadbalancer creates, updates or gets it.
+			work = append(work, i)
+		case as.GetDesired() == desiredDeleted && gone:
+			states[i] = &unyov1.AssignmentState{Compute: name, State: stateDeleted}
+		case as.GetDesired() != desiredDeleted && realized && isListed:
+			// Running at this generation already: its state is what the
+			// provider lists.
+			states[i] = resourceState(as, lr.res)
+		case as.GetDesired() != desiredDeleted && r.failed[name] != nil && r.failed[name].GetGeneration() == as.GetGeneration():
+			states[i] = proto.CloneOf(r.failed[name])
 		default:
-			st = r.create(ctx, as)
+			work = append(work, i)
 		}
-		st.Generation = as.GetGeneration()
-		st.UpdatedAt = timestamppb.Now()
-		states = append(states, st)
+	}
+	// The provider's work, realizeParallel at a time; each compute appears
+	// once in as, and passes do not overlap, so no two calls for one
+	// compute are ever in flight together.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, realizeParallel)
+	for _, i := range work {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			switch {
+			case as[i].GetDesired() == desiredDeleted:
+				states[i] = r.remove(ctx, as[i].GetProvider(), as[i].GetCompute())
+			case as[i].GetLoadbalancer() != nil:
+				states[i] = r.applyLoadbalancer(ctx, as[i]) // loadbalancers.go
+			default:
+				states[i] = r.create(ctx, as[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range work {
+		name := as[i].GetCompute()
+		delete(r.failed, name)
+		if st := states[i]; st.GetState() == stateFailed && as[i].GetDesired() != desiredDeleted {
+			r.mu.Lock()
+			_, isHeld := r.held[name]
+			r.mu.Unlock()
+			if !isHeld {
+				r.failed[name] = st
+			}
+		}
 		changed = true
+	}
+	now := timestamppb.Now()
+	for i, st := range states {
+		st.Generation, st.UpdatedAt = as[i].GetGeneration(), now
 	}
 	// Strays: resources kept or listed that no assignment wants.
 	strays := map[string]string{}
@@ -254,28 +462,14 @@ func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignmen
 		}
 	}
 	r.mu.Unlock()
-	for _, pc := range r.a.opts.Plugins {
-		if pc.Kind != providerKind {
-			continue
-		}
-		var listed []*pluginv1.Resource
-		err := r.do(ctx, pc.Name, func(ctx context.Context, c *base.Conn) error {
-			resp, err := c.Provider.List(ctx, &pluginv1.ListRequest{Labels: map[string]string{LabelNode: r.a.nodeName()}})
-			listed = resp.GetResources()
-			return err
-		})
-		if err != nil && grpcstatus.Code(err) != codes.Unimplemented {
-			r.a.log.Warn("listing a provider's resources failed", "provider", pc.Name, "err", err)
-		}
-		for _, res := range listed {
-			if res.GetState() != pluginv1.ResourceState_RESOURCE_STATE_DELETED && !wanted[res.GetId()] && res.GetLabels()[LabelCluster] == r.a.cluster() {
-				strays[res.GetId()] = pc.Name
-			}
+	for id, lr := range listed.byID {
+		if !wanted[id] && lr.res.GetLabels()[LabelCluster] == r.cluster() {
+			strays[id] = lr.provider
 		}
 	}
 	for name, provider := range strays {
 		if st := r.remove(ctx, provider, name); st.GetState() == stateDeleted {
-			r.a.log.Info("stray resource deleted", "compute", name, "provider", provider)
+			r.log.Info("stray resource deleted", "compute", name, "provider", provider)
 			changed = true
 		}
 	}
@@ -287,7 +481,6 @@ func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignmen
 
 // create makes (or finds) the resource of an assignment.
 func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *unyov1.AssignmentState {
-	st := &unyov1.AssignmentState{Compute: as.GetCompute()}
 	cfg := map[string]any{"command": toAny(as.GetCommand())}
 	if len(as.GetEnv()) > 0 {
 		env := map[string]any{}
@@ -296,15 +489,14 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		}
 		cfg["env"] = env
 	}
-	st.Address = as.GetAddress()
-	labels := map[string]string{LabelCluster: r.a.cluster(), LabelNode: r.a.nodeName(), LabelCompute: as.GetCompute(), LabelService: as.GetService()}
+	labels := map[string]string{LabelCluster: r.cluster(), LabelNode: r.node, LabelCompute: as.GetCompute(), LabelService: as.GetService()}
 	var res *pluginv1.Resource
 	err := r.do(ctx, as.GetProvider(), func(ctx context.Context, c *base.Conn) error {
 		keys, err := r.providerKeys(ctx, as.GetProvider(), c)
 		if err != nil {
 			return err
 		}
-		f, err := r.a.ports.facts(as, facts(as))
+		f, err := r.ports.facts(as, facts(as))
 		if err != nil {
 			return err
 		}
@@ -322,15 +514,22 @@ func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *u
 		return err
 	})
 	if err != nil {
-		st.State, st.Message = stateFailed, fmt.Sprintf("provider %s: %v", as.GetProvider(), err)
-		return st
+		return &unyov1.AssignmentState{Compute: as.GetCompute(), Address: as.GetAddress(),
+			State: stateFailed, Message: fmt.Sprintf("provider %s: %v", as.GetProvider(), err)}
 	}
 	h := res.GetHandle()
 	r.mu.Lock()
 	r.held[as.GetCompute()] = &heldResource{Compute: as.GetCompute(), Provider: as.GetProvider(), Generation: as.GetGeneration(),
 		HandleVersion: h.GetVersion(), HandleDriver: h.GetDriver(), HandleState: h.GetState()}
 	r.mu.Unlock()
-	st.Handle = fmt.Sprintf("%s/%s", as.GetProvider(), res.GetId())
+	return resourceState(as, res)
+}
+
+// resourceState is the state to report of an assignment's resource as its
+// provider describes it.
+func resourceState(as *unyov1.Assignment, res *pluginv1.Resource) *unyov1.AssignmentState {
+	st := &unyov1.AssignmentState{Compute: as.GetCompute(), Address: as.GetAddress(),
+		Handle: fmt.Sprintf("%s/%s", as.GetProvider(), res.GetId())}
 	switch res.GetState() {
 	case pluginv1.ResourceState_RESOURCE_STATE_RUNNING:
 		st.State = stateRunning

@@ -109,7 +109,7 @@ func (r *assignmentRunner) applyLoadbalancer(ctx context.Context, as *unyov1.Ass
 	r.mu.Lock()
 	h := r.held[name]
 	r.mu.Unlock()
-	labels := map[string]string{LabelCluster: r.a.cluster(), LabelNode: r.a.nodeName(), LabelCompute: name, LabelService: as.GetService()}
+	labels := map[string]string{LabelCluster: r.cluster(), LabelNode: r.node, LabelCompute: name, LabelService: as.GetService()}
 	var res *pluginv1.Resource
 	err = r.do(ctx, as.GetProvider(), func(ctx context.Context, c *base.Conn) error {
 		switch {
@@ -125,7 +125,7 @@ func (r *assignmentRunner) applyLoadbalancer(ctx context.Context, as *unyov1.Ass
 			if grpcstatus.Code(err) != codes.NotFound {
 				res = resp.GetResource()
 				if err == nil {
-					r.a.log.Info("load balancer updated in place", "loadbalancer", name, "generation", as.GetGeneration(), "backends", len(cfg.Backends))
+					r.log.Info("load balancer updated in place", "loadbalancer", name, "generation", as.GetGeneration(), "backends", len(cfg.Backends))
 				}
 				return err
 			}
@@ -133,7 +133,7 @@ func (r *assignmentRunner) applyLoadbalancer(ctx context.Context, as *unyov1.Ass
 		resp, err := c.Provider.Create(ctx, &pluginv1.CreateRequest{Id: name, Labels: labels, Config: config})
 		res = resp.GetResource()
 		if err == nil {
-			r.a.log.Info("load balancer created", "loadbalancer", name, "vip", cfg.VIP, "backends", len(cfg.Backends))
+			r.log.Info("load balancer created", "loadbalancer", name, "vip", cfg.VIP, "backends", len(cfg.Backends))
 		}
 		return err
 	})
@@ -223,10 +223,10 @@ func (r *assignmentRunner) pollLoadbalancers(ctx context.Context) {
 		if len(states) == 0 {
 			continue
 		}
-		_, err := r.a.cl.Provision.ReportAssignments(ctx, connect.NewRequest(&unyov1.ReportAssignmentsRequest{Node: r.a.nodeName(), States: states}))
+		_, err := r.api.ReportAssignments(ctx, connect.NewRequest(&unyov1.ReportAssignmentsRequest{Node: r.node, States: states}))
 		if err != nil {
 			if ctx.Err() == nil {
-				r.a.log.Warn("reporting load balancers' health failed; will retry", "err", r.a.cl.Explain(err))
+				r.log.Warn("reporting load balancers' health failed; will retry", "err", r.explain(err))
 			}
 			// Report them again next time.
 			r.lbs.mu.Lock()
@@ -265,7 +265,7 @@ func (r *assignmentRunner) watchProvider(ctx context.Context, provider string) {
 			}
 		})
 		if grpcstatus.Code(err) == codes.Unimplemented {
-			r.a.log.Debug("a load-balancer provider has no Watch; it is polled", "provider", provider)
+			r.log.Debug("a load-balancer provider has no Watch; it is polled", "provider", provider)
 			return
 		}
 		if !ctxwait.Sleep(ctx, lbWatchRetry) {
@@ -300,7 +300,7 @@ func (r *assignmentRunner) pollLoadbalancer(ctx context.Context, name string) *u
 		forget()
 		return nil
 	case err != nil:
-		r.a.log.Debug("reading a load balancer failed", "loadbalancer", name, "err", err)
+		r.log.Debug("reading a load balancer failed", "loadbalancer", name, "err", err)
 		return nil
 	}
 	st := lbState(h.Provider, name, res)

@@ -178,6 +178,10 @@ func New(st store.Store, opts Options) *Cluster {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	} else if sc, ok := st.(interface{ SetClock(func() time.Time) }); ok {
+		// The times the store stamps itself (a released reservation's
+		// ledger end) on the cluster's clock too.
+		sc.SetClock(opts.Now)
 	}
 	if opts.PeerWatch.Interval <= 0 {
 		opts.PeerWatch.Interval = 10 * time.Second

@@ -414,3 +414,54 @@ func TestAutoCordon(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDrainStaleNode: a drained node whose agent went silent (Stale, then
+// Down) never reports its instances deleted; each is released as soon as
+// its replacement is Active, not at the drain's deadline, and the drain
+// ends with the node holding nothing.
+func TestDrainStaleNode(t *testing.T) {
+	f := newFleet(t, cluster.Options{HeartbeatInterval: 200 * time.Millisecond, StaleAfter: 2 * time.Second, DownAfter: 4 * time.Second})
+	f.join("n1", 4)
+	f.cs = []*unyov1.Compute{replica("web", 0, 2), replica("web", 1, 2)}
+	f.settle([]string{"n1"}, "web-0@n1 Active, web-1@n1 Active")
+	f.join("n2", 2)
+	f.join("n3", 2)
+	// n2 and n3 beat; n1 is silent from now on.
+	ctx, stop := context.WithCancel(context.Background())
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		for ctx.Err() == nil {
+			for _, n := range []string{"n2", "n3"} {
+				_, _ = f.c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: n}))
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { stop(); <-beats }()
+	testutil.Eventually(t, 15*time.Second, "n1 not Ready", func() error {
+		if s := f.node("n1").GetState(); s == unyov1.NodeState_NODE_STATE_READY {
+			return fmt.Errorf("n1 is %s", s)
+		}
+		return nil
+	})
+	f.drain("n1", &unyov1.DrainNodeRequest{Deadline: "1h"})
+	testutil.Eventually(t, 15*time.Second, "web on n2 and n3, n1 released", func() error {
+		f.act("n2")
+		f.act("n3")
+		if w := where(f.sync()); w != "web-0@n2 Active, web-1@n3 Active" && w != "web-0@n3 Active, web-1@n2 Active" {
+			return fmt.Errorf("computes: %s", w)
+		}
+		return nil
+	})
+	n1 := f.waitDrain("n1", "Drained")
+	if n1.GetReserved().GetCpus() != 0 {
+		t.Errorf("n1 still has %d vCPUs reserved", n1.GetReserved().GetCpus())
+	}
+	if as, a := f.assignments("n1"); len(as) != 0 {
+		t.Errorf("n1 still has assignments: %s", a)
+	}
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/heal"
 	"github.com/unyo-ops/unyo/provision/service"
 )
@@ -94,8 +96,13 @@ func (h *healer) heal(ctx context.Context) error {
 	p := heal.Guard(list, partitionWindow)
 	h.guardChanged(ctx, p)
 	changed := false
+	latest := map[[2]string]*unyov1.Event{}
 	for _, c := range computes {
 		did, err := h.one(ctx, c, byName, p, now)
+		if err == nil && !did {
+			// Its update checks, for root's rolling update (updatechecks.go).
+			did, err = h.judgeChecks(ctx, c, latest)
+		}
 		if err != nil {
 			return err
 		}
@@ -188,9 +195,22 @@ func (h *healer) setReason(ctx context.Context, c *unyov1.Compute, reason, msg s
 	if st.GetReason() == reason && st.GetMessage() == msg {
 		return false, nil
 	}
-	st = proto.CloneOf(st)
-	st.Reason, st.Message, st.UpdatedAt = reason, msg, timestamppb.New(now)
-	return true, h.c.store.SetComputeStatus(ctx, c.GetName(), st)
+	next := proto.CloneOf(st)
+	next.Reason, next.Message, next.UpdatedAt = reason, msg, timestamppb.New(now)
+	return h.swapStatus(ctx, c, next)
+}
+
+// swapStatus writes a compute's status if it is still the one the healer
+// read (the agent's reports and the node stage write it too); one that
+// changed meanwhile is left for the next pass to judge again.
+func (h *healer) swapStatus(ctx context.Context, c *unyov1.Compute, next *unyov1.ComputeStatus) (bool, error) {
+	switch err := h.c.store.SwapComputeStatus(ctx, c.GetName(), c.GetStatus(), next); {
+	case errors.Is(err, store.ErrStatusChanged):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // guardChanged raises the partition guard's event when its verdict

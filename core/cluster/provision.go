@@ -291,7 +291,8 @@ func applyState(c *unyov1.Compute, st *unyov1.AssignmentState, deleting bool, no
 		switch st.GetState() {
 		case StateRunning:
 			if next.Phase != PhaseActive {
-				next.ActiveAt = timestamppb.New(now)
+				// A new instance: its update checks are judged afresh.
+				next.ActiveAt, next.Checks = timestamppb.New(now), nil
 			}
 			next.Phase, next.Reason, next.Message, next.Reasons = PhaseActive, "", "", nil
 			// The instance runs the revision it was placed with; a

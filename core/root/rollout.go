@@ -54,6 +54,27 @@ func roll(s *unyov1.RegionService, live []*unyov1.Compute, spec *unyov1.ComputeS
 	for _, m := range service.Pace(service.RolloutReplicas(live), target, mu, ms) {
 		moves[m.Name] = m.Surge
 	}
+	// Each revision's template is resolved once per pass, however many
+	// replicas run it.
+	resolved := map[int64]*resolvedTemplate{}
+	resolve := func(rev int64) *resolvedTemplate {
+		if rt, ok := resolved[rev]; ok {
+			return rt
+		}
+		rt := &resolvedTemplate{spec: spec}
+		if h := service.Revision(hist, rev); h != nil {
+			rt.spec = service.WithTemplate(spec, h.GetTemplate())
+		}
+		var fok, iok bool
+		rt.flavor, fok = w.flavors[rt.spec.GetFlavor()]
+		rt.image, iok = w.images[rt.spec.GetImage()]
+		shape, err := service.Shape(rt.flavor)
+		rt.ok = fok && iok && err == nil
+		rt.resources = service.Resources(shape)
+		rt.price = &unyov1.ComputePrice{PerHour: rt.flavor.GetSpec().GetPricePerHour(), ModelPrices: rt.flavor.GetSpec().GetModelPrices()}
+		resolved[rev] = rt
+		return rt
+	}
 	for _, r := range live {
 		if surge, ok := moves[r.GetName()]; ok {
 			r.SpecRevision, r.Surge = target, surge
@@ -61,19 +82,27 @@ func roll(s *unyov1.RegionService, live []*unyov1.Compute, spec *unyov1.ComputeS
 		if r.GetSpecRevision() == target && service.Ready(r) {
 			r.Surge = false // done: no surge left to ask for
 		}
-		t := spec
-		if h := service.Revision(hist, r.GetSpecRevision()); h != nil {
-			t = service.WithTemplate(spec, h.GetTemplate())
+		rt := resolve(r.GetSpecRevision())
+		if !rt.ok {
+			// Its revision's flavor or image is gone: the current one.
+			r.SpecRevision, r.Surge = target, false
+			rt = resolve(target)
 		}
-		flavor, fok := w.flavors[t.GetFlavor()]
-		image, iok := w.images[t.GetImage()]
-		shape, err := service.Shape(flavor)
-		if !fok || !iok || err != nil {
-			r.SpecRevision, r.Surge, t = target, false, spec
-			flavor, image = w.flavors[spec.GetFlavor()], w.images[spec.GetImage()]
-			shape, _ = service.Shape(flavor)
-		}
-		r.Spec, r.Resources, r.ImageSource = t, service.Resources(shape), image.GetSpec().GetSource()
-		r.Price = &unyov1.ComputePrice{PerHour: flavor.GetSpec().GetPricePerHour(), ModelPrices: flavor.GetSpec().GetModelPrices()}
+		// Each replica owns its spec and resources (they are stored and
+		// changed per replica); the resolution is shared.
+		r.Spec, r.Resources, r.ImageSource = proto.CloneOf(rt.spec), proto.CloneOf(rt.resources), rt.image.GetSpec().GetSource()
+		r.Price = proto.CloneOf(rt.price)
 	}
+}
+
+// resolvedTemplate is one revision's template with what it names looked
+// up: the spec a replica running it gets, its flavor, image, resources
+// and price; ok is false when the flavor or image is gone.
+type resolvedTemplate struct {
+	spec      *unyov1.ComputeSpec
+	flavor    *unyov1.Flavor
+	image     *unyov1.Image
+	resources *unyov1.ComputeResources
+	price     *unyov1.ComputePrice
+	ok        bool
 }

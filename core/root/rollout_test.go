@@ -136,3 +136,62 @@ func (f *controllerFixture) objects(kind string) []*unyov1.Object {
 	}
 	return objs
 }
+
+// TestRollResolvesEachRevisionOnce: roll gives every replica its
+// revision's template, flavor shape, image and price (resolved once per
+// revision), each replica its own copy; a replica whose revision's flavor
+// is gone moves to the current revision.
+func TestRollResolvesEachRevisionOnce(t *testing.T) {
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	w := &world{
+		flavors: map[string]*unyov1.Flavor{
+			"small": {Name: "small", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 1, Memory: "1Gi", PricePerHour: 1}},
+			"large": {Name: "large", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 4, Memory: "8Gi", PricePerHour: 4}},
+		},
+		images: map[string]*unyov1.Image{"web": {Name: "web", Spec: &unyov1.ImageSpec{Kind: "container", Source: "/bin/sleep"}}},
+	}
+	old := &unyov1.ComputeSpec{Flavor: "small", Image: "web", Provider: "exec", Replicas: 3}
+	cur := &unyov1.ComputeSpec{Flavor: "large", Image: "web", Provider: "exec", Replicas: 3}
+	hist, _ := service.Revise(nil, old, now)
+	hist, target := service.Revise(hist, cur, now)
+	s := &unyov1.RegionService{Name: "web", Spec: &unyov1.RegionServiceSpec{Compute: cur},
+		Status: &unyov1.RegionServiceStatus{History: hist, TemplateRevision: target}}
+	// web-0 and web-1 run revision 1, Active; web-2 is not placed yet.
+	var live []*unyov1.Compute
+	for i, rev := range []int64{1, 1, 0} {
+		c := &unyov1.Compute{Name: "web-" + string(rune('0'+i)), SpecRevision: rev, Cluster: "c1",
+			Status: &unyov1.ComputeStatus{Phase: service.PhaseActive, SpecRevision: rev}}
+		if rev == 0 {
+			c.Cluster, c.Status = "", nil
+		}
+		live = append(live, c)
+	}
+	spec := proto.CloneOf(cur)
+	spec.Replicas = 0
+	spec.Update = &unyov1.UpdateStrategy{MaxUnavailable: 2}
+	roll(s, live, spec, w)
+	got := map[string]string{}
+	for _, r := range live {
+		got[r.GetName()] = r.GetSpec().GetFlavor()
+		if r.GetImageSource() != "/bin/sleep" {
+			t.Errorf("%s: image %q", r.GetName(), r.GetImageSource())
+		}
+		if want := map[string]int64{"small": 1, "large": 4}[r.GetSpec().GetFlavor()]; r.GetResources().GetVcpus() != want || r.GetPrice().GetPerHour() != float64(want) {
+			t.Errorf("%s (%s): resources %v price %v", r.GetName(), r.GetSpec().GetFlavor(), r.GetResources(), r.GetPrice())
+		}
+	}
+	// The unplaced one at the target at once, one moved within
+	// max_unavailable 2 (the unplaced one counts), one still at revision 1.
+	if got["web-0"] != "large" || got["web-1"] != "small" || got["web-2"] != "large" {
+		t.Errorf("flavors after a pass: %v", got)
+	}
+	if live[0].GetSpec() == live[2].GetSpec() || live[0].GetResources() == live[2].GetResources() {
+		t.Error("two replicas share one spec or resources message")
+	}
+	// The old revision's flavor is gone: web-1 moves to the current one.
+	delete(w.flavors, "small")
+	roll(s, live, spec, w)
+	if live[1].GetSpecRevision() != target || live[1].GetSpec().GetFlavor() != "large" {
+		t.Errorf("web-1 with its flavor gone: revision %d flavor %s", live[1].GetSpecRevision(), live[1].GetSpec().GetFlavor())
+	}
+}

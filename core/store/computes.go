@@ -19,6 +19,10 @@ var ErrGeneration = errors.New("node changed since the placement was chosen")
 // no longer wants.
 var ErrDeleting = errors.New("the compute is being deleted")
 
+// ErrStatusChanged is returned by SwapComputeStatus when the compute's
+// status changed since the caller read it.
+var ErrStatusChanged = errors.New("the compute's status changed since it was read")
+
 // Computes are the cluster's side of provisioning: the Computes root
 // placed on the cluster (desired spec and status), the reservation each
 // placed one holds on its node, its Assignment to the node's agent, and
@@ -43,6 +47,12 @@ type Computes interface {
 	// stored, and a status naming another node than the stored one is
 	// stale and dropped (a replacement took over meanwhile).
 	SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error
+	// SwapComputeStatus is SetComputeStatus on condition that the stored
+	// status is still prev, the one the caller read and decided on
+	// (compare-and-swap); ErrStatusChanged when it is not, so that a loop
+	// never overwrites what another writer (an agent's report, the node
+	// stage) wrote since it read.
+	SwapComputeStatus(ctx context.Context, name string, prev, st *unyov1.ComputeStatus) error
 	// ReserveCompute commits a placement: in one transaction it re-reads
 	// the node and the service's placements, refuses a moved generation
 	// (ErrGeneration) or a failed schedule.Check (the *schedule.Reason),

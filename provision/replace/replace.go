@@ -66,9 +66,9 @@ const (
 type Drain struct {
 	Deadline time.Time
 	Force    bool
-	// NodeReady is false when the node is Stale or Down: at a forced
-	// deadline its agent may never report the removals, so they are taken
-	// as done.
+	// NodeReady is false when the node is Stale or Down: its agent may
+	// never report the removals, so a current instance whose replacement
+	// is Active (and, at a forced deadline, every one) is taken as gone.
 	NodeReady bool
 }
 
@@ -79,8 +79,9 @@ type Step struct {
 	// flight, or the last try found no node).
 	Place []string
 	// Evict are the computes to remove without waiting (a forced
-	// deadline); Gone those whose removal is taken as done (a forced
-	// deadline on a node that is not Ready).
+	// deadline); Gone those whose removal is taken as done, on a node
+	// that is not Ready: those whose replacement is Active, and all at a
+	// forced deadline.
 	Evict, Gone []string
 	// Left is how many computes are still on the node.
 	Left int
@@ -113,6 +114,12 @@ func DrainStep(now time.Time, d Drain, on []Compute) Step {
 			if !d.NodeReady {
 				st.Gone = append(st.Gone, c.Name)
 			}
+		case c.RepPhase == Active && !d.NodeReady:
+			// Replaced: the instance left on a Stale or Down node is
+			// released now rather than at the deadline (its agent cannot
+			// say it is gone; if the node comes back, the agent removes it
+			// as a stray, as after self-healing).
+			st.Gone = append(st.Gone, c.Name)
 		case c.RepPhase == "" || c.RepPhase == Blocked:
 			st.Place = append(st.Place, c.Name)
 		}

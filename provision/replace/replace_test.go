@@ -33,6 +33,8 @@ func TestDrainStep(t *testing.T) {
 			"outcome 0 place [] evict [a b c e] gone [] left 6"},
 		{"a forced deadline on a node that is not Ready takes removals as done", deadline.Add(time.Second), Drain{Deadline: deadline, Force: true}, all,
 			"outcome 0 place [] evict [a b c e] gone [a b c d e f] left 6"},
+		{"a node that is not Ready lets replaced instances go before the deadline", t0, Drain{Deadline: deadline}, all,
+			"outcome 0 place [a b] evict [] gone [d] left 6"},
 		{"no deadline never stops", t0.Add(1000 * time.Hour), Drain{NodeReady: true}, []Compute{fresh},
 			"outcome 0 place [a] evict [] gone [] left 1"},
 	} {

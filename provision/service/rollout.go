@@ -90,6 +90,8 @@ type RolloutReplica struct {
 	Ready bool
 	// Surge: its new instance is placed before its old one goes.
 	Surge bool
+	// Failing says why its update checks fail, or "".
+	Failing string
 }
 
 // Move is a replica to move to the target revision now.
@@ -103,8 +105,13 @@ type Move struct {
 // at any time at most maxUnavailable replicas are not Ready, and at most
 // maxSurge replicas are being replaced with a surge instance (which keeps
 // the old one running). A replica moved is not Ready until it is Active at
-// the target, so the next ones wait for it.
+// the target, so the next ones wait for it. A replica at the target whose
+// update checks fail pauses the rollout: nothing moves until they pass (or
+// the rollout is undone), as the new revision looks broken.
 func Pace(replicas []RolloutReplica, target int64, maxUnavailable, maxSurge int) []Move {
+	if Paused(replicas, target) != "" {
+		return nil
+	}
 	unavailable, surging := 0, 0
 	var candidates []RolloutReplica
 	for _, r := range replicas {
@@ -147,18 +154,34 @@ func Pace(replicas []RolloutReplica, target int64, maxUnavailable, maxSurge int)
 	return moves
 }
 
+// Paused says why a rollout to target is paused: the first replica at the
+// target whose update checks fail; "" when none does.
+func Paused(replicas []RolloutReplica, target int64) string {
+	for _, r := range replicas {
+		if r.Revision == target && r.Failing != "" {
+			return r.Failing
+		}
+	}
+	return ""
+}
+
 // Progress is a rollout's state in numbers and words.
 type Progress struct {
 	// Updated replicas are Ready at the target revision.
 	Updated, Replicas, Replacing int
 	// Running while any replica is not Ready at the target.
 	Running bool
+	// Paused is why the rollout moves nothing (see Paused).
+	Paused string
 }
 
 func (p Progress) String() string {
 	s := fmt.Sprintf("%d/%d replicas updated", p.Updated, p.Replicas)
 	if p.Replacing > 0 {
 		s += fmt.Sprintf(", %d being replaced", p.Replacing)
+	}
+	if p.Paused != "" {
+		s += "; paused: " + p.Paused
 	}
 	return s
 }
@@ -176,14 +199,15 @@ func Rollout(replicas []RolloutReplica, target int64) Progress {
 		}
 	}
 	p.Running = p.Updated < p.Replicas
+	p.Paused = Paused(replicas, target)
 	return p
 }
 
 // Ready says whether a replica is Active running the revision it is to
-// run.
+// run, with its update checks (if it has any) passing there.
 func Ready(c *unyov1.Compute) bool {
 	st := c.GetStatus()
-	return st.GetPhase() == PhaseActive && st.GetSpecRevision() == c.GetSpecRevision()
+	return st.GetPhase() == PhaseActive && st.GetSpecRevision() == c.GetSpecRevision() && checksOK(c)
 }
 
 // RolloutReplicas are a service's live replicas as the rollout sees them.
@@ -193,7 +217,7 @@ func RolloutReplicas(records []*unyov1.Compute) []RolloutReplica {
 		if c.GetStatus().GetPhase() == PhaseDeleting {
 			continue
 		}
-		out = append(out, RolloutReplica{Name: c.GetName(), Revision: c.GetSpecRevision(), Ready: Ready(c), Surge: c.GetSurge()})
+		out = append(out, RolloutReplica{Name: c.GetName(), Revision: c.GetSpecRevision(), Ready: Ready(c), Surge: c.GetSurge(), Failing: checksFailing(c)})
 	}
 	return out
 }

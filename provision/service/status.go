@@ -122,7 +122,7 @@ func withRollout(st, old *unyov1.RegionServiceStatus, live []*unyov1.Compute) {
 	if !rolling {
 		return
 	}
-	st.Rollout = p.String()
+	st.Rollout, st.RolloutPaused = p.String(), p.Paused
 	if st.Phase == PhaseActive || st.Phase == PhaseCreating {
 		st.Phase = PhaseUpdating
 	}

@@ -2584,8 +2584,14 @@ type UpdateStrategy struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	MaxUnavailable int32                  `protobuf:"varint,1,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
 	MaxSurge       int32                  `protobuf:"varint,2,opt,name=max_surge,json=maxSurge,proto3" json:"max_surge,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Checks (by name) that must be OK on each new replica's node, with a
+	// result started after the replica became Active, before a rolling
+	// update counts it as ready and moves on; one failing there pauses the
+	// rollout (RegionServiceStatus.rollout_paused) until it passes. None:
+	// Active suffices.
+	Checks        []string `protobuf:"bytes,3,rep,name=checks,proto3" json:"checks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateStrategy) Reset() {
@@ -2630,6 +2636,13 @@ func (x *UpdateStrategy) GetMaxSurge() int32 {
 		return x.MaxSurge
 	}
 	return 0
+}
+
+func (x *UpdateStrategy) GetChecks() []string {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
 }
 
 type Autoscale struct {
@@ -3529,7 +3542,11 @@ type RegionServiceStatus struct {
 	// MaxRevisionHistory (10); `unyo services rollout undo` re-applies one.
 	History []*TemplateRevision `protobuf:"bytes,10,rep,name=history,proto3" json:"history,omitempty"`
 	// The rollout in words: "2/3 replicas updated, 1 being replaced".
-	Rollout       string `protobuf:"bytes,11,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	Rollout string `protobuf:"bytes,11,opt,name=rollout,proto3" json:"rollout,omitempty"`
+	// Why the rollout stopped moving replicas: a replica at the new
+	// revision whose update checks fail ("web-3: check http on node n2 is
+	// CRITICAL: ..."); empty while it moves or when none runs.
+	RolloutPaused string `protobuf:"bytes,14,opt,name=rollout_paused,json=rolloutPaused,proto3" json:"rollout_paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3644,6 +3661,13 @@ func (x *RegionServiceStatus) GetHistory() []*TemplateRevision {
 func (x *RegionServiceStatus) GetRollout() string {
 	if x != nil {
 		return x.Rollout
+	}
+	return ""
+}
+
+func (x *RegionServiceStatus) GetRolloutPaused() string {
+	if x != nil {
+		return x.RolloutPaused
 	}
 	return ""
 }
@@ -3984,7 +4008,10 @@ type ComputeStatus struct {
 	ReplacementMessage string `protobuf:"bytes,15,opt,name=replacement_message,json=replacementMessage,proto3" json:"replacement_message,omitempty"`
 	// What the cluster keeps of the replica's previous instance while it
 	// makes a new one (self-healing, backoff, in-place replacement).
-	Retry         *ComputeRetry `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`
+	Retry *ComputeRetry `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`
+	// The replica's update checks (spec.update.checks) as the cluster
+	// judged them for this instance; unset without checks or until judged.
+	Checks        *ComputeChecks `protobuf:"bytes,17,opt,name=checks,proto3" json:"checks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4131,6 +4158,77 @@ func (x *ComputeStatus) GetRetry() *ComputeRetry {
 	return nil
 }
 
+func (x *ComputeStatus) GetChecks() *ComputeChecks {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
+}
+
+// ComputeChecks is the state of a replica's update checks.
+type ComputeChecks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pending (a check has no result since the replica became Active),
+	// passing (all OK), failing (one is not OK).
+	State string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// Which check, on which node, and its output.
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeChecks) Reset() {
+	*x = ComputeChecks{}
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeChecks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeChecks) ProtoMessage() {}
+
+func (x *ComputeChecks) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeChecks.ProtoReflect.Descriptor instead.
+func (*ComputeChecks) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ComputeChecks) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ComputeChecks) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ComputeChecks) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 // ComputeRetry is a replica's history of failures on a node: the provider
 // failed it failures times in a row on node; the next attempt is not before
 // next_at (exponential backoff). After MaxFailuresPerNode the replica is
@@ -4146,7 +4244,7 @@ type ComputeRetry struct {
 
 func (x *ComputeRetry) Reset() {
 	*x = ComputeRetry{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4158,7 +4256,7 @@ func (x *ComputeRetry) String() string {
 func (*ComputeRetry) ProtoMessage() {}
 
 func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[46]
+	mi := &file_unyo_v1_provision_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4171,7 +4269,7 @@ func (x *ComputeRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeRetry.ProtoReflect.Descriptor instead.
 func (*ComputeRetry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ComputeRetry) GetNode() string {
@@ -4209,7 +4307,7 @@ type ScheduleReasonCount struct {
 
 func (x *ScheduleReasonCount) Reset() {
 	*x = ScheduleReasonCount{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4221,7 +4319,7 @@ func (x *ScheduleReasonCount) String() string {
 func (*ScheduleReasonCount) ProtoMessage() {}
 
 func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[47]
+	mi := &file_unyo_v1_provision_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4234,7 +4332,7 @@ func (x *ScheduleReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleReasonCount.ProtoReflect.Descriptor instead.
 func (*ScheduleReasonCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ScheduleReasonCount) GetCode() string {
@@ -4291,7 +4389,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4401,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[48]
+	mi := &file_unyo_v1_provision_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4414,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Assignment) GetCompute() string {
@@ -4429,7 +4527,7 @@ type LoadbalancerAssignment struct {
 
 func (x *LoadbalancerAssignment) Reset() {
 	*x = LoadbalancerAssignment{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4441,7 +4539,7 @@ func (x *LoadbalancerAssignment) String() string {
 func (*LoadbalancerAssignment) ProtoMessage() {}
 
 func (x *LoadbalancerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[49]
+	mi := &file_unyo_v1_provision_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4454,7 +4552,7 @@ func (x *LoadbalancerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadbalancerAssignment.ProtoReflect.Descriptor instead.
 func (*LoadbalancerAssignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LoadbalancerAssignment) GetVip() string {
@@ -4507,7 +4605,7 @@ type AssignmentState struct {
 
 func (x *AssignmentState) Reset() {
 	*x = AssignmentState{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4519,7 +4617,7 @@ func (x *AssignmentState) String() string {
 func (*AssignmentState) ProtoMessage() {}
 
 func (x *AssignmentState) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[50]
+	mi := &file_unyo_v1_provision_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4532,7 +4630,7 @@ func (x *AssignmentState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentState.ProtoReflect.Descriptor instead.
 func (*AssignmentState) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AssignmentState) GetCompute() string {
@@ -4616,7 +4714,7 @@ type SyncComputesRequest struct {
 
 func (x *SyncComputesRequest) Reset() {
 	*x = SyncComputesRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[51]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4726,7 @@ func (x *SyncComputesRequest) String() string {
 func (*SyncComputesRequest) ProtoMessage() {}
 
 func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[51]
+	mi := &file_unyo_v1_provision_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4739,7 @@ func (x *SyncComputesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesRequest.ProtoReflect.Descriptor instead.
 func (*SyncComputesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SyncComputesRequest) GetComputes() []*Compute {
@@ -4668,7 +4766,7 @@ type SyncComputesResponse struct {
 
 func (x *SyncComputesResponse) Reset() {
 	*x = SyncComputesResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[52]
+	mi := &file_unyo_v1_provision_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4680,7 +4778,7 @@ func (x *SyncComputesResponse) String() string {
 func (*SyncComputesResponse) ProtoMessage() {}
 
 func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[52]
+	mi := &file_unyo_v1_provision_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4693,7 +4791,7 @@ func (x *SyncComputesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncComputesResponse.ProtoReflect.Descriptor instead.
 func (*SyncComputesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SyncComputesResponse) GetComputes() []*Compute {
@@ -4722,7 +4820,7 @@ type GetAssignmentsRequest struct {
 
 func (x *GetAssignmentsRequest) Reset() {
 	*x = GetAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[53]
+	mi := &file_unyo_v1_provision_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4734,7 +4832,7 @@ func (x *GetAssignmentsRequest) String() string {
 func (*GetAssignmentsRequest) ProtoMessage() {}
 
 func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[53]
+	mi := &file_unyo_v1_provision_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4747,7 +4845,7 @@ func (x *GetAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetAssignmentsRequest) GetNode() string {
@@ -4774,7 +4872,7 @@ type GetAssignmentsResponse struct {
 
 func (x *GetAssignmentsResponse) Reset() {
 	*x = GetAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[54]
+	mi := &file_unyo_v1_provision_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4786,7 +4884,7 @@ func (x *GetAssignmentsResponse) String() string {
 func (*GetAssignmentsResponse) ProtoMessage() {}
 
 func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[54]
+	mi := &file_unyo_v1_provision_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4799,7 +4897,7 @@ func (x *GetAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*GetAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetAssignmentsResponse) GetAssignments() []*Assignment {
@@ -4826,7 +4924,7 @@ type ReportAssignmentsRequest struct {
 
 func (x *ReportAssignmentsRequest) Reset() {
 	*x = ReportAssignmentsRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[55]
+	mi := &file_unyo_v1_provision_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4838,7 +4936,7 @@ func (x *ReportAssignmentsRequest) String() string {
 func (*ReportAssignmentsRequest) ProtoMessage() {}
 
 func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[55]
+	mi := &file_unyo_v1_provision_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4851,7 +4949,7 @@ func (x *ReportAssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ReportAssignmentsRequest) GetNode() string {
@@ -4876,7 +4974,7 @@ type ReportAssignmentsResponse struct {
 
 func (x *ReportAssignmentsResponse) Reset() {
 	*x = ReportAssignmentsResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[56]
+	mi := &file_unyo_v1_provision_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4888,7 +4986,7 @@ func (x *ReportAssignmentsResponse) String() string {
 func (*ReportAssignmentsResponse) ProtoMessage() {}
 
 func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[56]
+	mi := &file_unyo_v1_provision_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4901,7 +4999,7 @@ func (x *ReportAssignmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportAssignmentsResponse.ProtoReflect.Descriptor instead.
 func (*ReportAssignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{57}
 }
 
 type RecordServiceEventRequest struct {
@@ -4922,7 +5020,7 @@ type RecordServiceEventRequest struct {
 
 func (x *RecordServiceEventRequest) Reset() {
 	*x = RecordServiceEventRequest{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[57]
+	mi := &file_unyo_v1_provision_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4934,7 +5032,7 @@ func (x *RecordServiceEventRequest) String() string {
 func (*RecordServiceEventRequest) ProtoMessage() {}
 
 func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[57]
+	mi := &file_unyo_v1_provision_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4947,7 +5045,7 @@ func (x *RecordServiceEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventRequest.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RecordServiceEventRequest) GetService() string {
@@ -4994,7 +5092,7 @@ type RecordServiceEventResponse struct {
 
 func (x *RecordServiceEventResponse) Reset() {
 	*x = RecordServiceEventResponse{}
-	mi := &file_unyo_v1_provision_proto_msgTypes[58]
+	mi := &file_unyo_v1_provision_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5006,7 +5104,7 @@ func (x *RecordServiceEventResponse) String() string {
 func (*RecordServiceEventResponse) ProtoMessage() {}
 
 func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_provision_proto_msgTypes[58]
+	mi := &file_unyo_v1_provision_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5019,7 +5117,7 @@ func (x *RecordServiceEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordServiceEventResponse.ProtoReflect.Descriptor instead.
 func (*RecordServiceEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_provision_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RecordServiceEventResponse) GetId() string {
@@ -5306,10 +5404,11 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x10SpreadConstraint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
 	"\bmax_skew\x18\x02 \x01(\x05R\amaxSkew\x12-\n" +
-	"\x12when_unsatisfiable\x18\x03 \x01(\tR\x11whenUnsatisfiable\"V\n" +
+	"\x12when_unsatisfiable\x18\x03 \x01(\tR\x11whenUnsatisfiable\"n\n" +
 	"\x0eUpdateStrategy\x12'\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\x05R\x0emaxUnavailable\x12\x1b\n" +
-	"\tmax_surge\x18\x02 \x01(\x05R\bmaxSurge\"\xed\x01\n" +
+	"\tmax_surge\x18\x02 \x01(\x05R\bmaxSurge\x12\x16\n" +
+	"\x06checks\x18\x03 \x03(\tR\x06checks\"\xed\x01\n" +
 	"\tAutoscale\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x16\n" +
@@ -5388,7 +5487,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\apackets\x18\x05 \x01(\x04R\apackets\x12\x14\n" +
 	"\x05bytes\x18\x06 \x01(\x04R\x05bytes\x120\n" +
-	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xc7\x03\n" +
+	"\x05since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xee\x03\n" +
 	"\x13RegionServiceStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -5403,7 +5502,8 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\aupdated\x18\t \x01(\x05R\aupdated\x123\n" +
 	"\ahistory\x18\n" +
 	" \x03(\v2\x19.unyo.v1.TemplateRevisionR\ahistory\x12\x18\n" +
-	"\arollout\x18\v \x01(\tR\arollout\"\x9b\x01\n" +
+	"\arollout\x18\v \x01(\tR\arollout\x12%\n" +
+	"\x0erollout_paused\x18\x0e \x01(\tR\rrolloutPaused\"\x9b\x01\n" +
 	"\x10TemplateRevision\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x120\n" +
 	"\btemplate\x18\x02 \x01(\v2\x14.unyo.v1.ComputeSpecR\btemplate\x129\n" +
@@ -5432,7 +5532,7 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x8e\x05\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xbe\x05\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -5451,7 +5551,13 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\x11replacement_phase\x18\r \x01(\tR\x10replacementPhase\x12-\n" +
 	"\x12replacement_reason\x18\x0e \x01(\tR\x11replacementReason\x12/\n" +
 	"\x13replacement_message\x18\x0f \x01(\tR\x12replacementMessage\x12+\n" +
-	"\x05retry\x18\x10 \x01(\v2\x15.unyo.v1.ComputeRetryR\x05retry\"s\n" +
+	"\x05retry\x18\x10 \x01(\v2\x15.unyo.v1.ComputeRetryR\x05retry\x12.\n" +
+	"\x06checks\x18\x11 \x01(\v2\x16.unyo.v1.ComputeChecksR\x06checks\"z\n" +
+	"\rComputeChecks\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x129\n" +
+	"\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"s\n" +
 	"\fComputeRetry\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bfailures\x18\x02 \x01(\x05R\bfailures\x123\n" +
@@ -5549,7 +5655,7 @@ func file_unyo_v1_provision_proto_rawDescGZIP() []byte {
 	return file_unyo_v1_provision_proto_rawDescData
 }
 
-var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_unyo_v1_provision_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_unyo_v1_provision_proto_goTypes = []any{
 	(*Region)(nil),                     // 0: unyo.v1.Region
 	(*RegionSpec)(nil),                 // 1: unyo.v1.RegionSpec
@@ -5597,94 +5703,95 @@ var file_unyo_v1_provision_proto_goTypes = []any{
 	(*Compute)(nil),                    // 43: unyo.v1.Compute
 	(*ComputeResources)(nil),           // 44: unyo.v1.ComputeResources
 	(*ComputeStatus)(nil),              // 45: unyo.v1.ComputeStatus
-	(*ComputeRetry)(nil),               // 46: unyo.v1.ComputeRetry
-	(*ScheduleReasonCount)(nil),        // 47: unyo.v1.ScheduleReasonCount
-	(*Assignment)(nil),                 // 48: unyo.v1.Assignment
-	(*LoadbalancerAssignment)(nil),     // 49: unyo.v1.LoadbalancerAssignment
-	(*AssignmentState)(nil),            // 50: unyo.v1.AssignmentState
-	(*SyncComputesRequest)(nil),        // 51: unyo.v1.SyncComputesRequest
-	(*SyncComputesResponse)(nil),       // 52: unyo.v1.SyncComputesResponse
-	(*GetAssignmentsRequest)(nil),      // 53: unyo.v1.GetAssignmentsRequest
-	(*GetAssignmentsResponse)(nil),     // 54: unyo.v1.GetAssignmentsResponse
-	(*ReportAssignmentsRequest)(nil),   // 55: unyo.v1.ReportAssignmentsRequest
-	(*ReportAssignmentsResponse)(nil),  // 56: unyo.v1.ReportAssignmentsResponse
-	(*RecordServiceEventRequest)(nil),  // 57: unyo.v1.RecordServiceEventRequest
-	(*RecordServiceEventResponse)(nil), // 58: unyo.v1.RecordServiceEventResponse
-	nil,                                // 59: unyo.v1.Region.LabelsEntry
-	nil,                                // 60: unyo.v1.Datacenter.LabelsEntry
-	nil,                                // 61: unyo.v1.Floor.LabelsEntry
-	nil,                                // 62: unyo.v1.Rack.LabelsEntry
-	nil,                                // 63: unyo.v1.PhysicalResource.LabelsEntry
-	nil,                                // 64: unyo.v1.Cluster.LabelsEntry
-	nil,                                // 65: unyo.v1.Flavor.LabelsEntry
-	nil,                                // 66: unyo.v1.FlavorSpec.ModelPricesEntry
-	nil,                                // 67: unyo.v1.Image.LabelsEntry
-	nil,                                // 68: unyo.v1.Network.LabelsEntry
-	nil,                                // 69: unyo.v1.RegionService.LabelsEntry
-	nil,                                // 70: unyo.v1.ComputeSpec.EnvEntry
-	nil,                                // 71: unyo.v1.Assignment.EnvEntry
-	nil,                                // 72: unyo.v1.RecordServiceEventRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
-	(*ComputePrice)(nil),               // 74: unyo.v1.ComputePrice
+	(*ComputeChecks)(nil),              // 46: unyo.v1.ComputeChecks
+	(*ComputeRetry)(nil),               // 47: unyo.v1.ComputeRetry
+	(*ScheduleReasonCount)(nil),        // 48: unyo.v1.ScheduleReasonCount
+	(*Assignment)(nil),                 // 49: unyo.v1.Assignment
+	(*LoadbalancerAssignment)(nil),     // 50: unyo.v1.LoadbalancerAssignment
+	(*AssignmentState)(nil),            // 51: unyo.v1.AssignmentState
+	(*SyncComputesRequest)(nil),        // 52: unyo.v1.SyncComputesRequest
+	(*SyncComputesResponse)(nil),       // 53: unyo.v1.SyncComputesResponse
+	(*GetAssignmentsRequest)(nil),      // 54: unyo.v1.GetAssignmentsRequest
+	(*GetAssignmentsResponse)(nil),     // 55: unyo.v1.GetAssignmentsResponse
+	(*ReportAssignmentsRequest)(nil),   // 56: unyo.v1.ReportAssignmentsRequest
+	(*ReportAssignmentsResponse)(nil),  // 57: unyo.v1.ReportAssignmentsResponse
+	(*RecordServiceEventRequest)(nil),  // 58: unyo.v1.RecordServiceEventRequest
+	(*RecordServiceEventResponse)(nil), // 59: unyo.v1.RecordServiceEventResponse
+	nil,                                // 60: unyo.v1.Region.LabelsEntry
+	nil,                                // 61: unyo.v1.Datacenter.LabelsEntry
+	nil,                                // 62: unyo.v1.Floor.LabelsEntry
+	nil,                                // 63: unyo.v1.Rack.LabelsEntry
+	nil,                                // 64: unyo.v1.PhysicalResource.LabelsEntry
+	nil,                                // 65: unyo.v1.Cluster.LabelsEntry
+	nil,                                // 66: unyo.v1.Flavor.LabelsEntry
+	nil,                                // 67: unyo.v1.FlavorSpec.ModelPricesEntry
+	nil,                                // 68: unyo.v1.Image.LabelsEntry
+	nil,                                // 69: unyo.v1.Network.LabelsEntry
+	nil,                                // 70: unyo.v1.RegionService.LabelsEntry
+	nil,                                // 71: unyo.v1.ComputeSpec.EnvEntry
+	nil,                                // 72: unyo.v1.Assignment.EnvEntry
+	nil,                                // 73: unyo.v1.RecordServiceEventRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 74: google.protobuf.Timestamp
+	(*ComputePrice)(nil),               // 75: unyo.v1.ComputePrice
 }
 var file_unyo_v1_provision_proto_depIdxs = []int32{
-	59,  // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
+	60,  // 0: unyo.v1.Region.labels:type_name -> unyo.v1.Region.LabelsEntry
 	1,   // 1: unyo.v1.Region.spec:type_name -> unyo.v1.RegionSpec
-	73,  // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
-	60,  // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
+	74,  // 2: unyo.v1.Region.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 3: unyo.v1.Region.updated_at:type_name -> google.protobuf.Timestamp
+	61,  // 4: unyo.v1.Datacenter.labels:type_name -> unyo.v1.Datacenter.LabelsEntry
 	3,   // 5: unyo.v1.Datacenter.spec:type_name -> unyo.v1.DatacenterSpec
-	73,  // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
-	61,  // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
+	74,  // 6: unyo.v1.Datacenter.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 7: unyo.v1.Datacenter.updated_at:type_name -> google.protobuf.Timestamp
+	62,  // 8: unyo.v1.Floor.labels:type_name -> unyo.v1.Floor.LabelsEntry
 	5,   // 9: unyo.v1.Floor.spec:type_name -> unyo.v1.FloorSpec
-	73,  // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
-	62,  // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
+	74,  // 10: unyo.v1.Floor.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 11: unyo.v1.Floor.updated_at:type_name -> google.protobuf.Timestamp
+	63,  // 12: unyo.v1.Rack.labels:type_name -> unyo.v1.Rack.LabelsEntry
 	7,   // 13: unyo.v1.Rack.spec:type_name -> unyo.v1.RackSpec
-	73,  // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 14: unyo.v1.Rack.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 15: unyo.v1.Rack.updated_at:type_name -> google.protobuf.Timestamp
 	8,   // 16: unyo.v1.RackSpec.position:type_name -> unyo.v1.RackPosition
-	63,  // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
+	64,  // 17: unyo.v1.PhysicalResource.labels:type_name -> unyo.v1.PhysicalResource.LabelsEntry
 	10,  // 18: unyo.v1.PhysicalResource.spec:type_name -> unyo.v1.PhysicalResourceSpec
-	73,  // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 19: unyo.v1.PhysicalResource.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 20: unyo.v1.PhysicalResource.updated_at:type_name -> google.protobuf.Timestamp
 	11,  // 21: unyo.v1.PhysicalResourceSpec.ports:type_name -> unyo.v1.Port
 	12,  // 22: unyo.v1.Port.link:type_name -> unyo.v1.PortLink
-	64,  // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
+	65,  // 23: unyo.v1.Cluster.labels:type_name -> unyo.v1.Cluster.LabelsEntry
 	14,  // 24: unyo.v1.Cluster.spec:type_name -> unyo.v1.ClusterSpec
-	73,  // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
-	65,  // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
+	74,  // 25: unyo.v1.Cluster.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 26: unyo.v1.Cluster.updated_at:type_name -> google.protobuf.Timestamp
+	66,  // 27: unyo.v1.Flavor.labels:type_name -> unyo.v1.Flavor.LabelsEntry
 	16,  // 28: unyo.v1.Flavor.spec:type_name -> unyo.v1.FlavorSpec
-	73,  // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
-	66,  // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
-	67,  // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
+	74,  // 29: unyo.v1.Flavor.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 30: unyo.v1.Flavor.updated_at:type_name -> google.protobuf.Timestamp
+	67,  // 31: unyo.v1.FlavorSpec.model_prices:type_name -> unyo.v1.FlavorSpec.ModelPricesEntry
+	68,  // 32: unyo.v1.Image.labels:type_name -> unyo.v1.Image.LabelsEntry
 	18,  // 33: unyo.v1.Image.spec:type_name -> unyo.v1.ImageSpec
-	73,  // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
-	68,  // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
+	74,  // 34: unyo.v1.Image.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 35: unyo.v1.Image.updated_at:type_name -> google.protobuf.Timestamp
+	69,  // 36: unyo.v1.Network.labels:type_name -> unyo.v1.Network.LabelsEntry
 	20,  // 37: unyo.v1.Network.spec:type_name -> unyo.v1.NetworkSpec
-	73,  // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 38: unyo.v1.Network.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 39: unyo.v1.Network.updated_at:type_name -> google.protobuf.Timestamp
 	22,  // 40: unyo.v1.Network.usage:type_name -> unyo.v1.NetworkUsage
 	21,  // 41: unyo.v1.NetworkSpec.ranges:type_name -> unyo.v1.AddressRange
 	23,  // 42: unyo.v1.NetworkUsage.allocations:type_name -> unyo.v1.AddressAllocation
-	73,  // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
-	73,  // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
-	73,  // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
-	69,  // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
+	74,  // 43: unyo.v1.AddressAllocation.allocated_at:type_name -> google.protobuf.Timestamp
+	74,  // 44: unyo.v1.AddressAllocation.released_at:type_name -> google.protobuf.Timestamp
+	74,  // 45: unyo.v1.AddressAllocation.reusable_at:type_name -> google.protobuf.Timestamp
+	70,  // 46: unyo.v1.RegionService.labels:type_name -> unyo.v1.RegionService.LabelsEntry
 	25,  // 47: unyo.v1.RegionService.spec:type_name -> unyo.v1.RegionServiceSpec
-	73,  // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 48: unyo.v1.RegionService.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 49: unyo.v1.RegionService.updated_at:type_name -> google.protobuf.Timestamp
 	41,  // 50: unyo.v1.RegionService.status:type_name -> unyo.v1.RegionServiceStatus
 	26,  // 51: unyo.v1.RegionServiceSpec.compute:type_name -> unyo.v1.ComputeSpec
 	34,  // 52: unyo.v1.RegionServiceSpec.loadbalancer:type_name -> unyo.v1.LoadbalancerSpec
 	27,  // 53: unyo.v1.ComputeSpec.schedule:type_name -> unyo.v1.SchedulePolicy
 	31,  // 54: unyo.v1.ComputeSpec.update:type_name -> unyo.v1.UpdateStrategy
 	32,  // 55: unyo.v1.ComputeSpec.autoscale:type_name -> unyo.v1.Autoscale
-	70,  // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
+	71,  // 56: unyo.v1.ComputeSpec.env:type_name -> unyo.v1.ComputeSpec.EnvEntry
 	28,  // 57: unyo.v1.SchedulePolicy.cluster_labels:type_name -> unyo.v1.LabelRequirement
 	28,  // 58: unyo.v1.SchedulePolicy.node_labels:type_name -> unyo.v1.LabelRequirement
 	29,  // 59: unyo.v1.SchedulePolicy.affinity:type_name -> unyo.v1.AffinityTerm
@@ -5692,67 +5799,69 @@ var file_unyo_v1_provision_proto_depIdxs = []int32{
 	29,  // 61: unyo.v1.SchedulePolicy.soft_affinity:type_name -> unyo.v1.AffinityTerm
 	29,  // 62: unyo.v1.SchedulePolicy.soft_anti_affinity:type_name -> unyo.v1.AffinityTerm
 	30,  // 63: unyo.v1.SchedulePolicy.spread:type_name -> unyo.v1.SpreadConstraint
-	73,  // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
-	73,  // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
+	74,  // 64: unyo.v1.AutoscaleStatus.evaluated_at:type_name -> google.protobuf.Timestamp
+	74,  // 65: unyo.v1.AutoscaleStatus.decided_at:type_name -> google.protobuf.Timestamp
 	35,  // 66: unyo.v1.LoadbalancerSpec.ports:type_name -> unyo.v1.LoadbalancerPort
 	36,  // 67: unyo.v1.LoadbalancerSpec.health:type_name -> unyo.v1.LoadbalancerHealth
 	27,  // 68: unyo.v1.LoadbalancerSpec.schedule:type_name -> unyo.v1.SchedulePolicy
 	34,  // 69: unyo.v1.Loadbalancer.spec:type_name -> unyo.v1.LoadbalancerSpec
 	38,  // 70: unyo.v1.Loadbalancer.backends:type_name -> unyo.v1.LoadbalancerBackend
 	39,  // 71: unyo.v1.Loadbalancer.status:type_name -> unyo.v1.LoadbalancerStatus
-	73,  // 72: unyo.v1.Loadbalancer.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 73: unyo.v1.Loadbalancer.updated_at:type_name -> google.protobuf.Timestamp
-	47,  // 74: unyo.v1.LoadbalancerStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	74,  // 72: unyo.v1.Loadbalancer.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 73: unyo.v1.Loadbalancer.updated_at:type_name -> google.protobuf.Timestamp
+	48,  // 74: unyo.v1.LoadbalancerStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
 	40,  // 75: unyo.v1.LoadbalancerStatus.backends:type_name -> unyo.v1.LoadbalancerBackendStatus
-	73,  // 76: unyo.v1.LoadbalancerStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	73,  // 77: unyo.v1.LoadbalancerStatus.active_at:type_name -> google.protobuf.Timestamp
-	73,  // 78: unyo.v1.LoadbalancerStatus.updated_at:type_name -> google.protobuf.Timestamp
-	73,  // 79: unyo.v1.LoadbalancerBackendStatus.since:type_name -> google.protobuf.Timestamp
-	73,  // 80: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 76: unyo.v1.LoadbalancerStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	74,  // 77: unyo.v1.LoadbalancerStatus.active_at:type_name -> google.protobuf.Timestamp
+	74,  // 78: unyo.v1.LoadbalancerStatus.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 79: unyo.v1.LoadbalancerBackendStatus.since:type_name -> google.protobuf.Timestamp
+	74,  // 80: unyo.v1.RegionServiceStatus.updated_at:type_name -> google.protobuf.Timestamp
 	33,  // 81: unyo.v1.RegionServiceStatus.autoscale:type_name -> unyo.v1.AutoscaleStatus
 	42,  // 82: unyo.v1.RegionServiceStatus.history:type_name -> unyo.v1.TemplateRevision
 	26,  // 83: unyo.v1.TemplateRevision.template:type_name -> unyo.v1.ComputeSpec
-	73,  // 84: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 84: unyo.v1.TemplateRevision.created_at:type_name -> google.protobuf.Timestamp
 	26,  // 85: unyo.v1.Compute.spec:type_name -> unyo.v1.ComputeSpec
 	44,  // 86: unyo.v1.Compute.resources:type_name -> unyo.v1.ComputeResources
 	45,  // 87: unyo.v1.Compute.status:type_name -> unyo.v1.ComputeStatus
-	73,  // 88: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
-	73,  // 89: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
-	74,  // 90: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
-	47,  // 91: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
-	73,  // 92: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
-	73,  // 93: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
-	73,  // 94: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
-	46,  // 95: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
-	73,  // 96: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
-	44,  // 97: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
-	71,  // 98: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
-	49,  // 99: unyo.v1.Assignment.loadbalancer:type_name -> unyo.v1.LoadbalancerAssignment
-	35,  // 100: unyo.v1.LoadbalancerAssignment.ports:type_name -> unyo.v1.LoadbalancerPort
-	38,  // 101: unyo.v1.LoadbalancerAssignment.backends:type_name -> unyo.v1.LoadbalancerBackend
-	36,  // 102: unyo.v1.LoadbalancerAssignment.health:type_name -> unyo.v1.LoadbalancerHealth
-	73,  // 103: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
-	40,  // 104: unyo.v1.AssignmentState.backends:type_name -> unyo.v1.LoadbalancerBackendStatus
-	43,  // 105: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
-	37,  // 106: unyo.v1.SyncComputesRequest.loadbalancers:type_name -> unyo.v1.Loadbalancer
-	43,  // 107: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
-	37,  // 108: unyo.v1.SyncComputesResponse.loadbalancers:type_name -> unyo.v1.Loadbalancer
-	48,  // 109: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
-	50,  // 110: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
-	72,  // 111: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
-	51,  // 112: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
-	53,  // 113: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
-	55,  // 114: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
-	57,  // 115: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
-	52,  // 116: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
-	54,  // 117: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
-	56,  // 118: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
-	58,  // 119: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
-	116, // [116:120] is the sub-list for method output_type
-	112, // [112:116] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	74,  // 88: unyo.v1.Compute.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 89: unyo.v1.Compute.updated_at:type_name -> google.protobuf.Timestamp
+	75,  // 90: unyo.v1.Compute.price:type_name -> unyo.v1.ComputePrice
+	48,  // 91: unyo.v1.ComputeStatus.reasons:type_name -> unyo.v1.ScheduleReasonCount
+	74,  // 92: unyo.v1.ComputeStatus.scheduled_at:type_name -> google.protobuf.Timestamp
+	74,  // 93: unyo.v1.ComputeStatus.active_at:type_name -> google.protobuf.Timestamp
+	74,  // 94: unyo.v1.ComputeStatus.updated_at:type_name -> google.protobuf.Timestamp
+	47,  // 95: unyo.v1.ComputeStatus.retry:type_name -> unyo.v1.ComputeRetry
+	46,  // 96: unyo.v1.ComputeStatus.checks:type_name -> unyo.v1.ComputeChecks
+	74,  // 97: unyo.v1.ComputeChecks.updated_at:type_name -> google.protobuf.Timestamp
+	74,  // 98: unyo.v1.ComputeRetry.next_at:type_name -> google.protobuf.Timestamp
+	44,  // 99: unyo.v1.Assignment.resources:type_name -> unyo.v1.ComputeResources
+	72,  // 100: unyo.v1.Assignment.env:type_name -> unyo.v1.Assignment.EnvEntry
+	50,  // 101: unyo.v1.Assignment.loadbalancer:type_name -> unyo.v1.LoadbalancerAssignment
+	35,  // 102: unyo.v1.LoadbalancerAssignment.ports:type_name -> unyo.v1.LoadbalancerPort
+	38,  // 103: unyo.v1.LoadbalancerAssignment.backends:type_name -> unyo.v1.LoadbalancerBackend
+	36,  // 104: unyo.v1.LoadbalancerAssignment.health:type_name -> unyo.v1.LoadbalancerHealth
+	74,  // 105: unyo.v1.AssignmentState.updated_at:type_name -> google.protobuf.Timestamp
+	40,  // 106: unyo.v1.AssignmentState.backends:type_name -> unyo.v1.LoadbalancerBackendStatus
+	43,  // 107: unyo.v1.SyncComputesRequest.computes:type_name -> unyo.v1.Compute
+	37,  // 108: unyo.v1.SyncComputesRequest.loadbalancers:type_name -> unyo.v1.Loadbalancer
+	43,  // 109: unyo.v1.SyncComputesResponse.computes:type_name -> unyo.v1.Compute
+	37,  // 110: unyo.v1.SyncComputesResponse.loadbalancers:type_name -> unyo.v1.Loadbalancer
+	49,  // 111: unyo.v1.GetAssignmentsResponse.assignments:type_name -> unyo.v1.Assignment
+	51,  // 112: unyo.v1.ReportAssignmentsRequest.states:type_name -> unyo.v1.AssignmentState
+	73,  // 113: unyo.v1.RecordServiceEventRequest.labels:type_name -> unyo.v1.RecordServiceEventRequest.LabelsEntry
+	52,  // 114: unyo.v1.ProvisionService.SyncComputes:input_type -> unyo.v1.SyncComputesRequest
+	54,  // 115: unyo.v1.ProvisionService.GetAssignments:input_type -> unyo.v1.GetAssignmentsRequest
+	56,  // 116: unyo.v1.ProvisionService.ReportAssignments:input_type -> unyo.v1.ReportAssignmentsRequest
+	58,  // 117: unyo.v1.ProvisionService.RecordServiceEvent:input_type -> unyo.v1.RecordServiceEventRequest
+	53,  // 118: unyo.v1.ProvisionService.SyncComputes:output_type -> unyo.v1.SyncComputesResponse
+	55,  // 119: unyo.v1.ProvisionService.GetAssignments:output_type -> unyo.v1.GetAssignmentsResponse
+	57,  // 120: unyo.v1.ProvisionService.ReportAssignments:output_type -> unyo.v1.ReportAssignmentsResponse
+	59,  // 121: unyo.v1.ProvisionService.RecordServiceEvent:output_type -> unyo.v1.RecordServiceEventResponse
+	118, // [118:122] is the sub-list for method output_type
+	114, // [114:118] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_provision_proto_init() }
@@ -5767,7 +5876,7 @@ func file_unyo_v1_provision_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_provision_proto_rawDesc), len(file_unyo_v1_provision_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   73,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -3,16 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/billing"
-	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // The billing ledger: insertReservation opens a row and deleteReservation
@@ -20,34 +16,13 @@ import (
 // unbilled or billed after its release, whoever reserves (placement, a
 // drain's replacement, a rolling update's surge).
 
-// openLedgerRow starts billing res at its compute's price on its node's
-// machine model. The compute's record names the flavor, the cluster and
-// the price root resolved; the node's topology labels name its model.
-func openLedgerRow(ctx context.Context, tx *sql.Tx, res store.Reservation) error {
-	c := &unyov1.Compute{}
-	var body []byte
-	err := tx.QueryRowContext(ctx, "SELECT body FROM computes WHERE name = $1", res.Compute).Scan(&body)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		// A reservation without a compute record (tests of the store's
-		// capacity accounting): billed at no price, under no flavor.
-	case err != nil:
-		return fmt.Errorf("read compute %q for its price: %w", res.Compute, err)
-	default:
-		if err := proto.Unmarshal(body, c); err != nil {
-			return fmt.Errorf("decode compute %q: %w", res.Compute, err)
-		}
-	}
-	model := ""
-	if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", res.Node).Scan(&body); err == nil {
-		n := &unyov1.Node{}
-		if err := proto.Unmarshal(body, n); err != nil {
-			return fmt.Errorf("decode node %q: %w", res.Node, err)
-		}
-		model = n.GetTopologyLabels()[topology.LabelModel]
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("read node %q for its machine model: %w", res.Node, err)
-	}
+// openLedgerRow starts billing res at compute c's price on its node's
+// machine model. c (its flavor, cluster and the price root resolved) and
+// the model are what the reserving transaction read already, so that
+// opening the row costs one insert; a nil c (a reservation without a
+// compute record, in tests of the store's capacity accounting) is billed
+// at no price, under no flavor.
+func openLedgerRow(ctx context.Context, tx *sql.Tx, res store.Reservation, c *unyov1.Compute, model string) error {
 	price := billing.Price(c.GetPrice().GetPerHour(), c.GetPrice().GetModelPrices(), model)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO billing_ledger (compute, service, flavor, node, cluster, price_per_hour, started_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, res.Compute, res.Service, c.GetSpec().GetFlavor(), res.Node, c.GetCluster(), price, res.ReservedAt.UnixNano()); err != nil {

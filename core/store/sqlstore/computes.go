@@ -248,10 +248,23 @@ func (s *Store) GetCompute(ctx context.Context, name string) (*unyov1.Compute, e
 }
 
 func (s *Store) SetComputeStatus(ctx context.Context, name string, st *unyov1.ComputeStatus) error {
+	return s.setComputeStatus(ctx, name, false, nil, st)
+}
+
+func (s *Store) SwapComputeStatus(ctx context.Context, name string, prev, st *unyov1.ComputeStatus) error {
+	return s.setComputeStatus(ctx, name, true, prev, st)
+}
+
+// setComputeStatus sets a compute's status, with swap only while it is
+// still prev.
+func (s *Store) setComputeStatus(ctx context.Context, name string, swap bool, prev, st *unyov1.ComputeStatus) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1"+s.d.forUpdate, name))
 		if err != nil {
 			return err
+		}
+		if swap && !proto.Equal(r.c.GetStatus(), prev) {
+			return store.ErrStatusChanged
 		}
 		if r.assignment != nil && st.GetNode() == "" {
 			// A node stage that read the compute before another placed it.
@@ -332,6 +345,9 @@ func (s *Store) ReserveComputes(ctx context.Context, ps []store.Placement) ([]in
 			return err
 		}
 		for _, p := range ps {
+			if p.Reservation.ReservedAt.IsZero() {
+				p.Reservation.ReservedAt = s.clockNow()
+			}
 			gen, err := b.reserve(ctx, tx, p)
 			if err != nil {
 				var reason *schedule.Reason
@@ -482,10 +498,7 @@ func (b *reserveBatch) reserve(ctx context.Context, tx *sql.Tx, p store.Placemen
 	if err := schedule.Check(bn.node, req); err != nil {
 		return 0, err
 	}
-	if res.ReservedAt.IsZero() {
-		res.ReservedAt = time.Now()
-	}
-	gen, err := insertReservation(ctx, tx, res)
+	gen, err := insertReservation(ctx, tx, res, r.c, bn.labels[topology.LabelModel])
 	if err != nil {
 		return 0, err
 	}
@@ -550,9 +563,10 @@ func servicePlacements(ctx context.Context, tx *sql.Tx, service string) ([]servi
 }
 
 // insertReservation is the one place a reservation is written: every
-// reservation, and anything kept beside it (the billing ledger), starts
+// reservation, and anything kept beside it (the billing ledger's row, from
+// the compute c and its node's machine model, which the caller read), starts
 // here. It moves the node's generation and returns it.
-func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (gen int64, err error) {
+func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation, c *unyov1.Compute, model string) (gen int64, err error) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO reservations (compute, service, node, vcpus, memory_bytes, disk_bytes, reserved_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, res.Compute, res.Service, res.Node,
 		res.Resources.VCPUs, res.Resources.MemoryBytes, res.Resources.DiskBytes, res.ReservedAt.UnixNano()); err != nil {
@@ -561,7 +575,7 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 	if err := allocPortLink(ctx, tx, res.Compute, res.Node); err != nil {
 		return 0, err
 	}
-	if err := openLedgerRow(ctx, tx, res); err != nil {
+	if err := openLedgerRow(ctx, tx, res, c, model); err != nil {
 		return 0, err
 	}
 	if err := tx.QueryRowContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1 RETURNING generation", res.Node).Scan(&gen); err != nil {
@@ -572,8 +586,9 @@ func insertReservation(ctx context.Context, tx *sql.Tx, res store.Reservation) (
 
 // deleteReservation is the one place a reservation is released: the
 // compute's on node, or every one it holds when node is "" (a no-op when
-// it holds none); it moves the nodes' generations.
-func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) error {
+// it holds none), its ledger row closed at at; it moves the nodes'
+// generations.
+func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string, at time.Time) error {
 	q, args := "DELETE FROM reservations WHERE compute = $1 RETURNING node", []any{compute}
 	if node != "" {
 		q, args = "DELETE FROM reservations WHERE compute = $1 AND node = $2 RETURNING node", []any{compute, node}
@@ -596,7 +611,7 @@ func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) er
 		if _, err := tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", n); err != nil {
 			return fmt.Errorf("move generation of node %q: %w", n, err)
 		}
-		if err := closeLedgerRow(ctx, tx, compute, n, time.Unix(0, now())); err != nil {
+		if err := closeLedgerRow(ctx, tx, compute, n, at); err != nil {
 			return err
 		}
 	}
@@ -605,7 +620,7 @@ func deleteReservation(ctx context.Context, tx *sql.Tx, compute, node string) er
 
 func (s *Store) DropCompute(ctx context.Context, name string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := deleteReservation(ctx, tx, name, ""); err != nil {
+		if err := deleteReservation(ctx, tx, name, "", s.clockNow()); err != nil {
 			return err
 		}
 		var hadAssignment bool

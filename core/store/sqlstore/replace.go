@@ -90,7 +90,7 @@ func (s *Store) ReleaseCompute(ctx context.Context, name, node string, removedOn
 		if a == nil || a.GetNode() != node || (removedOnly && a.GetDesired() != desiredDeleted) {
 			return nil
 		}
-		if err := deleteReservation(ctx, tx, name, node); err != nil {
+		if err := deleteReservation(ctx, tx, name, node, s.clockNow()); err != nil {
 			return err
 		}
 		gen, err := bumpAssignments(ctx, tx)

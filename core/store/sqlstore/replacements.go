@@ -14,6 +14,7 @@ import (
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/placement"
 	"github.com/unyo-ops/unyo/provision/schedule"
+	"github.com/unyo-ops/unyo/provision/topology"
 )
 
 // Phase words of replacements and computes this file writes.
@@ -81,9 +82,9 @@ func (s *Store) ReserveNext(ctx context.Context, res store.Reservation, a *unyov
 			return err
 		}
 		if res.ReservedAt.IsZero() {
-			res.ReservedAt = time.Now()
+			res.ReservedAt = s.clockNow()
 		}
-		if gen, err = insertReservation(ctx, tx, res); err != nil {
+		if gen, err = insertReservation(ctx, tx, res, r.c, n.GetTopologyLabels()[topology.LabelModel]); err != nil {
 			return err
 		}
 		agen, err := bumpAssignments(ctx, tx)
@@ -160,7 +161,7 @@ func (s *Store) CurrentGone(ctx context.Context, compute, node string, at time.T
 		if r.assignment == nil || (node != "" && r.assignment.GetNode() != node) {
 			return nil
 		}
-		if err := deleteReservation(ctx, tx, compute, r.assignment.GetNode()); err != nil {
+		if err := deleteReservation(ctx, tx, compute, r.assignment.GetNode(), at); err != nil {
 			return err
 		}
 		gen, err := bumpAssignments(ctx, tx)
@@ -193,6 +194,7 @@ func (s *Store) CurrentGone(ctx context.Context, compute, node string, at time.T
 			}
 		}
 		clearReplacement(st)
+		st.Checks = nil // judged again for the instance it now runs
 		r.c.Status = st
 		return writeCompute(ctx, tx, r, gen)
 	})
@@ -211,7 +213,7 @@ func (s *Store) NextGone(ctx context.Context, compute string) error {
 		if r.next == nil {
 			return nil
 		}
-		if err := deleteReservation(ctx, tx, compute, r.next.GetNode()); err != nil {
+		if err := deleteReservation(ctx, tx, compute, r.next.GetNode(), s.clockNow()); err != nil {
 			return err
 		}
 		gen, err := bumpAssignments(ctx, tx)

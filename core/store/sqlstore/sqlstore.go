@@ -109,8 +109,26 @@ type Store struct {
 	// mark records acknowledged events outside the database (TrackAcked).
 	mark atomic.Pointer[ackMark]
 
+	// clock stamps the times the store itself decides (a reservation's
+	// start when the caller gave none, the end of a released one's ledger
+	// row); time.Now unless SetClock set the server's.
+	clock func() time.Time
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// SetClock makes the store stamp the times it decides itself with now (the
+// cluster's clock, a test's fake one), so that a reservation's billing
+// starts and ends on one clock. Call it before the store is used.
+func (s *Store) SetClock(now func() time.Time) { s.clock = now }
+
+// clockNow is the store's clock.
+func (s *Store) clockNow() time.Time {
+	if s.clock == nil {
+		return time.Now()
+	}
+	return s.clock()
 }
 
 // groupMaxRows bounds how many other callers' events a group commit adds to

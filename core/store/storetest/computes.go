@@ -14,6 +14,7 @@ import (
 	"github.com/unyo-ops/unyo/provision/billing"
 	"github.com/unyo-ops/unyo/provision/schedule"
 	"github.com/unyo-ops/unyo/provision/topology"
+	"google.golang.org/protobuf/proto"
 )
 
 // schedNode is a Ready node with cpus vCPUs (1 GiB of memory and 10 GiB of
@@ -230,6 +231,35 @@ func computeTests() []contractTest {
 		{"LedgerOpensAndClosesOneRow", func(t *testing.T, s store.Store) {
 			ledgerReserveAndRelease(t, s, s)
 		}},
+		{"SwapComputeStatusRefusesAChangedStatus", func(t *testing.T, s store.Store) {
+			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 4)))
+			c := compute("web", 0)
+			_, err := s.SyncComputes(ctx(t), []*unyov1.Compute{c}, t0)
+			must(t, err)
+			must2(t)(reserve(t, s, c, "n1", schedule.Policy{}))
+			read := getCompute(t, s, "web-0").GetStatus()
+			// Another writer (an agent's report) changes it after the read.
+			active := proto.CloneOf(read)
+			active.Phase = "Active"
+			must(t, s.SetComputeStatus(ctx(t), "web-0", active))
+			stale := proto.CloneOf(read)
+			stale.Reason, stale.Message = "NodeDown", "decided on the old status"
+			if err := s.SwapComputeStatus(ctx(t), "web-0", read, stale); !errors.Is(err, store.ErrStatusChanged) {
+				t.Fatalf("swap over a changed status: %v, want ErrStatusChanged", err)
+			}
+			if st := getCompute(t, s, "web-0").GetStatus(); st.GetPhase() != "Active" || st.GetReason() != "" {
+				t.Fatalf("status after a refused swap: %v", st)
+			}
+			next := proto.CloneOf(active)
+			next.Reason = "NodeDown"
+			must(t, s.SwapComputeStatus(ctx(t), "web-0", active, next))
+			if st := getCompute(t, s, "web-0").GetStatus(); st.GetReason() != "NodeDown" {
+				t.Errorf("status after a swap: %v", st)
+			}
+			if err := s.SwapComputeStatus(ctx(t), "nope", nil, next); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("swap of an unknown compute: %v", err)
+			}
+		}},
 	}
 }
 
@@ -262,10 +292,18 @@ func ledgerReserveAndRelease(t *testing.T, a, b store.Store) {
 	if es[0] != want {
 		t.Errorf("ledger row = %+v, want %+v", es[0], want)
 	}
+	// The release is stamped with the store's clock (the cluster's).
+	released := t0.Add(90 * time.Minute)
+	if sc, ok := b.(interface{ SetClock(func() time.Time) }); ok {
+		sc.SetClock(func() time.Time { return released })
+	}
 	must(t, b.DropCompute(ctx(t), "web-0"))
 	es = all(a)
 	if len(es) != 1 || es[0].Open() || es[0].End.Before(es[0].Start) {
 		t.Fatalf("ledger after the release: %+v, want one closed row", es)
+	}
+	if _, ok := b.(interface{ SetClock(func() time.Time) }); ok && !es[0].End.Equal(released) {
+		t.Errorf("the row closed at %v, want the store's clock %v", es[0].End, released)
 	}
 	end := es[0].End
 	// Released again (nothing is held): the row stays closed when it was.
@@ -516,4 +554,11 @@ func replacementTest(t *testing.T, s store.Store) {
 	if rs, err := s.ListReservations(ctx(t)); err != nil || len(rs) != 0 {
 		t.Errorf("reservations left: %v, %v", rs, err)
 	}
+}
+
+func getCompute(t *testing.T, s store.Store, name string) *unyov1.Compute {
+	t.Helper()
+	c, err := s.GetCompute(ctx(t), name)
+	must(t, err)
+	return c
 }
