@@ -120,9 +120,12 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	// sentPlugins is what the heartbeats told the cluster of the plugins
-	// (syncLoop's alone).
-	sentPlugins pluginReport
+	// sentPlugins and sentProviders are what the heartbeats told the
+	// cluster of the plugins and providers (syncLoop's alone).
+	sentPlugins   sentReport[*unyov1.PluginStatus]
+	sentProviders sentReport[*unyov1.ProviderStatus]
+	// providers are the provider plugins' latest fingerprints.
+	providers providerHealth
 
 	mu         sync.Mutex
 	cred       credential
@@ -252,6 +255,7 @@ func New(opts Options) (*Agent, error) {
 		a.statusLn = ln
 	}
 	a.newPlugins()
+	a.providers.init(a.providerNames(), time.Now())
 	return a, nil
 }
 
@@ -294,6 +298,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	if a.hasProviders() {
 		run(a.runAssignments)
+		run(a.watchProviders)
 	}
 	run(func(ctx context.Context) { a.sched.Run(ctx) })
 	run(a.syncLoop)
