@@ -158,9 +158,9 @@ func (f *dockerFleet) compute(name string) (phase, reason, message, node string,
 
 // waitCompute waits until compute name is in phase with a message that
 // says want (and, when node is set, on that node).
-func (f *dockerFleet) waitCompute(name, phase, want, node string) {
-	f.t.Helper()
-	testutil.Eventually(f.t, 90*time.Second, fmt.Sprintf("compute %s %s (%q)", name, phase, want), func() error {
+func (f *dockerFleet) waitCompute(t *testing.T, name, phase, want, node string) {
+	t.Helper()
+	testutil.Eventually(t, 90*time.Second, fmt.Sprintf("compute %s %s (%q)", name, phase, want), func() error {
 		p, r, m, n, err := f.compute(name)
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func TestDockerNodeCapacity(t *testing.T) {
 	// The machine has 2 CPUs here (dockerd says so too): a replica of 1
 	// vCPU leaves room for one more.
 	must("apply", "-f", writeFile(t, f.dir, "web.yaml", dockerService("web", "ctr", "busybox", 1, `[sleep, "3600"]`)))
-	f.waitCompute("web-0", "Active", "", "node-a")
+	f.waitCompute(t, "web-0", "Active", "", "node-a")
 	if got := f.containers("web"); strings.Join(got, ",") != "web-0:running" {
 		t.Fatalf("containers of web: %v", got)
 	}
@@ -218,14 +218,14 @@ func TestDockerNodeCapacity(t *testing.T) {
 		return err
 	})
 	must("apply", "-f", writeFile(t, f.dir, "web.yaml", dockerService("web", "ctr", "busybox", 2, `[sleep, "3600"]`)))
-	f.waitCompute("web-1", "Blocked", "2 without a healthy provider", "")
+	f.waitCompute(t, "web-1", "Blocked", "2 without a healthy provider", "")
 	if p, _, m, n, err := f.compute("web-0"); err != nil || p != "Active" || n != "node-a" {
 		t.Errorf("compute web-0 while dockerd is down: %s on %s (%s), %v; want Active on node-a", p, n, m, err)
 	}
 
 	// dockerd back: the Blocked replica is placed, the other recovered.
 	f.d.Restart()
-	f.waitCompute("web-1", "Active", "", "node-a")
+	f.waitCompute(t, "web-1", "Active", "", "node-a")
 	testutil.Eventually(t, 60*time.Second, "two containers of web, none doubled", func() error {
 		got := f.containers("web")
 		if strings.Join(got, ",") != "web-0:running,web-1:running" {
@@ -240,4 +240,49 @@ func TestDockerNodeCapacity(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Bad input through apply (issue 15, "Bad input"): an image that does not
+// exist, a flavor larger than any node, a container that exits at once,
+// and no node with a dockerd that answers: each gives the compute a clear
+// phase and reason at root, and leaves no container behind.
+func TestDockerBadInput(t *testing.T) {
+	f := startDockerFleet(t)
+	must := f.cli.must
+	for _, tc := range []struct {
+		name, flavor, image, command string
+		phase, want                  string
+		// event: the cluster raises one (root's cluster stage, which
+		// turns the monster down, raises none).
+		event bool
+	}{
+		{"ghost", "ctr", "ghost", `[sleep, "3600"]`, "Failed", `image "unyo-test/no-such-image:1" is not present`, true},
+		// Root's cluster stage finds no cluster with a node that big.
+		{"monster", "monster", "busybox", `[sleep, "3600"]`, "Blocked", "0/1 clusters fit 1 replicas: c1 fits 0", false},
+		{"crash", "ctr", "busybox", `[sh, -c, "echo bye; exit 3"]`, "Failed", "exited with status 3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			must("apply", "-f", writeFile(t, f.dir, tc.name+".yaml", dockerService(tc.name, tc.flavor, tc.image, 1, tc.command)))
+			f.waitCompute(t, tc.name+"-0", tc.phase, tc.want, "")
+			out := must("computes", "get", tc.name+"-0")
+			t.Logf("computes get %s-0:\n%s", tc.name, out)
+			testutil.Eventually(t, 30*time.Second, "an event of "+tc.name+"-0", func() error {
+				if !tc.event {
+					return nil
+				}
+				out, err := f.cli.run("events", "ls", "--history", "-o", "json")
+				if err == nil && !strings.Contains(out, "compute "+tc.name+"-0") {
+					err = fmt.Errorf("no event names compute %s-0:\n%s", tc.name, out)
+				}
+				return err
+			})
+			must("delete", "service", tc.name)
+			testutil.Eventually(t, 60*time.Second, "no container of "+tc.name, func() error {
+				if got := f.containers(tc.name); len(got) > 0 {
+					return fmt.Errorf("containers of %s: %v", tc.name, got)
+				}
+				return nil
+			})
+		})
+	}
 }
