@@ -68,6 +68,7 @@ type dockerFleet struct {
 	rootURL string
 	d       *dockertest.Daemon
 	cli     adminCLI
+	agents  map[string]*proc
 }
 
 func startDockerFleet(t *testing.T) *dockerFleet {
@@ -88,11 +89,12 @@ spec: {region: tokyo, weight: 1}
 `))
 	// A unique prefix per test: its containers are told apart by it.
 	prefix := "unyo-" + filepath.Base(d.Dir) + "-"
+	agents := map[string]*proc{}
 	for _, n := range []struct{ node, resource, host string }{
 		{"node-a", "srv-a", d.Host},
 		{"node-b", "srv-b", "unix://" + filepath.Join(dir, "no-dockerd.sock")},
 	} {
-		startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
+		agents[n.node] = startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
 role: agent
 data_dir: %s/%s
 agent:
@@ -116,7 +118,7 @@ agent:
 		return nil
 	})
 	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", dockerCatalog))
-	return &dockerFleet{t: t, dir: dir, rootURL: rootURL, d: d, cli: a}
+	return &dockerFleet{t: t, dir: dir, rootURL: rootURL, d: d, cli: a, agents: agents}
 }
 
 // containers are the names of the containers of service svc (by the
@@ -284,5 +286,37 @@ func TestDockerBadInput(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// The agent SIGKILLed mid-create (issue 15, item 6): node-a's agent is
+// killed as soon as the first container of a new service shows in
+// dockerd, before it could report; after its restart there is exactly one
+// running container per replica and every replica is Active.
+func TestDockerAgentKilledMidCreate(t *testing.T) {
+	f := startDockerFleet(t)
+	f.cli.must("apply", "-f", writeFile(t, f.dir, "web.yaml", dockerService("web", "ctr", "busybox", 2, `[sleep, "3600"]`)))
+	testutil.Eventually(t, 60*time.Second, "a container of web in dockerd", func() error {
+		if got := f.containers("web"); len(got) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	f.agents["node-a"].kill()
+	t.Logf("containers when node-a's agent was killed: %v", f.containers("web"))
+	f.agents["node-a"].restart()
+	for _, c := range []string{"web-0", "web-1"} {
+		f.waitCompute(t, c, "Active", "", "node-a")
+	}
+	testutil.Eventually(t, 60*time.Second, "one running container per replica", func() error {
+		if got := f.containers("web"); strings.Join(got, ",") != "web-0:running,web-1:running" {
+			return fmt.Errorf("containers of web: %v", got)
+		}
+		return nil
+	})
+	// And it stays so: nothing doubled by a late create.
+	time.Sleep(3 * time.Second)
+	if got := f.containers("web"); strings.Join(got, ",") != "web-0:running,web-1:running" {
+		t.Errorf("containers of web a while later: %v", got)
 	}
 }

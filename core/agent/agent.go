@@ -75,6 +75,9 @@ type Options struct {
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
 	Plugins    []host.PluginConfig
+	// Capacity, per non-zero field, replaces the capacity the agent
+	// detects and its providers report (agent.capacity).
+	Capacity *unyov1.Capacity
 	// PluginEnv names the variables of the agent's environment that its
 	// plugins also get (host.Config.PassEnv).
 	PluginEnv []string

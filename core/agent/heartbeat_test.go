@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -115,5 +117,27 @@ func TestProviderHealth(t *testing.T) {
 	}
 	if st := providerStatus("x", &pluginv1.FingerprintResponse{Healthy: true, Capacity: &pluginv1.Capacity{}}); st.GetCapacity() != nil {
 		t.Errorf("a zero capacity is kept: %v", st)
+	}
+}
+
+// TestOverrideCapacity: agent.capacity replaces the machine's detected
+// fields it sets, and drops a provider's (the machine's then says them).
+func TestOverrideCapacity(t *testing.T) {
+	detected := &unyov1.Capacity{Cpus: 2, MemoryBytes: 4 << 30, DiskBytes: 10 << 30}
+	tests := []struct {
+		name     string
+		override *unyov1.Capacity
+		drop     bool
+		want     *unyov1.Capacity
+	}{
+		{"none", nil, false, detected},
+		{"cpus", &unyov1.Capacity{Cpus: 64}, false, &unyov1.Capacity{Cpus: 64, MemoryBytes: 4 << 30, DiskBytes: 10 << 30}},
+		{"provider: cpus dropped", &unyov1.Capacity{Cpus: 64}, true, &unyov1.Capacity{MemoryBytes: 4 << 30, DiskBytes: 10 << 30}},
+		{"provider: all dropped", &unyov1.Capacity{Cpus: 64, MemoryBytes: 1, DiskBytes: 1}, true, nil},
+	}
+	for _, tt := range tests {
+		if got := overrideCapacity(detected, tt.override, tt.drop); !proto.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

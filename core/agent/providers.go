@@ -167,7 +167,9 @@ func (a *Agent) watchProvider(ctx context.Context, name string) {
 				if err != nil {
 					return err
 				}
-				a.providers.set(providerStatus(name, m), time.Now())
+				st := providerStatus(name, m)
+				st.Capacity = overrideCapacity(st.GetCapacity(), a.opts.Capacity, true)
+				a.providers.set(st, time.Now())
 			}
 		})
 		if ctx.Err() != nil {
@@ -201,4 +203,27 @@ func providerStatus(name string, m *pluginv1.FingerprintResponse) *unyov1.Provid
 		st.Reason = ""
 	}
 	return st
+}
+
+// overrideCapacity applies agent.capacity to a detected capacity c: each
+// field it sets replaces c's (drop: is left out, for a provider's, since
+// the machine's then says it alone). A result of zeros is nil.
+func overrideCapacity(c, override *unyov1.Capacity, drop bool) *unyov1.Capacity {
+	out := &unyov1.Capacity{Cpus: c.GetCpus(), MemoryBytes: c.GetMemoryBytes(), DiskBytes: c.GetDiskBytes()}
+	pick := func(have, set int64) int64 {
+		switch {
+		case set <= 0:
+			return have
+		case drop:
+			return 0
+		}
+		return set
+	}
+	out.Cpus = int32(pick(int64(out.Cpus), int64(override.GetCpus())))
+	out.MemoryBytes = pick(out.MemoryBytes, override.GetMemoryBytes())
+	out.DiskBytes = pick(out.DiskBytes, override.GetDiskBytes())
+	if out.Cpus == 0 && out.MemoryBytes == 0 && out.DiskBytes == 0 {
+		return nil
+	}
+	return out
 }

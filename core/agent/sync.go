@@ -102,6 +102,7 @@ func (a *Agent) setRegistered(v bool) {
 
 func (a *Agent) register(ctx context.Context) error {
 	capacity, osName, kernel := Fingerprint(a.fingerprintPath())
+	capacity = overrideCapacity(capacity, a.opts.Capacity, false)
 	node := &unyov1.Node{
 		Name: a.opts.NodeName, Labels: a.opts.Labels, Capacity: capacity,
 		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,

@@ -262,6 +262,18 @@ type Agent struct {
 	Logs []LogFile `yaml:"logs" mapstructure:"logs"`
 	// Plugins are the check plugins the agent runs (see plugins/README.md).
 	Plugins Plugins `yaml:"plugins" mapstructure:"plugins"`
+	// Capacity, per field when set, is what the scheduler may place on
+	// this node instead of what the agent detects and its providers'
+	// fingerprints report: to overcommit on purpose, or to hold part of
+	// the machine back.
+	Capacity AgentCapacity `yaml:"capacity" mapstructure:"capacity"`
+}
+
+// AgentCapacity is agent.capacity; a zero field keeps the detected value.
+type AgentCapacity struct {
+	CPUs   int  `yaml:"cpus" mapstructure:"cpus"`
+	Memory Size `yaml:"memory" mapstructure:"memory"`
+	Disk   Size `yaml:"disk" mapstructure:"disk"`
 }
 
 // Plugins says where plugin binaries live and which ones to run.
