@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -71,7 +72,11 @@ type dockerFleet struct {
 	agents  map[string]*proc
 }
 
-func startDockerFleet(t *testing.T) *dockerFleet {
+func startDockerFleet(t *testing.T) *dockerFleet { return startDockerFleetWith(t, "") }
+
+// startDockerFleetWith is startDockerFleet with extra agent settings of
+// node-a (indented under agent:).
+func startDockerFleetWith(t *testing.T, nodeA string) *dockerFleet {
 	t.Helper()
 	d := dockertest.Start(t)
 	d.BusyboxImage("unyo-test/busybox:1")
@@ -90,9 +95,9 @@ spec: {region: tokyo, weight: 1}
 	// A unique prefix per test: its containers are told apart by it.
 	prefix := "unyo-" + filepath.Base(d.Dir) + "-"
 	agents := map[string]*proc{}
-	for _, n := range []struct{ node, resource, host string }{
-		{"node-a", "srv-a", d.Host},
-		{"node-b", "srv-b", "unix://" + filepath.Join(dir, "no-dockerd.sock")},
+	for _, n := range []struct{ node, resource, host, extra string }{
+		{"node-a", "srv-a", d.Host, nodeA},
+		{"node-b", "srv-b", "unix://" + filepath.Join(dir, "no-dockerd.sock"), ""},
 	} {
 		agents[n.node] = startUnyo(t, n.node, nil, "agent", "--config", writeFile(t, dir, n.node+".yaml", fmt.Sprintf(`
 role: agent
@@ -108,7 +113,7 @@ agent:
     dirs: [%s]
     enabled:
       - {kind: provider, name: docker, sha256: %s, config: {host: "%s", name_prefix: "%s"}}
-`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, n.host, prefix)))
+%s`, dir, n.node, n.node, clusterURL, joinToken, n.resource, filepath.Dir(plugin), sum, n.host, prefix, n.extra)))
 	}
 	testutil.Eventually(t, 60*time.Second, "two Ready nodes", func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
@@ -319,4 +324,91 @@ func TestDockerAgentKilledMidCreate(t *testing.T) {
 	if got := f.containers("web"); strings.Join(got, ",") != "web-0:running,web-1:running" {
 		t.Errorf("containers of web a while later: %v", got)
 	}
+}
+
+// TestDocker50ContainersSideBySide is issue 15's benchmark: 50 containers
+// through unyo (apply -> all 50 computes Active) against the same 50
+// creates and starts made directly on the same dockerd in the same run
+// (what `docker run -d --network none --init` does through the Engine
+// API), one after the other as `docker run` in a loop would. It logs both
+// times and their ratio (the goal: unyo within 1.5x). It is a measurement,
+// not a check, so it runs only with UNYO_BENCH=1.
+func TestDocker50ContainersSideBySide(t *testing.T) {
+	if os.Getenv("UNYO_BENCH") == "" {
+		t.Skip("a benchmark: set UNYO_BENCH=1 to run it")
+	}
+	const n = 50
+	// agent.capacity: the 2-CPU machine takes 50 replicas of 1 vCPU.
+	f := startDockerFleetWith(t, "  capacity: {cpus: 64, memory: 16GiB}\n")
+	cli := f.d.Client()
+	defer cli.Close()
+	// direct creates and starts n containers as provider-docker makes
+	// them (the same host config), one after the other, then removes
+	// them; it returns the time the creates and starts took.
+	direct := func(round string) time.Duration {
+		ctx := context.Background()
+		init := true
+		start := time.Now()
+		for i := range n {
+			cc := &container.Config{Image: "unyo-test/busybox:1", Cmd: []string{"sleep", "3600"}, Labels: map[string]string{"unyo.test/direct": "1"}}
+			hc := &container.HostConfig{NetworkMode: "none", Init: &init,
+				RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyOnFailure, MaximumRetryCount: 3},
+				Resources:     container.Resources{NanoCPUs: 1e9, Memory: 32 << 20, MemorySwap: 32 << 20}}
+			c, err := cli.ContainerCreate(ctx, cc, hc, nil, nil, fmt.Sprintf("direct-%s-%s-%d", filepath.Base(f.d.Dir), round, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		took := time.Since(start)
+		cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "unyo.test/direct=1"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return took
+	}
+	// Direct before and after unyo's run, so that neither side alone
+	// gets a cold or a loaded dockerd.
+	before := direct("before")
+
+	start := time.Now()
+	f.cli.must("apply", "-f", writeFile(t, f.dir, "web.yaml", dockerService("web", "ctr", "busybox", n, `[sleep, "3600"]`)))
+	testutil.Eventually(t, 5*time.Minute, fmt.Sprintf("%d computes Active", n), func() error {
+		items, err := cliJSON(t, f.rootURL, "--token", adminToken, "computes", "ls")
+		if err != nil {
+			return err
+		}
+		active := 0
+		for _, it := range items {
+			if st, _ := it["status"].(map[string]any); st["phase"] == "Active" {
+				active++
+			}
+		}
+		if active != n {
+			return fmt.Errorf("%d of %d Active", active, n)
+		}
+		return nil
+	})
+	unyo := time.Since(start)
+	if got := f.containers("web"); len(got) != n {
+		t.Errorf("%d containers of web, want %d", len(got), n)
+	}
+	f.cli.must("delete", "service", "web")
+	testutil.Eventually(t, 2*time.Minute, "no container of web left", func() error {
+		if got := f.containers("web"); len(got) > 0 {
+			return fmt.Errorf("%d containers of web left", len(got))
+		}
+		return nil
+	})
+	after := direct("after")
+	mean := (before + after) / 2
+	t.Logf("%d containers: direct %.2fs before and %.2fs after (%.0f ms each on average), through unyo %.2fs (%.0f ms each): %.2fx",
+		n, before.Seconds(), after.Seconds(), mean.Seconds()*1000/n, unyo.Seconds(), unyo.Seconds()*1000/n, unyo.Seconds()/mean.Seconds())
 }
