@@ -75,6 +75,9 @@ type Options struct {
 	// Plugins are the check plugins started (none: no plugin host).
 	PluginDirs []string
 	Plugins    []host.PluginConfig
+	// Capacity, per non-zero field, replaces the capacity the agent
+	// detects and its providers report (agent.capacity).
+	Capacity *unyov1.Capacity
 	// PluginEnv names the variables of the agent's environment that its
 	// plugins also get (host.Config.PassEnv).
 	PluginEnv []string
@@ -124,9 +127,12 @@ type Agent struct {
 	tlsCluster  bool
 	certChanged chan struct{}
 
-	// sentPlugins is what the heartbeats told the cluster of the plugins
-	// (syncLoop's alone).
-	sentPlugins pluginReport
+	// sentPlugins and sentProviders are what the heartbeats told the
+	// cluster of the plugins and providers (syncLoop's alone).
+	sentPlugins   sentReport[*unyov1.PluginStatus]
+	sentProviders sentReport[*unyov1.ProviderStatus]
+	// providers are the provider plugins' latest fingerprints.
+	providers providerHealth
 
 	mu         sync.Mutex
 	cred       credential
@@ -256,6 +262,7 @@ func New(opts Options) (*Agent, error) {
 		a.statusLn = ln
 	}
 	a.newPlugins()
+	a.providers.init(a.providerNames(), time.Now())
 	if opts.Ports.Enabled {
 		if a.ports, err = newPortRunner(a); err != nil {
 			a.closeSpools()
@@ -304,6 +311,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.startPlugins)
 	if a.hasProviders() {
 		run(a.runAssignments)
+		run(a.watchProviders)
 	}
 	if a.ports != nil {
 		run(a.ports.run)

@@ -47,6 +47,10 @@ func (a *Agent) syncLoop(ctx context.Context) {
 	bo := backoff{min: 500 * time.Millisecond, max: limits.MaxHeartbeatRetry}
 	for ctx.Err() == nil {
 		if !a.isRegistered() {
+			// The first registration waits (briefly) for the providers'
+			// first fingerprints, so that the node's first report says
+			// whether it can host replicas.
+			a.providers.waitFirst(ctx, providersFirstWait)
 			if err := a.register(ctx); err != nil {
 				if ctx.Err() == nil {
 					a.log.Warn("registering with the cluster failed; checks keep running and results are spooled", "cluster", a.opts.ClusterURL, "err", a.cl.Explain(err))
@@ -76,6 +80,9 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		case <-time.After(every):
 		case <-a.reregister:
 			a.setRegistered(false)
+		case <-a.providers.changed:
+			// A provider turned healthy or unhealthy (or its capacity
+			// moved): the scheduler hears of it now, not a heartbeat later.
 		}
 	}
 }
@@ -95,10 +102,11 @@ func (a *Agent) setRegistered(v bool) {
 
 func (a *Agent) register(ctx context.Context) error {
 	capacity, osName, kernel := Fingerprint(a.fingerprintPath())
+	capacity = overrideCapacity(capacity, a.opts.Capacity, false)
 	node := &unyov1.Node{
 		Name: a.opts.NodeName, Labels: a.opts.Labels, Capacity: capacity,
 		Address: a.StatusAddr(), AgentVersion: a.opts.Version, Os: osName, Kernel: kernel,
-		RegisteredAt: timestamppb.Now(), Plugins: a.pluginStatusProto(),
+		RegisteredAt: timestamppb.Now(), Plugins: a.pluginStatusProto(), Providers: a.providers.list(),
 		AgentResource: a.opts.Resource, Hostname: hostname(), Serial: hardwareSerial(dmiSerialPath),
 	}
 	req := &unyov1.RegisterRequest{Node: node}
@@ -144,7 +152,9 @@ func (a *Agent) register(ctx context.Context) error {
 	a.clusterName = resp.Msg.GetCluster()
 	a.mu.Unlock()
 	a.setRegistered(true)
-	a.sentPlugins = pluginReport{} // a cluster registering the node anew is told them all
+	// A cluster registering the node anew is told them all.
+	a.sentPlugins = sentReport[*unyov1.PluginStatus]{}
+	a.sentProviders = sentReport[*unyov1.ProviderStatus]{}
 	a.log.Info("registered with cluster", "cluster", resp.Msg.GetCluster(), "url", a.opts.ClusterURL)
 	return nil
 }
@@ -156,47 +166,52 @@ func (a *Agent) fingerprintPath() string {
 	return "/"
 }
 
-// fullPluginsEvery is how many heartbeats may say "plugins unchanged"
-// before one carries them all again: the cluster may have failed to
-// record the last list it was sent (it says so in its log and keeps the
-// heartbeat), and this bounds how long it holds an old one.
-const fullPluginsEvery = 30
+// fullReportEvery is how many heartbeats may say "plugins unchanged" (or
+// providers) before one carries them all again: the cluster may have
+// failed to record the last list it was sent (it says so in its log and
+// keeps the heartbeat), and this bounds how long it holds an old one.
+const fullReportEvery = 30
 
-// pluginReport is what the heartbeats told the cluster of the plugins, so
-// that a heartbeat carries them only when they changed.
-type pluginReport struct {
-	last      []*unyov1.PluginStatus
-	unchanged int // heartbeats since the last that carried them
+// sentReport is what the heartbeats told the cluster of a list (the
+// plugins, the providers), so that a heartbeat carries it only when it
+// changed.
+type sentReport[T proto.Message] struct {
+	last      []T
+	unchanged int // heartbeats since the last that carried it
 	known     bool
 }
 
-// request fills req's plugins: none and PluginsUnchanged when they are as
-// last answered.
-func (r *pluginReport) request(req *unyov1.HeartbeatRequest, now []*unyov1.PluginStatus) {
-	if r.known && r.unchanged < fullPluginsEvery && slices.EqualFunc(r.last, now, func(a, b *unyov1.PluginStatus) bool { return proto.Equal(a, b) }) {
-		req.PluginsUnchanged = true
-		return
-	}
-	req.Plugins = now
+// same says whether now is the list last answered and no full report is
+// due: the heartbeat then says "unchanged" instead of carrying it.
+func (r *sentReport[T]) same(now []T) bool {
+	return r.known && r.unchanged < fullReportEvery && slices.EqualFunc(r.last, now, func(a, b T) bool { return proto.Equal(a, b) })
 }
 
-// answered records that the cluster took req.
-func (r *pluginReport) answered(req *unyov1.HeartbeatRequest) {
-	if req.GetPluginsUnchanged() {
+// answered records that the cluster took a heartbeat that carried sent
+// (unchanged: that said the list was unchanged).
+func (r *sentReport[T]) answered(sent []T, unchanged bool) {
+	if unchanged {
 		r.unchanged++
 		return
 	}
-	r.last, r.unchanged, r.known = req.GetPlugins(), 0, true
+	r.last, r.unchanged, r.known = sent, 0, true
 }
 
 func (a *Agent) beat(ctx context.Context) error {
 	req := &unyov1.HeartbeatRequest{Node: a.opts.NodeName}
-	a.sentPlugins.request(req, a.pluginStatusProto())
+	plugins, providers := a.pluginStatusProto(), a.providers.list()
+	if req.PluginsUnchanged = a.sentPlugins.same(plugins); !req.PluginsUnchanged {
+		req.Plugins = plugins
+	}
+	if req.ProvidersUnchanged = a.sentProviders.same(providers); !req.ProvidersUnchanged {
+		req.Providers = providers
+	}
 	resp, err := a.cl.Agent.Heartbeat(ctx, connect.NewRequest(req))
 	if err != nil {
 		return err
 	}
-	a.sentPlugins.answered(req)
+	a.sentPlugins.answered(plugins, req.PluginsUnchanged)
+	a.sentProviders.answered(providers, req.ProvidersUnchanged)
 	a.status.heartbeatOK()
 	a.mu.Lock()
 	changed := resp.Msg.GetChecksRevision() != a.checksRev

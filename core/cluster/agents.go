@@ -18,6 +18,7 @@ import (
 	"github.com/unyo-ops/unyo/core/rbac"
 	"github.com/unyo-ops/unyo/core/server"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/placement"
 	"github.com/unyo-ops/unyo/provision/topology"
 )
 
@@ -83,7 +84,11 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 	s.c.remember(n)
 	s.c.knownMu.Lock()
 	s.c.nodePlugins[n.GetName()] = n.GetPlugins()
+	s.c.nodeProviders[n.GetName()] = n.GetProviders()
 	s.c.knownMu.Unlock()
+	if placement.ProvidersKey(old.GetProviders()) != placement.ProvidersKey(n.GetProviders()) {
+		s.c.kickPlacement()
+	}
 	s.c.beats.add(n.GetName(), time.Now())
 	if old == nil || topology.NodeIdentity(old) != topology.NodeIdentity(n) {
 		s.c.nodeIdentityChanged()
@@ -127,27 +132,54 @@ func (s *agentService) RenewCertificate(ctx context.Context, req *connect.Reques
 // (by this replica, or as read with the node). A failed write is logged and
 // tried again with the next heartbeat; the heartbeat itself goes on.
 func (c *Cluster) notePlugins(ctx context.Context, n *unyov1.Node, plugins []*unyov1.PluginStatus) {
+	noteList(c, ctx, n, "plugin statuses", c.nodePlugins, n.GetPlugins(), plugins, c.store.SetNodePlugins)
+}
+
+// noteProviders keeps the provider statuses (fingerprints) a node's
+// heartbeat carried, as notePlugins does the plugins'; when what the
+// scheduler reads of them changed (a provider turned healthy, a capacity
+// moved), Blocked computes are placed again at once.
+func (c *Cluster) noteProviders(ctx context.Context, n *unyov1.Node, providers []*unyov1.ProviderStatus) {
+	c.knownMu.Lock()
+	before, ok := c.nodeProviders[n.GetName()]
+	c.knownMu.Unlock()
+	if !ok {
+		before = n.GetProviders()
+	}
+	if noteList(c, ctx, n, "provider statuses", c.nodeProviders, n.GetProviders(), providers, c.store.SetNodeProviders) &&
+		placement.ProvidersKey(before) != placement.ProvidersKey(providers) {
+		c.log.Info("the providers of a node changed", "node", n.GetName(), "providers", placement.ProvidersKey(providers))
+		c.kickPlacement()
+	}
+}
+
+// noteList writes a list a heartbeat carried to the node's record (with
+// set) when it differs from the one last written, kept in last (guarded
+// by knownMu; stored is the node's as read). It says whether it wrote.
+func noteList[T proto.Message](c *Cluster, ctx context.Context, n *unyov1.Node, what string, last map[string][]T, stored, now []T,
+	set func(ctx context.Context, name string, list []T) error) bool {
 	name := n.GetName()
 	c.knownMu.Lock()
-	last, ok := c.nodePlugins[name]
+	prev, ok := last[name]
 	if !ok {
-		last = n.GetPlugins()
+		prev = stored
 	}
-	same := slices.EqualFunc(last, plugins, func(a, b *unyov1.PluginStatus) bool { return proto.Equal(a, b) })
+	same := slices.EqualFunc(prev, now, func(a, b T) bool { return proto.Equal(a, b) })
 	if same && !ok {
-		c.nodePlugins[name] = last
+		last[name] = prev
 	}
 	c.knownMu.Unlock()
 	if same {
-		return
+		return false
 	}
-	if err := c.store.SetNodePlugins(ctx, name, plugins); err != nil {
-		c.log.Warn("recording the plugin statuses of a node failed; will retry with its next heartbeat", "node", name, "err", err)
-		return
+	if err := set(ctx, name, now); err != nil {
+		c.log.Warn("recording the "+what+" of a node failed; will retry with its next heartbeat", "node", name, "err", err)
+		return false
 	}
 	c.knownMu.Lock()
-	c.nodePlugins[name] = plugins
+	last[name] = now
 	c.knownMu.Unlock()
+	return true
 }
 
 func (c *Cluster) remember(n *unyov1.Node) {
@@ -185,6 +217,9 @@ func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov
 	if err := validPlugins("plugins", req.Msg.GetPlugins()); err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
+	if err := validProviders("providers", req.Msg.GetProviders()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	n, err := s.c.agentNode(ctx, req.Msg.GetNode())
 	if err != nil {
 		return nil, err
@@ -192,6 +227,9 @@ func (s *agentService) Heartbeat(ctx context.Context, req *connect.Request[unyov
 	s.c.beats.add(req.Msg.GetNode(), time.Now())
 	if !req.Msg.GetPluginsUnchanged() {
 		s.c.notePlugins(ctx, n, req.Msg.GetPlugins())
+	}
+	if !req.Msg.GetProvidersUnchanged() {
+		s.c.noteProviders(ctx, n, req.Msg.GetProviders())
 	}
 	rev, err := s.c.revisions.get(ctx)
 	if err != nil {

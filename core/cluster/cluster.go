@@ -129,6 +129,9 @@ type Cluster struct {
 	// nodePlugins is each node's plugin statuses as last stored (guarded by
 	// knownMu): a heartbeat writes them only when they changed.
 	nodePlugins map[string][]*unyov1.PluginStatus
+	// nodeProviders is each node's provider statuses as last stored
+	// (guarded by knownMu too).
+	nodeProviders map[string][]*unyov1.ProviderStatus
 
 	// auth recognises the credentials of this cluster's nodes and of root.
 	auth *identity.Authenticator
@@ -202,9 +205,10 @@ func New(st store.Store, opts Options) *Cluster {
 		rootNudge: make(chan struct{}, 1),
 		placeKick: make(chan struct{}, 1),
 
-		nodePlugins:  map[string][]*unyov1.PluginStatus{},
-		auth:         identity.NewAuthenticator(st, credentialKinds),
-		pluginsReady: make(chan struct{}),
+		nodePlugins:   map[string][]*unyov1.PluginStatus{},
+		nodeProviders: map[string][]*unyov1.ProviderStatus{},
+		auth:          identity.NewAuthenticator(st, credentialKinds),
+		pluginsReady:  make(chan struct{}),
 	}
 	// The clock of receipt is the wall clock: opts.Now may be a test's
 	// clock for retention and statistics, days away from agents' results.

@@ -342,13 +342,15 @@ func byService(cs []*unyov1.Compute) [][]*unyov1.Compute {
 
 // capacityKey changes whenever something that could let a Blocked
 // compute be placed changes: a node joins or leaves, changes state,
-// capacity or labels, or its generation moves (a reservation released,
-// cordon lifted).
+// capacity or labels, its generation moves (a reservation released,
+// cordon lifted), or a provider of it turns healthy or reports another
+// capacity.
 func capacityKey(nodes []*unyov1.Node) uint64 {
 	h := fnv.New64a()
 	for _, n := range nodes {
 		c := n.GetCapacity()
-		fmt.Fprintf(h, "%s|%d|%d|%d|%d|%d|%d|%v|", n.GetName(), n.GetState(), n.GetGeneration(), c.GetCpus(), c.GetMemoryBytes(), c.GetDiskBytes(), len(n.GetLabels())+len(n.GetTopologyLabels()), n.GetCordoned())
+		fmt.Fprintf(h, "%s|%d|%d|%d|%d|%d|%d|%v|%s|", n.GetName(), n.GetState(), n.GetGeneration(), c.GetCpus(), c.GetMemoryBytes(), c.GetDiskBytes(),
+			len(n.GetLabels())+len(n.GetTopologyLabels()), n.GetCordoned(), placement.ProvidersKey(n.GetProviders()))
 	}
 	return h.Sum64()
 }

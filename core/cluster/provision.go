@@ -268,8 +268,24 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 		if err := s.c.store.SetComputeStatus(ctx, name, next); err != nil {
 			return false, err
 		}
+		s.raiseFailure(ctx, c, node, next)
 	}
 	return true, nil
+}
+
+// raiseFailure records an event when a compute's provider failed it (an
+// image missing, a container that exits at once, dockerd refusing), and
+// the recovery when a failed compute runs again: what rules alert on, as
+// on a compute that cannot be placed.
+func (s *provisionService) raiseFailure(ctx context.Context, c *unyov1.Compute, node string, next *unyov1.ComputeStatus) {
+	was := c.GetStatus().GetPhase()
+	switch {
+	case next.GetPhase() == PhaseFailed && was != PhaseFailed:
+		s.c.raiseCompute(ctx, c, unyov1.CheckStatus_CHECK_STATUS_CRITICAL,
+			fmt.Sprintf("%s %s - compute %s on node %s: %s", PhaseFailed, next.GetReason(), c.GetName(), node, next.GetMessage()))
+	case next.GetPhase() == PhaseActive && was == PhaseFailed:
+		s.c.raiseCompute(ctx, c, unyov1.CheckStatus_CHECK_STATUS_OK, fmt.Sprintf("OK - compute %s runs on node %s", c.GetName(), node))
+	}
 }
 
 // applyState is a compute's status after its agent reported st, or nil

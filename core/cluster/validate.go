@@ -40,7 +40,34 @@ func validNode(n *unyov1.Node) error {
 			return err
 		}
 	}
-	return validPlugins("node.plugins", n.GetPlugins())
+	if err := validPlugins("node.plugins", n.GetPlugins()); err != nil {
+		return err
+	}
+	return validProviders("node.providers", n.GetProviders())
+}
+
+// validProviders checks the provider statuses an agent reports: names,
+// bounded texts and attributes, no negative capacity.
+func validProviders(field string, ps []*unyov1.ProviderStatus) error {
+	if len(ps) > maxPlugins {
+		return fmt.Errorf("%s: %d provider statuses, at most %d are allowed", field, len(ps), maxPlugins)
+	}
+	for i, p := range ps {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := validate.Name(p.GetName()); err != nil {
+			return fmt.Errorf("%s.name: %w", f, err)
+		}
+		if err := limits.Text(f+".reason", p.GetReason(), limits.MaxText); err != nil {
+			return err
+		}
+		if err := limits.Labels(f+".attributes", p.GetAttributes()); err != nil {
+			return err
+		}
+		if c := p.GetCapacity(); c.GetCpus() < 0 || c.GetMemoryBytes() < 0 || c.GetDiskBytes() < 0 {
+			return fmt.Errorf("%s.capacity: negative", f)
+		}
+	}
+	return nil
 }
 
 func validPlugins(field string, ps []*unyov1.PluginStatus) error {

@@ -270,6 +270,11 @@ type Agent struct {
 	// Ports turn on per-port network namespaces for the computes the
 	// agent runs (root only: namespaces, links, routes, nftables).
 	Ports AgentPorts `yaml:"ports" mapstructure:"ports"`
+	// Capacity, per field when set, is what the scheduler may place on
+	// this node instead of what the agent detects and its providers'
+	// fingerprints report: to overcommit on purpose, or to hold part of
+	// the machine back.
+	Capacity AgentCapacity `yaml:"capacity" mapstructure:"capacity"`
 }
 
 // AgentPorts is agent.ports.
@@ -281,6 +286,13 @@ type AgentPorts struct {
 	Enabled bool `yaml:"enabled" mapstructure:"enabled"`
 	// MetadataPort is the metadata endpoint's port (default 80).
 	MetadataPort int `yaml:"metadata_port" mapstructure:"metadata_port"`
+}
+
+// AgentCapacity is agent.capacity; a zero field keeps the detected value.
+type AgentCapacity struct {
+	CPUs   int  `yaml:"cpus" mapstructure:"cpus"`
+	Memory Size `yaml:"memory" mapstructure:"memory"`
+	Disk   Size `yaml:"disk" mapstructure:"disk"`
 }
 
 // Plugins says where plugin binaries live and which ones to run.

@@ -207,7 +207,7 @@ func TestLoadProblems(t *testing.T) {
 				// agent would be wrong, so the full key is given.
 				`testdata/unknown_keys.yaml: agent.heartbeat_intervall: unknown key (did you mean cluster.heartbeat_interval?)`,
 				`testdata/unknown_keys.yaml: agent.listen: unknown key (did you mean server.listen?)`,
-				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, resource, labels, cluster_url, token, tls, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins, ports)`,
+				`testdata/unknown_keys.yaml: agent.colour: unknown key (expected one of: node_name, resource, labels, cluster_url, token, tls, check_dirs, max_output, max_concurrent_checks, batch_size, flush_interval, spool_dir, spool_max_bytes, result_buffer_records, result_buffer_bytes, status_listen, status_token, check_env, checks, metrics_interval, logs, plugins, ports, capacity)`,
 			},
 		},
 		{

@@ -395,6 +395,7 @@ func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
 		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
 		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
 		Ports:       agent.PortOptions{Enabled: c.Agent.Ports.Enabled, MetadataPort: c.Agent.Ports.MetadataPort},
+		Capacity:    &unyov1.Capacity{Cpus: int32(c.Agent.Capacity.CPUs), MemoryBytes: int64(c.Agent.Capacity.Memory), DiskBytes: int64(c.Agent.Capacity.Disk)},
 		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
 	})
 }

@@ -491,10 +491,30 @@ func (p *printer) writeTable(t table) error {
 	return w.Flush()
 }
 
-// NodeOperations prints, after a node's table, its drain and its
-// automatic cordon and drain (`unyo nodes get`).
+// NodeOperations prints, after a node's table, its providers (health and
+// capacity as their fingerprints said), its drain and its automatic cordon
+// and drain (`unyo nodes get`).
 func NodeOperations(w io.Writer, nodes []*unyov1.Node) error {
 	for _, n := range nodes {
+		if ps := n.GetProviders(); len(ps) > 0 {
+			fmt.Fprintf(w, "\nProviders of %s:\n", n.GetName())
+			for _, p := range ps {
+				health := "healthy"
+				if !p.GetHealthy() {
+					health = "unhealthy: " + orDash(p.GetReason())
+				}
+				c := p.GetCapacity()
+				capacity := "capacity -"
+				if c != nil {
+					capacity = fmt.Sprintf("capacity cpus %d, memory %s, disk %s", c.GetCpus(), humanBytes(c.GetMemoryBytes()), humanBytes(c.GetDiskBytes()))
+				}
+				since := ""
+				if t := p.GetSince(); t != nil {
+					since = ", since " + t.AsTime().UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "  %s: %s; %s%s\n", p.GetName(), health, capacity, since)
+			}
+		}
 		if d := n.GetDrain(); d != nil {
 			fmt.Fprintf(w, "\nDrain of %s: %s (by %s", n.GetName(), d.GetPhase(), orDash(d.GetBy()))
 			if t := d.GetStartedAt(); t != nil {

@@ -141,6 +141,11 @@ type Nodes interface {
 	// SetNodePlugins replaces the plugin statuses kept with a node, leaving
 	// the rest of it (state included) as it is.
 	SetNodePlugins(ctx context.Context, name string, plugins []*unyov1.PluginStatus) error
+	// SetNodeProviders replaces the provider statuses kept with a node
+	// (their fingerprints), leaving the rest; when a provider's health or
+	// capacity changed it moves the node's generation, so that a placement
+	// chosen before commits against the new facts.
+	SetNodeProviders(ctx context.Context, name string, providers []*unyov1.ProviderStatus) error
 	// SetNodeTopology replaces what root derived for a node from its
 	// inventory (Node.resource, topology_labels, topology_reason), leaving
 	// the rest; it says whether anything changed.

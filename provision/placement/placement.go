@@ -6,6 +6,9 @@
 package placement
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/provision/schedule"
 	"github.com/unyo-ops/unyo/provision/topology"
@@ -24,13 +27,63 @@ func Node(n *unyov1.Node) schedule.Node {
 	return schedule.Node{
 		Name:       n.GetName(),
 		Labels:     topology.NodeLabels(n),
-		Capacity:   capacity(n.GetCapacity()),
+		Capacity:   Capacity(n),
 		Reserved:   capacity(n.GetReserved()),
 		State:      state,
 		Cordoned:   n.GetCordoned(),
 		Draining:   n.GetDraining(),
+		Providers:  Providers(n.GetProviders()),
 		Generation: n.GetGeneration(),
 	}
+}
+
+// Providers are the healthy ones of a node's providers: nil when its agent
+// reported none (it runs no provider plugin, or predates fingerprints),
+// so that the scheduler does not filter it.
+func Providers(ps []*unyov1.ProviderStatus) map[string]bool {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		if p.GetHealthy() {
+			out[p.GetName()] = true
+		}
+	}
+	return out
+}
+
+// Capacity is what the scheduler may place on n: per resource, the least
+// of the machine's capacity and that of every provider that reports one
+// (a zero is none). All of a node's providers share the machine and its
+// reservations, so a node with several providers offers every replica the
+// smallest of their capacities (an unhealthy provider reports none: it
+// takes no replicas of its own, and bounds nobody else's).
+func Capacity(n *unyov1.Node) schedule.Resources {
+	c := capacity(n.GetCapacity())
+	least := func(have, reported int64) int64 {
+		if reported > 0 && (have == 0 || reported < have) {
+			return reported
+		}
+		return have
+	}
+	for _, p := range n.GetProviders() {
+		pc := capacity(p.GetCapacity())
+		c.VCPUs, c.MemoryBytes, c.DiskBytes = least(c.VCPUs, pc.VCPUs), least(c.MemoryBytes, pc.MemoryBytes), least(c.DiskBytes, pc.DiskBytes)
+	}
+	return c
+}
+
+// ProvidersKey is what the scheduler reads of a node's providers (which
+// are healthy, their capacities), as a string that changes when that
+// does; reasons, attributes and times are left out.
+func ProvidersKey(ps []*unyov1.ProviderStatus) string {
+	var b strings.Builder
+	for _, p := range ps {
+		c := p.GetCapacity()
+		fmt.Fprintf(&b, "%s:%v:%d:%d:%d;", p.GetName(), p.GetHealthy(), c.GetCpus(), c.GetMemoryBytes(), c.GetDiskBytes())
+	}
+	return b.String()
 }
 
 func capacity(c *unyov1.Capacity) schedule.Resources {
@@ -81,6 +134,7 @@ func terms(ts []*unyov1.AffinityTerm) []schedule.Term {
 func Request(c *unyov1.Compute, existing []schedule.Placement) schedule.Request {
 	return schedule.Request{
 		Service:  c.GetService(),
+		Provider: c.GetSpec().GetProvider(),
 		Shape:    Shape(c.GetResources()),
 		Policy:   Policy(c.GetSpec().GetSchedule()),
 		Existing: existing,

@@ -17,6 +17,7 @@ import (
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/provision/autoscale"
 	"github.com/unyo-ops/unyo/provision/catalog"
+	"github.com/unyo-ops/unyo/provision/placement"
 	"github.com/unyo-ops/unyo/provision/schedule"
 )
 
@@ -273,8 +274,10 @@ func Node(n *unyov1.Node) schedule.Node {
 	capRes := func(c *unyov1.Capacity) schedule.Resources {
 		return schedule.Resources{VCPUs: int64(c.GetCpus()), MemoryBytes: c.GetMemoryBytes(), DiskBytes: c.GetDiskBytes()}
 	}
-	return schedule.Node{Name: n.GetName(), Labels: labels, Capacity: capRes(n.GetCapacity()), Reserved: capRes(n.GetReserved()),
-		State: state, Cordoned: n.GetCordoned(), Draining: n.GetDraining(), Generation: n.GetGeneration()}
+	// The capacity is the node stage's: the least of the machine's and its
+	// providers' (placement.Capacity).
+	return schedule.Node{Name: n.GetName(), Labels: labels, Capacity: placement.Capacity(n), Reserved: capRes(n.GetReserved()),
+		State: state, Cordoned: n.GetCordoned(), Draining: n.GetDraining(), Providers: placement.Providers(n.GetProviders()), Generation: n.GetGeneration()}
 }
 
 // Schedulable says whether a node takes new replicas at all.

@@ -403,7 +403,14 @@ type Node struct {
 	Drain *NodeDrain `protobuf:"bytes,23,opt,name=drain,proto3" json:"drain,omitempty"`
 	// Automatic cordon and drain: the operator's per-node overrides, the
 	// settings in force, and whether unyo cordoned the node on its own.
-	Auto          *NodeAuto `protobuf:"bytes,24,opt,name=auto,proto3" json:"auto,omitempty"`
+	Auto *NodeAuto `protobuf:"bytes,24,opt,name=auto,proto3" json:"auto,omitempty"`
+	// The agent's provider plugins as their fingerprints last said (health,
+	// capacity, attributes), one per configured provider; empty when the
+	// agent runs none (the scheduler then does not filter the node by
+	// provider). A replica goes only to a node whose provider for it is
+	// healthy, and the node's schedulable capacity is the least of its
+	// capacity and every provider's that reports one.
+	Providers     []*ProviderStatus `protobuf:"bytes,25,rep,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +613,104 @@ func (x *Node) GetAuto() *NodeAuto {
 	return nil
 }
 
+func (x *Node) GetProviders() []*ProviderStatus {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+// ProviderStatus is one provider plugin of a node as its Fingerprint stream
+// last reported it.
+type ProviderStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Healthy bool                   `protobuf:"varint,2,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	// Why it is unhealthy ("dockerd at unix:///... does not answer"), worded
+	// for an operator.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What the provider can host on this node; unset, or a zero field, when
+	// it reports none (the machine's capacity counts alone).
+	Capacity   *Capacity         `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Attributes map[string]string `protobuf:"bytes,5,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When it last turned healthy or unhealthy.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderStatus) Reset() {
+	*x = ProviderStatus{}
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderStatus) ProtoMessage() {}
+
+func (x *ProviderStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderStatus.ProtoReflect.Descriptor instead.
+func (*ProviderStatus) Descriptor() ([]byte, []int) {
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ProviderStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProviderStatus) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *ProviderStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ProviderStatus) GetCapacity() *Capacity {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *ProviderStatus) GetAttributes() map[string]string {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+func (x *ProviderStatus) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 // NodeDrain is a server-side drain of one node (`unyo nodes drain`).
 type NodeDrain struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -630,7 +735,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +747,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[2]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +760,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{2}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *NodeDrain) GetPhase() string {
@@ -735,7 +840,7 @@ type NodeAuto struct {
 
 func (x *NodeAuto) Reset() {
 	*x = NodeAuto{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +852,7 @@ func (x *NodeAuto) String() string {
 func (*NodeAuto) ProtoMessage() {}
 
 func (x *NodeAuto) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[3]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +865,7 @@ func (x *NodeAuto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAuto.ProtoReflect.Descriptor instead.
 func (*NodeAuto) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{3}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeAuto) GetCordonAfter() string {
@@ -819,7 +924,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +936,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[4]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +949,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{4}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PluginStatus) GetKind() string {
@@ -939,7 +1044,7 @@ type CheckSpec struct {
 
 func (x *CheckSpec) Reset() {
 	*x = CheckSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1056,7 @@ func (x *CheckSpec) String() string {
 func (*CheckSpec) ProtoMessage() {}
 
 func (x *CheckSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[5]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1069,7 @@ func (x *CheckSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSpec.ProtoReflect.Descriptor instead.
 func (*CheckSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{5}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckSpec) GetCommand() []string {
@@ -1086,7 +1191,7 @@ type PluginCheck struct {
 
 func (x *PluginCheck) Reset() {
 	*x = PluginCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1203,7 @@ func (x *PluginCheck) String() string {
 func (*PluginCheck) ProtoMessage() {}
 
 func (x *PluginCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[6]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1216,7 @@ func (x *PluginCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginCheck.ProtoReflect.Descriptor instead.
 func (*PluginCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{6}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PluginCheck) GetName() string {
@@ -1149,7 +1254,7 @@ type MetricCheck struct {
 
 func (x *MetricCheck) Reset() {
 	*x = MetricCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1266,7 @@ func (x *MetricCheck) String() string {
 func (*MetricCheck) ProtoMessage() {}
 
 func (x *MetricCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[7]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1279,7 @@ func (x *MetricCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricCheck.ProtoReflect.Descriptor instead.
 func (*MetricCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{7}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MetricCheck) GetExpr() string {
@@ -1235,7 +1340,7 @@ type LogCheck struct {
 
 func (x *LogCheck) Reset() {
 	*x = LogCheck{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1352,7 @@ func (x *LogCheck) String() string {
 func (*LogCheck) ProtoMessage() {}
 
 func (x *LogCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[8]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1365,7 @@ func (x *LogCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogCheck.ProtoReflect.Descriptor instead.
 func (*LogCheck) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{8}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LogCheck) GetApp() string {
@@ -1334,7 +1439,7 @@ type Check struct {
 
 func (x *Check) Reset() {
 	*x = Check{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1451,7 @@ func (x *Check) String() string {
 func (*Check) ProtoMessage() {}
 
 func (x *Check) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[9]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1464,7 @@ func (x *Check) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Check.ProtoReflect.Descriptor instead.
 func (*Check) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{9}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Check) GetName() string {
@@ -1441,7 +1546,7 @@ type PerfData struct {
 
 func (x *PerfData) Reset() {
 	*x = PerfData{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1558,7 @@ func (x *PerfData) String() string {
 func (*PerfData) ProtoMessage() {}
 
 func (x *PerfData) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[10]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1571,7 @@ func (x *PerfData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PerfData.ProtoReflect.Descriptor instead.
 func (*PerfData) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{10}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PerfData) GetLabel() string {
@@ -1561,7 +1666,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1678,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[11]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1691,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{11}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetId() string {
@@ -1757,7 +1862,7 @@ type Explanation struct {
 
 func (x *Explanation) Reset() {
 	*x = Explanation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1874,7 @@ func (x *Explanation) String() string {
 func (*Explanation) ProtoMessage() {}
 
 func (x *Explanation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[12]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1887,7 @@ func (x *Explanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
 func (*Explanation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{12}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Explanation) GetOutcome() string {
@@ -1820,7 +1925,7 @@ type ExplanationStep struct {
 
 func (x *ExplanationStep) Reset() {
 	*x = ExplanationStep{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1937,7 @@ func (x *ExplanationStep) String() string {
 func (*ExplanationStep) ProtoMessage() {}
 
 func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[13]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1950,7 @@ func (x *ExplanationStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplanationStep.ProtoReflect.Descriptor instead.
 func (*ExplanationStep) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{13}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExplanationStep) GetStage() string {
@@ -1895,7 +2000,7 @@ type EventMatch struct {
 
 func (x *EventMatch) Reset() {
 	*x = EventMatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +2012,7 @@ func (x *EventMatch) String() string {
 func (*EventMatch) ProtoMessage() {}
 
 func (x *EventMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[14]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +2025,7 @@ func (x *EventMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventMatch.ProtoReflect.Descriptor instead.
 func (*EventMatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{14}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EventMatch) GetNode() string {
@@ -1972,7 +2077,7 @@ type CreateAlertAction struct {
 
 func (x *CreateAlertAction) Reset() {
 	*x = CreateAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2089,7 @@ func (x *CreateAlertAction) String() string {
 func (*CreateAlertAction) ProtoMessage() {}
 
 func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[15]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2102,7 @@ func (x *CreateAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAlertAction.ProtoReflect.Descriptor instead.
 func (*CreateAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{15}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateAlertAction) GetLevel() string {
@@ -2033,7 +2138,7 @@ type DeleteAlertAction struct {
 
 func (x *DeleteAlertAction) Reset() {
 	*x = DeleteAlertAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2150,7 @@ func (x *DeleteAlertAction) String() string {
 func (*DeleteAlertAction) ProtoMessage() {}
 
 func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[16]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2163,7 @@ func (x *DeleteAlertAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAlertAction.ProtoReflect.Descriptor instead.
 func (*DeleteAlertAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{16}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteAlertAction) GetKey() string {
@@ -2096,7 +2201,7 @@ type ApiHookAction struct {
 
 func (x *ApiHookAction) Reset() {
 	*x = ApiHookAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2213,7 @@ func (x *ApiHookAction) String() string {
 func (*ApiHookAction) ProtoMessage() {}
 
 func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[17]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2226,7 @@ func (x *ApiHookAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiHookAction.ProtoReflect.Descriptor instead.
 func (*ApiHookAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{17}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApiHookAction) GetUrl() string {
@@ -2181,7 +2286,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2298,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[18]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2311,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{18}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Action) GetKind() isAction_Kind {
@@ -2301,7 +2406,7 @@ type PluginAction struct {
 
 func (x *PluginAction) Reset() {
 	*x = PluginAction{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2418,7 @@ func (x *PluginAction) String() string {
 func (*PluginAction) ProtoMessage() {}
 
 func (x *PluginAction) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[19]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2431,7 @@ func (x *PluginAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginAction.ProtoReflect.Descriptor instead.
 func (*PluginAction) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{19}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PluginAction) GetName() string {
@@ -2375,7 +2480,7 @@ type EventRuleSpec struct {
 
 func (x *EventRuleSpec) Reset() {
 	*x = EventRuleSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2492,7 @@ func (x *EventRuleSpec) String() string {
 func (*EventRuleSpec) ProtoMessage() {}
 
 func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[20]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2505,7 @@ func (x *EventRuleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRuleSpec.ProtoReflect.Descriptor instead.
 func (*EventRuleSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{20}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EventRuleSpec) GetType() string {
@@ -2492,7 +2597,7 @@ type EventRule struct {
 
 func (x *EventRule) Reset() {
 	*x = EventRule{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2609,7 @@ func (x *EventRule) String() string {
 func (*EventRule) ProtoMessage() {}
 
 func (x *EventRule) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[21]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2622,7 @@ func (x *EventRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRule.ProtoReflect.Descriptor instead.
 func (*EventRule) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{21}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EventRule) GetName() string {
@@ -2598,7 +2703,7 @@ type AggregateGroup struct {
 
 func (x *AggregateGroup) Reset() {
 	*x = AggregateGroup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2715,7 @@ func (x *AggregateGroup) String() string {
 func (*AggregateGroup) ProtoMessage() {}
 
 func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[22]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2728,7 @@ func (x *AggregateGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateGroup.ProtoReflect.Descriptor instead.
 func (*AggregateGroup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{22}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AggregateGroup) GetRule() string {
@@ -2677,7 +2782,7 @@ type MaintenanceSpec struct {
 
 func (x *MaintenanceSpec) Reset() {
 	*x = MaintenanceSpec{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2794,7 @@ func (x *MaintenanceSpec) String() string {
 func (*MaintenanceSpec) ProtoMessage() {}
 
 func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[23]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2807,7 @@ func (x *MaintenanceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceSpec.ProtoReflect.Descriptor instead.
 func (*MaintenanceSpec) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{23}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MaintenanceSpec) GetNodes() []string {
@@ -2765,7 +2870,7 @@ type Maintenance struct {
 
 func (x *Maintenance) Reset() {
 	*x = Maintenance{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2882,7 @@ func (x *Maintenance) String() string {
 func (*Maintenance) ProtoMessage() {}
 
 func (x *Maintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[24]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2895,7 @@ func (x *Maintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Maintenance.ProtoReflect.Descriptor instead.
 func (*Maintenance) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{24}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Maintenance) GetName() string {
@@ -2863,7 +2968,7 @@ type AlertTransition struct {
 
 func (x *AlertTransition) Reset() {
 	*x = AlertTransition{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +2980,7 @@ func (x *AlertTransition) String() string {
 func (*AlertTransition) ProtoMessage() {}
 
 func (x *AlertTransition) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[25]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +2993,7 @@ func (x *AlertTransition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertTransition.ProtoReflect.Descriptor instead.
 func (*AlertTransition) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{25}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AlertTransition) GetAt() *timestamppb.Timestamp {
@@ -2949,7 +3054,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3066,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[26]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3079,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{26}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Alert) GetId() string {
@@ -3102,7 +3207,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3219,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[27]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3232,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{27}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Object) GetKind() isObject_Kind {
@@ -3382,7 +3487,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3394,7 +3499,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[28]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3407,7 +3512,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{28}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ObjectRef) GetKind() string {
@@ -3441,7 +3546,7 @@ type ClusterError struct {
 
 func (x *ClusterError) Reset() {
 	*x = ClusterError{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3558,7 @@ func (x *ClusterError) String() string {
 func (*ClusterError) ProtoMessage() {}
 
 func (x *ClusterError) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[29]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3571,7 @@ func (x *ClusterError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterError.ProtoReflect.Descriptor instead.
 func (*ClusterError) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{29}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ClusterError) GetCluster() string {
@@ -3496,7 +3601,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3613,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[30]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3626,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{30}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RegisterRequest) GetNode() *Node {
@@ -3556,7 +3661,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +3673,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[31]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +3686,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{31}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RegisterResponse) GetCluster() string {
@@ -3623,7 +3728,7 @@ type RenewCertificateRequest struct {
 
 func (x *RenewCertificateRequest) Reset() {
 	*x = RenewCertificateRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3740,7 @@ func (x *RenewCertificateRequest) String() string {
 func (*RenewCertificateRequest) ProtoMessage() {}
 
 func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[32]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3753,7 @@ func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{32}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RenewCertificateRequest) GetNode() string {
@@ -3675,7 +3780,7 @@ type RenewCertificateResponse struct {
 
 func (x *RenewCertificateResponse) Reset() {
 	*x = RenewCertificateResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3687,7 +3792,7 @@ func (x *RenewCertificateResponse) String() string {
 func (*RenewCertificateResponse) ProtoMessage() {}
 
 func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[33]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3700,7 +3805,7 @@ func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
 func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{33}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RenewCertificateResponse) GetCertificate() []byte {
@@ -3720,13 +3825,19 @@ type HeartbeatRequest struct {
 	// cluster keeps what it has (heartbeats carry only what changed). An
 	// agent that does not set it sends its plugins every time.
 	PluginsUnchanged bool `protobuf:"varint,4,opt,name=plugins_unchanged,json=pluginsUnchanged,proto3" json:"plugins_unchanged,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The agent's provider plugins now (their fingerprints); empty when
+	// providers_unchanged.
+	Providers []*ProviderStatus `protobuf:"bytes,5,rep,name=providers,proto3" json:"providers,omitempty"`
+	// The providers are as in the agent's last answered heartbeat (or
+	// registration): the cluster keeps what it has.
+	ProvidersUnchanged bool `protobuf:"varint,6,opt,name=providers_unchanged,json=providersUnchanged,proto3" json:"providers_unchanged,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +3849,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[34]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +3862,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{34}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HeartbeatRequest) GetNode() string {
@@ -3782,6 +3893,20 @@ func (x *HeartbeatRequest) GetPluginsUnchanged() bool {
 	return false
 }
 
+func (x *HeartbeatRequest) GetProviders() []*ProviderStatus {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+func (x *HeartbeatRequest) GetProvidersUnchanged() bool {
+	if x != nil {
+		return x.ProvidersUnchanged
+	}
+	return false
+}
+
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Changes whenever a check is applied or deleted: the agent refetches.
@@ -3792,7 +3917,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3804,7 +3929,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[35]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3817,7 +3942,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{35}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *HeartbeatResponse) GetChecksRevision() int64 {
@@ -3837,7 +3962,7 @@ type ReportResultsRequest struct {
 
 func (x *ReportResultsRequest) Reset() {
 	*x = ReportResultsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +3974,7 @@ func (x *ReportResultsRequest) String() string {
 func (*ReportResultsRequest) ProtoMessage() {}
 
 func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[36]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +3987,7 @@ func (x *ReportResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsRequest.ProtoReflect.Descriptor instead.
 func (*ReportResultsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{36}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportResultsRequest) GetNode() string {
@@ -3894,7 +4019,7 @@ type ReportResultsResponse struct {
 
 func (x *ReportResultsResponse) Reset() {
 	*x = ReportResultsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +4031,7 @@ func (x *ReportResultsResponse) String() string {
 func (*ReportResultsResponse) ProtoMessage() {}
 
 func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[37]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4044,7 @@ func (x *ReportResultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResultsResponse.ProtoReflect.Descriptor instead.
 func (*ReportResultsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{37}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportResultsResponse) GetAccepted() int32 {
@@ -3959,7 +4084,7 @@ type GetChecksRequest struct {
 
 func (x *GetChecksRequest) Reset() {
 	*x = GetChecksRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3971,7 +4096,7 @@ func (x *GetChecksRequest) String() string {
 func (*GetChecksRequest) ProtoMessage() {}
 
 func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[38]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3984,7 +4109,7 @@ func (x *GetChecksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksRequest.ProtoReflect.Descriptor instead.
 func (*GetChecksRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{38}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetChecksRequest) GetNode() string {
@@ -4004,7 +4129,7 @@ type GetChecksResponse struct {
 
 func (x *GetChecksResponse) Reset() {
 	*x = GetChecksResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4016,7 +4141,7 @@ func (x *GetChecksResponse) String() string {
 func (*GetChecksResponse) ProtoMessage() {}
 
 func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[39]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4029,7 +4154,7 @@ func (x *GetChecksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChecksResponse.ProtoReflect.Descriptor instead.
 func (*GetChecksResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{39}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetChecksResponse) GetRevision() int64 {
@@ -4060,7 +4185,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4072,7 +4197,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[40]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4085,7 +4210,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{40}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ApplyRequest) GetObjects() []*Object {
@@ -4113,7 +4238,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4125,7 +4250,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[41]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4138,7 +4263,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{41}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ApplyResult) GetRef() *ObjectRef {
@@ -4165,7 +4290,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4177,7 +4302,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[42]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4190,7 +4315,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{42}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ApplyResponse) GetResults() []*ApplyResult {
@@ -4216,7 +4341,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4228,7 +4353,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[43]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4241,7 +4366,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{43}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DeleteRequest) GetRefs() []*ObjectRef {
@@ -4262,7 +4387,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4274,7 +4399,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[44]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4287,7 +4412,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{44}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DeleteResponse) GetResults() []*ApplyResult {
@@ -4313,7 +4438,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4450,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[45]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4463,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{45}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetRequest) GetRef() *ObjectRef {
@@ -4358,7 +4483,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4370,7 +4495,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[46]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4383,7 +4508,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{46}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetResponse) GetObjects() []*Object {
@@ -4410,7 +4535,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4422,7 +4547,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[47]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4435,7 +4560,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{47}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListRequest) GetKind() string {
@@ -4462,7 +4587,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +4599,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[48]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +4612,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{48}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListResponse) GetObjects() []*Object {
@@ -4520,7 +4645,7 @@ type NodeTopology struct {
 
 func (x *NodeTopology) Reset() {
 	*x = NodeTopology{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4532,7 +4657,7 @@ func (x *NodeTopology) String() string {
 func (*NodeTopology) ProtoMessage() {}
 
 func (x *NodeTopology) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[49]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4545,7 +4670,7 @@ func (x *NodeTopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTopology.ProtoReflect.Descriptor instead.
 func (*NodeTopology) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{49}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NodeTopology) GetNode() string {
@@ -4585,7 +4710,7 @@ type SetNodeTopologyRequest struct {
 
 func (x *SetNodeTopologyRequest) Reset() {
 	*x = SetNodeTopologyRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4597,7 +4722,7 @@ func (x *SetNodeTopologyRequest) String() string {
 func (*SetNodeTopologyRequest) ProtoMessage() {}
 
 func (x *SetNodeTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[50]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4610,7 +4735,7 @@ func (x *SetNodeTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTopologyRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{50}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SetNodeTopologyRequest) GetNodes() []*NodeTopology {
@@ -4630,7 +4755,7 @@ type SetNodeTopologyResponse struct {
 
 func (x *SetNodeTopologyResponse) Reset() {
 	*x = SetNodeTopologyResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4767,7 @@ func (x *SetNodeTopologyResponse) String() string {
 func (*SetNodeTopologyResponse) ProtoMessage() {}
 
 func (x *SetNodeTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[51]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4780,7 @@ func (x *SetNodeTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeTopologyResponse.ProtoReflect.Descriptor instead.
 func (*SetNodeTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{51}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SetNodeTopologyResponse) GetChanged() []string {
@@ -4674,7 +4799,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4686,7 +4811,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[52]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4699,7 +4824,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{52}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListNodesRequest) GetCluster() string {
@@ -4719,7 +4844,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4731,7 +4856,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[53]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4744,7 +4869,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{53}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -4771,7 +4896,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4783,7 +4908,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[54]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4796,7 +4921,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{54}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -4823,7 +4948,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4835,7 +4960,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[55]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4848,7 +4973,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{55}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetNodeResponse) GetNodes() []*Node {
@@ -4880,7 +5005,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4892,7 +5017,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[56]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4905,7 +5030,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{56}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListEventsRequest) GetCluster() string {
@@ -4960,7 +5085,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4972,7 +5097,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[57]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4985,7 +5110,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{57}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListEventsResponse) GetEvents() []*Event {
@@ -5012,7 +5137,7 @@ type GetEventRequest struct {
 
 func (x *GetEventRequest) Reset() {
 	*x = GetEventRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5024,7 +5149,7 @@ func (x *GetEventRequest) String() string {
 func (*GetEventRequest) ProtoMessage() {}
 
 func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[58]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5037,7 +5162,7 @@ func (x *GetEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventRequest.ProtoReflect.Descriptor instead.
 func (*GetEventRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{58}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetEventRequest) GetId() string {
@@ -5064,7 +5189,7 @@ type GetEventResponse struct {
 
 func (x *GetEventResponse) Reset() {
 	*x = GetEventResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5076,7 +5201,7 @@ func (x *GetEventResponse) String() string {
 func (*GetEventResponse) ProtoMessage() {}
 
 func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[59]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5089,7 +5214,7 @@ func (x *GetEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventResponse.ProtoReflect.Descriptor instead.
 func (*GetEventResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{59}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetEventResponse) GetEvents() []*Event {
@@ -5121,7 +5246,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5133,7 +5258,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[60]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5146,7 +5271,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{60}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListAlertsRequest) GetCluster() string {
@@ -5201,7 +5326,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5213,7 +5338,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[61]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5226,7 +5351,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{61}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -5253,7 +5378,7 @@ type GetAlertRequest struct {
 
 func (x *GetAlertRequest) Reset() {
 	*x = GetAlertRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5265,7 +5390,7 @@ func (x *GetAlertRequest) String() string {
 func (*GetAlertRequest) ProtoMessage() {}
 
 func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[62]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5278,7 +5403,7 @@ func (x *GetAlertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertRequest.ProtoReflect.Descriptor instead.
 func (*GetAlertRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{62}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetAlertRequest) GetId() string {
@@ -5305,7 +5430,7 @@ type GetAlertResponse struct {
 
 func (x *GetAlertResponse) Reset() {
 	*x = GetAlertResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5317,7 +5442,7 @@ func (x *GetAlertResponse) String() string {
 func (*GetAlertResponse) ProtoMessage() {}
 
 func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[63]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5330,7 +5455,7 @@ func (x *GetAlertResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAlertResponse.ProtoReflect.Descriptor instead.
 func (*GetAlertResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{63}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetAlertResponse) GetAlerts() []*Alert {
@@ -5359,7 +5484,7 @@ type AlertActionRequest struct {
 
 func (x *AlertActionRequest) Reset() {
 	*x = AlertActionRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5371,7 +5496,7 @@ func (x *AlertActionRequest) String() string {
 func (*AlertActionRequest) ProtoMessage() {}
 
 func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[64]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5384,7 +5509,7 @@ func (x *AlertActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionRequest.ProtoReflect.Descriptor instead.
 func (*AlertActionRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{64}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AlertActionRequest) GetId() string {
@@ -5424,7 +5549,7 @@ type AlertActionResponse struct {
 
 func (x *AlertActionResponse) Reset() {
 	*x = AlertActionResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5561,7 @@ func (x *AlertActionResponse) String() string {
 func (*AlertActionResponse) ProtoMessage() {}
 
 func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[65]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5574,7 @@ func (x *AlertActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertActionResponse.ProtoReflect.Descriptor instead.
 func (*AlertActionResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{65}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AlertActionResponse) GetAlert() *Alert {
@@ -5470,7 +5595,7 @@ type EndMaintenanceRequest struct {
 
 func (x *EndMaintenanceRequest) Reset() {
 	*x = EndMaintenanceRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5482,7 +5607,7 @@ func (x *EndMaintenanceRequest) String() string {
 func (*EndMaintenanceRequest) ProtoMessage() {}
 
 func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[66]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5495,7 +5620,7 @@ func (x *EndMaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{66}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EndMaintenanceRequest) GetName() string {
@@ -5529,7 +5654,7 @@ type EndMaintenanceResponse struct {
 
 func (x *EndMaintenanceResponse) Reset() {
 	*x = EndMaintenanceResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5541,7 +5666,7 @@ func (x *EndMaintenanceResponse) String() string {
 func (*EndMaintenanceResponse) ProtoMessage() {}
 
 func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[67]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5554,7 +5679,7 @@ func (x *EndMaintenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMaintenanceResponse.ProtoReflect.Descriptor instead.
 func (*EndMaintenanceResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{67}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EndMaintenanceResponse) GetMaintenances() []*Maintenance {
@@ -5599,7 +5724,7 @@ type ClusterInfo struct {
 
 func (x *ClusterInfo) Reset() {
 	*x = ClusterInfo{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5611,7 +5736,7 @@ func (x *ClusterInfo) String() string {
 func (*ClusterInfo) ProtoMessage() {}
 
 func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[68]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5624,7 +5749,7 @@ func (x *ClusterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfo.ProtoReflect.Descriptor instead.
 func (*ClusterInfo) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{68}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ClusterInfo) GetName() string {
@@ -5722,7 +5847,7 @@ type PeerObservation struct {
 
 func (x *PeerObservation) Reset() {
 	*x = PeerObservation{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5734,7 +5859,7 @@ func (x *PeerObservation) String() string {
 func (*PeerObservation) ProtoMessage() {}
 
 func (x *PeerObservation) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[69]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5747,7 +5872,7 @@ func (x *PeerObservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerObservation.ProtoReflect.Descriptor instead.
 func (*PeerObservation) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{69}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PeerObservation) GetCluster() string {
@@ -5813,7 +5938,7 @@ type PeerAssignment struct {
 
 func (x *PeerAssignment) Reset() {
 	*x = PeerAssignment{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5825,7 +5950,7 @@ func (x *PeerAssignment) String() string {
 func (*PeerAssignment) ProtoMessage() {}
 
 func (x *PeerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[70]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5838,7 +5963,7 @@ func (x *PeerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerAssignment.ProtoReflect.Descriptor instead.
 func (*PeerAssignment) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{70}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PeerAssignment) GetName() string {
@@ -5874,7 +5999,7 @@ type PeerWatcher struct {
 
 func (x *PeerWatcher) Reset() {
 	*x = PeerWatcher{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +6011,7 @@ func (x *PeerWatcher) String() string {
 func (*PeerWatcher) ProtoMessage() {}
 
 func (x *PeerWatcher) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[71]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +6024,7 @@ func (x *PeerWatcher) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerWatcher.ProtoReflect.Descriptor instead.
 func (*PeerWatcher) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{71}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PeerWatcher) GetName() string {
@@ -5926,7 +6051,7 @@ type RegisterClusterRequest struct {
 
 func (x *RegisterClusterRequest) Reset() {
 	*x = RegisterClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5938,7 +6063,7 @@ func (x *RegisterClusterRequest) String() string {
 func (*RegisterClusterRequest) ProtoMessage() {}
 
 func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[72]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5951,7 +6076,7 @@ func (x *RegisterClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{72}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RegisterClusterRequest) GetName() string {
@@ -5984,7 +6109,7 @@ type RegisterClusterResponse struct {
 
 func (x *RegisterClusterResponse) Reset() {
 	*x = RegisterClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5996,7 +6121,7 @@ func (x *RegisterClusterResponse) String() string {
 func (*RegisterClusterResponse) ProtoMessage() {}
 
 func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[73]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6009,7 +6134,7 @@ func (x *RegisterClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{73}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RegisterClusterResponse) GetRootToken() string {
@@ -6041,7 +6166,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6053,7 +6178,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[74]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6066,7 +6191,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{74}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
 }
 
 type ListClustersResponse struct {
@@ -6078,7 +6203,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6090,7 +6215,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[75]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6103,7 +6228,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{75}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListClustersResponse) GetClusters() []*ClusterInfo {
@@ -6124,7 +6249,7 @@ type AllocateAddressRequest struct {
 
 func (x *AllocateAddressRequest) Reset() {
 	*x = AllocateAddressRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6136,7 +6261,7 @@ func (x *AllocateAddressRequest) String() string {
 func (*AllocateAddressRequest) ProtoMessage() {}
 
 func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[76]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6149,7 +6274,7 @@ func (x *AllocateAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateAddressRequest.ProtoReflect.Descriptor instead.
 func (*AllocateAddressRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{76}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AllocateAddressRequest) GetNetwork() string {
@@ -6175,7 +6300,7 @@ type AllocateAddressResponse struct {
 
 func (x *AllocateAddressResponse) Reset() {
 	*x = AllocateAddressResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6187,7 +6312,7 @@ func (x *AllocateAddressResponse) String() string {
 func (*AllocateAddressResponse) ProtoMessage() {}
 
 func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[77]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6200,7 +6325,7 @@ func (x *AllocateAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateAddressResponse.ProtoReflect.Descriptor instead.
 func (*AllocateAddressResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{77}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AllocateAddressResponse) GetAllocation() *AddressAllocation {
@@ -6222,7 +6347,7 @@ type ReleaseAddressRequest struct {
 
 func (x *ReleaseAddressRequest) Reset() {
 	*x = ReleaseAddressRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6234,7 +6359,7 @@ func (x *ReleaseAddressRequest) String() string {
 func (*ReleaseAddressRequest) ProtoMessage() {}
 
 func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[78]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6247,7 +6372,7 @@ func (x *ReleaseAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAddressRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseAddressRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{78}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReleaseAddressRequest) GetNetwork() string {
@@ -6281,7 +6406,7 @@ type ReleaseAddressResponse struct {
 
 func (x *ReleaseAddressResponse) Reset() {
 	*x = ReleaseAddressResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6293,7 +6418,7 @@ func (x *ReleaseAddressResponse) String() string {
 func (*ReleaseAddressResponse) ProtoMessage() {}
 
 func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[79]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6306,7 +6431,7 @@ func (x *ReleaseAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseAddressResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseAddressResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{79}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReleaseAddressResponse) GetAllocation() *AddressAllocation {
@@ -6324,7 +6449,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6336,7 +6461,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[80]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6349,7 +6474,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{80}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
 }
 
 type GetStatusResponse struct {
@@ -6371,7 +6496,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6383,7 +6508,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[81]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6396,7 +6521,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{81}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GetStatusResponse) GetRole() string {
@@ -6484,7 +6609,7 @@ type ClusterHealth struct {
 
 func (x *ClusterHealth) Reset() {
 	*x = ClusterHealth{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6496,7 +6621,7 @@ func (x *ClusterHealth) String() string {
 func (*ClusterHealth) ProtoMessage() {}
 
 func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[82]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6509,7 +6634,7 @@ func (x *ClusterHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterHealth.ProtoReflect.Descriptor instead.
 func (*ClusterHealth) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{82}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ClusterHealth) GetLeaseHolder() string {
@@ -6590,7 +6715,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6602,7 +6727,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[83]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6615,7 +6740,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{83}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Sample) GetName() string {
@@ -6656,7 +6781,7 @@ type Point struct {
 
 func (x *Point) Reset() {
 	*x = Point{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6668,7 +6793,7 @@ func (x *Point) String() string {
 func (*Point) ProtoMessage() {}
 
 func (x *Point) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[84]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6681,7 +6806,7 @@ func (x *Point) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Point.ProtoReflect.Descriptor instead.
 func (*Point) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{84}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Point) GetTimeMs() int64 {
@@ -6708,7 +6833,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6720,7 +6845,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[85]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6733,7 +6858,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{85}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *Series) GetLabels() map[string]string {
@@ -6759,7 +6884,7 @@ type SeriesLabels struct {
 
 func (x *SeriesLabels) Reset() {
 	*x = SeriesLabels{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6771,7 +6896,7 @@ func (x *SeriesLabels) String() string {
 func (*SeriesLabels) ProtoMessage() {}
 
 func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[86]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6784,7 +6909,7 @@ func (x *SeriesLabels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesLabels.ProtoReflect.Descriptor instead.
 func (*SeriesLabels) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{86}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SeriesLabels) GetLabels() map[string]string {
@@ -6821,7 +6946,7 @@ type MetricBatch struct {
 
 func (x *MetricBatch) Reset() {
 	*x = MetricBatch{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6833,7 +6958,7 @@ func (x *MetricBatch) String() string {
 func (*MetricBatch) ProtoMessage() {}
 
 func (x *MetricBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[87]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6846,7 +6971,7 @@ func (x *MetricBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricBatch.ProtoReflect.Descriptor instead.
 func (*MetricBatch) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{87}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MetricBatch) GetStrings() []string {
@@ -6900,7 +7025,7 @@ type WriteMetricsRequest struct {
 
 func (x *WriteMetricsRequest) Reset() {
 	*x = WriteMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6912,7 +7037,7 @@ func (x *WriteMetricsRequest) String() string {
 func (*WriteMetricsRequest) ProtoMessage() {}
 
 func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[88]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6925,7 +7050,7 @@ func (x *WriteMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsRequest.ProtoReflect.Descriptor instead.
 func (*WriteMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{88}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *WriteMetricsRequest) GetNode() string {
@@ -6958,7 +7083,7 @@ type WriteMetricsResponse struct {
 
 func (x *WriteMetricsResponse) Reset() {
 	*x = WriteMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7095,7 @@ func (x *WriteMetricsResponse) String() string {
 func (*WriteMetricsResponse) ProtoMessage() {}
 
 func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[89]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6983,7 +7108,7 @@ func (x *WriteMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteMetricsResponse.ProtoReflect.Descriptor instead.
 func (*WriteMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{89}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *WriteMetricsResponse) GetAccepted() int32 {
@@ -7007,7 +7132,7 @@ type QueryRangeRequest struct {
 
 func (x *QueryRangeRequest) Reset() {
 	*x = QueryRangeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7019,7 +7144,7 @@ func (x *QueryRangeRequest) String() string {
 func (*QueryRangeRequest) ProtoMessage() {}
 
 func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[90]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7032,7 +7157,7 @@ func (x *QueryRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRangeRequest.ProtoReflect.Descriptor instead.
 func (*QueryRangeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{90}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *QueryRangeRequest) GetCluster() string {
@@ -7082,7 +7207,7 @@ type QueryMetricsRequest struct {
 
 func (x *QueryMetricsRequest) Reset() {
 	*x = QueryMetricsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7094,7 +7219,7 @@ func (x *QueryMetricsRequest) String() string {
 func (*QueryMetricsRequest) ProtoMessage() {}
 
 func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[91]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7107,7 +7232,7 @@ func (x *QueryMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{91}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *QueryMetricsRequest) GetCluster() string {
@@ -7141,7 +7266,7 @@ type QueryMetricsResponse struct {
 
 func (x *QueryMetricsResponse) Reset() {
 	*x = QueryMetricsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7153,7 +7278,7 @@ func (x *QueryMetricsResponse) String() string {
 func (*QueryMetricsResponse) ProtoMessage() {}
 
 func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[92]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7166,7 +7291,7 @@ func (x *QueryMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetricsResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{92}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *QueryMetricsResponse) GetSeries() []*Series {
@@ -7197,7 +7322,7 @@ type SeriesRequest struct {
 
 func (x *SeriesRequest) Reset() {
 	*x = SeriesRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7209,7 +7334,7 @@ func (x *SeriesRequest) String() string {
 func (*SeriesRequest) ProtoMessage() {}
 
 func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[93]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7222,7 +7347,7 @@ func (x *SeriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesRequest.ProtoReflect.Descriptor instead.
 func (*SeriesRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{93}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SeriesRequest) GetCluster() string {
@@ -7263,7 +7388,7 @@ type SeriesResponse struct {
 
 func (x *SeriesResponse) Reset() {
 	*x = SeriesResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7275,7 +7400,7 @@ func (x *SeriesResponse) String() string {
 func (*SeriesResponse) ProtoMessage() {}
 
 func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[94]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7288,7 +7413,7 @@ func (x *SeriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesResponse.ProtoReflect.Descriptor instead.
 func (*SeriesResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{94}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *SeriesResponse) GetSeries() []*SeriesLabels {
@@ -7333,7 +7458,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7345,7 +7470,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[95]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7358,7 +7483,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{95}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LogEntry) GetTime() *timestamppb.Timestamp {
@@ -7455,7 +7580,7 @@ type WriteLogsRequest struct {
 
 func (x *WriteLogsRequest) Reset() {
 	*x = WriteLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7467,7 +7592,7 @@ func (x *WriteLogsRequest) String() string {
 func (*WriteLogsRequest) ProtoMessage() {}
 
 func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[96]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7480,7 +7605,7 @@ func (x *WriteLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsRequest.ProtoReflect.Descriptor instead.
 func (*WriteLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{96}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *WriteLogsRequest) GetNode() string {
@@ -7510,7 +7635,7 @@ type WriteLogsResponse struct {
 
 func (x *WriteLogsResponse) Reset() {
 	*x = WriteLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7522,7 +7647,7 @@ func (x *WriteLogsResponse) String() string {
 func (*WriteLogsResponse) ProtoMessage() {}
 
 func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[97]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7535,7 +7660,7 @@ func (x *WriteLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLogsResponse.ProtoReflect.Descriptor instead.
 func (*WriteLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{97}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *WriteLogsResponse) GetAccepted() int32 {
@@ -7582,7 +7707,7 @@ type LogFilter struct {
 
 func (x *LogFilter) Reset() {
 	*x = LogFilter{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7594,7 +7719,7 @@ func (x *LogFilter) String() string {
 func (*LogFilter) ProtoMessage() {}
 
 func (x *LogFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[98]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7607,7 +7732,7 @@ func (x *LogFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogFilter.ProtoReflect.Descriptor instead.
 func (*LogFilter) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{98}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LogFilter) GetSince() *timestamppb.Timestamp {
@@ -7683,7 +7808,7 @@ type QueryLogsRequest struct {
 
 func (x *QueryLogsRequest) Reset() {
 	*x = QueryLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7695,7 +7820,7 @@ func (x *QueryLogsRequest) String() string {
 func (*QueryLogsRequest) ProtoMessage() {}
 
 func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[99]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7708,7 +7833,7 @@ func (x *QueryLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsRequest.ProtoReflect.Descriptor instead.
 func (*QueryLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{99}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *QueryLogsRequest) GetCluster() string {
@@ -7736,7 +7861,7 @@ type QueryLogsResponse struct {
 
 func (x *QueryLogsResponse) Reset() {
 	*x = QueryLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7748,7 +7873,7 @@ func (x *QueryLogsResponse) String() string {
 func (*QueryLogsResponse) ProtoMessage() {}
 
 func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[100]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7761,7 +7886,7 @@ func (x *QueryLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryLogsResponse.ProtoReflect.Descriptor instead.
 func (*QueryLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{100}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *QueryLogsResponse) GetEntries() []*LogEntry {
@@ -7791,7 +7916,7 @@ type LogBucket struct {
 
 func (x *LogBucket) Reset() {
 	*x = LogBucket{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7803,7 +7928,7 @@ func (x *LogBucket) String() string {
 func (*LogBucket) ProtoMessage() {}
 
 func (x *LogBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[101]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7816,7 +7941,7 @@ func (x *LogBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBucket.ProtoReflect.Descriptor instead.
 func (*LogBucket) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{101}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LogBucket) GetStart() *timestamppb.Timestamp {
@@ -7867,7 +7992,7 @@ type LogStatsRequest struct {
 
 func (x *LogStatsRequest) Reset() {
 	*x = LogStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7879,7 +8004,7 @@ func (x *LogStatsRequest) String() string {
 func (*LogStatsRequest) ProtoMessage() {}
 
 func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[102]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7892,7 +8017,7 @@ func (x *LogStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsRequest.ProtoReflect.Descriptor instead.
 func (*LogStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{102}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *LogStatsRequest) GetCluster() string {
@@ -7936,7 +8061,7 @@ type LogStatsResponse struct {
 
 func (x *LogStatsResponse) Reset() {
 	*x = LogStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7948,7 +8073,7 @@ func (x *LogStatsResponse) String() string {
 func (*LogStatsResponse) ProtoMessage() {}
 
 func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[103]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7961,7 +8086,7 @@ func (x *LogStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogStatsResponse.ProtoReflect.Descriptor instead.
 func (*LogStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{103}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *LogStatsResponse) GetBy() string {
@@ -8004,7 +8129,7 @@ type TraceLogsRequest struct {
 
 func (x *TraceLogsRequest) Reset() {
 	*x = TraceLogsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8016,7 +8141,7 @@ func (x *TraceLogsRequest) String() string {
 func (*TraceLogsRequest) ProtoMessage() {}
 
 func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[104]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8029,7 +8154,7 @@ func (x *TraceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsRequest.ProtoReflect.Descriptor instead.
 func (*TraceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{104}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *TraceLogsRequest) GetCluster() string {
@@ -8071,7 +8196,7 @@ type TraceLogsResponse struct {
 
 func (x *TraceLogsResponse) Reset() {
 	*x = TraceLogsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8083,7 +8208,7 @@ func (x *TraceLogsResponse) String() string {
 func (*TraceLogsResponse) ProtoMessage() {}
 
 func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[105]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8096,7 +8221,7 @@ func (x *TraceLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceLogsResponse.ProtoReflect.Descriptor instead.
 func (*TraceLogsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{105}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *TraceLogsResponse) GetEntries() []*LogEntry {
@@ -8131,7 +8256,7 @@ type MetricStatsRequest struct {
 
 func (x *MetricStatsRequest) Reset() {
 	*x = MetricStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8143,7 +8268,7 @@ func (x *MetricStatsRequest) String() string {
 func (*MetricStatsRequest) ProtoMessage() {}
 
 func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[106]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8156,7 +8281,7 @@ func (x *MetricStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsRequest.ProtoReflect.Descriptor instead.
 func (*MetricStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{106}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *MetricStatsRequest) GetCluster() string {
@@ -8223,7 +8348,7 @@ type Rollup struct {
 
 func (x *Rollup) Reset() {
 	*x = Rollup{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8235,7 +8360,7 @@ func (x *Rollup) String() string {
 func (*Rollup) ProtoMessage() {}
 
 func (x *Rollup) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[107]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8248,7 +8373,7 @@ func (x *Rollup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollup.ProtoReflect.Descriptor instead.
 func (*Rollup) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{107}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Rollup) GetCluster() string {
@@ -8334,7 +8459,7 @@ type MetricStatsResponse struct {
 
 func (x *MetricStatsResponse) Reset() {
 	*x = MetricStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8346,7 +8471,7 @@ func (x *MetricStatsResponse) String() string {
 func (*MetricStatsResponse) ProtoMessage() {}
 
 func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[108]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8359,7 +8484,7 @@ func (x *MetricStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricStatsResponse.ProtoReflect.Descriptor instead.
 func (*MetricStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{108}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *MetricStatsResponse) GetRollups() []*Rollup {
@@ -8399,7 +8524,7 @@ type CountStatsRequest struct {
 
 func (x *CountStatsRequest) Reset() {
 	*x = CountStatsRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8411,7 +8536,7 @@ func (x *CountStatsRequest) String() string {
 func (*CountStatsRequest) ProtoMessage() {}
 
 func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[109]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8424,7 +8549,7 @@ func (x *CountStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsRequest.ProtoReflect.Descriptor instead.
 func (*CountStatsRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{109}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *CountStatsRequest) GetCluster() string {
@@ -8477,7 +8602,7 @@ type DailyCount struct {
 
 func (x *DailyCount) Reset() {
 	*x = DailyCount{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8489,7 +8614,7 @@ func (x *DailyCount) String() string {
 func (*DailyCount) ProtoMessage() {}
 
 func (x *DailyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[110]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8502,7 +8627,7 @@ func (x *DailyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCount.ProtoReflect.Descriptor instead.
 func (*DailyCount) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{110}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DailyCount) GetCluster() string {
@@ -8560,7 +8685,7 @@ type CountStatsResponse struct {
 
 func (x *CountStatsResponse) Reset() {
 	*x = CountStatsResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8572,7 +8697,7 @@ func (x *CountStatsResponse) String() string {
 func (*CountStatsResponse) ProtoMessage() {}
 
 func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[111]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8585,7 +8710,7 @@ func (x *CountStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountStatsResponse.ProtoReflect.Descriptor instead.
 func (*CountStatsResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{111}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *CountStatsResponse) GetKind() string {
@@ -8627,7 +8752,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8639,7 +8764,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[112]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8652,7 +8777,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{112}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -8680,7 +8805,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8692,7 +8817,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[113]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8705,7 +8830,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{113}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DeleteNodeResponse) GetDeleted() int32 {
@@ -8735,7 +8860,7 @@ type CordonNodeRequest struct {
 
 func (x *CordonNodeRequest) Reset() {
 	*x = CordonNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8747,7 +8872,7 @@ func (x *CordonNodeRequest) String() string {
 func (*CordonNodeRequest) ProtoMessage() {}
 
 func (x *CordonNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[114]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8760,7 +8885,7 @@ func (x *CordonNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CordonNodeRequest.ProtoReflect.Descriptor instead.
 func (*CordonNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{114}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *CordonNodeRequest) GetName() string {
@@ -8797,7 +8922,7 @@ type CordonNodeResponse struct {
 
 func (x *CordonNodeResponse) Reset() {
 	*x = CordonNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8809,7 +8934,7 @@ func (x *CordonNodeResponse) String() string {
 func (*CordonNodeResponse) ProtoMessage() {}
 
 func (x *CordonNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[115]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8822,7 +8947,7 @@ func (x *CordonNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CordonNodeResponse.ProtoReflect.Descriptor instead.
 func (*CordonNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{115}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *CordonNodeResponse) GetChanged() int32 {
@@ -8863,7 +8988,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8875,7 +9000,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[116]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8888,7 +9013,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{116}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DrainNodeRequest) GetName() string {
@@ -8939,7 +9064,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8951,7 +9076,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[117]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8964,7 +9089,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{117}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *DrainNodeResponse) GetChanged() int32 {
@@ -9003,7 +9128,7 @@ type SetNodeAutoRequest struct {
 
 func (x *SetNodeAutoRequest) Reset() {
 	*x = SetNodeAutoRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9015,7 +9140,7 @@ func (x *SetNodeAutoRequest) String() string {
 func (*SetNodeAutoRequest) ProtoMessage() {}
 
 func (x *SetNodeAutoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[118]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9028,7 +9153,7 @@ func (x *SetNodeAutoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeAutoRequest.ProtoReflect.Descriptor instead.
 func (*SetNodeAutoRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{118}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *SetNodeAutoRequest) GetName() string {
@@ -9070,7 +9195,7 @@ type SetNodeAutoResponse struct {
 
 func (x *SetNodeAutoResponse) Reset() {
 	*x = SetNodeAutoResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9082,7 +9207,7 @@ func (x *SetNodeAutoResponse) String() string {
 func (*SetNodeAutoResponse) ProtoMessage() {}
 
 func (x *SetNodeAutoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[119]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9095,7 +9220,7 @@ func (x *SetNodeAutoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetNodeAutoResponse.ProtoReflect.Descriptor instead.
 func (*SetNodeAutoResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{119}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *SetNodeAutoResponse) GetFound() int32 {
@@ -9124,7 +9249,7 @@ type AddClusterRequest struct {
 
 func (x *AddClusterRequest) Reset() {
 	*x = AddClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9136,7 +9261,7 @@ func (x *AddClusterRequest) String() string {
 func (*AddClusterRequest) ProtoMessage() {}
 
 func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[120]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9149,7 +9274,7 @@ func (x *AddClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterRequest.ProtoReflect.Descriptor instead.
 func (*AddClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{120}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *AddClusterRequest) GetName() string {
@@ -9177,7 +9302,7 @@ type AddClusterResponse struct {
 
 func (x *AddClusterResponse) Reset() {
 	*x = AddClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9189,7 +9314,7 @@ func (x *AddClusterResponse) String() string {
 func (*AddClusterResponse) ProtoMessage() {}
 
 func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[121]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9202,7 +9327,7 @@ func (x *AddClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddClusterResponse.ProtoReflect.Descriptor instead.
 func (*AddClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{121}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *AddClusterResponse) GetToken() string {
@@ -9221,7 +9346,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9233,7 +9358,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[122]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9246,7 +9371,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{122}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DeleteClusterRequest) GetName() string {
@@ -9264,7 +9389,7 @@ type DeleteClusterResponse struct {
 
 func (x *DeleteClusterResponse) Reset() {
 	*x = DeleteClusterResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9276,7 +9401,7 @@ func (x *DeleteClusterResponse) String() string {
 func (*DeleteClusterResponse) ProtoMessage() {}
 
 func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[123]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9289,7 +9414,7 @@ func (x *DeleteClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteClusterResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{123}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
 }
 
 // Token is an issued API token as operators see it: never its secret, which
@@ -9319,7 +9444,7 @@ type Token struct {
 
 func (x *Token) Reset() {
 	*x = Token{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9331,7 +9456,7 @@ func (x *Token) String() string {
 func (*Token) ProtoMessage() {}
 
 func (x *Token) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[124]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9344,7 +9469,7 @@ func (x *Token) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Token.ProtoReflect.Descriptor instead.
 func (*Token) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{124}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *Token) GetId() string {
@@ -9439,7 +9564,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9451,7 +9576,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[125]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9464,7 +9589,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{125}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *CreateTokenRequest) GetName() string {
@@ -9520,7 +9645,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9532,7 +9657,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[126]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9545,7 +9670,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{126}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *CreateTokenResponse) GetToken() *Token {
@@ -9570,7 +9695,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9582,7 +9707,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[127]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9595,7 +9720,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{127}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{128}
 }
 
 type ListTokensResponse struct {
@@ -9607,7 +9732,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9619,7 +9744,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[128]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9632,7 +9757,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{128}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListTokensResponse) GetTokens() []*Token {
@@ -9651,7 +9776,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9663,7 +9788,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[129]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9676,7 +9801,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{129}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *RevokeTokenRequest) GetName() string {
@@ -9695,7 +9820,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9707,7 +9832,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[130]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9720,7 +9845,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{130}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *RevokeTokenResponse) GetToken() *Token {
@@ -9757,7 +9882,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9769,7 +9894,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[131]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9782,7 +9907,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{131}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *AuditRecord) GetId() string {
@@ -9878,7 +10003,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9890,7 +10015,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[132]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9903,7 +10028,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{132}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ListAuditRequest) GetSince() *timestamppb.Timestamp {
@@ -9951,7 +10076,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9963,7 +10088,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_unyo_v1_unyo_proto_msgTypes[133]
+	mi := &file_unyo_v1_unyo_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9976,7 +10101,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{133}
+	return file_unyo_v1_unyo_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -10002,7 +10127,7 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04cpus\x18\x01 \x01(\x05R\x04cpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\x9e\b\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xd5\b\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x121\n" +
@@ -10030,11 +10155,24 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"generation\x18\x16 \x01(\x03R\n" +
 	"generation\x12(\n" +
 	"\x05drain\x18\x17 \x01(\v2\x12.unyo.v1.NodeDrainR\x05drain\x12%\n" +
-	"\x04auto\x18\x18 \x01(\v2\x11.unyo.v1.NodeAutoR\x04auto\x1a9\n" +
+	"\x04auto\x18\x18 \x01(\v2\x11.unyo.v1.NodeAutoR\x04auto\x125\n" +
+	"\tproviders\x18\x19 \x03(\v2\x17.unyo.v1.ProviderStatusR\tproviders\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
 	"\x13TopologyLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x02\n" +
+	"\x0eProviderStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\ahealthy\x18\x02 \x01(\bR\ahealthy\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12-\n" +
+	"\bcapacity\x18\x04 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12G\n" +
+	"\n" +
+	"attributes\x18\x05 \x03(\v2'.unyo.v1.ProviderStatus.AttributesEntryR\n" +
+	"attributes\x120\n" +
+	"\x05since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x1a=\n" +
+	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
 	"\tNodeDrain\x12\x14\n" +
@@ -10322,12 +10460,14 @@ const file_unyo_v1_unyo_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03csr\x18\x02 \x01(\fR\x03csr\"<\n" +
 	"\x18RenewCertificateResponse\x12 \n" +
-	"\vcertificate\x18\x01 \x01(\fR\vcertificate\"\xb3\x01\n" +
+	"\vcertificate\x18\x01 \x01(\fR\vcertificate\"\x9b\x02\n" +
 	"\x10HeartbeatRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12-\n" +
 	"\bcapacity\x18\x02 \x01(\v2\x11.unyo.v1.CapacityR\bcapacity\x12/\n" +
 	"\aplugins\x18\x03 \x03(\v2\x15.unyo.v1.PluginStatusR\aplugins\x12+\n" +
-	"\x11plugins_unchanged\x18\x04 \x01(\bR\x10pluginsUnchanged\"<\n" +
+	"\x11plugins_unchanged\x18\x04 \x01(\bR\x10pluginsUnchanged\x125\n" +
+	"\tproviders\x18\x05 \x03(\v2\x17.unyo.v1.ProviderStatusR\tproviders\x12/\n" +
+	"\x13providers_unchanged\x18\x06 \x01(\bR\x12providersUnchanged\"<\n" +
 	"\x11HeartbeatResponse\x12'\n" +
 	"\x0fchecks_revision\x18\x01 \x01(\x03R\x0echecksRevision\"T\n" +
 	"\x14ReportResultsRequest\x12\x12\n" +
@@ -10901,7 +11041,7 @@ func file_unyo_v1_unyo_proto_rawDescGZIP() []byte {
 }
 
 var file_unyo_v1_unyo_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 151)
+var file_unyo_v1_unyo_proto_msgTypes = make([]protoimpl.MessageInfo, 153)
 var file_unyo_v1_unyo_proto_goTypes = []any{
 	(CheckStatus)(0),                 // 0: unyo.v1.CheckStatus
 	(Level)(0),                       // 1: unyo.v1.Level
@@ -10910,465 +11050,472 @@ var file_unyo_v1_unyo_proto_goTypes = []any{
 	(AlertState)(0),                  // 4: unyo.v1.AlertState
 	(*Capacity)(nil),                 // 5: unyo.v1.Capacity
 	(*Node)(nil),                     // 6: unyo.v1.Node
-	(*NodeDrain)(nil),                // 7: unyo.v1.NodeDrain
-	(*NodeAuto)(nil),                 // 8: unyo.v1.NodeAuto
-	(*PluginStatus)(nil),             // 9: unyo.v1.PluginStatus
-	(*CheckSpec)(nil),                // 10: unyo.v1.CheckSpec
-	(*PluginCheck)(nil),              // 11: unyo.v1.PluginCheck
-	(*MetricCheck)(nil),              // 12: unyo.v1.MetricCheck
-	(*LogCheck)(nil),                 // 13: unyo.v1.LogCheck
-	(*Check)(nil),                    // 14: unyo.v1.Check
-	(*PerfData)(nil),                 // 15: unyo.v1.PerfData
-	(*Event)(nil),                    // 16: unyo.v1.Event
-	(*Explanation)(nil),              // 17: unyo.v1.Explanation
-	(*ExplanationStep)(nil),          // 18: unyo.v1.ExplanationStep
-	(*EventMatch)(nil),               // 19: unyo.v1.EventMatch
-	(*CreateAlertAction)(nil),        // 20: unyo.v1.CreateAlertAction
-	(*DeleteAlertAction)(nil),        // 21: unyo.v1.DeleteAlertAction
-	(*ApiHookAction)(nil),            // 22: unyo.v1.ApiHookAction
-	(*Action)(nil),                   // 23: unyo.v1.Action
-	(*PluginAction)(nil),             // 24: unyo.v1.PluginAction
-	(*EventRuleSpec)(nil),            // 25: unyo.v1.EventRuleSpec
-	(*EventRule)(nil),                // 26: unyo.v1.EventRule
-	(*AggregateGroup)(nil),           // 27: unyo.v1.AggregateGroup
-	(*MaintenanceSpec)(nil),          // 28: unyo.v1.MaintenanceSpec
-	(*Maintenance)(nil),              // 29: unyo.v1.Maintenance
-	(*AlertTransition)(nil),          // 30: unyo.v1.AlertTransition
-	(*Alert)(nil),                    // 31: unyo.v1.Alert
-	(*Object)(nil),                   // 32: unyo.v1.Object
-	(*ObjectRef)(nil),                // 33: unyo.v1.ObjectRef
-	(*ClusterError)(nil),             // 34: unyo.v1.ClusterError
-	(*RegisterRequest)(nil),          // 35: unyo.v1.RegisterRequest
-	(*RegisterResponse)(nil),         // 36: unyo.v1.RegisterResponse
-	(*RenewCertificateRequest)(nil),  // 37: unyo.v1.RenewCertificateRequest
-	(*RenewCertificateResponse)(nil), // 38: unyo.v1.RenewCertificateResponse
-	(*HeartbeatRequest)(nil),         // 39: unyo.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 40: unyo.v1.HeartbeatResponse
-	(*ReportResultsRequest)(nil),     // 41: unyo.v1.ReportResultsRequest
-	(*ReportResultsResponse)(nil),    // 42: unyo.v1.ReportResultsResponse
-	(*GetChecksRequest)(nil),         // 43: unyo.v1.GetChecksRequest
-	(*GetChecksResponse)(nil),        // 44: unyo.v1.GetChecksResponse
-	(*ApplyRequest)(nil),             // 45: unyo.v1.ApplyRequest
-	(*ApplyResult)(nil),              // 46: unyo.v1.ApplyResult
-	(*ApplyResponse)(nil),            // 47: unyo.v1.ApplyResponse
-	(*DeleteRequest)(nil),            // 48: unyo.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 49: unyo.v1.DeleteResponse
-	(*GetRequest)(nil),               // 50: unyo.v1.GetRequest
-	(*GetResponse)(nil),              // 51: unyo.v1.GetResponse
-	(*ListRequest)(nil),              // 52: unyo.v1.ListRequest
-	(*ListResponse)(nil),             // 53: unyo.v1.ListResponse
-	(*NodeTopology)(nil),             // 54: unyo.v1.NodeTopology
-	(*SetNodeTopologyRequest)(nil),   // 55: unyo.v1.SetNodeTopologyRequest
-	(*SetNodeTopologyResponse)(nil),  // 56: unyo.v1.SetNodeTopologyResponse
-	(*ListNodesRequest)(nil),         // 57: unyo.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 58: unyo.v1.ListNodesResponse
-	(*GetNodeRequest)(nil),           // 59: unyo.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 60: unyo.v1.GetNodeResponse
-	(*ListEventsRequest)(nil),        // 61: unyo.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),       // 62: unyo.v1.ListEventsResponse
-	(*GetEventRequest)(nil),          // 63: unyo.v1.GetEventRequest
-	(*GetEventResponse)(nil),         // 64: unyo.v1.GetEventResponse
-	(*ListAlertsRequest)(nil),        // 65: unyo.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),       // 66: unyo.v1.ListAlertsResponse
-	(*GetAlertRequest)(nil),          // 67: unyo.v1.GetAlertRequest
-	(*GetAlertResponse)(nil),         // 68: unyo.v1.GetAlertResponse
-	(*AlertActionRequest)(nil),       // 69: unyo.v1.AlertActionRequest
-	(*AlertActionResponse)(nil),      // 70: unyo.v1.AlertActionResponse
-	(*EndMaintenanceRequest)(nil),    // 71: unyo.v1.EndMaintenanceRequest
-	(*EndMaintenanceResponse)(nil),   // 72: unyo.v1.EndMaintenanceResponse
-	(*ClusterInfo)(nil),              // 73: unyo.v1.ClusterInfo
-	(*PeerObservation)(nil),          // 74: unyo.v1.PeerObservation
-	(*PeerAssignment)(nil),           // 75: unyo.v1.PeerAssignment
-	(*PeerWatcher)(nil),              // 76: unyo.v1.PeerWatcher
-	(*RegisterClusterRequest)(nil),   // 77: unyo.v1.RegisterClusterRequest
-	(*RegisterClusterResponse)(nil),  // 78: unyo.v1.RegisterClusterResponse
-	(*ListClustersRequest)(nil),      // 79: unyo.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),     // 80: unyo.v1.ListClustersResponse
-	(*AllocateAddressRequest)(nil),   // 81: unyo.v1.AllocateAddressRequest
-	(*AllocateAddressResponse)(nil),  // 82: unyo.v1.AllocateAddressResponse
-	(*ReleaseAddressRequest)(nil),    // 83: unyo.v1.ReleaseAddressRequest
-	(*ReleaseAddressResponse)(nil),   // 84: unyo.v1.ReleaseAddressResponse
-	(*GetStatusRequest)(nil),         // 85: unyo.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),        // 86: unyo.v1.GetStatusResponse
-	(*ClusterHealth)(nil),            // 87: unyo.v1.ClusterHealth
-	(*Sample)(nil),                   // 88: unyo.v1.Sample
-	(*Point)(nil),                    // 89: unyo.v1.Point
-	(*Series)(nil),                   // 90: unyo.v1.Series
-	(*SeriesLabels)(nil),             // 91: unyo.v1.SeriesLabels
-	(*MetricBatch)(nil),              // 92: unyo.v1.MetricBatch
-	(*WriteMetricsRequest)(nil),      // 93: unyo.v1.WriteMetricsRequest
-	(*WriteMetricsResponse)(nil),     // 94: unyo.v1.WriteMetricsResponse
-	(*QueryRangeRequest)(nil),        // 95: unyo.v1.QueryRangeRequest
-	(*QueryMetricsRequest)(nil),      // 96: unyo.v1.QueryMetricsRequest
-	(*QueryMetricsResponse)(nil),     // 97: unyo.v1.QueryMetricsResponse
-	(*SeriesRequest)(nil),            // 98: unyo.v1.SeriesRequest
-	(*SeriesResponse)(nil),           // 99: unyo.v1.SeriesResponse
-	(*LogEntry)(nil),                 // 100: unyo.v1.LogEntry
-	(*WriteLogsRequest)(nil),         // 101: unyo.v1.WriteLogsRequest
-	(*WriteLogsResponse)(nil),        // 102: unyo.v1.WriteLogsResponse
-	(*LogFilter)(nil),                // 103: unyo.v1.LogFilter
-	(*QueryLogsRequest)(nil),         // 104: unyo.v1.QueryLogsRequest
-	(*QueryLogsResponse)(nil),        // 105: unyo.v1.QueryLogsResponse
-	(*LogBucket)(nil),                // 106: unyo.v1.LogBucket
-	(*LogStatsRequest)(nil),          // 107: unyo.v1.LogStatsRequest
-	(*LogStatsResponse)(nil),         // 108: unyo.v1.LogStatsResponse
-	(*TraceLogsRequest)(nil),         // 109: unyo.v1.TraceLogsRequest
-	(*TraceLogsResponse)(nil),        // 110: unyo.v1.TraceLogsResponse
-	(*MetricStatsRequest)(nil),       // 111: unyo.v1.MetricStatsRequest
-	(*Rollup)(nil),                   // 112: unyo.v1.Rollup
-	(*MetricStatsResponse)(nil),      // 113: unyo.v1.MetricStatsResponse
-	(*CountStatsRequest)(nil),        // 114: unyo.v1.CountStatsRequest
-	(*DailyCount)(nil),               // 115: unyo.v1.DailyCount
-	(*CountStatsResponse)(nil),       // 116: unyo.v1.CountStatsResponse
-	(*DeleteNodeRequest)(nil),        // 117: unyo.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),       // 118: unyo.v1.DeleteNodeResponse
-	(*CordonNodeRequest)(nil),        // 119: unyo.v1.CordonNodeRequest
-	(*CordonNodeResponse)(nil),       // 120: unyo.v1.CordonNodeResponse
-	(*DrainNodeRequest)(nil),         // 121: unyo.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),        // 122: unyo.v1.DrainNodeResponse
-	(*SetNodeAutoRequest)(nil),       // 123: unyo.v1.SetNodeAutoRequest
-	(*SetNodeAutoResponse)(nil),      // 124: unyo.v1.SetNodeAutoResponse
-	(*AddClusterRequest)(nil),        // 125: unyo.v1.AddClusterRequest
-	(*AddClusterResponse)(nil),       // 126: unyo.v1.AddClusterResponse
-	(*DeleteClusterRequest)(nil),     // 127: unyo.v1.DeleteClusterRequest
-	(*DeleteClusterResponse)(nil),    // 128: unyo.v1.DeleteClusterResponse
-	(*Token)(nil),                    // 129: unyo.v1.Token
-	(*CreateTokenRequest)(nil),       // 130: unyo.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 131: unyo.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 132: unyo.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 133: unyo.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 134: unyo.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 135: unyo.v1.RevokeTokenResponse
-	(*AuditRecord)(nil),              // 136: unyo.v1.AuditRecord
-	(*ListAuditRequest)(nil),         // 137: unyo.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 138: unyo.v1.ListAuditResponse
-	nil,                              // 139: unyo.v1.Node.LabelsEntry
-	nil,                              // 140: unyo.v1.Node.TopologyLabelsEntry
-	nil,                              // 141: unyo.v1.CheckSpec.NodeSelectorEntry
-	nil,                              // 142: unyo.v1.CheckSpec.EnvEntry
-	nil,                              // 143: unyo.v1.Check.LabelsEntry
-	nil,                              // 144: unyo.v1.Event.LabelsEntry
-	nil,                              // 145: unyo.v1.EventMatch.LabelsEntry
-	nil,                              // 146: unyo.v1.ApiHookAction.HeadersEntry
-	nil,                              // 147: unyo.v1.EventRule.LabelsEntry
-	nil,                              // 148: unyo.v1.Maintenance.LabelsEntry
-	nil,                              // 149: unyo.v1.NodeTopology.LabelsEntry
-	nil,                              // 150: unyo.v1.Sample.LabelsEntry
-	nil,                              // 151: unyo.v1.Series.LabelsEntry
-	nil,                              // 152: unyo.v1.SeriesLabels.LabelsEntry
-	nil,                              // 153: unyo.v1.LogEntry.FieldsEntry
-	nil,                              // 154: unyo.v1.LogFilter.FieldsEntry
-	nil,                              // 155: unyo.v1.Rollup.LabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 156: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 157: google.protobuf.Struct
-	(*durationpb.Duration)(nil),      // 158: google.protobuf.Duration
-	(*Region)(nil),                   // 159: unyo.v1.Region
-	(*Datacenter)(nil),               // 160: unyo.v1.Datacenter
-	(*Floor)(nil),                    // 161: unyo.v1.Floor
-	(*Rack)(nil),                     // 162: unyo.v1.Rack
-	(*PhysicalResource)(nil),         // 163: unyo.v1.PhysicalResource
-	(*Cluster)(nil),                  // 164: unyo.v1.Cluster
-	(*Flavor)(nil),                   // 165: unyo.v1.Flavor
-	(*Image)(nil),                    // 166: unyo.v1.Image
-	(*Network)(nil),                  // 167: unyo.v1.Network
-	(*RegionService)(nil),            // 168: unyo.v1.RegionService
-	(*Compute)(nil),                  // 169: unyo.v1.Compute
-	(*Loadbalancer)(nil),             // 170: unyo.v1.Loadbalancer
-	(*AddressAllocation)(nil),        // 171: unyo.v1.AddressAllocation
+	(*ProviderStatus)(nil),           // 7: unyo.v1.ProviderStatus
+	(*NodeDrain)(nil),                // 8: unyo.v1.NodeDrain
+	(*NodeAuto)(nil),                 // 9: unyo.v1.NodeAuto
+	(*PluginStatus)(nil),             // 10: unyo.v1.PluginStatus
+	(*CheckSpec)(nil),                // 11: unyo.v1.CheckSpec
+	(*PluginCheck)(nil),              // 12: unyo.v1.PluginCheck
+	(*MetricCheck)(nil),              // 13: unyo.v1.MetricCheck
+	(*LogCheck)(nil),                 // 14: unyo.v1.LogCheck
+	(*Check)(nil),                    // 15: unyo.v1.Check
+	(*PerfData)(nil),                 // 16: unyo.v1.PerfData
+	(*Event)(nil),                    // 17: unyo.v1.Event
+	(*Explanation)(nil),              // 18: unyo.v1.Explanation
+	(*ExplanationStep)(nil),          // 19: unyo.v1.ExplanationStep
+	(*EventMatch)(nil),               // 20: unyo.v1.EventMatch
+	(*CreateAlertAction)(nil),        // 21: unyo.v1.CreateAlertAction
+	(*DeleteAlertAction)(nil),        // 22: unyo.v1.DeleteAlertAction
+	(*ApiHookAction)(nil),            // 23: unyo.v1.ApiHookAction
+	(*Action)(nil),                   // 24: unyo.v1.Action
+	(*PluginAction)(nil),             // 25: unyo.v1.PluginAction
+	(*EventRuleSpec)(nil),            // 26: unyo.v1.EventRuleSpec
+	(*EventRule)(nil),                // 27: unyo.v1.EventRule
+	(*AggregateGroup)(nil),           // 28: unyo.v1.AggregateGroup
+	(*MaintenanceSpec)(nil),          // 29: unyo.v1.MaintenanceSpec
+	(*Maintenance)(nil),              // 30: unyo.v1.Maintenance
+	(*AlertTransition)(nil),          // 31: unyo.v1.AlertTransition
+	(*Alert)(nil),                    // 32: unyo.v1.Alert
+	(*Object)(nil),                   // 33: unyo.v1.Object
+	(*ObjectRef)(nil),                // 34: unyo.v1.ObjectRef
+	(*ClusterError)(nil),             // 35: unyo.v1.ClusterError
+	(*RegisterRequest)(nil),          // 36: unyo.v1.RegisterRequest
+	(*RegisterResponse)(nil),         // 37: unyo.v1.RegisterResponse
+	(*RenewCertificateRequest)(nil),  // 38: unyo.v1.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil), // 39: unyo.v1.RenewCertificateResponse
+	(*HeartbeatRequest)(nil),         // 40: unyo.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 41: unyo.v1.HeartbeatResponse
+	(*ReportResultsRequest)(nil),     // 42: unyo.v1.ReportResultsRequest
+	(*ReportResultsResponse)(nil),    // 43: unyo.v1.ReportResultsResponse
+	(*GetChecksRequest)(nil),         // 44: unyo.v1.GetChecksRequest
+	(*GetChecksResponse)(nil),        // 45: unyo.v1.GetChecksResponse
+	(*ApplyRequest)(nil),             // 46: unyo.v1.ApplyRequest
+	(*ApplyResult)(nil),              // 47: unyo.v1.ApplyResult
+	(*ApplyResponse)(nil),            // 48: unyo.v1.ApplyResponse
+	(*DeleteRequest)(nil),            // 49: unyo.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 50: unyo.v1.DeleteResponse
+	(*GetRequest)(nil),               // 51: unyo.v1.GetRequest
+	(*GetResponse)(nil),              // 52: unyo.v1.GetResponse
+	(*ListRequest)(nil),              // 53: unyo.v1.ListRequest
+	(*ListResponse)(nil),             // 54: unyo.v1.ListResponse
+	(*NodeTopology)(nil),             // 55: unyo.v1.NodeTopology
+	(*SetNodeTopologyRequest)(nil),   // 56: unyo.v1.SetNodeTopologyRequest
+	(*SetNodeTopologyResponse)(nil),  // 57: unyo.v1.SetNodeTopologyResponse
+	(*ListNodesRequest)(nil),         // 58: unyo.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 59: unyo.v1.ListNodesResponse
+	(*GetNodeRequest)(nil),           // 60: unyo.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 61: unyo.v1.GetNodeResponse
+	(*ListEventsRequest)(nil),        // 62: unyo.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),       // 63: unyo.v1.ListEventsResponse
+	(*GetEventRequest)(nil),          // 64: unyo.v1.GetEventRequest
+	(*GetEventResponse)(nil),         // 65: unyo.v1.GetEventResponse
+	(*ListAlertsRequest)(nil),        // 66: unyo.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),       // 67: unyo.v1.ListAlertsResponse
+	(*GetAlertRequest)(nil),          // 68: unyo.v1.GetAlertRequest
+	(*GetAlertResponse)(nil),         // 69: unyo.v1.GetAlertResponse
+	(*AlertActionRequest)(nil),       // 70: unyo.v1.AlertActionRequest
+	(*AlertActionResponse)(nil),      // 71: unyo.v1.AlertActionResponse
+	(*EndMaintenanceRequest)(nil),    // 72: unyo.v1.EndMaintenanceRequest
+	(*EndMaintenanceResponse)(nil),   // 73: unyo.v1.EndMaintenanceResponse
+	(*ClusterInfo)(nil),              // 74: unyo.v1.ClusterInfo
+	(*PeerObservation)(nil),          // 75: unyo.v1.PeerObservation
+	(*PeerAssignment)(nil),           // 76: unyo.v1.PeerAssignment
+	(*PeerWatcher)(nil),              // 77: unyo.v1.PeerWatcher
+	(*RegisterClusterRequest)(nil),   // 78: unyo.v1.RegisterClusterRequest
+	(*RegisterClusterResponse)(nil),  // 79: unyo.v1.RegisterClusterResponse
+	(*ListClustersRequest)(nil),      // 80: unyo.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),     // 81: unyo.v1.ListClustersResponse
+	(*AllocateAddressRequest)(nil),   // 82: unyo.v1.AllocateAddressRequest
+	(*AllocateAddressResponse)(nil),  // 83: unyo.v1.AllocateAddressResponse
+	(*ReleaseAddressRequest)(nil),    // 84: unyo.v1.ReleaseAddressRequest
+	(*ReleaseAddressResponse)(nil),   // 85: unyo.v1.ReleaseAddressResponse
+	(*GetStatusRequest)(nil),         // 86: unyo.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),        // 87: unyo.v1.GetStatusResponse
+	(*ClusterHealth)(nil),            // 88: unyo.v1.ClusterHealth
+	(*Sample)(nil),                   // 89: unyo.v1.Sample
+	(*Point)(nil),                    // 90: unyo.v1.Point
+	(*Series)(nil),                   // 91: unyo.v1.Series
+	(*SeriesLabels)(nil),             // 92: unyo.v1.SeriesLabels
+	(*MetricBatch)(nil),              // 93: unyo.v1.MetricBatch
+	(*WriteMetricsRequest)(nil),      // 94: unyo.v1.WriteMetricsRequest
+	(*WriteMetricsResponse)(nil),     // 95: unyo.v1.WriteMetricsResponse
+	(*QueryRangeRequest)(nil),        // 96: unyo.v1.QueryRangeRequest
+	(*QueryMetricsRequest)(nil),      // 97: unyo.v1.QueryMetricsRequest
+	(*QueryMetricsResponse)(nil),     // 98: unyo.v1.QueryMetricsResponse
+	(*SeriesRequest)(nil),            // 99: unyo.v1.SeriesRequest
+	(*SeriesResponse)(nil),           // 100: unyo.v1.SeriesResponse
+	(*LogEntry)(nil),                 // 101: unyo.v1.LogEntry
+	(*WriteLogsRequest)(nil),         // 102: unyo.v1.WriteLogsRequest
+	(*WriteLogsResponse)(nil),        // 103: unyo.v1.WriteLogsResponse
+	(*LogFilter)(nil),                // 104: unyo.v1.LogFilter
+	(*QueryLogsRequest)(nil),         // 105: unyo.v1.QueryLogsRequest
+	(*QueryLogsResponse)(nil),        // 106: unyo.v1.QueryLogsResponse
+	(*LogBucket)(nil),                // 107: unyo.v1.LogBucket
+	(*LogStatsRequest)(nil),          // 108: unyo.v1.LogStatsRequest
+	(*LogStatsResponse)(nil),         // 109: unyo.v1.LogStatsResponse
+	(*TraceLogsRequest)(nil),         // 110: unyo.v1.TraceLogsRequest
+	(*TraceLogsResponse)(nil),        // 111: unyo.v1.TraceLogsResponse
+	(*MetricStatsRequest)(nil),       // 112: unyo.v1.MetricStatsRequest
+	(*Rollup)(nil),                   // 113: unyo.v1.Rollup
+	(*MetricStatsResponse)(nil),      // 114: unyo.v1.MetricStatsResponse
+	(*CountStatsRequest)(nil),        // 115: unyo.v1.CountStatsRequest
+	(*DailyCount)(nil),               // 116: unyo.v1.DailyCount
+	(*CountStatsResponse)(nil),       // 117: unyo.v1.CountStatsResponse
+	(*DeleteNodeRequest)(nil),        // 118: unyo.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),       // 119: unyo.v1.DeleteNodeResponse
+	(*CordonNodeRequest)(nil),        // 120: unyo.v1.CordonNodeRequest
+	(*CordonNodeResponse)(nil),       // 121: unyo.v1.CordonNodeResponse
+	(*DrainNodeRequest)(nil),         // 122: unyo.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),        // 123: unyo.v1.DrainNodeResponse
+	(*SetNodeAutoRequest)(nil),       // 124: unyo.v1.SetNodeAutoRequest
+	(*SetNodeAutoResponse)(nil),      // 125: unyo.v1.SetNodeAutoResponse
+	(*AddClusterRequest)(nil),        // 126: unyo.v1.AddClusterRequest
+	(*AddClusterResponse)(nil),       // 127: unyo.v1.AddClusterResponse
+	(*DeleteClusterRequest)(nil),     // 128: unyo.v1.DeleteClusterRequest
+	(*DeleteClusterResponse)(nil),    // 129: unyo.v1.DeleteClusterResponse
+	(*Token)(nil),                    // 130: unyo.v1.Token
+	(*CreateTokenRequest)(nil),       // 131: unyo.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 132: unyo.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 133: unyo.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 134: unyo.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 135: unyo.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 136: unyo.v1.RevokeTokenResponse
+	(*AuditRecord)(nil),              // 137: unyo.v1.AuditRecord
+	(*ListAuditRequest)(nil),         // 138: unyo.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 139: unyo.v1.ListAuditResponse
+	nil,                              // 140: unyo.v1.Node.LabelsEntry
+	nil,                              // 141: unyo.v1.Node.TopologyLabelsEntry
+	nil,                              // 142: unyo.v1.ProviderStatus.AttributesEntry
+	nil,                              // 143: unyo.v1.CheckSpec.NodeSelectorEntry
+	nil,                              // 144: unyo.v1.CheckSpec.EnvEntry
+	nil,                              // 145: unyo.v1.Check.LabelsEntry
+	nil,                              // 146: unyo.v1.Event.LabelsEntry
+	nil,                              // 147: unyo.v1.EventMatch.LabelsEntry
+	nil,                              // 148: unyo.v1.ApiHookAction.HeadersEntry
+	nil,                              // 149: unyo.v1.EventRule.LabelsEntry
+	nil,                              // 150: unyo.v1.Maintenance.LabelsEntry
+	nil,                              // 151: unyo.v1.NodeTopology.LabelsEntry
+	nil,                              // 152: unyo.v1.Sample.LabelsEntry
+	nil,                              // 153: unyo.v1.Series.LabelsEntry
+	nil,                              // 154: unyo.v1.SeriesLabels.LabelsEntry
+	nil,                              // 155: unyo.v1.LogEntry.FieldsEntry
+	nil,                              // 156: unyo.v1.LogFilter.FieldsEntry
+	nil,                              // 157: unyo.v1.Rollup.LabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 158: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 159: google.protobuf.Struct
+	(*durationpb.Duration)(nil),      // 160: google.protobuf.Duration
+	(*Region)(nil),                   // 161: unyo.v1.Region
+	(*Datacenter)(nil),               // 162: unyo.v1.Datacenter
+	(*Floor)(nil),                    // 163: unyo.v1.Floor
+	(*Rack)(nil),                     // 164: unyo.v1.Rack
+	(*PhysicalResource)(nil),         // 165: unyo.v1.PhysicalResource
+	(*Cluster)(nil),                  // 166: unyo.v1.Cluster
+	(*Flavor)(nil),                   // 167: unyo.v1.Flavor
+	(*Image)(nil),                    // 168: unyo.v1.Image
+	(*Network)(nil),                  // 169: unyo.v1.Network
+	(*RegionService)(nil),            // 170: unyo.v1.RegionService
+	(*Compute)(nil),                  // 171: unyo.v1.Compute
+	(*Loadbalancer)(nil),             // 172: unyo.v1.Loadbalancer
+	(*AddressAllocation)(nil),        // 173: unyo.v1.AddressAllocation
 }
 var file_unyo_v1_unyo_proto_depIdxs = []int32{
-	139, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
+	140, // 0: unyo.v1.Node.labels:type_name -> unyo.v1.Node.LabelsEntry
 	5,   // 1: unyo.v1.Node.capacity:type_name -> unyo.v1.Capacity
 	2,   // 2: unyo.v1.Node.state:type_name -> unyo.v1.NodeState
-	156, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
-	156, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
-	9,   // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
-	140, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
+	158, // 3: unyo.v1.Node.registered_at:type_name -> google.protobuf.Timestamp
+	158, // 4: unyo.v1.Node.last_heartbeat:type_name -> google.protobuf.Timestamp
+	10,  // 5: unyo.v1.Node.plugins:type_name -> unyo.v1.PluginStatus
+	141, // 6: unyo.v1.Node.topology_labels:type_name -> unyo.v1.Node.TopologyLabelsEntry
 	5,   // 7: unyo.v1.Node.reserved:type_name -> unyo.v1.Capacity
-	7,   // 8: unyo.v1.Node.drain:type_name -> unyo.v1.NodeDrain
-	8,   // 9: unyo.v1.Node.auto:type_name -> unyo.v1.NodeAuto
-	156, // 10: unyo.v1.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	156, // 11: unyo.v1.NodeDrain.deadline:type_name -> google.protobuf.Timestamp
-	156, // 12: unyo.v1.NodeDrain.ended_at:type_name -> google.protobuf.Timestamp
-	156, // 13: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
-	141, // 14: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
-	142, // 15: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
-	12,  // 16: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
-	13,  // 17: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
-	11,  // 18: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
-	157, // 19: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
-	143, // 20: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
-	10,  // 21: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
-	156, // 22: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
-	156, // 23: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
-	1,   // 24: unyo.v1.Event.level:type_name -> unyo.v1.Level
-	0,   // 25: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
-	15,  // 26: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
-	156, // 27: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
-	158, // 28: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
-	156, // 29: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
-	158, // 30: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
-	17,  // 31: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
-	144, // 32: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
-	18,  // 33: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
-	156, // 34: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
-	156, // 35: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
-	145, // 36: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
-	146, // 37: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
-	20,  // 38: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
-	21,  // 39: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
-	22,  // 40: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
-	24,  // 41: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
-	157, // 42: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
-	19,  // 43: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
-	23,  // 44: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
-	147, // 45: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
-	25,  // 46: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
-	156, // 47: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
-	156, // 48: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
-	156, // 49: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
-	156, // 50: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
-	16,  // 51: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
-	148, // 52: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
-	28,  // 53: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
-	156, // 54: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
-	156, // 55: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
-	156, // 56: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
-	4,   // 57: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
-	4,   // 58: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
-	3,   // 59: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
-	4,   // 60: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
-	156, // 61: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
-	156, // 62: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
-	30,  // 63: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
-	14,  // 64: unyo.v1.Object.check:type_name -> unyo.v1.Check
-	26,  // 65: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
-	29,  // 66: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
-	159, // 67: unyo.v1.Object.region:type_name -> unyo.v1.Region
-	160, // 68: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
-	161, // 69: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
-	162, // 70: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
-	163, // 71: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
-	164, // 72: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
-	165, // 73: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
-	166, // 74: unyo.v1.Object.image:type_name -> unyo.v1.Image
-	167, // 75: unyo.v1.Object.network:type_name -> unyo.v1.Network
-	168, // 76: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
-	169, // 77: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
-	170, // 78: unyo.v1.Object.loadbalancer:type_name -> unyo.v1.Loadbalancer
-	6,   // 79: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
-	158, // 80: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	5,   // 81: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
-	9,   // 82: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
-	16,  // 83: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
-	14,  // 84: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
-	32,  // 85: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
-	33,  // 86: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
-	46,  // 87: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
-	34,  // 88: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 89: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
-	46,  // 90: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
-	34,  // 91: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	33,  // 92: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
-	32,  // 93: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
-	34,  // 94: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	32,  // 95: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
-	34,  // 96: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	149, // 97: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
-	54,  // 98: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
-	6,   // 99: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
-	34,  // 100: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	6,   // 101: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
-	34,  // 102: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	1,   // 103: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
-	16,  // 104: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
-	34,  // 105: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	16,  // 106: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
-	34,  // 107: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	3,   // 108: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
-	4,   // 109: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
-	31,  // 110: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
-	34,  // 111: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 112: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
-	34,  // 113: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	31,  // 114: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
-	29,  // 115: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
-	34,  // 116: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 117: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
-	156, // 118: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
-	9,   // 119: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
-	164, // 120: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
-	74,  // 121: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
-	1,   // 122: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
-	156, // 123: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
-	156, // 124: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
-	75,  // 125: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
-	76,  // 126: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
-	73,  // 127: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
-	171, // 128: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	171, // 129: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
-	156, // 130: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	9,   // 131: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
-	87,  // 132: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
-	156, // 133: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
-	158, // 134: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
-	158, // 135: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
-	74,  // 136: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
-	150, // 137: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
-	151, // 138: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
-	89,  // 139: unyo.v1.Series.points:type_name -> unyo.v1.Point
-	152, // 140: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
-	88,  // 141: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
-	92,  // 142: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
-	156, // 143: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
-	156, // 144: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
-	158, // 145: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
-	156, // 146: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
-	90,  // 147: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
-	34,  // 148: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 149: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
-	156, // 150: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
-	91,  // 151: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
-	34,  // 152: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 153: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
-	153, // 154: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
-	100, // 155: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
-	156, // 156: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
-	156, // 157: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
-	154, // 158: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
-	103, // 159: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
-	100, // 160: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	34,  // 161: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 162: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
-	103, // 163: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
-	158, // 164: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
-	158, // 165: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
-	106, // 166: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
-	34,  // 167: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 168: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 169: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
-	100, // 170: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
-	34,  // 171: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 172: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 173: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
-	155, // 174: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
-	156, // 175: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
-	112, // 176: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
-	34,  // 177: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 178: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
-	156, // 179: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
-	156, // 180: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
-	115, // 181: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
-	34,  // 182: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 183: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 184: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 185: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	34,  // 186: unyo.v1.SetNodeAutoResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	156, // 187: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
-	156, // 188: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
-	156, // 189: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
-	156, // 190: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
-	158, // 191: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
-	129, // 192: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
-	129, // 193: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
-	129, // 194: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
-	156, // 195: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
-	156, // 196: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
-	136, // 197: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
-	34,  // 198: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
-	35,  // 199: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
-	39,  // 200: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
-	41,  // 201: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
-	43,  // 202: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
-	37,  // 203: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
-	45,  // 204: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
-	48,  // 205: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
-	50,  // 206: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
-	52,  // 207: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
-	57,  // 208: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
-	59,  // 209: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
-	117, // 210: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
-	55,  // 211: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
-	119, // 212: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
-	121, // 213: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
-	123, // 214: unyo.v1.NodeService.SetNodeAuto:input_type -> unyo.v1.SetNodeAutoRequest
-	61,  // 215: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
-	63,  // 216: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
-	65,  // 217: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
-	67,  // 218: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
-	69,  // 219: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
-	69,  // 220: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
-	71,  // 221: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
-	77,  // 222: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
-	79,  // 223: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
-	125, // 224: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
-	127, // 225: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
-	81,  // 226: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
-	83,  // 227: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
-	85,  // 228: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
-	93,  // 229: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
-	95,  // 230: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
-	96,  // 231: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
-	98,  // 232: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
-	101, // 233: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
-	104, // 234: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
-	107, // 235: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
-	109, // 236: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
-	111, // 237: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
-	114, // 238: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
-	130, // 239: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
-	132, // 240: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
-	134, // 241: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
-	137, // 242: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
-	36,  // 243: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
-	40,  // 244: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
-	42,  // 245: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
-	44,  // 246: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
-	38,  // 247: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
-	47,  // 248: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
-	49,  // 249: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
-	51,  // 250: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
-	53,  // 251: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
-	58,  // 252: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
-	60,  // 253: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
-	118, // 254: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
-	56,  // 255: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
-	120, // 256: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
-	122, // 257: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
-	124, // 258: unyo.v1.NodeService.SetNodeAuto:output_type -> unyo.v1.SetNodeAutoResponse
-	62,  // 259: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
-	64,  // 260: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
-	66,  // 261: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
-	68,  // 262: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
-	70,  // 263: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
-	70,  // 264: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
-	72,  // 265: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
-	78,  // 266: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
-	80,  // 267: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
-	126, // 268: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
-	128, // 269: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
-	82,  // 270: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
-	84,  // 271: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
-	86,  // 272: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
-	94,  // 273: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
-	97,  // 274: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
-	97,  // 275: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
-	99,  // 276: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
-	102, // 277: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
-	105, // 278: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
-	108, // 279: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
-	110, // 280: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
-	113, // 281: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
-	116, // 282: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
-	131, // 283: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
-	133, // 284: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
-	135, // 285: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
-	138, // 286: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
-	243, // [243:287] is the sub-list for method output_type
-	199, // [199:243] is the sub-list for method input_type
-	199, // [199:199] is the sub-list for extension type_name
-	199, // [199:199] is the sub-list for extension extendee
-	0,   // [0:199] is the sub-list for field type_name
+	8,   // 8: unyo.v1.Node.drain:type_name -> unyo.v1.NodeDrain
+	9,   // 9: unyo.v1.Node.auto:type_name -> unyo.v1.NodeAuto
+	7,   // 10: unyo.v1.Node.providers:type_name -> unyo.v1.ProviderStatus
+	5,   // 11: unyo.v1.ProviderStatus.capacity:type_name -> unyo.v1.Capacity
+	142, // 12: unyo.v1.ProviderStatus.attributes:type_name -> unyo.v1.ProviderStatus.AttributesEntry
+	158, // 13: unyo.v1.ProviderStatus.since:type_name -> google.protobuf.Timestamp
+	158, // 14: unyo.v1.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	158, // 15: unyo.v1.NodeDrain.deadline:type_name -> google.protobuf.Timestamp
+	158, // 16: unyo.v1.NodeDrain.ended_at:type_name -> google.protobuf.Timestamp
+	158, // 17: unyo.v1.PluginStatus.since:type_name -> google.protobuf.Timestamp
+	143, // 18: unyo.v1.CheckSpec.node_selector:type_name -> unyo.v1.CheckSpec.NodeSelectorEntry
+	144, // 19: unyo.v1.CheckSpec.env:type_name -> unyo.v1.CheckSpec.EnvEntry
+	13,  // 20: unyo.v1.CheckSpec.metric:type_name -> unyo.v1.MetricCheck
+	14,  // 21: unyo.v1.CheckSpec.log:type_name -> unyo.v1.LogCheck
+	12,  // 22: unyo.v1.CheckSpec.plugin:type_name -> unyo.v1.PluginCheck
+	159, // 23: unyo.v1.PluginCheck.target:type_name -> google.protobuf.Struct
+	145, // 24: unyo.v1.Check.labels:type_name -> unyo.v1.Check.LabelsEntry
+	11,  // 25: unyo.v1.Check.spec:type_name -> unyo.v1.CheckSpec
+	158, // 26: unyo.v1.Check.created_at:type_name -> google.protobuf.Timestamp
+	158, // 27: unyo.v1.Check.updated_at:type_name -> google.protobuf.Timestamp
+	1,   // 28: unyo.v1.Event.level:type_name -> unyo.v1.Level
+	0,   // 29: unyo.v1.Event.status:type_name -> unyo.v1.CheckStatus
+	16,  // 30: unyo.v1.Event.perfdata:type_name -> unyo.v1.PerfData
+	158, // 31: unyo.v1.Event.started_at:type_name -> google.protobuf.Timestamp
+	160, // 32: unyo.v1.Event.duration:type_name -> google.protobuf.Duration
+	158, // 33: unyo.v1.Event.received_at:type_name -> google.protobuf.Timestamp
+	160, // 34: unyo.v1.Event.reissue:type_name -> google.protobuf.Duration
+	18,  // 35: unyo.v1.Event.explanation:type_name -> unyo.v1.Explanation
+	146, // 36: unyo.v1.Event.labels:type_name -> unyo.v1.Event.LabelsEntry
+	19,  // 37: unyo.v1.Explanation.steps:type_name -> unyo.v1.ExplanationStep
+	158, // 38: unyo.v1.Explanation.processed_at:type_name -> google.protobuf.Timestamp
+	158, // 39: unyo.v1.ExplanationStep.at:type_name -> google.protobuf.Timestamp
+	147, // 40: unyo.v1.EventMatch.labels:type_name -> unyo.v1.EventMatch.LabelsEntry
+	148, // 41: unyo.v1.ApiHookAction.headers:type_name -> unyo.v1.ApiHookAction.HeadersEntry
+	21,  // 42: unyo.v1.Action.create_alert:type_name -> unyo.v1.CreateAlertAction
+	22,  // 43: unyo.v1.Action.delete_alert:type_name -> unyo.v1.DeleteAlertAction
+	23,  // 44: unyo.v1.Action.api_hook:type_name -> unyo.v1.ApiHookAction
+	25,  // 45: unyo.v1.Action.plugin:type_name -> unyo.v1.PluginAction
+	159, // 46: unyo.v1.PluginAction.config:type_name -> google.protobuf.Struct
+	20,  // 47: unyo.v1.EventRuleSpec.match:type_name -> unyo.v1.EventMatch
+	24,  // 48: unyo.v1.EventRuleSpec.actions:type_name -> unyo.v1.Action
+	149, // 49: unyo.v1.EventRule.labels:type_name -> unyo.v1.EventRule.LabelsEntry
+	26,  // 50: unyo.v1.EventRule.spec:type_name -> unyo.v1.EventRuleSpec
+	158, // 51: unyo.v1.EventRule.created_at:type_name -> google.protobuf.Timestamp
+	158, // 52: unyo.v1.EventRule.updated_at:type_name -> google.protobuf.Timestamp
+	158, // 53: unyo.v1.AggregateGroup.opened_at:type_name -> google.protobuf.Timestamp
+	158, // 54: unyo.v1.AggregateGroup.flush_at:type_name -> google.protobuf.Timestamp
+	17,  // 55: unyo.v1.AggregateGroup.members:type_name -> unyo.v1.Event
+	150, // 56: unyo.v1.Maintenance.labels:type_name -> unyo.v1.Maintenance.LabelsEntry
+	29,  // 57: unyo.v1.Maintenance.spec:type_name -> unyo.v1.MaintenanceSpec
+	158, // 58: unyo.v1.Maintenance.created_at:type_name -> google.protobuf.Timestamp
+	158, // 59: unyo.v1.Maintenance.ended_at:type_name -> google.protobuf.Timestamp
+	158, // 60: unyo.v1.AlertTransition.at:type_name -> google.protobuf.Timestamp
+	4,   // 61: unyo.v1.AlertTransition.from:type_name -> unyo.v1.AlertState
+	4,   // 62: unyo.v1.AlertTransition.to:type_name -> unyo.v1.AlertState
+	3,   // 63: unyo.v1.Alert.level:type_name -> unyo.v1.AlertLevel
+	4,   // 64: unyo.v1.Alert.state:type_name -> unyo.v1.AlertState
+	158, // 65: unyo.v1.Alert.first_seen:type_name -> google.protobuf.Timestamp
+	158, // 66: unyo.v1.Alert.last_seen:type_name -> google.protobuf.Timestamp
+	31,  // 67: unyo.v1.Alert.history:type_name -> unyo.v1.AlertTransition
+	15,  // 68: unyo.v1.Object.check:type_name -> unyo.v1.Check
+	27,  // 69: unyo.v1.Object.event_rule:type_name -> unyo.v1.EventRule
+	30,  // 70: unyo.v1.Object.maintenance:type_name -> unyo.v1.Maintenance
+	161, // 71: unyo.v1.Object.region:type_name -> unyo.v1.Region
+	162, // 72: unyo.v1.Object.datacenter:type_name -> unyo.v1.Datacenter
+	163, // 73: unyo.v1.Object.floor:type_name -> unyo.v1.Floor
+	164, // 74: unyo.v1.Object.rack:type_name -> unyo.v1.Rack
+	165, // 75: unyo.v1.Object.physical_resource:type_name -> unyo.v1.PhysicalResource
+	166, // 76: unyo.v1.Object.cluster:type_name -> unyo.v1.Cluster
+	167, // 77: unyo.v1.Object.flavor:type_name -> unyo.v1.Flavor
+	168, // 78: unyo.v1.Object.image:type_name -> unyo.v1.Image
+	169, // 79: unyo.v1.Object.network:type_name -> unyo.v1.Network
+	170, // 80: unyo.v1.Object.region_service:type_name -> unyo.v1.RegionService
+	171, // 81: unyo.v1.Object.compute:type_name -> unyo.v1.Compute
+	172, // 82: unyo.v1.Object.loadbalancer:type_name -> unyo.v1.Loadbalancer
+	6,   // 83: unyo.v1.RegisterRequest.node:type_name -> unyo.v1.Node
+	160, // 84: unyo.v1.RegisterResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	5,   // 85: unyo.v1.HeartbeatRequest.capacity:type_name -> unyo.v1.Capacity
+	10,  // 86: unyo.v1.HeartbeatRequest.plugins:type_name -> unyo.v1.PluginStatus
+	7,   // 87: unyo.v1.HeartbeatRequest.providers:type_name -> unyo.v1.ProviderStatus
+	17,  // 88: unyo.v1.ReportResultsRequest.results:type_name -> unyo.v1.Event
+	15,  // 89: unyo.v1.GetChecksResponse.checks:type_name -> unyo.v1.Check
+	33,  // 90: unyo.v1.ApplyRequest.objects:type_name -> unyo.v1.Object
+	34,  // 91: unyo.v1.ApplyResult.ref:type_name -> unyo.v1.ObjectRef
+	47,  // 92: unyo.v1.ApplyResponse.results:type_name -> unyo.v1.ApplyResult
+	35,  // 93: unyo.v1.ApplyResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 94: unyo.v1.DeleteRequest.refs:type_name -> unyo.v1.ObjectRef
+	47,  // 95: unyo.v1.DeleteResponse.results:type_name -> unyo.v1.ApplyResult
+	35,  // 96: unyo.v1.DeleteResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	34,  // 97: unyo.v1.GetRequest.ref:type_name -> unyo.v1.ObjectRef
+	33,  // 98: unyo.v1.GetResponse.objects:type_name -> unyo.v1.Object
+	35,  // 99: unyo.v1.GetResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	33,  // 100: unyo.v1.ListResponse.objects:type_name -> unyo.v1.Object
+	35,  // 101: unyo.v1.ListResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	151, // 102: unyo.v1.NodeTopology.labels:type_name -> unyo.v1.NodeTopology.LabelsEntry
+	55,  // 103: unyo.v1.SetNodeTopologyRequest.nodes:type_name -> unyo.v1.NodeTopology
+	6,   // 104: unyo.v1.ListNodesResponse.nodes:type_name -> unyo.v1.Node
+	35,  // 105: unyo.v1.ListNodesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	6,   // 106: unyo.v1.GetNodeResponse.nodes:type_name -> unyo.v1.Node
+	35,  // 107: unyo.v1.GetNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	1,   // 108: unyo.v1.ListEventsRequest.levels:type_name -> unyo.v1.Level
+	17,  // 109: unyo.v1.ListEventsResponse.events:type_name -> unyo.v1.Event
+	35,  // 110: unyo.v1.ListEventsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	17,  // 111: unyo.v1.GetEventResponse.events:type_name -> unyo.v1.Event
+	35,  // 112: unyo.v1.GetEventResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	3,   // 113: unyo.v1.ListAlertsRequest.levels:type_name -> unyo.v1.AlertLevel
+	4,   // 114: unyo.v1.ListAlertsRequest.states:type_name -> unyo.v1.AlertState
+	32,  // 115: unyo.v1.ListAlertsResponse.alerts:type_name -> unyo.v1.Alert
+	35,  // 116: unyo.v1.ListAlertsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 117: unyo.v1.GetAlertResponse.alerts:type_name -> unyo.v1.Alert
+	35,  // 118: unyo.v1.GetAlertResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	32,  // 119: unyo.v1.AlertActionResponse.alert:type_name -> unyo.v1.Alert
+	30,  // 120: unyo.v1.EndMaintenanceResponse.maintenances:type_name -> unyo.v1.Maintenance
+	35,  // 121: unyo.v1.EndMaintenanceResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 122: unyo.v1.ClusterInfo.registered_at:type_name -> google.protobuf.Timestamp
+	158, // 123: unyo.v1.ClusterInfo.last_seen:type_name -> google.protobuf.Timestamp
+	10,  // 124: unyo.v1.ClusterInfo.plugins:type_name -> unyo.v1.PluginStatus
+	166, // 125: unyo.v1.ClusterInfo.attributes:type_name -> unyo.v1.Cluster
+	75,  // 126: unyo.v1.ClusterInfo.watched_by:type_name -> unyo.v1.PeerObservation
+	1,   // 127: unyo.v1.PeerObservation.level:type_name -> unyo.v1.Level
+	158, // 128: unyo.v1.PeerObservation.last_seen:type_name -> google.protobuf.Timestamp
+	158, // 129: unyo.v1.PeerObservation.checked_at:type_name -> google.protobuf.Timestamp
+	76,  // 130: unyo.v1.RegisterClusterResponse.peers:type_name -> unyo.v1.PeerAssignment
+	77,  // 131: unyo.v1.RegisterClusterResponse.watchers:type_name -> unyo.v1.PeerWatcher
+	74,  // 132: unyo.v1.ListClustersResponse.clusters:type_name -> unyo.v1.ClusterInfo
+	173, // 133: unyo.v1.AllocateAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	173, // 134: unyo.v1.ReleaseAddressResponse.allocation:type_name -> unyo.v1.AddressAllocation
+	158, // 135: unyo.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	10,  // 136: unyo.v1.GetStatusResponse.plugins:type_name -> unyo.v1.PluginStatus
+	88,  // 137: unyo.v1.GetStatusResponse.health:type_name -> unyo.v1.ClusterHealth
+	158, // 138: unyo.v1.ClusterHealth.lease_expires_at:type_name -> google.protobuf.Timestamp
+	160, // 139: unyo.v1.ClusterHealth.pipeline_lag:type_name -> google.protobuf.Duration
+	160, // 140: unyo.v1.ClusterHealth.ingest_age:type_name -> google.protobuf.Duration
+	75,  // 141: unyo.v1.ClusterHealth.peers:type_name -> unyo.v1.PeerObservation
+	152, // 142: unyo.v1.Sample.labels:type_name -> unyo.v1.Sample.LabelsEntry
+	153, // 143: unyo.v1.Series.labels:type_name -> unyo.v1.Series.LabelsEntry
+	90,  // 144: unyo.v1.Series.points:type_name -> unyo.v1.Point
+	154, // 145: unyo.v1.SeriesLabels.labels:type_name -> unyo.v1.SeriesLabels.LabelsEntry
+	89,  // 146: unyo.v1.WriteMetricsRequest.samples:type_name -> unyo.v1.Sample
+	93,  // 147: unyo.v1.WriteMetricsRequest.batches:type_name -> unyo.v1.MetricBatch
+	158, // 148: unyo.v1.QueryRangeRequest.start:type_name -> google.protobuf.Timestamp
+	158, // 149: unyo.v1.QueryRangeRequest.end:type_name -> google.protobuf.Timestamp
+	160, // 150: unyo.v1.QueryRangeRequest.step:type_name -> google.protobuf.Duration
+	158, // 151: unyo.v1.QueryMetricsRequest.time:type_name -> google.protobuf.Timestamp
+	91,  // 152: unyo.v1.QueryMetricsResponse.series:type_name -> unyo.v1.Series
+	35,  // 153: unyo.v1.QueryMetricsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 154: unyo.v1.SeriesRequest.start:type_name -> google.protobuf.Timestamp
+	158, // 155: unyo.v1.SeriesRequest.end:type_name -> google.protobuf.Timestamp
+	92,  // 156: unyo.v1.SeriesResponse.series:type_name -> unyo.v1.SeriesLabels
+	35,  // 157: unyo.v1.SeriesResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 158: unyo.v1.LogEntry.time:type_name -> google.protobuf.Timestamp
+	155, // 159: unyo.v1.LogEntry.fields:type_name -> unyo.v1.LogEntry.FieldsEntry
+	101, // 160: unyo.v1.WriteLogsRequest.entries:type_name -> unyo.v1.LogEntry
+	158, // 161: unyo.v1.LogFilter.since:type_name -> google.protobuf.Timestamp
+	158, // 162: unyo.v1.LogFilter.until:type_name -> google.protobuf.Timestamp
+	156, // 163: unyo.v1.LogFilter.fields:type_name -> unyo.v1.LogFilter.FieldsEntry
+	104, // 164: unyo.v1.QueryLogsRequest.filter:type_name -> unyo.v1.LogFilter
+	101, // 165: unyo.v1.QueryLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	35,  // 166: unyo.v1.QueryLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 167: unyo.v1.LogBucket.start:type_name -> google.protobuf.Timestamp
+	104, // 168: unyo.v1.LogStatsRequest.filter:type_name -> unyo.v1.LogFilter
+	160, // 169: unyo.v1.LogStatsRequest.interval:type_name -> google.protobuf.Duration
+	160, // 170: unyo.v1.LogStatsResponse.interval:type_name -> google.protobuf.Duration
+	107, // 171: unyo.v1.LogStatsResponse.buckets:type_name -> unyo.v1.LogBucket
+	35,  // 172: unyo.v1.LogStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 173: unyo.v1.TraceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	158, // 174: unyo.v1.TraceLogsRequest.until:type_name -> google.protobuf.Timestamp
+	101, // 175: unyo.v1.TraceLogsResponse.entries:type_name -> unyo.v1.LogEntry
+	35,  // 176: unyo.v1.TraceLogsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 177: unyo.v1.MetricStatsRequest.since:type_name -> google.protobuf.Timestamp
+	158, // 178: unyo.v1.MetricStatsRequest.until:type_name -> google.protobuf.Timestamp
+	157, // 179: unyo.v1.Rollup.labels:type_name -> unyo.v1.Rollup.LabelsEntry
+	158, // 180: unyo.v1.Rollup.start:type_name -> google.protobuf.Timestamp
+	113, // 181: unyo.v1.MetricStatsResponse.rollups:type_name -> unyo.v1.Rollup
+	35,  // 182: unyo.v1.MetricStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 183: unyo.v1.CountStatsRequest.since:type_name -> google.protobuf.Timestamp
+	158, // 184: unyo.v1.CountStatsRequest.until:type_name -> google.protobuf.Timestamp
+	158, // 185: unyo.v1.DailyCount.day:type_name -> google.protobuf.Timestamp
+	116, // 186: unyo.v1.CountStatsResponse.counts:type_name -> unyo.v1.DailyCount
+	35,  // 187: unyo.v1.CountStatsResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 188: unyo.v1.DeleteNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 189: unyo.v1.CordonNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 190: unyo.v1.DrainNodeResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	35,  // 191: unyo.v1.SetNodeAutoResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	158, // 192: unyo.v1.Token.created_at:type_name -> google.protobuf.Timestamp
+	158, // 193: unyo.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
+	158, // 194: unyo.v1.Token.revoked_at:type_name -> google.protobuf.Timestamp
+	158, // 195: unyo.v1.Token.last_used_at:type_name -> google.protobuf.Timestamp
+	160, // 196: unyo.v1.CreateTokenRequest.expires_in:type_name -> google.protobuf.Duration
+	130, // 197: unyo.v1.CreateTokenResponse.token:type_name -> unyo.v1.Token
+	130, // 198: unyo.v1.ListTokensResponse.tokens:type_name -> unyo.v1.Token
+	130, // 199: unyo.v1.RevokeTokenResponse.token:type_name -> unyo.v1.Token
+	158, // 200: unyo.v1.AuditRecord.at:type_name -> google.protobuf.Timestamp
+	158, // 201: unyo.v1.ListAuditRequest.since:type_name -> google.protobuf.Timestamp
+	137, // 202: unyo.v1.ListAuditResponse.records:type_name -> unyo.v1.AuditRecord
+	35,  // 203: unyo.v1.ListAuditResponse.cluster_errors:type_name -> unyo.v1.ClusterError
+	36,  // 204: unyo.v1.AgentService.Register:input_type -> unyo.v1.RegisterRequest
+	40,  // 205: unyo.v1.AgentService.Heartbeat:input_type -> unyo.v1.HeartbeatRequest
+	42,  // 206: unyo.v1.AgentService.ReportResults:input_type -> unyo.v1.ReportResultsRequest
+	44,  // 207: unyo.v1.AgentService.GetChecks:input_type -> unyo.v1.GetChecksRequest
+	38,  // 208: unyo.v1.AgentService.RenewCertificate:input_type -> unyo.v1.RenewCertificateRequest
+	46,  // 209: unyo.v1.ObjectService.Apply:input_type -> unyo.v1.ApplyRequest
+	49,  // 210: unyo.v1.ObjectService.Delete:input_type -> unyo.v1.DeleteRequest
+	51,  // 211: unyo.v1.ObjectService.Get:input_type -> unyo.v1.GetRequest
+	53,  // 212: unyo.v1.ObjectService.List:input_type -> unyo.v1.ListRequest
+	58,  // 213: unyo.v1.NodeService.ListNodes:input_type -> unyo.v1.ListNodesRequest
+	60,  // 214: unyo.v1.NodeService.GetNode:input_type -> unyo.v1.GetNodeRequest
+	118, // 215: unyo.v1.NodeService.DeleteNode:input_type -> unyo.v1.DeleteNodeRequest
+	56,  // 216: unyo.v1.NodeService.SetNodeTopology:input_type -> unyo.v1.SetNodeTopologyRequest
+	120, // 217: unyo.v1.NodeService.CordonNode:input_type -> unyo.v1.CordonNodeRequest
+	122, // 218: unyo.v1.NodeService.DrainNode:input_type -> unyo.v1.DrainNodeRequest
+	124, // 219: unyo.v1.NodeService.SetNodeAuto:input_type -> unyo.v1.SetNodeAutoRequest
+	62,  // 220: unyo.v1.EventService.ListEvents:input_type -> unyo.v1.ListEventsRequest
+	64,  // 221: unyo.v1.EventService.GetEvent:input_type -> unyo.v1.GetEventRequest
+	66,  // 222: unyo.v1.AlertService.ListAlerts:input_type -> unyo.v1.ListAlertsRequest
+	68,  // 223: unyo.v1.AlertService.GetAlert:input_type -> unyo.v1.GetAlertRequest
+	70,  // 224: unyo.v1.AlertService.AckAlert:input_type -> unyo.v1.AlertActionRequest
+	70,  // 225: unyo.v1.AlertService.CloseAlert:input_type -> unyo.v1.AlertActionRequest
+	72,  // 226: unyo.v1.MaintenanceService.EndMaintenance:input_type -> unyo.v1.EndMaintenanceRequest
+	78,  // 227: unyo.v1.ClusterService.RegisterCluster:input_type -> unyo.v1.RegisterClusterRequest
+	80,  // 228: unyo.v1.ClusterService.ListClusters:input_type -> unyo.v1.ListClustersRequest
+	126, // 229: unyo.v1.ClusterService.AddCluster:input_type -> unyo.v1.AddClusterRequest
+	128, // 230: unyo.v1.ClusterService.DeleteCluster:input_type -> unyo.v1.DeleteClusterRequest
+	82,  // 231: unyo.v1.NetworkService.AllocateAddress:input_type -> unyo.v1.AllocateAddressRequest
+	84,  // 232: unyo.v1.NetworkService.ReleaseAddress:input_type -> unyo.v1.ReleaseAddressRequest
+	86,  // 233: unyo.v1.StatusService.GetStatus:input_type -> unyo.v1.GetStatusRequest
+	94,  // 234: unyo.v1.MetricsService.WriteMetrics:input_type -> unyo.v1.WriteMetricsRequest
+	96,  // 235: unyo.v1.MetricsService.QueryRange:input_type -> unyo.v1.QueryRangeRequest
+	97,  // 236: unyo.v1.MetricsService.Query:input_type -> unyo.v1.QueryMetricsRequest
+	99,  // 237: unyo.v1.MetricsService.Series:input_type -> unyo.v1.SeriesRequest
+	102, // 238: unyo.v1.LogsService.WriteLogs:input_type -> unyo.v1.WriteLogsRequest
+	105, // 239: unyo.v1.LogsService.Query:input_type -> unyo.v1.QueryLogsRequest
+	108, // 240: unyo.v1.LogsService.Stats:input_type -> unyo.v1.LogStatsRequest
+	110, // 241: unyo.v1.LogsService.Trace:input_type -> unyo.v1.TraceLogsRequest
+	112, // 242: unyo.v1.StatsService.MetricStats:input_type -> unyo.v1.MetricStatsRequest
+	115, // 243: unyo.v1.StatsService.CountStats:input_type -> unyo.v1.CountStatsRequest
+	131, // 244: unyo.v1.TokenService.CreateToken:input_type -> unyo.v1.CreateTokenRequest
+	133, // 245: unyo.v1.TokenService.ListTokens:input_type -> unyo.v1.ListTokensRequest
+	135, // 246: unyo.v1.TokenService.RevokeToken:input_type -> unyo.v1.RevokeTokenRequest
+	138, // 247: unyo.v1.AuditService.ListAudit:input_type -> unyo.v1.ListAuditRequest
+	37,  // 248: unyo.v1.AgentService.Register:output_type -> unyo.v1.RegisterResponse
+	41,  // 249: unyo.v1.AgentService.Heartbeat:output_type -> unyo.v1.HeartbeatResponse
+	43,  // 250: unyo.v1.AgentService.ReportResults:output_type -> unyo.v1.ReportResultsResponse
+	45,  // 251: unyo.v1.AgentService.GetChecks:output_type -> unyo.v1.GetChecksResponse
+	39,  // 252: unyo.v1.AgentService.RenewCertificate:output_type -> unyo.v1.RenewCertificateResponse
+	48,  // 253: unyo.v1.ObjectService.Apply:output_type -> unyo.v1.ApplyResponse
+	50,  // 254: unyo.v1.ObjectService.Delete:output_type -> unyo.v1.DeleteResponse
+	52,  // 255: unyo.v1.ObjectService.Get:output_type -> unyo.v1.GetResponse
+	54,  // 256: unyo.v1.ObjectService.List:output_type -> unyo.v1.ListResponse
+	59,  // 257: unyo.v1.NodeService.ListNodes:output_type -> unyo.v1.ListNodesResponse
+	61,  // 258: unyo.v1.NodeService.GetNode:output_type -> unyo.v1.GetNodeResponse
+	119, // 259: unyo.v1.NodeService.DeleteNode:output_type -> unyo.v1.DeleteNodeResponse
+	57,  // 260: unyo.v1.NodeService.SetNodeTopology:output_type -> unyo.v1.SetNodeTopologyResponse
+	121, // 261: unyo.v1.NodeService.CordonNode:output_type -> unyo.v1.CordonNodeResponse
+	123, // 262: unyo.v1.NodeService.DrainNode:output_type -> unyo.v1.DrainNodeResponse
+	125, // 263: unyo.v1.NodeService.SetNodeAuto:output_type -> unyo.v1.SetNodeAutoResponse
+	63,  // 264: unyo.v1.EventService.ListEvents:output_type -> unyo.v1.ListEventsResponse
+	65,  // 265: unyo.v1.EventService.GetEvent:output_type -> unyo.v1.GetEventResponse
+	67,  // 266: unyo.v1.AlertService.ListAlerts:output_type -> unyo.v1.ListAlertsResponse
+	69,  // 267: unyo.v1.AlertService.GetAlert:output_type -> unyo.v1.GetAlertResponse
+	71,  // 268: unyo.v1.AlertService.AckAlert:output_type -> unyo.v1.AlertActionResponse
+	71,  // 269: unyo.v1.AlertService.CloseAlert:output_type -> unyo.v1.AlertActionResponse
+	73,  // 270: unyo.v1.MaintenanceService.EndMaintenance:output_type -> unyo.v1.EndMaintenanceResponse
+	79,  // 271: unyo.v1.ClusterService.RegisterCluster:output_type -> unyo.v1.RegisterClusterResponse
+	81,  // 272: unyo.v1.ClusterService.ListClusters:output_type -> unyo.v1.ListClustersResponse
+	127, // 273: unyo.v1.ClusterService.AddCluster:output_type -> unyo.v1.AddClusterResponse
+	129, // 274: unyo.v1.ClusterService.DeleteCluster:output_type -> unyo.v1.DeleteClusterResponse
+	83,  // 275: unyo.v1.NetworkService.AllocateAddress:output_type -> unyo.v1.AllocateAddressResponse
+	85,  // 276: unyo.v1.NetworkService.ReleaseAddress:output_type -> unyo.v1.ReleaseAddressResponse
+	87,  // 277: unyo.v1.StatusService.GetStatus:output_type -> unyo.v1.GetStatusResponse
+	95,  // 278: unyo.v1.MetricsService.WriteMetrics:output_type -> unyo.v1.WriteMetricsResponse
+	98,  // 279: unyo.v1.MetricsService.QueryRange:output_type -> unyo.v1.QueryMetricsResponse
+	98,  // 280: unyo.v1.MetricsService.Query:output_type -> unyo.v1.QueryMetricsResponse
+	100, // 281: unyo.v1.MetricsService.Series:output_type -> unyo.v1.SeriesResponse
+	103, // 282: unyo.v1.LogsService.WriteLogs:output_type -> unyo.v1.WriteLogsResponse
+	106, // 283: unyo.v1.LogsService.Query:output_type -> unyo.v1.QueryLogsResponse
+	109, // 284: unyo.v1.LogsService.Stats:output_type -> unyo.v1.LogStatsResponse
+	111, // 285: unyo.v1.LogsService.Trace:output_type -> unyo.v1.TraceLogsResponse
+	114, // 286: unyo.v1.StatsService.MetricStats:output_type -> unyo.v1.MetricStatsResponse
+	117, // 287: unyo.v1.StatsService.CountStats:output_type -> unyo.v1.CountStatsResponse
+	132, // 288: unyo.v1.TokenService.CreateToken:output_type -> unyo.v1.CreateTokenResponse
+	134, // 289: unyo.v1.TokenService.ListTokens:output_type -> unyo.v1.ListTokensResponse
+	136, // 290: unyo.v1.TokenService.RevokeToken:output_type -> unyo.v1.RevokeTokenResponse
+	139, // 291: unyo.v1.AuditService.ListAudit:output_type -> unyo.v1.ListAuditResponse
+	248, // [248:292] is the sub-list for method output_type
+	204, // [204:248] is the sub-list for method input_type
+	204, // [204:204] is the sub-list for extension type_name
+	204, // [204:204] is the sub-list for extension extendee
+	0,   // [0:204] is the sub-list for field type_name
 }
 
 func init() { file_unyo_v1_unyo_proto_init() }
@@ -11377,14 +11524,14 @@ func file_unyo_v1_unyo_proto_init() {
 		return
 	}
 	file_unyo_v1_provision_proto_init()
-	file_unyo_v1_unyo_proto_msgTypes[10].OneofWrappers = []any{}
-	file_unyo_v1_unyo_proto_msgTypes[18].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[11].OneofWrappers = []any{}
+	file_unyo_v1_unyo_proto_msgTypes[19].OneofWrappers = []any{
 		(*Action_CreateAlert)(nil),
 		(*Action_DeleteAlert)(nil),
 		(*Action_ApiHook)(nil),
 		(*Action_Plugin)(nil),
 	}
-	file_unyo_v1_unyo_proto_msgTypes[27].OneofWrappers = []any{
+	file_unyo_v1_unyo_proto_msgTypes[28].OneofWrappers = []any{
 		(*Object_Check)(nil),
 		(*Object_EventRule)(nil),
 		(*Object_Maintenance)(nil),
@@ -11407,7 +11554,7 @@ func file_unyo_v1_unyo_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_unyo_v1_unyo_proto_rawDesc), len(file_unyo_v1_unyo_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   151,
+			NumMessages:   153,
 			NumExtensions: 0,
 			NumServices:   14,
 		},

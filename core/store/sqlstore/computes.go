@@ -491,7 +491,7 @@ func (b *reserveBatch) reserve(ctx context.Context, tx *sql.Tx, p store.Placemen
 	if r.assignment != nil || r.next != nil {
 		return 0, fmt.Errorf("compute %s: %w (assigned to node %s)", res.Compute, store.ErrExists, r.assignment.GetNode())
 	}
-	req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy}
+	req := schedule.Request{Service: res.Service, Shape: res.Resources, Policy: res.Policy, Provider: p.Assignment.GetProvider()}
 	for _, e := range existing {
 		req.Existing = append(req.Existing, e.Placement)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/provision/placement"
 )
 
 // UpsertNode registers a node or replaces its description. registered_at is
@@ -132,6 +133,34 @@ func (s *Store) SetNodePlugins(ctx context.Context, name string, plugins []*unyo
 	return err
 }
 
+// SetNodeProviders replaces the provider statuses in a node's body and
+// moves its generation when what the scheduler reads of them changed
+// (which are healthy, their capacities).
+func (s *Store) SetNodeProviders(ctx context.Context, name string, providers []*unyov1.ProviderStatus) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n, err := nodeBody(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		moved := placement.ProvidersKey(n.GetProviders()) != placement.ProvidersKey(providers)
+		n.Providers = providers
+		if err := writeNodeBody(ctx, tx, n); err != nil {
+			return err
+		}
+		if moved {
+			_, err = tx.ExecContext(ctx, "UPDATE nodes SET generation = generation + 1 WHERE name = $1", name)
+		}
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("set providers: %w", notFound("node", name))
+	}
+	if err != nil {
+		return fmt.Errorf("set providers of node %q: %w", name, err)
+	}
+	return nil
+}
+
 // SetNodeTopology replaces the fields root derives in a node's body; the
 // body is written only when they change.
 func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (bool, error) {
@@ -150,23 +179,14 @@ func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.Node
 func (s *Store) updateNodeBody(ctx context.Context, name, what string, change func(*unyov1.Node) bool) (bool, error) {
 	changed := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var body []byte
-		if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", name).Scan(&body); err != nil {
+		n, err := nodeBody(ctx, tx, name)
+		if err != nil {
 			return err
-		}
-		n := &unyov1.Node{}
-		if err := proto.Unmarshal(body, n); err != nil {
-			return fmt.Errorf("decode: %w", err)
 		}
 		if changed = change(n); !changed {
 			return nil
 		}
-		body, err := proto.Marshal(n)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, name)
-		return err
+		return writeNodeBody(ctx, tx, n)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("set %s: %w", what, notFound("node", name))
@@ -175,6 +195,30 @@ func (s *Store) updateNodeBody(ctx context.Context, name, what string, change fu
 		return false, fmt.Errorf("set %s of node %q: %w", what, name, err)
 	}
 	return changed, nil
+}
+
+// nodeBody reads a node's body in tx; sql.ErrNoRows when there is none.
+func nodeBody(ctx context.Context, tx *sql.Tx, name string) (*unyov1.Node, error) {
+	var body []byte
+	if err := tx.QueryRowContext(ctx, "SELECT body FROM nodes WHERE name = $1", name).Scan(&body); err != nil {
+		return nil, err
+	}
+	n := &unyov1.Node{}
+	if err := proto.Unmarshal(body, n); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	n.Name = name
+	return n, nil
+}
+
+// writeNodeBody writes n's body in tx.
+func writeNodeBody(ctx context.Context, tx *sql.Tx, n *unyov1.Node) error {
+	body, err := proto.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, "UPDATE nodes SET body = $1 WHERE name = $2", body, n.GetName())
+	return err
 }
 
 // nodeColumns are a node's columns and, for the scheduler, its reserved

@@ -345,6 +345,39 @@ func nodeTests() []contractTest {
 			}
 			wantNotFound(t, s.SetNodePlugins(ctx(t), "ghost", plugins), `"ghost"`)
 		}},
+		{"SetNodeProviders", func(t *testing.T, s store.Store) {
+			n := node("web1")
+			n.Labels = map[string]string{"role": "web"}
+			must(t, s.UpsertNode(ctx(t), n))
+			gen := getNode(t, s, "web1").GetGeneration()
+			steps := []struct {
+				name  string
+				set   []*unyov1.ProviderStatus
+				moves bool
+			}{
+				{"first report", []*unyov1.ProviderStatus{{Name: "docker", Reason: "dockerd down", Since: at(1)}}, true},
+				{"other words, same health", []*unyov1.ProviderStatus{{Name: "docker", Reason: "dockerd gone", Since: at(1)}}, false},
+				{"healthy", []*unyov1.ProviderStatus{{Name: "docker", Healthy: true, Capacity: &unyov1.Capacity{Cpus: 2}, Attributes: map[string]string{"docker.version": "20.10"}, Since: at(2)}}, true},
+				{"attributes only", []*unyov1.ProviderStatus{{Name: "docker", Healthy: true, Capacity: &unyov1.Capacity{Cpus: 2}, Attributes: map[string]string{"docker.version": "20.11"}, Since: at(2)}}, false},
+				{"capacity", []*unyov1.ProviderStatus{{Name: "docker", Healthy: true, Capacity: &unyov1.Capacity{Cpus: 4}, Since: at(2)}}, true},
+				{"none", nil, true},
+			}
+			for _, st := range steps {
+				must(t, s.SetNodeProviders(ctx(t), "web1", st.set))
+				got := getNode(t, s, "web1")
+				if len(got.GetProviders()) != len(st.set) || (len(st.set) > 0 && !proto.Equal(got.GetProviders()[0], st.set[0])) {
+					t.Errorf("%s: providers = %v, want %v", st.name, got.GetProviders(), st.set)
+				}
+				if moved := got.GetGeneration() != gen; moved != st.moves {
+					t.Errorf("%s: generation %d -> %d, want moved %v", st.name, gen, got.GetGeneration(), st.moves)
+				}
+				gen = got.GetGeneration()
+				if got.GetLabels()["role"] != "web" {
+					t.Errorf("%s: labels %v, want them kept", st.name, got.GetLabels())
+				}
+			}
+			wantNotFound(t, s.SetNodeProviders(ctx(t), "ghost", nil), `"ghost"`)
+		}},
 		{"SetNodeTopology", func(t *testing.T, s store.Store) {
 			n := node("web1")
 			n.Labels = map[string]string{"role": "web"}
