@@ -1,0 +1,4 @@
+-- Placeholder for migration 0019, which another branch of session 8 adds
+-- (migrations run 1, 2, 3... without gaps). Drop this file when merging
+-- that branch's 0019.
+SELECT 1;

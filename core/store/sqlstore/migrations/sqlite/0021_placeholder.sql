@@ -1,0 +1,4 @@
+-- Placeholder for migration 0021, which another branch of session 8 adds
+-- (migrations run 1, 2, 3... without gaps). Drop this file when merging
+-- that branch's 0021.
+SELECT 1;
