@@ -26,7 +26,10 @@ import (
 // pipelineBench sends results through the agent API at a given rate (0: as
 // fast as possible) and reports processed results/s and the latency from
 // receipt to the alerts and explanation being committed.
-func pipelineBench(b *testing.B, st store.Store, rate int) {
+// It also reports CPU milliseconds per 1,000 results: of this process (the
+// cluster and the senders), and of the database server (pg, if not nil) and
+// both together, which, unlike results/s, a loaded machine does not skew.
+func pipelineBench(b *testing.B, st store.Store, pg *testpg.Server, rate int) {
 	c := startCluster(b, st)
 	ctx := context.Background()
 	objs, err := manifest.Decode(strings.NewReader(testutil.HundredRules()), "bench.yaml")
@@ -44,7 +47,7 @@ func pipelineBench(b *testing.B, st store.Store, rate int) {
 	}
 	levels := []unyov1.Level{ok, ok, ok, ok, ok, ok, ok, warn, warn, crit}
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0, pgCPU0 := time.Now(), cpuTime(b), serverCPU(b, pg)
 	var wg sync.WaitGroup
 	per := b.N/nodes + 1
 	for n := range nodes {
@@ -72,10 +75,16 @@ func pipelineBench(b *testing.B, st store.Store, rate int) {
 	}
 	wg.Wait()
 	last := waitProcessed(b, st)
-	elapsed := time.Since(start)
+	elapsed, cpu, pgCPU := time.Since(start), cpuTime(b)-cpu0, serverCPU(b, pg)-pgCPU0
 	b.StopTimer()
 	lat := latencies(b, c)
 	b.ReportMetric(float64(last)/elapsed.Seconds(), "results/s")
+	perK := func(d time.Duration) float64 { return float64(d.Milliseconds()) / (float64(last) / 1000) }
+	b.ReportMetric(perK(cpu), "cpu-ms/1k")
+	if pg != nil {
+		b.ReportMetric(perK(pgCPU), "pg-cpu-ms/1k")
+		b.ReportMetric(perK(cpu+pgCPU), "total-cpu-ms/1k")
+	}
 	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 }
@@ -127,21 +136,38 @@ func openSQLite(b *testing.B) store.Store {
 	return st
 }
 
-func openPostgresDurable(b *testing.B) store.Store {
-	st, err := sqlstore.OpenPostgres(context.Background(), testpg.New(b, testpg.WithDurable()).DSN())
+func openPostgresDurable(b *testing.B) (store.Store, *testpg.Server) {
+	pg := testpg.New(b, testpg.WithDurable())
+	st, err := sqlstore.OpenPostgres(context.Background(), pg.DSN())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return st
+	return st, pg
+}
+
+// serverCPU is the CPU time of the database server pg (0 if nil).
+func serverCPU(tb testing.TB, pg *testpg.Server) time.Duration {
+	if pg == nil {
+		return 0
+	}
+	d, err := pg.CPUTime()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
 
 // Throughput: as fast as the cluster takes results.
-func BenchmarkPipelineSQLite(b *testing.B)          { pipelineBench(b, openSQLite(b), 0) }
-func BenchmarkPipelinePostgresDurable(b *testing.B) { pipelineBench(b, openPostgresDurable(b), 0) }
+func BenchmarkPipelineSQLite(b *testing.B) { pipelineBench(b, openSQLite(b), nil, 0) }
+func BenchmarkPipelinePostgresDurable(b *testing.B) {
+	st, pg := openPostgresDurable(b)
+	pipelineBench(b, st, pg, 0)
+}
 
 // Latency at half the target rate (10,000/s embedded, 5,000/s PostgreSQL).
-func BenchmarkPipelineLatencySQLite5k(b *testing.B) { pipelineBench(b, openSQLite(b), 5000) }
+func BenchmarkPipelineLatencySQLite5k(b *testing.B) { pipelineBench(b, openSQLite(b), nil, 5000) }
 func BenchmarkPipelineLatencyPostgres2500(b *testing.B) {
-	pipelineBench(b, openPostgresDurable(b), 2500)
+	st, pg := openPostgresDurable(b)
+	pipelineBench(b, st, pg, 2500)
 }

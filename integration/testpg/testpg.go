@@ -415,6 +415,43 @@ func (s *Server) stopLocked(ctx context.Context) error {
 // the CPU time of it and its children from /proc.
 func (s *Server) PID() (int, bool) { return s.postmasterPID() }
 
+// CPUTime is the CPU time the server has used so far: the postmaster and
+// its backends, those that ended included (the kernel adds a reaped
+// child's time to its parent's cutime and cstime). Benchmarks take the
+// difference over a run: the database's share of the cost per result.
+func (s *Server) CPUTime() (time.Duration, error) {
+	pid, ok := s.postmasterPID()
+	if !ok {
+		return 0, errors.New("postgres is not running")
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var ticks int64
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue // ended since: its time is in its parent's now
+		}
+		// The fields after the command name, which is in parentheses and
+		// may hold spaces: f[0] is field 3 (state), f[1] the parent.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		if parent, _ := strconv.Atoi(f[1]); p != pid && parent != pid {
+			continue
+		}
+		for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
 // postmasterPID reads the server's pid from postmaster.pid.
 func (s *Server) postmasterPID() (int, bool) {
 	b, err := os.ReadFile(filepath.Join(s.data, "postmaster.pid"))

@@ -2,6 +2,7 @@ package testpg_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,4 +114,31 @@ func TestRestartKeepsDataAndPort(t *testing.T) {
 // PostgreSQL: it must skip, except under CI, where it must fail.
 func TestMissingPostgres(t *testing.T) {
 	testutil.SkipsOrFailsWithoutTool(t, "TestStart", "PostgreSQL is not installed", testpg.BinEnv+"="+t.TempDir())
+}
+
+// CPUTime counts the backends' work: a query that burns CPU in a session
+// that then ends (its time moves to the postmaster's cutime) shows up.
+func TestCPUTime(t *testing.T) {
+	srv := testpg.New(t)
+	before, err := srv.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	query(t, srv.DSN(), "SELECT count(*)::text FROM generate_series(1, 3000000)")
+	testutil.Eventually(t, 10*time.Second, "the query's CPU counted", func() error {
+		after, err := srv.CPUTime()
+		if err != nil {
+			return err
+		}
+		if after-before < 100*time.Millisecond {
+			return fmt.Errorf("CPU time grew by %v, want at least 100ms", after-before)
+		}
+		return nil
+	})
+	if err := srv.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.CPUTime(); err == nil {
+		t.Error("CPUTime of a stopped server: no error")
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/store"
+	"github.com/unyo-ops/unyo/integration/testpg"
 )
 
 func events(prefix string, n int) []*unyov1.Event {
@@ -39,8 +40,23 @@ func waitPending[In, Out any](t *testing.T, g *groupCommit[In, Out], n int) {
 	}
 }
 
+// groupBackends are both backends: each merges concurrent AppendEvents
+// calls (on PostgreSQL since session 8, when it measured 12% less CPU per
+// event for client and server together).
+func groupBackends() map[string]func(t *testing.T) *Store {
+	return map[string]func(t *testing.T) *Store{
+		"sqlite":   func(t *testing.T) *Store { return openSQLite(t, filepath.Join(t.TempDir(), "unyo.db")) },
+		"postgres": func(t *testing.T) *Store { return openPostgres(t, testpg.Start(t)) },
+	}
+}
+
 func TestGroupCommitMergesCalls(t *testing.T) {
-	s := openSQLite(t, filepath.Join(t.TempDir(), "unyo.db"))
+	for name, open := range groupBackends() {
+		t.Run(name, func(t *testing.T) { testGroupCommitMergesCalls(t, open(t)) })
+	}
+}
+
+func testGroupCommitMergesCalls(t *testing.T, s *Store) {
 	defer s.Close()
 	g := s.group
 	// Hold the slot, as a running transaction would, so calls queue up.
@@ -89,7 +105,12 @@ func TestGroupCommitMergesCalls(t *testing.T) {
 }
 
 func TestGroupCommitCancelledCallIsWithdrawn(t *testing.T) {
-	s := openSQLite(t, filepath.Join(t.TempDir(), "unyo.db"))
+	for name, open := range groupBackends() {
+		t.Run(name, func(t *testing.T) { testGroupCommitCancelledCallIsWithdrawn(t, open(t)) })
+	}
+}
+
+func testGroupCommitCancelledCallIsWithdrawn(t *testing.T, s *Store) {
 	defer s.Close()
 	g := s.group
 	g.slot <- struct{}{}
