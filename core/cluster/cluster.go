@@ -198,7 +198,7 @@ func New(st store.Store, opts Options) *Cluster {
 		store:     st,
 		log:       log,
 		started:   time.Now(),
-		beats:     &heartbeats{store: st, log: log, seen: map[string]time.Time{}},
+		beats:     newHeartbeats(st, log, opts.StaleAfter),
 		known:     map[string]*unyov1.Node{},
 		kinds:     builtin.Kinds(),
 		ingested:  make(chan struct{}, 1),

@@ -160,9 +160,7 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	delete(s.c.known, name)
 	delete(s.c.nodePlugins, name)
 	s.c.knownMu.Unlock()
-	s.c.beats.mu.Lock()
-	delete(s.c.beats.seen, name)
-	s.c.beats.mu.Unlock()
+	s.c.beats.forget(name)
 	by := server.PrincipalFrom(ctx).String()
 	s.c.log.Info("node deleted and its credential revoked", "node", name, "by", by)
 	// Its latest events and alerts go with it.

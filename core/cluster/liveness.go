@@ -38,7 +38,10 @@ type nodeWatch struct {
 // node Stale, and a node that really is gone turns Stale stale_after after
 // that.
 type livenessMonitor struct {
-	store                 store.Store
+	store store.Store
+	// beats is this replica's heartbeat tracker, whose beats are newer
+	// than the store's (it writes them lazily).
+	beats                 *heartbeats
 	ingest                *ingest.Ingester
 	staleAfter, downAfter time.Duration
 	// now is the wall clock, which heartbeats are stamped with.
@@ -54,7 +57,7 @@ type livenessMonitor struct {
 
 func newLivenessMonitor(c *Cluster) *livenessMonitor {
 	return &livenessMonitor{
-		store: c.store, ingest: c.ingest, staleAfter: c.opts.StaleAfter, downAfter: c.opts.DownAfter,
+		store: c.store, beats: c.beats, ingest: c.ingest, staleAfter: c.opts.StaleAfter, downAfter: c.opts.DownAfter,
 		now: time.Now, started: time.Now(), log: c.log,
 		// The probe goes only to the node's validated address (probeAddress),
 		// never where a redirect points.
@@ -106,7 +109,9 @@ func (l *livenessMonitor) judge(ctx context.Context) {
 			w = &nodeWatch{}
 			l.watch[n.Name] = w
 		}
-		beat := beatTime(n)
+		// The newer of the store's beat (written by any replica, lazily)
+		// and this replica's own.
+		beat := latest(beatTime(n), l.beats.lastBeat(n.Name))
 		if beat.After(w.lastBeat) {
 			if !w.lastBeat.IsZero() {
 				w.goodBeats++
