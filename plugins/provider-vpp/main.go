@@ -464,7 +464,7 @@ func (p *vppProvider) checkOnce(ctx context.Context, r record, c sdklb.Config, h
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := probe(ctx, a, hc)
+			err := sdklb.Probe(ctx, nil, hc, a)
 			if ctx.Err() != nil {
 				return
 			}

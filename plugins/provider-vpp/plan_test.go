@@ -150,7 +150,7 @@ func TestResourceVIPs(t *testing.T) {
 
 func TestHealthRiseFall(t *testing.T) {
 	hc := sdklb.Health{Fall: 2, Rise: 3}
-	h := backendHealth{Healthy: true}
+	h := backendHealth{Healthy: true, Checked: true}
 	fail := errors.New("connect: connection refused")
 	at := time.Unix(100, 0)
 	steps := []struct {
@@ -163,7 +163,7 @@ func TestHealthRiseFall(t *testing.T) {
 	}
 	for i, s := range steps {
 		at = at.Add(time.Second)
-		if got := h.observe(s.err, at, hc); got != s.changed || h.Healthy != s.healthy {
+		if got := h.Observe(s.err, hc, at); got != s.changed || h.Healthy != s.healthy {
 			t.Fatalf("step %d: changed %v healthy %v, want %v %v", i, got, h.Healthy, s.changed, s.healthy)
 		}
 	}

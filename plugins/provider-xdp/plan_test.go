@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/unyo-ops/unyo/plugins/provider-xdp/dataplane"
 	"github.com/unyo-ops/unyo/plugins/sdk"
-	"github.com/unyo-ops/unyo/plugins/sdk/lb"
 )
 
 func rec(id string, at int, vip string, port int, backends ...string) record {
@@ -77,51 +72,5 @@ func TestPlanFull(t *testing.T) {
 	last := st[fmt.Sprint("lb", dataplane.MaxServices)]
 	if !last.full || last.State != sdk.Broken {
 		t.Errorf("the one over the limit: %+v", last)
-	}
-}
-
-// TestHealthTransitions: a new backend joins on its first success; one in
-// rotation leaves after fall failures; one out comes back after rise
-// successes.
-func TestHealthTransitions(t *testing.T) {
-	h := lb.Health{Fall: 2, Rise: 3}
-	fail := errors.New("connect: refused")
-	for _, tc := range []struct {
-		name    string
-		results []error
-		healthy []bool // after each result
-		changed []bool
-	}{
-		{"first success", []error{nil}, []bool{true}, []bool{true}},
-		{"first failure", []error{fail, nil, nil, nil}, []bool{false, false, false, true}, []bool{true, false, false, true}},
-		{"fall", []error{nil, fail, fail, nil}, []bool{true, true, false, false}, []bool{true, false, true, false}},
-		{"a blip is not a fall", []error{nil, fail, nil, fail, nil}, []bool{true, true, true, true, true}, []bool{true, false, false, false, false}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var s probeState
-			for i, err := range tc.results {
-				ch := s.note(err, h, time.Now())
-				if s.Healthy != tc.healthy[i] || ch != tc.changed[i] {
-					t.Fatalf("after result %d (%v): healthy=%v changed=%v, want %v %v", i, err, s.Healthy, ch, tc.healthy[i], tc.changed[i])
-				}
-			}
-		})
-	}
-}
-
-func TestProbe(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	h := lb.Health{Kind: "tcp", Port: port, Timeout: sdk.Duration(time.Second)}
-	lo := netip.MustParseAddr("127.0.0.1")
-	if err := probe(context.Background(), "", h, lo); err != nil {
-		t.Errorf("TCP check of a listener: %v", err)
-	}
-	l.Close()
-	if err := probe(context.Background(), "", h, lo); err == nil || !strings.Contains(err.Error(), "refused") {
-		t.Errorf("TCP check of a closed port: %v, want connection refused", err)
 	}
 }
