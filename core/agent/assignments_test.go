@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -359,5 +360,29 @@ func TestAssignmentsConvergeOncePerChange(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s runs %d processes after the restart, want 1", id, k)
 		}
+	}
+}
+
+// TestAssignmentsIdleCluster: a cluster that never assigned anything
+// answers generation 0, on which the long poll cannot wait; the agent asks
+// again about once a second instead of at once (it spun, before).
+func TestAssignmentsIdleCluster(t *testing.T) {
+	api := newFakeAssignments()
+	stop := startRunner(t, api, newFakeProvider(0), "")
+	testutil.Eventually(t, 10*time.Second, "the first fetch", func() error {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if api.getCalls == 0 {
+			return errors.New("no fetch yet")
+		}
+		return nil
+	})
+	time.Sleep(1500 * time.Millisecond)
+	stop()
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	// About 2 in 1.5 s; a spinning agent makes thousands.
+	if api.getCalls > 10 {
+		t.Errorf("%d fetches of generation 0 in about 1.5 s, want about one a second", api.getCalls)
 	}
 }
