@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/unyo-ops/unyo/core/testutil"
+	"github.com/unyo-ops/unyo/core/testutil/browser"
 )
 
 // lbRecord is a line of the test-only provider's record file
@@ -175,6 +177,36 @@ func TestLoadbalancerFlow(t *testing.T) {
 	svc := must("services", "get", "web")
 	if !strings.Contains(svc, "VIP "+v.vip) || !strings.Contains(svc, "web-2") {
 		t.Errorf("services get web lacks the VIP and the backends:\n%s", svc)
+	}
+
+	// The service's page shows the load balancer with its backends'
+	// health and traffic (issue 18).
+	ctx := browser.New(t)
+	browser.Step(t, ctx, "log in", 30*time.Second,
+		chromedp.Navigate(rootURL+"/login"),
+		chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", adminToken, chromedp.ByID),
+		chromedp.Submit("#token", chromedp.ByID),
+		chromedp.WaitVisible("#live-status", chromedp.ByID))
+	var vip, backends string
+	healthyRow := func(replica string) string {
+		return `//table[@id="lb-backends"]//tr[td[1][normalize-space(.)="` + replica + `"]][td[3][normalize-space(.)="yes"]]`
+	}
+	browser.Step(t, ctx, "see the load balancer on the service's page", 30*time.Second,
+		chromedp.Navigate(rootURL+"/service?name=web"),
+		chromedp.WaitVisible("#lb-section", chromedp.ByID),
+		chromedp.WaitVisible(healthyRow("web-0"), chromedp.BySearch),
+		chromedp.WaitVisible(healthyRow("web-1"), chromedp.BySearch),
+		chromedp.WaitVisible(healthyRow("web-2"), chromedp.BySearch),
+		chromedp.Text("#lb-vip", &vip, chromedp.ByID),
+		chromedp.Text("#lb-backends tbody", &backends, chromedp.ByQuery))
+	if strings.TrimSpace(vip) != v.vip {
+		t.Errorf("the page's VIP is %q, want %s", vip, v.vip)
+	}
+	for _, name := range all {
+		if !strings.Contains(backends, addrs[name]) {
+			t.Errorf("the page's backends lack %s's address %s:\n%s", name, addrs[name], backends)
+		}
 	}
 
 	// Scale down, then up: the backends follow, updated in place.
