@@ -137,10 +137,17 @@ func devProvider(c *config.Config, log *slog.Logger) {
 		log.Info("no provider plugin beside unyo: RegionServices are placed but their replicas do not run (make build builds it)", "looked_for", bin)
 		return
 	}
+	// The plugin wants an absolute state_dir; dev's data_dir is relative
+	// to where unyo was started.
+	state, err := filepath.Abs(filepath.Join(c.DataDir, "provider-exec"))
+	if err != nil {
+		log.Info("the bundled provider-exec is not enabled: its state directory has no absolute path", "err", err)
+		return
+	}
 	c.Agent.Plugins.Dirs = append(c.Agent.Plugins.Dirs, dir)
 	c.Agent.Plugins.Enabled = append(c.Agent.Plugins.Enabled, config.Plugin{
 		Kind: "provider", Name: "exec", SHA256: sum,
-		Config: map[string]any{"state_dir": filepath.Join(c.DataDir, "provider-exec")},
+		Config: map[string]any{"state_dir": state},
 	})
 	log.Info("the local agent runs RegionService replicas with the bundled provider-exec", "plugin", bin)
 }
