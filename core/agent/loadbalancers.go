@@ -173,15 +173,7 @@ func (r *assignmentRunner) applyLoadbalancer(ctx context.Context, as *unyov1.Ass
 // resource's state, its backends' health and traffic, and the VIP's
 // traffic (the sum over its backends).
 func lbState(provider, name string, res *pluginv1.Resource) *unyov1.AssignmentState {
-	st := &unyov1.AssignmentState{Compute: name, Handle: fmt.Sprintf("%s/%s", provider, res.GetId())}
-	switch res.GetState() {
-	case pluginv1.ResourceState_RESOURCE_STATE_RUNNING:
-		st.State = stateRunning
-	case pluginv1.ResourceState_RESOURCE_STATE_PENDING:
-		st.State = stateCreating
-	default:
-		st.State, st.Message = stateFailed, fmt.Sprintf("%s: %s", res.GetState(), res.GetReason())
-	}
+	st := resourceState(&unyov1.Assignment{Compute: name, Provider: provider}, res)
 	for _, b := range res.GetBackends() {
 		st.Backends = append(st.Backends, &unyov1.LoadbalancerBackendStatus{Compute: b.GetName(), Address: b.GetAddress(),
 			Healthy: b.GetHealthy(), Reason: b.GetReason(), Packets: b.GetPackets(), Bytes: b.GetBytes(), Since: b.GetSince()})
