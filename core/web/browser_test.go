@@ -22,10 +22,13 @@ func TestAlertsPage10kInBrowser(t *testing.T) {
 	if os.Getenv("UNYO_BROWSER_BENCH") != "1" {
 		t.Skip("a measurement: run with UNYO_BROWSER_BENCH=1 (starts chromium and renders 10,000 alerts)")
 	}
-	ctx := chromium.New(t)
 	f := fixture(t)
 	f.alerts = manyAlerts(10000)
 	e := newEnvLive(t, f, time.Second) // the default
+	// The browser after the server: cleanups run in reverse, so the
+	// browser (and its live connection) goes before the server closes,
+	// which waits for open connections.
+	ctx := chromium.New(t)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	if err := chromedp.Run(ctx,
