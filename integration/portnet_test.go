@@ -34,6 +34,9 @@ import (
 // nodeNS is a network namespace standing in for one node's host.
 type nodeNS struct {
 	name, path string
+	// resource is the node's PhysicalResource (startNodeFleet); empty:
+	// srv-X for node-X.
+	resource string
 }
 
 // newNodeNS creates a namespace with lo up and forwarding on (a node
@@ -388,6 +391,34 @@ spec:
 // Ready. The nodes' ports are checked gone at the end.
 func startPortFleet(t *testing.T, dir string, nodes map[string]nodeNS, provider string, config func(node string) string) (rootURL, clusterURL string) {
 	t.Helper()
+	p := buildNodePlugin(t, provider)
+	return startNodeFleet(t, dir, nodes, func(node string) (string, []nodePlugin) {
+		p.config = config(node)
+		return "", []nodePlugin{p}
+	})
+}
+
+// nodePlugin is a provider plugin an agent of a node fleet enables.
+type nodePlugin struct {
+	name, bin, sha256, config string
+}
+
+// buildNodePlugin builds plugins/provider-NAME (its config left to set).
+func buildNodePlugin(t *testing.T, provider string) nodePlugin {
+	t.Helper()
+	bin := buildPlugin(t, "../plugins/provider-"+provider, "unyo-provider-"+provider)
+	return nodePlugin{name: provider, bin: bin, sha256: sha256File(t, bin)}
+}
+
+// startNodeFleet starts root, cluster c1 and one agent per node namespace
+// (nodes maps node names to theirs; each on its resource, srv-a or srv-b
+// of the inventory),
+// each inside its namespace with agent.ports on, the provider plugins
+// node(name) lists and its extra agent configuration (lines indented
+// under agent:); it waits until the nodes are Ready. The nodes' ports are
+// checked gone at the end.
+func startNodeFleet(t *testing.T, dir string, nodes map[string]nodeNS, node func(name string) (extra string, plugins []nodePlugin)) (rootURL, clusterURL string) {
+	t.Helper()
 	// Whatever an agent left (it is stopped before this runs: cleanups
 	// run last-added first), the ports go.
 	t.Cleanup(func() {
@@ -405,8 +436,6 @@ func startPortFleet(t *testing.T, dir string, nodes map[string]nodeNS, provider 
 			h.Close()
 		}
 	})
-	plugin := buildPlugin(t, "../plugins/provider-"+provider, "unyo-provider-"+provider)
-	sum := sha256File(t, plugin)
 	_, rootURL = startRootProc(t, dir, "")
 	a := adminCLI{t, rootURL}
 	clusterURL = startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
@@ -418,23 +447,33 @@ name: c1
 spec: {region: tokyo, weight: 1}
 `))
 	nsenter, _ := exec.LookPath("nsenter")
-	for node, ns := range nodes {
+	for name, ns := range nodes {
+		extra, plugins := node(name)
+		var dirs []string
+		var enabled strings.Builder
+		for _, p := range plugins {
+			dirs = append(dirs, filepath.Dir(p.bin))
+			fmt.Fprintf(&enabled, "      - {kind: provider, name: %s, sha256: %s, config: %s}\n", p.name, p.sha256, p.config)
+		}
+		resource := ns.resource
+		if resource == "" {
+			resource = "srv-" + strings.TrimPrefix(name, "node-")
+		}
 		relay := relayInto(t, ns.path, strings.TrimPrefix(clusterURL, "http://"))
-		startUnyoBin(t, nsenter, node, nil, "--net="+ns.path, unyoBin, "agent", "--config", writeFile(t, dir, node+".yaml", fmt.Sprintf(`
+		startUnyoBin(t, nsenter, name, nil, "--net="+ns.path, unyoBin, "agent", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
 role: agent
 data_dir: %s/%s
 agent:
   node_name: %s
   cluster_url: http://%s
   token: %s
-  resource: srv-%s
+  resource: %s
   flush_interval: 100ms
   ports: {enabled: true}
-  plugins:
+%s  plugins:
     dirs: [%s]
     enabled:
-      - {kind: provider, name: %s, sha256: %s, config: %s}
-`, dir, node, node, relay, joinToken, strings.TrimPrefix(node, "node-"), filepath.Dir(plugin), provider, sum, config(node))))
+%s`, dir, name, name, relay, joinToken, resource, extra, strings.Join(dirs, ", "), enabled.String())))
 	}
 	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d Ready nodes", len(nodes)), func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
