@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,18 +185,7 @@ func TestPortNetworkEndToEnd(t *testing.T) {
 	}
 	rootURL, clusterURL := startPortFleet(t, dir, nodes, "docker", func(string) string { return fmt.Sprintf(`{host: "%s"}`, d.Host) })
 	a := adminCLI{t, rootURL}
-	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", `
-kind: Flavor
-name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
----
-kind: Image
-name: busybox
-spec: {kind: container, source: unyo-test/busybox:web}
----
-kind: Network
-name: portnet
-spec: {cidr: 10.231.0.0/24, gateway: 10.231.0.1, scope: region, region: tokyo}
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", busyboxCatalog("unyo-test/busybox:web", "portnet", "10.231.0.0/24")+`
 ---
 kind: RegionService
 name: web
@@ -519,18 +509,7 @@ func TestPortNetworkExec(t *testing.T) {
 	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-x-"+sfx)}
 	rootURL, _ := startPortFleet(t, dir, nodes, "exec", func(node string) string { return fmt.Sprintf(`{state_dir: %s/%s-exec}`, dir, node) })
 	a := adminCLI{t, rootURL}
-	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", fmt.Sprintf(`
-kind: Flavor
-name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
----
-kind: Image
-name: busybox
-spec: {kind: container, source: %s}
----
-kind: Network
-name: portnet
-spec: {cidr: 10.232.0.0/24, gateway: 10.232.0.1, scope: region, region: tokyo}
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", busyboxCatalog(bb, "portnet", "10.232.0.0/24")+fmt.Sprintf(`
 ---
 kind: RegionService
 name: web
@@ -543,7 +522,7 @@ spec:
     provider: exec
     replicas: 1
     command: [%s, httpd, -f, -p, "8080", -h, %s]
-`, bb, bb, www)))
+`, bb, www)))
 	testutil.Eventually(t, 90*time.Second, "web Active 1/1", func() error {
 		out, err := a.run("services", "get", "web")
 		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "1/1")) {
@@ -589,6 +568,26 @@ spec:
 		}
 		return nil
 	})
+}
+
+// busyboxCatalog is the catalog of a busybox service: Flavor small, Image
+// busybox (from source: the busybox binary for provider exec, an image
+// for docker) and Network network of cidr (its gateway the first address).
+func busyboxCatalog(source, network, cidr string) string {
+	gw := netip.MustParsePrefix(cidr).Addr().Next()
+	return fmt.Sprintf(`
+kind: Flavor
+name: small
+spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
+---
+kind: Image
+name: busybox
+spec: {kind: container, source: %s}
+---
+kind: Network
+name: %s
+spec: {cidr: %s, gateway: %s, scope: region, region: tokyo}
+`, source, network, cidr, gw)
 }
 
 // inComputeAgent is the command of the probe service's container: it reads

@@ -75,57 +75,6 @@ func readLB(t *testing.T, rootURL string) (lbNow, error) {
 	return v, nil
 }
 
-// vipClient makes requests to a VIP from the client's namespace.
-type vipClient struct {
-	t   *testing.T
-	ns  *xdptest.NS
-	url string
-	c   *http.Client
-}
-
-// fetch makes n requests, each on a new connection (a new flow), and
-// counts the answers by replica; failures count under "".
-func (v *vipClient) fetch(n int) (map[string]int, []error) {
-	got := map[string]int{}
-	var errs []error
-	for range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		body, err := xdptest.Get(ctx, v.c, v.url)
-		cancel()
-		if err != nil {
-			got[""]++
-			if len(errs) < 5 {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		got[body]++
-	}
-	return got, errs
-}
-
-// spread makes n requests: all must succeed, and each of want must answer
-// within ±20% of its share (nobody else answers).
-func (v *vipClient) spread(n int, want ...string) {
-	v.t.Helper()
-	got, errs := v.fetch(n)
-	if got[""] > 0 {
-		v.t.Errorf("%d of %d requests to the VIP failed: %v", got[""], n, errs)
-	}
-	share := float64(n) / float64(len(want))
-	for _, w := range want {
-		if c := float64(got[w]); c < 0.8*share || c > 1.2*share {
-			v.t.Errorf("%s answered %v of %d requests, want %.0f±20%%: %v", w, c, n, share, got)
-		}
-	}
-	for k, c := range got {
-		if k != "" && !slices.Contains(want, k) {
-			v.t.Errorf("%s answered %d requests; it is not in rotation: %v", k, c, got)
-		}
-	}
-	v.t.Logf("%d requests: %v", n, got)
-}
-
 // halfRequest is a TCP connection to the VIP holding a request without
 // its last line: the connection is established at its backend, which
 // answers once the request is finished.
@@ -134,15 +83,17 @@ type halfRequest struct {
 	sport uint16
 }
 
-func (v *vipClient) half(vip string) *halfRequest {
-	v.t.Helper()
-	c, err := nsutil.Dialer(v.ns.Path, &net.Dialer{Timeout: 3 * time.Second})(context.Background(), "tcp", vip+":80")
+// halfTo opens a connection to vip:80 from the namespace at path and
+// sends a request but for its last line.
+func halfTo(t *testing.T, path, vip string) *halfRequest {
+	t.Helper()
+	c, err := nsutil.Dialer(path, &net.Dialer{Timeout: 3 * time.Second})(context.Background(), "tcp", vip+":80")
 	if err != nil {
-		v.t.Fatalf("connecting to the VIP: %v", err)
+		t.Fatalf("connecting to the VIP: %v", err)
 	}
-	v.t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.Close() })
 	if _, err := io.WriteString(c, "GET / HTTP/1.0\r\nHost: vip\r\n"); err != nil {
-		v.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return &halfRequest{c: c, sport: uint16(c.LocalAddr().(*net.TCPAddr).Port)}
 }
@@ -304,18 +255,7 @@ func TestXDPLoadbalancedService(t *testing.T) {
 	})
 	adm := adminCLI{t, rootURL}
 	cmd := strings.NewReplacer("BB", bb, "WWW", www).Replace(xdpReplica)
-	adm.must("apply", "-f", writeFile(t, dir, "web.yaml", fmt.Sprintf(`
-kind: Flavor
-name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
----
-kind: Image
-name: busybox
-spec: {kind: container, source: %s}
----
-kind: Network
-name: xdpnet
-spec: {cidr: %s, gateway: 10.234.0.1, scope: region, region: tokyo}
+	adm.must("apply", "-f", writeFile(t, dir, "web.yaml", busyboxCatalog(bb, "xdpnet", netCIDR)+fmt.Sprintf(`
 ---
 kind: RegionService
 name: web
@@ -332,7 +272,7 @@ spec:
     provider: xdp
     ports: [{port: 80, target_port: 8080, protocol: tcp}]
     health: {kind: http, path: /, interval: 1s, timeout: 500ms, fall: 2, rise: 2}
-`, bb, netCIDR, bb, strconv.Quote(cmd))))
+`, bb, strconv.Quote(cmd))))
 
 	waitLB := func(what string, within time.Duration, ok func(v lbNow) bool) lbNow {
 		t.Helper()
@@ -365,10 +305,11 @@ spec:
 		return m
 	}
 	cns := &xdptest.NS{Name: client.name, Path: client.path}
-	vc := &vipClient{t: t, ns: cns, url: "http://" + v.vip + "/index.html", c: xdptest.Client(cns, false, 3*time.Second)}
+	// A new connection (a new flow) per request.
+	hc, url := xdptest.Client(cns, false, 3*time.Second), "http://"+v.vip+"/index.html"
 
 	// Spread.
-	vc.spread(1000, three...)
+	xdptest.Spread(t, hc, url, 1000, three...)
 
 	// A replica's process killed: out of rotation after the health
 	// check's fall (2 × 1 s), and no request fails after.
@@ -386,7 +327,7 @@ spec:
 		return !slices.Contains(v.healthy(), victim)
 	})
 	t.Logf("%s out of rotation at root %v after its process was killed", victim, time.Since(killed).Round(100*time.Millisecond))
-	got, errs := vc.fetch(300)
+	got, errs := xdptest.Fetch(hc, url, 300)
 	if got[""] > 0 {
 		t.Errorf("after %s left rotation: %v (errors %v)", victim, got, errs)
 	}
@@ -405,7 +346,7 @@ spec:
 	vip, from := netip.MustParseAddr(v.vip), netip.MustParseAddr("10.79.0.2")
 	var halves []*halfRequest
 	for range 24 {
-		halves = append(halves, vc.half(v.vip))
+		halves = append(halves, halfTo(t, client.path, v.vip))
 	}
 	adm.must("services", "scale", "web", "4")
 	four := append(slices.Clone(three), "web-3")
@@ -427,7 +368,7 @@ spec:
 		t.Fatal("no connection keeps its backend after the scale up; cannot tell that they survive")
 	}
 	t.Logf("%d of %d established connections kept their backend by the hashing; all of them survived", kept, len(halves))
-	vc.spread(1000, four...)
+	xdptest.Spread(t, hc, url, 1000, four...)
 
 	// provider-xdp SIGKILLed: the program stays, traffic flows; the
 	// agent restarts the plugin, which takes the load balancer back.
@@ -438,7 +379,7 @@ spec:
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	vc.spread(400, four...)
+	xdptest.Spread(t, hc, url, 400, four...)
 	testutil.Eventually(t, 30*time.Second, "provider-xdp restarted by its agent", func() error {
 		if p := pidsOf(xdp.bin); len(p) != 1 || p[0] == pids[0] {
 			return fmt.Errorf("provider-xdp's processes: %v (killed %d)", p, pids[0])
@@ -453,7 +394,7 @@ spec:
 	waitLB("web-lb with three backends after the plugin's restart", 90*time.Second, func(v lbNow) bool {
 		return v.phase == "Active" && len(v.backends) == 3 && slices.Equal(v.healthy(), three)
 	})
-	vc.spread(600, three...)
+	xdptest.Spread(t, hc, url, 600, three...)
 	if id := xdpProgram(t, nodes[lbNode].path, iface); id != prog {
 		t.Errorf("the XDP program on %s is %d after an update by the restarted plugin, want the same %d", iface, id, prog)
 	}
@@ -477,7 +418,7 @@ spec:
 		}
 		return nil
 	})
-	if got, _ := vc.fetch(3); got[""] != 3 {
+	if got, _ := xdptest.Fetch(hc, url, 3); got[""] != 3 {
 		t.Errorf("the VIP still answers after the service's deletion: %v", got)
 	}
 }
