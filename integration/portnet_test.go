@@ -406,7 +406,9 @@ func buildNodePlugin(t *testing.T, provider string) nodePlugin {
 // each inside its namespace with agent.ports on, the provider plugins
 // node(name) lists and its extra agent configuration (lines indented
 // under agent:); it waits until the nodes are Ready. The nodes' ports are
-// checked gone at the end.
+// checked gone at the end (and removed): port namespaces are named after
+// their node, in the machine's one /run/netns, so a test running beside
+// others names its nodes with a suffix of its own.
 func startNodeFleet(t *testing.T, dir string, nodes map[string]nodeNS, node func(name string) (extra string, plugins []nodePlugin)) (rootURL, clusterURL string) {
 	t.Helper()
 	// Whatever an agent left (it is stopped before this runs: cleanups
@@ -506,7 +508,12 @@ func TestPortNetworkExec(t *testing.T) {
 			}
 		}
 	})
-	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-x-"+sfx)}
+	// The node's name is the test's own: port namespaces are named after
+	// their node, and another test's node-a would share them.
+	node := "pe-" + sfx
+	ns := newNodeNS(t, "unyo-e2e-x-"+sfx)
+	ns.resource = "srv-a"
+	nodes := map[string]nodeNS{node: ns}
 	rootURL, _ := startPortFleet(t, dir, nodes, "exec", func(node string) string { return fmt.Sprintf(`{state_dir: %s/%s-exec}`, dir, node) })
 	a := adminCLI{t, rootURL}
 	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", busyboxCatalog(bb, "portnet", "10.232.0.0/24")+fmt.Sprintf(`
@@ -537,18 +544,18 @@ spec:
 	st, _ := items[0]["status"].(map[string]any)
 	addr := strings.Split(fmt.Sprint(st["address"]), "/")[0]
 	testutil.Eventually(t, 30*time.Second, "the process answering on "+addr+" from its node", func() error {
-		code, body, err := getIn(t, nodes["node-a"].path, "http://"+addr+":8080/index.html")
+		code, body, err := getIn(t, ns.path, "http://"+addr+":8080/index.html")
 		if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from a process port")) {
 			err = fmt.Errorf("status %d: %q", code, body)
 		}
 		return err
 	})
 	// Its metadata, from inside its port namespace.
-	h, err := netns.GetFromPath(nodes["node-a"].path)
+	h, err := netns.GetFromPath(ns.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := portnet.New("node-a", h)
+	m, err := portnet.New(node, h)
 	h.Close()
 	if err != nil {
 		t.Fatal(err)
