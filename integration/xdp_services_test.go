@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -113,24 +116,38 @@ func (h *halfRequest) finish() (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-// xdpProgram is the id of the XDP program on dev in the namespace at path
-// (0: none).
-func xdpProgram(t *testing.T, path, dev string) uint32 {
+// lbPrograms are the programs of the XDP load balancer on dev in the
+// namespace at path: the XDP program's id (0: none) and the TC egress
+// (TCX) programs' ids, where the reply program sits.
+type lbPrograms struct {
+	xdp    uint32
+	egress []ebpf.ProgramID
+}
+
+func programsOn(t *testing.T, path, dev string) lbPrograms {
 	t.Helper()
-	var id uint32
+	var p lbPrograms
 	if err := nsutil.Do(path, func() error {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {
 			return err
 		}
 		if x := l.Attrs().Xdp; x != nil && x.Attached {
-			id = x.ProgId
+			p.xdp = x.ProgId
+		}
+		// The query resolves the index in the caller's namespace.
+		q, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: ebpf.AttachTCXEgress})
+		if err != nil {
+			return fmt.Errorf("TCX egress programs of %s: %w", dev, err)
+		}
+		for _, a := range q.Programs {
+			p.egress = append(p.egress, a.ID)
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return p
 }
 
 // pidsOf lists the processes whose command line contains all of parts.
@@ -293,9 +310,9 @@ spec:
 	if v.node != lbNode {
 		t.Fatalf("the load balancer is on %s, want %s (the only node with provider xdp)", v.node, lbNode)
 	}
-	prog := xdpProgram(t, nodes[lbNode].path, iface)
-	if prog == 0 {
-		t.Fatalf("no XDP program on node-a's %s", iface)
+	progs := programsOn(t, nodes[lbNode].path, iface)
+	if progs.xdp == 0 || len(progs.egress) != 1 {
+		t.Fatalf("programs on %s's %s: %+v, want an XDP program and a TC egress one", lbNode, iface, progs)
 	}
 	addrOf := func(v lbNow) map[string]netip.Addr {
 		m := map[string]netip.Addr{}
@@ -379,15 +396,15 @@ spec:
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	xdptest.Spread(t, hc, url, 400, four...)
+	xdptest.Spread(t, hc, url, 1000, four...)
 	testutil.Eventually(t, 30*time.Second, "provider-xdp restarted by its agent", func() error {
 		if p := pidsOf(xdp.bin); len(p) != 1 || p[0] == pids[0] {
 			return fmt.Errorf("provider-xdp's processes: %v (killed %d)", p, pids[0])
 		}
 		return nil
 	})
-	if id := xdpProgram(t, nodes[lbNode].path, iface); id != prog {
-		t.Errorf("the XDP program on %s is %d after the plugin's restart, want the same %d", iface, id, prog)
+	if p := programsOn(t, nodes[lbNode].path, iface); !reflect.DeepEqual(p, progs) {
+		t.Errorf("programs on %s after the plugin's restart: %+v, want the same %+v", iface, p, progs)
 	}
 	// The restarted plugin follows a change: web-3 leaves.
 	adm.must("services", "scale", "web", "3")
@@ -395,8 +412,8 @@ spec:
 		return v.phase == "Active" && len(v.backends) == 3 && slices.Equal(v.healthy(), three)
 	})
 	xdptest.Spread(t, hc, url, 600, three...)
-	if id := xdpProgram(t, nodes[lbNode].path, iface); id != prog {
-		t.Errorf("the XDP program on %s is %d after an update by the restarted plugin, want the same %d", iface, id, prog)
+	if p := programsOn(t, nodes[lbNode].path, iface); !reflect.DeepEqual(p, progs) {
+		t.Errorf("programs on %s after an update by the restarted plugin: %+v, want the same %+v", iface, p, progs)
 	}
 
 	// The service deleted: the load balancer goes, and with it the
@@ -410,8 +427,8 @@ spec:
 		return err
 	})
 	testutil.Eventually(t, 30*time.Second, "the XDP program, its pins and the bpffs gone", func() error {
-		if id := xdpProgram(t, nodes[lbNode].path, iface); id != 0 {
-			return fmt.Errorf("XDP program %d still on %s", id, iface)
+		if p := programsOn(t, nodes[lbNode].path, iface); p.xdp != 0 || len(p.egress) > 0 {
+			return fmt.Errorf("programs still on %s: %+v", iface, p)
 		}
 		if left := xdptest.Leftovers(nil, []string{pins}); len(left) > 0 {
 			return fmt.Errorf("left: %v", left)
