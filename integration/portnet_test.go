@@ -171,13 +171,21 @@ func TestPortNetworkEndToEnd(t *testing.T) {
 	_, _ = rand.Read(b)
 	sfx := hex.EncodeToString(b)
 
-	// Two nodes, linked.
-	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-a-"+sfx), "node-b": newNodeNS(t, "unyo-e2e-b-"+sfx)}
+	// Two nodes, linked, named with the test's own suffix: port
+	// namespaces are named after their node, and another test's node-a
+	// would share them.
+	na, nb := "pa-"+sfx, "pb-"+sfx
+	nodes := map[string]nodeNS{na: newNodeNS(t, "unyo-e2e-a-"+sfx), nb: newNodeNS(t, "unyo-e2e-b-"+sfx)}
+	for n, res := range map[string]string{na: "srv-a", nb: "srv-b"} {
+		ns := nodes[n]
+		ns.resource = res
+		nodes[n] = ns
+	}
 	la, lb := "ea"+sfx, "eb"+sfx
-	ipCmd(t, "link", "add", la, "netns", nodes["node-a"].name, "type", "veth", "peer", "name", lb, "netns", nodes["node-b"].name)
-	nodeAddr := map[string]string{"node-a": "198.18.0.1", "node-b": "198.18.0.2"}
-	link := map[string]string{"node-a": la, "node-b": lb}
-	for n, peer := range map[string]string{"node-a": "node-b", "node-b": "node-a"} {
+	ipCmd(t, "link", "add", la, "netns", nodes[na].name, "type", "veth", "peer", "name", lb, "netns", nodes[nb].name)
+	nodeAddr := map[string]string{na: "198.18.0.1", nb: "198.18.0.2"}
+	link := map[string]string{na: la, nb: lb}
+	for n, peer := range map[string]string{na: nb, nb: na} {
 		ns := nodes[n].name
 		ipCmd(t, "-n", ns, "addr", "add", nodeAddr[n]+"/32", "dev", link[n])
 		ipCmd(t, "-n", ns, "link", "set", link[n], "up")
@@ -223,14 +231,14 @@ spec:
 	// The L3 advertisement's stand-in: each node routes the other's
 	// computes through the link between them.
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		if other == "" {
 			t.Fatalf("compute %s on node %q", c.name, c.node)
 		}
 		ipCmd(t, "-n", nodes[other].name, "route", "add", c.addr+"/32", "via", nodeAddr[c.node], "dev", link[other], "onlink")
 	}
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%s answering on %s from %s", c.name, c.addr, other), func() error {
 			code, body, err := getIn(t, nodes[other].path, "http://"+c.addr+"/index.html")
 			if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from")) {
@@ -328,7 +336,7 @@ spec:
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, first.name+" answering again after a restart", func() error {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[first.node]
+		other := map[string]string{na: nb, nb: na}[first.node]
 		code, body, err := getIn(t, nodes[other].path, "http://"+first.addr+"/index.html")
 		if err == nil && code != 200 {
 			err = fmt.Errorf("status %d: %q", code, body)
@@ -339,7 +347,7 @@ spec:
 	// The cluster refuses a node's agent speaking for a compute not
 	// assigned to it, and takes one for a compute that is.
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		for _, tc := range []struct {
 			node string
 			want bool
