@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,9 @@ import (
 // nodeNS is a network namespace standing in for one node's host.
 type nodeNS struct {
 	name, path string
+	// resource is the node's PhysicalResource (startNodeFleet); empty:
+	// srv-X for node-X.
+	resource string
 }
 
 // newNodeNS creates a namespace with lo up and forwarding on (a node
@@ -167,13 +171,21 @@ func TestPortNetworkEndToEnd(t *testing.T) {
 	_, _ = rand.Read(b)
 	sfx := hex.EncodeToString(b)
 
-	// Two nodes, linked.
-	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-a-"+sfx), "node-b": newNodeNS(t, "unyo-e2e-b-"+sfx)}
+	// Two nodes, linked, named with the test's own suffix: port
+	// namespaces are named after their node, and another test's node-a
+	// would share them.
+	na, nb := "pa-"+sfx, "pb-"+sfx
+	nodes := map[string]nodeNS{na: newNodeNS(t, "unyo-e2e-a-"+sfx), nb: newNodeNS(t, "unyo-e2e-b-"+sfx)}
+	for n, res := range map[string]string{na: "srv-a", nb: "srv-b"} {
+		ns := nodes[n]
+		ns.resource = res
+		nodes[n] = ns
+	}
 	la, lb := "ea"+sfx, "eb"+sfx
-	ipCmd(t, "link", "add", la, "netns", nodes["node-a"].name, "type", "veth", "peer", "name", lb, "netns", nodes["node-b"].name)
-	nodeAddr := map[string]string{"node-a": "198.18.0.1", "node-b": "198.18.0.2"}
-	link := map[string]string{"node-a": la, "node-b": lb}
-	for n, peer := range map[string]string{"node-a": "node-b", "node-b": "node-a"} {
+	ipCmd(t, "link", "add", la, "netns", nodes[na].name, "type", "veth", "peer", "name", lb, "netns", nodes[nb].name)
+	nodeAddr := map[string]string{na: "198.18.0.1", nb: "198.18.0.2"}
+	link := map[string]string{na: la, nb: lb}
+	for n, peer := range map[string]string{na: nb, nb: na} {
 		ns := nodes[n].name
 		ipCmd(t, "-n", ns, "addr", "add", nodeAddr[n]+"/32", "dev", link[n])
 		ipCmd(t, "-n", ns, "link", "set", link[n], "up")
@@ -181,18 +193,7 @@ func TestPortNetworkEndToEnd(t *testing.T) {
 	}
 	rootURL, clusterURL := startPortFleet(t, dir, nodes, "docker", func(string) string { return fmt.Sprintf(`{host: "%s"}`, d.Host) })
 	a := adminCLI{t, rootURL}
-	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", `
-kind: Flavor
-name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
----
-kind: Image
-name: busybox
-spec: {kind: container, source: unyo-test/busybox:web}
----
-kind: Network
-name: portnet
-spec: {cidr: 10.231.0.0/24, gateway: 10.231.0.1, scope: region, region: tokyo}
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", busyboxCatalog("unyo-test/busybox:web", "portnet", "10.231.0.0/24")+`
 ---
 kind: RegionService
 name: web
@@ -230,14 +231,14 @@ spec:
 	// The L3 advertisement's stand-in: each node routes the other's
 	// computes through the link between them.
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		if other == "" {
 			t.Fatalf("compute %s on node %q", c.name, c.node)
 		}
 		ipCmd(t, "-n", nodes[other].name, "route", "add", c.addr+"/32", "via", nodeAddr[c.node], "dev", link[other], "onlink")
 	}
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%s answering on %s from %s", c.name, c.addr, other), func() error {
 			code, body, err := getIn(t, nodes[other].path, "http://"+c.addr+"/index.html")
 			if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from")) {
@@ -335,7 +336,7 @@ spec:
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, first.name+" answering again after a restart", func() error {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[first.node]
+		other := map[string]string{na: nb, nb: na}[first.node]
 		code, body, err := getIn(t, nodes[other].path, "http://"+first.addr+"/index.html")
 		if err == nil && code != 200 {
 			err = fmt.Errorf("status %d: %q", code, body)
@@ -346,7 +347,7 @@ spec:
 	// The cluster refuses a node's agent speaking for a compute not
 	// assigned to it, and takes one for a compute that is.
 	for _, c := range computes {
-		other := map[string]string{"node-a": "node-b", "node-b": "node-a"}[c.node]
+		other := map[string]string{na: nb, nb: na}[c.node]
 		for _, tc := range []struct {
 			node string
 			want bool
@@ -388,6 +389,36 @@ spec:
 // Ready. The nodes' ports are checked gone at the end.
 func startPortFleet(t *testing.T, dir string, nodes map[string]nodeNS, provider string, config func(node string) string) (rootURL, clusterURL string) {
 	t.Helper()
+	p := buildNodePlugin(t, provider)
+	return startNodeFleet(t, dir, nodes, func(node string) (string, []nodePlugin) {
+		p.config = config(node)
+		return "", []nodePlugin{p}
+	})
+}
+
+// nodePlugin is a provider plugin an agent of a node fleet enables.
+type nodePlugin struct {
+	name, bin, sha256, config string
+}
+
+// buildNodePlugin builds plugins/provider-NAME (its config left to set).
+func buildNodePlugin(t *testing.T, provider string) nodePlugin {
+	t.Helper()
+	bin := buildPlugin(t, "../plugins/provider-"+provider, "unyo-provider-"+provider)
+	return nodePlugin{name: provider, bin: bin, sha256: sha256File(t, bin)}
+}
+
+// startNodeFleet starts root, cluster c1 and one agent per node namespace
+// (nodes maps node names to theirs; each on its resource, srv-a or srv-b
+// of the inventory),
+// each inside its namespace with agent.ports on, the provider plugins
+// node(name) lists and its extra agent configuration (lines indented
+// under agent:); it waits until the nodes are Ready. The nodes' ports are
+// checked gone at the end (and removed): port namespaces are named after
+// their node, in the machine's one /run/netns, so a test running beside
+// others names its nodes with a suffix of its own.
+func startNodeFleet(t *testing.T, dir string, nodes map[string]nodeNS, node func(name string) (extra string, plugins []nodePlugin)) (rootURL, clusterURL string) {
+	t.Helper()
 	// Whatever an agent left (it is stopped before this runs: cleanups
 	// run last-added first), the ports go.
 	t.Cleanup(func() {
@@ -405,8 +436,6 @@ func startPortFleet(t *testing.T, dir string, nodes map[string]nodeNS, provider 
 			h.Close()
 		}
 	})
-	plugin := buildPlugin(t, "../plugins/provider-"+provider, "unyo-provider-"+provider)
-	sum := sha256File(t, plugin)
 	_, rootURL = startRootProc(t, dir, "")
 	a := adminCLI{t, rootURL}
 	clusterURL = startLoneCluster(t, dir, fmt.Sprintf("  root_url: %s\n  root_token: %s\n  heartbeat_interval: 1s\n%s",
@@ -418,23 +447,33 @@ name: c1
 spec: {region: tokyo, weight: 1}
 `))
 	nsenter, _ := exec.LookPath("nsenter")
-	for node, ns := range nodes {
+	for name, ns := range nodes {
+		extra, plugins := node(name)
+		var dirs []string
+		var enabled strings.Builder
+		for _, p := range plugins {
+			dirs = append(dirs, filepath.Dir(p.bin))
+			fmt.Fprintf(&enabled, "      - {kind: provider, name: %s, sha256: %s, config: %s}\n", p.name, p.sha256, p.config)
+		}
+		resource := ns.resource
+		if resource == "" {
+			resource = "srv-" + strings.TrimPrefix(name, "node-")
+		}
 		relay := relayInto(t, ns.path, strings.TrimPrefix(clusterURL, "http://"))
-		startUnyoBin(t, nsenter, node, nil, "--net="+ns.path, unyoBin, "agent", "--config", writeFile(t, dir, node+".yaml", fmt.Sprintf(`
+		startUnyoBin(t, nsenter, name, nil, "--net="+ns.path, unyoBin, "agent", "--config", writeFile(t, dir, name+".yaml", fmt.Sprintf(`
 role: agent
 data_dir: %s/%s
 agent:
   node_name: %s
   cluster_url: http://%s
   token: %s
-  resource: srv-%s
+  resource: %s
   flush_interval: 100ms
   ports: {enabled: true}
-  plugins:
+%s  plugins:
     dirs: [%s]
     enabled:
-      - {kind: provider, name: %s, sha256: %s, config: %s}
-`, dir, node, node, relay, joinToken, strings.TrimPrefix(node, "node-"), filepath.Dir(plugin), provider, sum, config(node))))
+%s`, dir, name, name, relay, joinToken, resource, extra, strings.Join(dirs, ", "), enabled.String())))
 	}
 	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d Ready nodes", len(nodes)), func() error {
 		items, err := cliJSON(t, rootURL, "--token", adminToken, "nodes", "ls")
@@ -477,21 +516,15 @@ func TestPortNetworkExec(t *testing.T) {
 			}
 		}
 	})
-	nodes := map[string]nodeNS{"node-a": newNodeNS(t, "unyo-e2e-x-"+sfx)}
+	// The node's name is the test's own: port namespaces are named after
+	// their node, and another test's node-a would share them.
+	node := "pe-" + sfx
+	ns := newNodeNS(t, "unyo-e2e-x-"+sfx)
+	ns.resource = "srv-a"
+	nodes := map[string]nodeNS{node: ns}
 	rootURL, _ := startPortFleet(t, dir, nodes, "exec", func(node string) string { return fmt.Sprintf(`{state_dir: %s/%s-exec}`, dir, node) })
 	a := adminCLI{t, rootURL}
-	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", fmt.Sprintf(`
-kind: Flavor
-name: small
-spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
----
-kind: Image
-name: busybox
-spec: {kind: container, source: %s}
----
-kind: Network
-name: portnet
-spec: {cidr: 10.232.0.0/24, gateway: 10.232.0.1, scope: region, region: tokyo}
+	a.must("apply", "-f", writeFile(t, dir, "catalog.yaml", busyboxCatalog(bb, "portnet", "10.232.0.0/24")+fmt.Sprintf(`
 ---
 kind: RegionService
 name: web
@@ -504,7 +537,7 @@ spec:
     provider: exec
     replicas: 1
     command: [%s, httpd, -f, -p, "8080", -h, %s]
-`, bb, bb, www)))
+`, bb, www)))
 	testutil.Eventually(t, 90*time.Second, "web Active 1/1", func() error {
 		out, err := a.run("services", "get", "web")
 		if err == nil && (!strings.Contains(out, "Active") || !strings.Contains(out, "1/1")) {
@@ -519,18 +552,18 @@ spec:
 	st, _ := items[0]["status"].(map[string]any)
 	addr := strings.Split(fmt.Sprint(st["address"]), "/")[0]
 	testutil.Eventually(t, 30*time.Second, "the process answering on "+addr+" from its node", func() error {
-		code, body, err := getIn(t, nodes["node-a"].path, "http://"+addr+":8080/index.html")
+		code, body, err := getIn(t, ns.path, "http://"+addr+":8080/index.html")
 		if err == nil && (code != 200 || !strings.HasPrefix(body, "hello from a process port")) {
 			err = fmt.Errorf("status %d: %q", code, body)
 		}
 		return err
 	})
 	// Its metadata, from inside its port namespace.
-	h, err := netns.GetFromPath(nodes["node-a"].path)
+	h, err := netns.GetFromPath(ns.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := portnet.New("node-a", h)
+	m, err := portnet.New(node, h)
 	h.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -550,6 +583,26 @@ spec:
 		}
 		return nil
 	})
+}
+
+// busyboxCatalog is the catalog of a busybox service: Flavor small, Image
+// busybox (from source: the busybox binary for provider exec, an image
+// for docker) and Network network of cidr (its gateway the first address).
+func busyboxCatalog(source, network, cidr string) string {
+	gw := netip.MustParsePrefix(cidr).Addr().Next()
+	return fmt.Sprintf(`
+kind: Flavor
+name: small
+spec: {kind: container, vcpus: 1, memory: 64Mi, disk: 100Mi}
+---
+kind: Image
+name: busybox
+spec: {kind: container, source: %s}
+---
+kind: Network
+name: %s
+spec: {cidr: %s, gateway: %s, scope: region, region: tokyo}
+`, source, network, cidr, gw)
 }
 
 // inComputeAgent is the command of the probe service's container: it reads

@@ -409,9 +409,14 @@ func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignmen
 		gone := !isHeld && listed.answered[as.GetProvider()] && !isListed
 		switch {
 		case as.GetDesired() != desiredDeleted && as.GetLoadbalancer() != nil:
-			// A load balancer is read back at each pass (its backends'
-			// health): applyLoadbalancer creates, updates or gets it.
-			work = append(work, i)
+			// A load balancer at its generation is the poller's to read
+			// (loadbalancers.go); otherwise applyLoadbalancer creates,
+			// updates or reads it.
+			if st := r.lbKnown(as); st != nil {
+				states[i] = st
+			} else {
+				work = append(work, i)
+			}
 		case as.GetDesired() == desiredDeleted && gone:
 			states[i] = &unyov1.AssignmentState{Compute: name, State: stateDeleted}
 		case as.GetDesired() != desiredDeleted && realized && isListed:

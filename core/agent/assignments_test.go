@@ -42,6 +42,7 @@ type fakeProvider struct {
 	started map[string]int // processes ever started per id
 	labels  map[string]map[string]string
 	creates int // Create calls
+	gets    int // Get calls (loadbalancers_test.go)
 }
 
 func newFakeProvider(delay time.Duration) *fakeProvider {

@@ -32,7 +32,9 @@ import (
 // when its desired state is deleted (the generic path). Every
 // lbPollInterval the agent Gets each load balancer it runs and reports its
 // backends' health and traffic, only when they changed, so that reports
-// stay small.
+// stay small; a reconcile pass reports what the poller read last (lbKnown)
+// and reads a load balancer itself only when the poller has not (after a
+// restart, or when it went missing).
 
 // lbPollInterval is how often a load balancer's provider is asked for its
 // backends' health and traffic.
@@ -89,6 +91,29 @@ func lbStruct(c lb.Config) (*structpb.Struct, error) {
 		return nil, err
 	}
 	return structpb.NewStruct(m)
+}
+
+// lbKnown is the poller's last state of a load balancer the agent holds at
+// the assignment's generation, which a reconcile pass reports without
+// asking the provider: the poller reads it every lbPollInterval and at
+// each Watch event, and passes come far more often (every long poll's
+// answer). It is nil when the pass must go to the provider: not held at
+// this generation, not read since the agent started, gone under the agent
+// (the poller forgot it), or its last report failed.
+func (r *assignmentRunner) lbKnown(as *unyov1.Assignment) *unyov1.AssignmentState {
+	r.mu.Lock()
+	h := r.held[as.GetCompute()]
+	r.mu.Unlock()
+	if h == nil || h.Provider != as.GetProvider() || h.Generation != as.GetGeneration() {
+		return nil
+	}
+	r.lbs.mu.Lock()
+	defer r.lbs.mu.Unlock()
+	last := r.lbs.last[as.GetCompute()]
+	if last.GetState() == "" {
+		return nil
+	}
+	return proto.CloneOf(last)
 }
 
 // applyLoadbalancer realizes a load balancer's assignment: created when the

@@ -99,49 +99,17 @@ func (e *e2e) udp(n int) map[string]int {
 	return got
 }
 
-// fetch makes n requests to the VIP, each on a new connection (a new
-// flow), and counts the answers by backend; failures are counted under "".
-func (e *e2e) fetch(n int) (map[string]int, []error) {
-	got := map[string]int{}
-	var errs []error
-	for range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		body, err := xdptest.Get(ctx, e.client, fmt.Sprintf("http://%s:%d/", e2eVIP, e2ePort))
-		cancel()
-		if err != nil {
-			got[""]++
-			if len(errs) < 5 {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		got[body]++
-	}
-	return got, errs
-}
+func (e *e2e) url() string { return fmt.Sprintf("http://%s:%d/", e2eVIP, e2ePort) }
 
 // spread checks that n requests all succeeded and went to want, each
 // within ±20% of its share.
 func (e *e2e) spread(n int, want ...*xdptest.BackendNS) {
 	e.t.Helper()
-	got, errs := e.fetch(n)
-	if got[""] > 0 {
-		e.t.Errorf("%d of %d requests failed: %v", got[""], n, errs)
-	}
-	share := float64(n) / float64(len(want))
-	names := map[string]bool{}
+	var names []string
 	for _, b := range want {
-		names[beName(b)] = true
-		if c := float64(got[beName(b)]); c < 0.8*share || c > 1.2*share {
-			e.t.Errorf("%s answered %v of %d requests, want %.0f±20%%: %v", beName(b), c, n, share, got)
-		}
+		names = append(names, beName(b))
 	}
-	for k, c := range got {
-		if k != "" && !names[k] {
-			e.t.Errorf("%s answered %d requests; it is not in rotation: %v", k, c, got)
-		}
-	}
-	e.t.Logf("%d requests: %v", n, got)
+	xdptest.Spread(e.t, e.client, e.url(), n, names...)
 }
 
 // keepAlive is one HTTP/1.1 connection to the VIP, kept open.
@@ -399,7 +367,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("Delete: %v %v", d, err)
 	}
 	checkClean(t, tp.LB, tp.Iface, pins)
-	if got, _ := e.fetch(3); got[""] != 3 {
+	if got, _ := xdptest.Fetch(e.client, e.url(), 3); got[""] != 3 {
 		t.Errorf("the VIP still answers after Delete: %v", got)
 	}
 }

@@ -289,6 +289,52 @@ func Get(ctx context.Context, c *http.Client, url string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// Fetch makes n requests to url with c (a client without keep-alives makes
+// each on a new connection: a new flow) and counts the answers by body;
+// failures count under "", the first five of their errors returned.
+func Fetch(c *http.Client, url string, n int) (map[string]int, []error) {
+	got := map[string]int{}
+	var errs []error
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		body, err := Get(ctx, c, url)
+		cancel()
+		if err != nil {
+			got[""]++
+			if len(errs) < 5 {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		got[body]++
+	}
+	return got, errs
+}
+
+// Spread makes n requests to url (Fetch): all must succeed, each of want
+// must answer within ±20% of its share, and nobody else may answer.
+func Spread(t testing.TB, c *http.Client, url string, n int, want ...string) {
+	t.Helper()
+	got, errs := Fetch(c, url, n)
+	if got[""] > 0 {
+		t.Errorf("%d of %d requests failed: %v", got[""], n, errs)
+	}
+	share := float64(n) / float64(len(want))
+	in := map[string]bool{}
+	for _, w := range want {
+		in[w] = true
+		if c := float64(got[w]); c < 0.8*share || c > 1.2*share {
+			t.Errorf("%s answered %v of %d requests, want %.0f±20%%: %v", w, c, n, share, got)
+		}
+	}
+	for k, c := range got {
+		if k != "" && !in[k] {
+			t.Errorf("%s answered %d requests; it is not in rotation: %v", k, c, got)
+		}
+	}
+	t.Logf("%d requests: %v", n, got)
+}
+
 // Leftovers lists what of the given namespace names and mount points is
 // still there: the test's cleanup check.
 func Leftovers(names []string, mounts []string) []string {
