@@ -552,7 +552,8 @@ func resourceState(as *unyov1.Assignment, res *pluginv1.Resource) *unyov1.Assign
 
 // facts are what the cluster says of an assignment beyond its command and
 // env, under the resource config keys providers use for them: the address
-// root's IPAM allocated, the image and the flavor's shape. Each goes only
+// root's IPAM allocated, the image and the flavor's shape and cpu_policy
+// (provider-libvirt pins a pinned flavor's vCPUs). Each goes only
 // to a provider whose resource schema names its key (provider-exec takes
 // the address as UNYO_ADDRESS; provider-docker the image and the shape), as
 // a schema may refuse keys it does not name.
@@ -569,6 +570,7 @@ func facts(as *unyov1.Assignment) map[string]any {
 	add("vcpus", r.GetVcpus(), r.GetVcpus() > 0)
 	add("memory_bytes", r.GetMemoryBytes(), r.GetMemoryBytes() > 0)
 	add("disk_bytes", r.GetDiskBytes(), r.GetDiskBytes() > 0)
+	add("cpu_policy", r.GetCpuPolicy(), r.GetCpuPolicy() != "")
 	return f
 }
 

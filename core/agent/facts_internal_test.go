@@ -8,13 +8,14 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 )
 
-// TestFactsFollowTheSchema: an assignment's address, image and shape reach
+// TestFactsFollowTheSchema: an assignment's address, image, shape and
+// cpu_policy reach
 // a provider only under the keys its resource schema names, so a schema
 // that refuses unknown keys (additionalProperties false) is never sent one.
 func TestFactsFollowTheSchema(t *testing.T) {
 	as := &unyov1.Assignment{
 		Address: "10.0.0.5", ImageSource: "busybox:unyo",
-		Resources: &unyov1.ComputeResources{Vcpus: 2, MemoryBytes: 256 << 20},
+		Resources: &unyov1.ComputeResources{Vcpus: 2, MemoryBytes: 256 << 20, CpuPolicy: "pinned"},
 	}
 	for _, tc := range []struct {
 		name, schema string
@@ -22,6 +23,10 @@ func TestFactsFollowTheSchema(t *testing.T) {
 	}{
 		{"exec", `{"properties":{"command":{},"env":{},"dir":{},"address":{}}}`, []string{"address"}},
 		{"docker", `{"properties":{"image":{},"command":{},"env":{},"vcpus":{},"memory_bytes":{},"pids_limit":{}}}`, []string{"image", "memory_bytes", "vcpus"}},
+		// provider-libvirt's schema names cpu_policy: a pinned flavor's
+		// vCPUs are pinned.
+		{"libvirt", `{"properties":{"image":{},"address":{},"gateway":{},"vcpus":{},"memory_bytes":{},"disk_bytes":{},"cpu_policy":{},"tap":{}}}`,
+			[]string{"address", "cpu_policy", "image", "memory_bytes", "vcpus"}},
 		{"none", `{"type":"object"}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
