@@ -56,6 +56,18 @@ func TestMakeDist(t *testing.T) {
 		}
 	}
 
+	// provider-libvirt (cgo) is in the release wherever it can be built,
+	// and where it cannot, have-libvirt.sh says why.
+	if exec.Command("bash", filepath.Join(dir, "integration/dist/have-libvirt.sh")).Run() == nil &&
+		!strings.Contains(string(out), name+"/lib/unyo/plugins/provider-libvirt\n") {
+		t.Errorf("cgo and libvirt-dev are here and the tarball has no provider-libvirt:\n%s", out)
+	}
+	noCgo := exec.Command("bash", filepath.Join(dir, "integration/dist/have-libvirt.sh"))
+	noCgo.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if why, err := noCgo.CombinedOutput(); err == nil || !strings.Contains(string(why), "needs cgo") {
+		t.Errorf("have-libvirt.sh without cgo: %v %q, want a refusal naming cgo", err, why)
+	}
+
 	debs, _ := filepath.Glob(filepath.Join(dir, "dist", "*.deb"))
 	if len(debs) != 1 {
 		t.Fatalf("dist holds %d .deb packages, want 1: %v", len(debs), debs)

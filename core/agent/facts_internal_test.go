@@ -9,9 +9,9 @@ import (
 )
 
 // TestFactsFollowTheSchema: an assignment's address, image, shape and
-// cpu_policy reach
-// a provider only under the keys its resource schema names, so a schema
-// that refuses unknown keys (additionalProperties false) is never sent one.
+// cpu_policy reach a provider only under the keys its resource schema
+// names, so a schema that refuses unknown keys (additionalProperties false)
+// is never sent one.
 func TestFactsFollowTheSchema(t *testing.T) {
 	as := &unyov1.Assignment{
 		Address: "10.0.0.5", ImageSource: "busybox:unyo",
