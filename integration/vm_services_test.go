@@ -228,11 +228,12 @@ func vcpuAffinity(t *testing.T, pid string) string {
 }
 
 // domainFiles are the files under the embed root that define or describe
-// domain (its persistent definition, its status).
+// domain (its persistent definition, its status); QEMU's log of it stays,
+// as libvirt keeps it.
 func domainFiles(root, domain string) []string {
 	var out []string
 	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && strings.HasPrefix(e.Name(), domain+".") {
+		if err == nil && !e.IsDir() && e.Name() == domain+".xml" {
 			out = append(out, p)
 		}
 		return nil

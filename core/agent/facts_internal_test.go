@@ -3,6 +3,7 @@ package agent
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -51,5 +52,42 @@ func TestFactsFollowTheSchema(t *testing.T) {
 	}
 	if _, err := schemaKeys("not json"); err == nil {
 		t.Error("schemaKeys accepted a schema that is not JSON")
+	}
+}
+
+// TestCommandEnv: an assignment's command and env go to a provider whose
+// schema names them or names nothing; one naming other keys only
+// (provider-libvirt) gets neither, and a command or env for it is refused
+// saying so rather than sent and refused as an unknown key.
+func TestCommandEnv(t *testing.T) {
+	libvirt := map[string]bool{"image": true, "address": true, "cpu_policy": true}
+	for _, tc := range []struct {
+		name    string
+		as      *unyov1.Assignment
+		keys    map[string]bool
+		want    []string
+		wantErr string
+	}{
+		{"exec", &unyov1.Assignment{Command: []string{"sleep", "9"}, Env: map[string]string{"A": "1"}}, map[string]bool{"command": true, "env": true}, []string{"command", "env"}, ""},
+		{"open schema", &unyov1.Assignment{Command: []string{"x"}}, map[string]bool{}, []string{"command"}, ""},
+		{"vm", &unyov1.Assignment{Provider: "libvirt"}, libvirt, nil, ""},
+		{"vm with a command", &unyov1.Assignment{Provider: "libvirt", Command: []string{"x"}}, libvirt, nil, "provider libvirt takes no command"},
+		{"vm with env", &unyov1.Assignment{Provider: "libvirt", Env: map[string]string{"A": "1"}}, libvirt, nil, "provider libvirt takes no environment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := commandEnv(tc.as, tc.keys)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("commandEnv = %v, %v; want an error saying %q", cfg, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(maps.Keys(cfg)); !slices.Equal(got, tc.want) {
+				t.Errorf("config keys %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
