@@ -147,8 +147,12 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 	before, _ := s.c.store.GetNode(ctx, name)
 	by := server.PrincipalFrom(ctx).String()
 	err := s.c.deregister(ctx, name, by, fmt.Sprintf("node %q deleted", name))
-	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errRetire) {
-		s.c.audit.Record(ctx, "NodeService/DeleteNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, before, nil, err)
+	if !errors.Is(err, store.ErrNotFound) {
+		deleted := err
+		if errors.Is(err, errRetire) {
+			deleted = nil // the node is deleted; only its events wait
+		}
+		s.c.audit.Record(ctx, "NodeService/DeleteNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, before, nil, deleted)
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
