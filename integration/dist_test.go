@@ -28,7 +28,8 @@ func TestMakeDist(t *testing.T) {
 	copyCheckout(t, dir)
 
 	const version = "1.2.3"
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// The release builds every plugin, provider-libvirt with cgo among them.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mk, "dist", "VERSION=v"+version)
 	cmd.Dir = dir
