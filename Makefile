@@ -20,13 +20,21 @@ dev: build
 # The binary, and beside it the bundled provider-exec, which `unyo dev`
 # enables for its agent so that RegionServices run on this machine, and
 # the other providers: docker (containers through a node's dockerd), vpp
-# (load balancers in VPP's lb plugin) and xdp (load balancers in XDP).
+# (load balancers in VPP's lb plugin), xdp (load balancers in XDP) and
+# libvirt (VMs; it links libvirt through cgo, so it is built only with cgo
+# and libvirt-dev, and left out saying why otherwise).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
 	$(GO) build -trimpath -o bin/unyo-provider-exec ./plugins/provider-exec
 	$(GO) build -trimpath -o bin/unyo-provider-docker ./plugins/provider-docker
 	$(GO) build -trimpath -o bin/unyo-provider-vpp ./plugins/provider-vpp
 	$(GO) build -trimpath -o bin/unyo-provider-xdp ./plugins/provider-xdp
+	@if GO=$(GO) bash integration/dist/have-libvirt.sh; then \
+		echo "$(GO) build -trimpath -o bin/unyo-provider-libvirt ./plugins/provider-libvirt"; \
+		$(GO) build -trimpath -o bin/unyo-provider-libvirt ./plugins/provider-libvirt; \
+	else \
+		echo "make build: bin/unyo-provider-libvirt left out (see above); everything else is built" >&2; \
+	fi
 
 # The man pages, generated from the command tree (unyo.1, unyo-apply.1, ...).
 man: build

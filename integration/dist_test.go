@@ -28,7 +28,8 @@ func TestMakeDist(t *testing.T) {
 	copyCheckout(t, dir)
 
 	const version = "1.2.3"
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// The release builds every plugin, provider-libvirt with cgo among them.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mk, "dist", "VERSION=v"+version)
 	cmd.Dir = dir
@@ -54,6 +55,18 @@ func TestMakeDist(t *testing.T) {
 		if !strings.Contains(string(out), name+"/"+want+"\n") {
 			t.Errorf("the tarball has no %s:\n%s", want, out)
 		}
+	}
+
+	// provider-libvirt (cgo) is in the release wherever it can be built,
+	// and where it cannot, have-libvirt.sh says why.
+	if exec.Command("bash", filepath.Join(dir, "integration/dist/have-libvirt.sh")).Run() == nil &&
+		!strings.Contains(string(out), name+"/lib/unyo/plugins/provider-libvirt\n") {
+		t.Errorf("cgo and libvirt-dev are here and the tarball has no provider-libvirt:\n%s", out)
+	}
+	noCgo := exec.Command("bash", filepath.Join(dir, "integration/dist/have-libvirt.sh"))
+	noCgo.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if why, err := noCgo.CombinedOutput(); err == nil || !strings.Contains(string(why), "needs cgo") {
+		t.Errorf("have-libvirt.sh without cgo: %v %q, want a refusal naming cgo", err, why)
 	}
 
 	debs, _ := filepath.Glob(filepath.Join(dir, "dist", "*.deb"))

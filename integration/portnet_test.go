@@ -157,8 +157,9 @@ func getIn(t *testing.T, path, url string) (int, string, error) {
 // The two node namespaces are linked by a veth with static routes to each
 // other's computes: they stand in for the L3 advertisement. Each
 // container reaches its metadata endpoint on 169.254.1.2 (from its own
-// address; the node's namespace cannot), and the service deleted leaves no
-// port namespace.
+// address; the node's namespace cannot), an agent inside a container
+// registers through its node's proxy and is deregistered with its compute,
+// and the service deleted leaves no port namespace.
 func TestPortNetworkEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.Unavailable(t, "per-port network namespaces need root")
@@ -361,6 +362,20 @@ spec:
 
 	a.must("services", "delete", "web")
 	a.must("services", "delete", "probe")
+	// The compute's agent goes with its compute: its node record is
+	// deregistered.
+	testutil.Eventually(t, 90*time.Second, "probe-0's agent deregistered with its compute", func() error {
+		nodesAt, err := cliJSON(t, clusterURL, "--token", adminToken, "nodes", "ls")
+		if err != nil {
+			return err
+		}
+		for _, n := range nodesAt {
+			if n["name"] == "probe-0" {
+				return fmt.Errorf("node probe-0 is still registered: %v", n)
+			}
+		}
+		return nil
+	})
 	testutil.Eventually(t, 90*time.Second, "the ports gone with the service", func() error {
 		for n, ns := range nodes {
 			h, err := netns.GetFromPath(ns.path)

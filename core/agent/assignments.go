@@ -495,18 +495,14 @@ func (r *assignmentRunner) reconcile(ctx context.Context, as []*unyov1.Assignmen
 
 // create makes (or finds) the resource of an assignment.
 func (r *assignmentRunner) create(ctx context.Context, as *unyov1.Assignment) *unyov1.AssignmentState {
-	cfg := map[string]any{"command": toAny(as.GetCommand())}
-	if len(as.GetEnv()) > 0 {
-		env := map[string]any{}
-		for k, v := range as.GetEnv() {
-			env[k] = v
-		}
-		cfg["env"] = env
-	}
 	labels := map[string]string{LabelCluster: r.cluster(), LabelNode: r.node, LabelCompute: as.GetCompute(), LabelService: as.GetService()}
 	var res *pluginv1.Resource
 	err := r.do(ctx, as.GetProvider(), func(ctx context.Context, c *base.Conn) error {
 		keys, err := r.providerKeys(ctx, as.GetProvider(), c)
+		if err != nil {
+			return err
+		}
+		cfg, err := commandEnv(as, keys)
 		if err != nil {
 			return err
 		}
@@ -555,9 +551,38 @@ func resourceState(as *unyov1.Assignment, res *pluginv1.Resource) *unyov1.Assign
 	return st
 }
 
+// commandEnv is the resource config of an assignment's command and env:
+// each goes to a provider whose resource schema names it, or names no key
+// at all (it takes any config). A provider that names other keys and not
+// these (provider-libvirt: a VM runs its image's init) refuses keys it does
+// not name, so it gets neither, and an assignment that has a command or env
+// for it fails saying so.
+func commandEnv(as *unyov1.Assignment, keys map[string]bool) (map[string]any, error) {
+	cfg := map[string]any{}
+	open := len(keys) == 0
+	switch {
+	case keys["command"] || open:
+		cfg["command"] = toAny(as.GetCommand())
+	case len(as.GetCommand()) > 0:
+		return nil, fmt.Errorf("provider %s takes no command (its resource schema names none); remove spec.compute.command", as.GetProvider())
+	}
+	if len(as.GetEnv()) > 0 {
+		if !keys["env"] && !open {
+			return nil, fmt.Errorf("provider %s takes no environment (its resource schema names none); remove spec.compute.env", as.GetProvider())
+		}
+		env := map[string]any{}
+		for k, v := range as.GetEnv() {
+			env[k] = v
+		}
+		cfg["env"] = env
+	}
+	return cfg, nil
+}
+
 // facts are what the cluster says of an assignment beyond its command and
 // env, under the resource config keys providers use for them: the address
-// root's IPAM allocated, the image and the flavor's shape. Each goes only
+// root's IPAM allocated, the image and the flavor's shape and cpu_policy
+// (provider-libvirt pins a pinned flavor's vCPUs). Each goes only
 // to a provider whose resource schema names its key (provider-exec takes
 // the address as UNYO_ADDRESS; provider-docker the image and the shape), as
 // a schema may refuse keys it does not name.
@@ -574,6 +599,7 @@ func facts(as *unyov1.Assignment) map[string]any {
 	add("vcpus", r.GetVcpus(), r.GetVcpus() > 0)
 	add("memory_bytes", r.GetMemoryBytes(), r.GetMemoryBytes() > 0)
 	add("disk_bytes", r.GetDiskBytes(), r.GetDiskBytes() > 0)
+	add("cpu_policy", r.GetCpuPolicy(), r.GetCpuPolicy() != "")
 	return f
 }
 

@@ -47,6 +47,10 @@ type portRunner struct {
 	log  *slog.Logger
 	port int
 	kick chan struct{}
+	// ensureMu makes one Ensure at a time: the assignment runner's Create
+	// (facts) and this loop's attach ensure the same port side by side, and
+	// two creating one namespace collide ("file exists") half way.
+	ensureMu sync.Mutex
 
 	mu      sync.Mutex
 	want    map[string]*unyov1.Assignment
@@ -100,13 +104,19 @@ func (p *portRunner) facts(as *unyov1.Assignment, f map[string]any) (map[string]
 	}
 	port, err := portOf(as)
 	if err == nil {
-		err = p.m.Ensure(port)
+		err = p.ensure(port)
 	}
 	if err != nil {
 		return nil, err
 	}
 	f["netns"] = p.m.Path(as.GetCompute())
 	return f, nil
+}
+
+func (p *portRunner) ensure(port portnet.Port) error {
+	p.ensureMu.Lock()
+	defer p.ensureMu.Unlock()
+	return p.m.Ensure(port)
 }
 
 // update takes the node's whole assignment list: ports of computes no
@@ -207,7 +217,7 @@ func (p *portRunner) attach(ctx context.Context, as *unyov1.Assignment) error {
 	}
 	how := p.m.Attached(port)
 	if how == portnet.NotAttached {
-		if err := p.m.Ensure(port); err != nil {
+		if err := p.ensure(port); err != nil {
 			return err
 		}
 		res, err := p.resource(ctx, as)

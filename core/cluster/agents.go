@@ -47,6 +47,16 @@ func (s *agentService) Register(ctx context.Context, req *connect.Request[unyov1
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("node.address: %w", err))
 	}
 	n.Address = addr
+	// Whether the node is a compute's agent is the cluster's to say, from
+	// the proxy that forwarded the call, never the agent's: its record goes
+	// with its compute (computeagents.go).
+	delete(n.Labels, LabelViaNode)
+	if p.Via != "" {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[LabelViaNode] = p.Via
+	}
 	token, cert, err := s.c.enrol(ctx, p, n.GetName(), req.Msg.GetCsr())
 	if err != nil {
 		return nil, err

@@ -122,6 +122,8 @@ type Cluster struct {
 	// GetAssignments on this replica.
 	placeKick   chan struct{}
 	assignments broadcast
+	// computeGone wakes the compute agents' sweep (computeagents.go).
+	computeGone chan struct{}
 	knownMu     sync.Mutex
 	known       map[string]*unyov1.Node // registered nodes, to answer heartbeats without a read
 	revisions   revisionCache
@@ -227,6 +229,7 @@ func New(st store.Store, opts Options) *Cluster {
 		c.certAuth = identity.NewCertAuthenticator(opts.NodeCA.Cert, st)
 	}
 	c.revisions.load = st.ChecksRevision
+	c.computeGone = make(chan struct{}, 1)
 	c.lease = &lease.Runner{Leases: st, Name: "cluster-controller", Holder: opts.Replica, TTL: opts.LeaseTTL, Logger: log}
 	return c
 }

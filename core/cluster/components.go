@@ -57,6 +57,7 @@ func (c *Cluster) controllerComponents() []component {
 		{"loadbalancers", newLBStage(c)},
 		{"auto-nodes", newAutoNodes(c)},
 		{"self-healing", newHealer(c)},
+		{"compute-agents", computeAgents{c}},
 	}
 	if c.stats != nil {
 		comps = append(comps, component{"statistics", c.stats})

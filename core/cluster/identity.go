@@ -145,29 +145,50 @@ func (s *nodeService) DeleteNode(ctx context.Context, req *connect.Request[unyov
 		return nil, connect.NewError(connect.CodePermissionDenied, fmt.Errorf("%s may not delete nodes of cluster %q", p, s.c.opts.Name))
 	}
 	before, _ := s.c.store.GetNode(ctx, name)
-	err := s.c.store.DeleteNode(ctx, name)
-	if !errors.Is(err, store.ErrNotFound) {
-		s.c.audit.Record(ctx, "NodeService/DeleteNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, before, nil, err)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
-	}
-	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("delete node %q: %w", name, err))
-	}
-	s.c.forgetNode(name)
-	s.c.knownMu.Lock()
-	delete(s.c.known, name)
-	delete(s.c.nodePlugins, name)
-	s.c.knownMu.Unlock()
-	s.c.beats.forget(name)
 	by := server.PrincipalFrom(ctx).String()
-	s.c.log.Info("node deleted and its credential revoked", "node", name, "by", by)
-	// Its latest events and alerts go with it.
-	if err := s.c.retire(ctx, store.ForgetFilter{Node: name}, by, fmt.Sprintf("node %q deleted", name)); err != nil {
+	err := s.c.deregister(ctx, name, by, fmt.Sprintf("node %q deleted", name))
+	if !errors.Is(err, store.ErrNotFound) {
+		deleted := err
+		if errors.Is(err, errRetire) {
+			deleted = nil // the node is deleted; only its events wait
+		}
+		s.c.audit.Record(ctx, "NodeService/DeleteNode", rbac.Target{Kind: "Node", Name: name, Cluster: s.c.opts.Name}, before, nil, deleted)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("node %q not found in cluster %q", name, s.c.opts.Name))
+	case err != nil:
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	return connect.NewResponse(&unyov1.DeleteNodeResponse{Deleted: 1}), nil
+}
+
+// errRetire marks a deregistration whose node is deleted but whose latest
+// events and alerts could not be retired yet.
+var errRetire = errors.New("retiring the node's events")
+
+// deregister removes a node and revokes its credential (its agent must
+// enrol again with a join token), forgets it on this replica, and retires
+// its latest events and alerts (by, reason say who and why).
+func (c *Cluster) deregister(ctx context.Context, name, by, reason string) error {
+	if err := c.store.DeleteNode(ctx, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("delete node %q: %w", name, err)
+	}
+	c.forgetNode(name)
+	c.knownMu.Lock()
+	delete(c.known, name)
+	delete(c.nodePlugins, name)
+	c.knownMu.Unlock()
+	c.beats.forget(name)
+	c.log.Info("node deleted and its credential revoked", "node", name, "by", by, "reason", reason)
+	// Its latest events and alerts go with it.
+	if err := c.retire(ctx, store.ForgetFilter{Node: name}, by, reason); err != nil {
+		return fmt.Errorf("%w of %q: %w", errRetire, name, err)
+	}
+	return nil
 }
 
 // keepRootToken stores the credential root gave this cluster when it

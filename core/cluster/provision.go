@@ -227,6 +227,7 @@ func (s *provisionService) report(ctx context.Context, node string, c *unyov1.Co
 			return false, err
 		}
 		s.c.log.Info("compute deleted; reservation released", "compute", name, "node", node)
+		s.c.computeDropped()
 	case replace.CurrentGone:
 		if err := s.c.store.CurrentGone(ctx, name, node, now); err != nil {
 			return false, err

@@ -71,6 +71,7 @@ func roll(s *unyov1.RegionService, live []*unyov1.Compute, spec *unyov1.ComputeS
 		shape, err := service.Shape(rt.flavor)
 		rt.ok = fok && iok && err == nil
 		rt.resources = service.Resources(shape)
+		rt.resources.CpuPolicy = rt.flavor.GetSpec().GetCpuPolicy()
 		rt.price = &unyov1.ComputePrice{PerHour: rt.flavor.GetSpec().GetPricePerHour(), ModelPrices: rt.flavor.GetSpec().GetModelPrices()}
 		resolved[rev] = rt
 		return rt

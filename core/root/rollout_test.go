@@ -138,7 +138,7 @@ func (f *controllerFixture) objects(kind string) []*unyov1.Object {
 }
 
 // TestRollResolvesEachRevisionOnce: roll gives every replica its
-// revision's template, flavor shape, image and price (resolved once per
+// revision's template, flavor shape and cpu_policy, image and price (resolved once per
 // revision), each replica its own copy; a replica whose revision's flavor
 // is gone moves to the current revision.
 func TestRollResolvesEachRevisionOnce(t *testing.T) {
@@ -146,7 +146,7 @@ func TestRollResolvesEachRevisionOnce(t *testing.T) {
 	w := &world{
 		flavors: map[string]*unyov1.Flavor{
 			"small": {Name: "small", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 1, Memory: "1Gi", PricePerHour: 1}},
-			"large": {Name: "large", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 4, Memory: "8Gi", PricePerHour: 4}},
+			"large": {Name: "large", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 4, Memory: "8Gi", PricePerHour: 4, CpuPolicy: "pinned"}},
 		},
 		images: map[string]*unyov1.Image{"web": {Name: "web", Spec: &unyov1.ImageSpec{Kind: "container", Source: "/bin/sleep"}}},
 	}
@@ -178,6 +178,10 @@ func TestRollResolvesEachRevisionOnce(t *testing.T) {
 		}
 		if want := map[string]int64{"small": 1, "large": 4}[r.GetSpec().GetFlavor()]; r.GetResources().GetVcpus() != want || r.GetPrice().GetPerHour() != float64(want) {
 			t.Errorf("%s (%s): resources %v price %v", r.GetName(), r.GetSpec().GetFlavor(), r.GetResources(), r.GetPrice())
+		}
+		// The flavor's cpu_policy travels with the shape to the agent.
+		if want := map[string]string{"large": "pinned"}[r.GetSpec().GetFlavor()]; r.GetResources().GetCpuPolicy() != want {
+			t.Errorf("%s (%s): cpu_policy %q, want %q", r.GetName(), r.GetSpec().GetFlavor(), r.GetResources().GetCpuPolicy(), want)
 		}
 	}
 	// The unplaced one at the target at once, one moved within

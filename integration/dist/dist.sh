@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make dist: the release tarball and Debian packages, from the checkout's
 # root after `make build man`:
-#   dist/unyo-VERSION-linux-ARCH.tar.gz   bin/unyo, lib/unyo/plugins/*,
+#   dist/unyo-VERSION-linux-ARCH.tar.gz   bin/unyo, lib/unyo/plugins/* (provider-libvirt
+#       only where cgo and libvirt-dev are: integration/dist/have-libvirt.sh),
 #       etc/unyo/*.yaml, lib/systemd/system/*.service,
 #       share/unyo/prometheus/unyo-rules.yml, share/man/man1/*.1
 #   dist/unyo_VERSION_ARCH.deb            the same laid out for Debian
@@ -17,7 +18,15 @@ name=unyo-$VERSION-linux-$ARCH
 root=$stage/$name
 mkdir -p "$root"/{bin,lib/unyo/plugins,etc/unyo,lib/systemd/system,share/unyo/prometheus,share/man/man1}
 cp bin/unyo "$root/bin/"
-for p in action-exec action-smtp check-http check-tcp provider-exec provider-docker provider-xdp provider-vpp; do
+plugins="action-exec action-smtp check-http check-tcp provider-exec provider-docker provider-xdp provider-vpp"
+# provider-libvirt links libvirt through cgo: in the release when this
+# machine can build it, left out saying why otherwise.
+if GO=$GO bash integration/dist/have-libvirt.sh; then
+  plugins="$plugins provider-libvirt"
+else
+  echo "make dist: lib/unyo/plugins/provider-libvirt left out of the release (see above)" >&2
+fi
+for p in $plugins; do
   $GO build -trimpath -ldflags='-s -w' -o "$root/lib/unyo/plugins/$p" "./plugins/$p"
 done
 cp configs/root.yaml configs/cluster.yaml configs/agent.yaml "$root/etc/unyo/"

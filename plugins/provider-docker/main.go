@@ -272,9 +272,8 @@ func (p *dockerProvider) resource(ctx context.Context, ins container.InspectResp
 	labels := ins.Config.Labels
 	var cfg map[string]any
 	_ = json.Unmarshal([]byte(labels[labelConfig]), &cfg)
-	hs, _ := json.Marshal(handleState{ContainerID: ins.ID, Name: ins.Name})
 	r := sdk.Resource{ID: labels[labelID], Labels: callerLabels(labels), Config: cfg,
-		Handle:     sdk.Handle{Version: handleVersion, State: hs},
+		Handle:     sdk.NewHandle(handleVersion, handleState{ContainerID: ins.ID, Name: ins.Name}),
 		Attributes: map[string]string{"container_id": ins.ID, "container_name": trimSlash(ins.Name), "image": ins.Config.Image}}
 	if t, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil {
 		r.CreatedAt = t
@@ -383,12 +382,9 @@ func (p *dockerProvider) List(ctx context.Context, labels map[string]string) ([]
 // then by the resource's label) and, after a dockerd restart that left it
 // exited although its restart policy wants it running, starts it again.
 func (p *dockerProvider) Recover(ctx context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
-	if h.Version != handleVersion {
-		return sdk.Resource{}, fmt.Errorf("provider docker: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
-	}
-	var hs handleState
-	if err := json.Unmarshal(h.State, &hs); err != nil || (hs.ContainerID == "" && hs.Name == "") {
-		return sdk.Resource{}, fmt.Errorf("provider docker: handle state is unreadable: %w", sdk.ErrBadHandle)
+	hs, err := sdk.ReadHandle(name, h, handleVersion, func(hs handleState) bool { return hs.ContainerID != "" || hs.Name != "" })
+	if err != nil {
+		return sdk.Resource{}, err
 	}
 	cli, _, err := p.docker()
 	if err != nil {

@@ -255,3 +255,16 @@ func TestLastLines(t *testing.T) {
 		t.Errorf("lastLines = %q", got)
 	}
 }
+
+// TestWholeGiB: the free disk a fingerprint reports moves only by whole
+// GiB, so writes elsewhere on the filesystem do not change it every
+// heartbeat.
+func TestWholeGiB(t *testing.T) {
+	for _, tc := range []struct{ in, want int64 }{
+		{0, 0}, {1<<30 - 1, 0}, {1 << 30, 1 << 30}, {18547294208, 17 << 30}, {18538541056, 17 << 30},
+	} {
+		if got := wholeGiB(tc.in); got != tc.want {
+			t.Errorf("wholeGiB(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,8 +109,11 @@ func makeDisk(ctx context.Context, cfg Config, img Image, rc ResourceConfig, l *
 }
 
 // tapExists says whether a network device of that name exists in the
-// plugin's network namespace.
+// plugin's network namespace. It asks the kernel (netlink), not
+// /sys/class/net: a plugin started into a network namespace (an agent that
+// is its node's host in a namespace) still sees the sysfs of the mount
+// namespace it came from, which lists another namespace's devices.
 func tapExists(name string) bool {
-	_, err := os.Stat(filepath.Join("/sys/class/net", name))
+	_, err := net.InterfaceByName(name)
 	return err == nil
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/unyo-ops/unyo/plugins/conformance"
 	"github.com/unyo-ops/unyo/plugins/internal/testbin"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
-	"github.com/unyo-ops/unyo/plugins/provider-libvirt/virttest"
 	"github.com/unyo-ops/unyo/plugins/sdk"
 )
 
@@ -253,7 +252,7 @@ func TestInterruptedCreate(t *testing.T) {
 // against a private libvirtd's test driver: the conformance suite with the
 // plugin binary, and libvirt going away and coming back.
 func TestWithLibvirtd(t *testing.T) {
-	d := virttest.StartLibvirtd(t)
+	d := StartLibvirtd(t)
 	images := fakeImages(t)
 
 	t.Run("conformance", func(t *testing.T) {

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -433,9 +432,8 @@ func resource(dom *libvirt.Domain, d *libvirtxml.Domain, cfg Config) (sdk.Resour
 	if err != nil {
 		return sdk.Resource{}, opError(cfg, err, "state of domain %s", d.Name)
 	}
-	hs, _ := json.Marshal(handleState{UUID: d.UUID, Name: d.Name})
 	l := layout(cfg, d.Name)
-	r := sdk.Resource{ID: id, Labels: labels, Config: config, Handle: sdk.Handle{Version: handleVersion, State: hs},
+	r := sdk.Resource{ID: id, Labels: labels, Config: config, Handle: sdk.NewHandle(handleVersion, handleState{UUID: d.UUID, Name: d.Name}),
 		Attributes: map[string]string{"domain": d.Name, "uuid": d.UUID, "console_log": l.Console, "domain_type": d.Type}}
 	if d.Devices != nil && len(d.Devices.Interfaces) > 0 && d.Devices.Interfaces[0].Target != nil {
 		r.Attributes["tap"] = d.Devices.Interfaces[0].Target.Dev
@@ -549,12 +547,9 @@ func matches(have, want map[string]string) bool {
 // then by the id's name) after the plugin, libvirtd or the host restarted,
 // and starts it again when the restart left it shut off.
 func (p *libvirtProvider) Recover(_ context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
-	if h.Version != handleVersion {
-		return sdk.Resource{}, fmt.Errorf("provider libvirt: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
-	}
-	var hs handleState
-	if err := json.Unmarshal(h.State, &hs); err != nil || (hs.UUID == "" && hs.Name == "") {
-		return sdk.Resource{}, fmt.Errorf("provider libvirt: handle state is unreadable: %w", sdk.ErrBadHandle)
+	hs, err := sdk.ReadHandle(name, h, handleVersion, func(hs handleState) bool { return hs.UUID != "" || hs.Name != "" })
+	if err != nil {
+		return sdk.Resource{}, err
 	}
 	c, cfg, err := p.connect()
 	if err != nil {

@@ -310,10 +310,16 @@ func (p *libvirtProvider) Fingerprint(context.Context) (sdk.Fingerprint, error) 
 	// state_dir.
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(cfg.StateDir, &fs); err == nil {
-		fp.DiskBytes = int64(fs.Bavail) * fs.Bsize
+		fp.DiskBytes = wholeGiB(int64(fs.Bavail) * fs.Bsize)
 	}
 	return fp, nil
 }
+
+// wholeGiB rounds free space down to whole GiB. Free space moves with
+// every write on the filesystem, and a fingerprint that changes is written
+// to the node's record and wakes the cluster's placement at each heartbeat
+// (every second, on a busy disk); flavors' disks are sized in GiB anyway.
+func wholeGiB(b int64) int64 { return b &^ (1<<30 - 1) }
 
 // versionString reads libvirt's major*1e6+minor*1e3+micro.
 func versionString(v uint32) string {

@@ -70,10 +70,15 @@ func Flavor(f *unyov1.Flavor) error {
 	return fields.Err("flavor", f.GetName())
 }
 
+// FormatKernel is a VM image that is a directory on the node holding a
+// kernel and an initramfs (provider-libvirt boots it directly), not a disk
+// that is downloaded.
+const FormatKernel = "kernel"
+
 // Image formats per kind; a container image's format is empty when its
 // source is an image reference.
 var imageFormats = map[string][]string{
-	KindVM:        {"qcow2", "raw"},
+	KindVM:        {"qcow2", "raw", FormatKernel},
 	KindContainer: {"", "docker-archive", "oci"},
 }
 
@@ -81,7 +86,8 @@ var sha256RE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // Image checks an image: kind vm or container, a source, a format valid
 // for the kind, and a checksum "sha256:<64 hex digits>" when given (a VM
-// disk must have one: it is downloaded and verified).
+// disk must have one: it is downloaded and verified; a kernel image is a
+// directory already on the node, which no checksum covers).
 func Image(i *unyov1.Image) error {
 	var fields validate.Fields
 	fields.Name("name", i.GetName())
@@ -101,7 +107,7 @@ func Image(i *unyov1.Image) error {
 		}
 	}
 	switch c := s.GetChecksum(); {
-	case c == "" && s.GetKind() == KindVM:
+	case c == "" && s.GetKind() == KindVM && s.GetFormat() != FormatKernel:
 		fields.Add("spec.checksum", "required for a vm image: sha256:<64 hex digits> of the disk image")
 	case c != "" && !sha256RE.MatchString(c):
 		fields.Addf("spec.checksum", "%q is not a checksum: expected sha256: and 64 lowercase hex digits", c)

@@ -3909,10 +3909,14 @@ func (x *Compute) GetAddress() string {
 }
 
 type ComputeResources struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Vcpus         int64                  `protobuf:"varint,1,opt,name=vcpus,proto3" json:"vcpus,omitempty"`
-	MemoryBytes   int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
-	DiskBytes     int64                  `protobuf:"varint,3,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Vcpus       int64                  `protobuf:"varint,1,opt,name=vcpus,proto3" json:"vcpus,omitempty"`
+	MemoryBytes int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	DiskBytes   int64                  `protobuf:"varint,3,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
+	// The flavor's cpu_policy (shared or pinned), which the agent hands to
+	// a provider that declares it (provider-libvirt pins vCPUs); not part of
+	// the shape the scheduler fits.
+	CpuPolicy     string `protobuf:"bytes,4,opt,name=cpu_policy,json=cpuPolicy,proto3" json:"cpu_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3966,6 +3970,13 @@ func (x *ComputeResources) GetDiskBytes() int64 {
 		return x.DiskBytes
 	}
 	return 0
+}
+
+func (x *ComputeResources) GetCpuPolicy() string {
+	if x != nil {
+		return x.CpuPolicy
+	}
+	return ""
 }
 
 type ComputeStatus struct {
@@ -5527,12 +5538,14 @@ const file_unyo_v1_provision_proto_rawDesc = "" +
 	"\rspec_revision\x18\f \x01(\x03R\fspecRevision\x12\x14\n" +
 	"\x05surge\x18\r \x01(\bR\x05surge\x12+\n" +
 	"\x05price\x18\x11 \x01(\v2\x15.unyo.v1.ComputePriceR\x05price\x12\x18\n" +
-	"\aaddress\x18\x12 \x01(\tR\aaddress\"j\n" +
+	"\aaddress\x18\x12 \x01(\tR\aaddress\"\x89\x01\n" +
 	"\x10ComputeResources\x12\x14\n" +
 	"\x05vcpus\x18\x01 \x01(\x03R\x05vcpus\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x1d\n" +
 	"\n" +
-	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\"\xbe\x05\n" +
+	"disk_bytes\x18\x03 \x01(\x03R\tdiskBytes\x12\x1d\n" +
+	"\n" +
+	"cpu_policy\x18\x04 \x01(\tR\tcpuPolicy\"\xbe\x05\n" +
 	"\rComputeStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
