@@ -10,11 +10,11 @@ import (
 	"github.com/unyo-ops/unyo/core/server"
 )
 
-// A load balancer on a node Down for lbReplaceAfter moves to another node
-// (its old node's assignment goes); one Failed is placed again after
-// lbRetryAfter.
-func TestLoadbalancerSelfHealing(t *testing.T) {
-	e := newHealEnv(t, "n1", "n2")
+// newLBEnv is a healEnv holding load balancer web-lb (provider xdp, not
+// placed yet); step runs the healer and the load balancer stage once and
+// returns web-lb's status.
+func newLBEnv(t *testing.T, nodes ...string) (*healEnv, func() *unyov1.LoadbalancerStatus) {
+	e := newHealEnv(t, nodes...)
 	lbs := newLBStage(e.c)
 	ctx := e.t.Context()
 	root := server.WithPrincipal(ctx, server.Principal{Kind: server.KindRoot, Name: "root"})
@@ -23,7 +23,7 @@ func TestLoadbalancerSelfHealing(t *testing.T) {
 	if _, err := (&provisionService{e.c}).SyncComputes(root, connect.NewRequest(&unyov1.SyncComputesRequest{Loadbalancers: []*unyov1.Loadbalancer{l}})); err != nil {
 		t.Fatal(err)
 	}
-	step := func() *unyov1.LoadbalancerStatus {
+	return e, func() *unyov1.LoadbalancerStatus {
 		t.Helper()
 		if err := e.h.heal(ctx); err != nil {
 			t.Fatal(err)
@@ -37,6 +37,14 @@ func TestLoadbalancerSelfHealing(t *testing.T) {
 		}
 		return got.GetStatus()
 	}
+}
+
+// A load balancer on a node Down for lbReplaceAfter moves to another node
+// (its old node's assignment goes); one Failed is placed again after
+// lbRetryAfter.
+func TestLoadbalancerSelfHealing(t *testing.T) {
+	e, step := newLBEnv(t, "n1", "n2")
+	ctx := e.t.Context()
 	first := step().GetNode()
 	if first != "n1" {
 		t.Fatalf("placed on %q, want n1 (first by name)", first)
@@ -82,29 +90,8 @@ func TestLoadbalancerSelfHealing(t *testing.T) {
 // suspected) it stays on its Down node, and it moves once the guard
 // clears.
 func TestLoadbalancerPartitionGuard(t *testing.T) {
-	e := newHealEnv(t, "n1", "n2", "n3")
-	lbs := newLBStage(e.c)
+	e, step := newLBEnv(t, "n1", "n2", "n3")
 	ctx := e.t.Context()
-	root := server.WithPrincipal(ctx, server.Principal{Kind: server.KindRoot, Name: "root"})
-	l := &unyov1.Loadbalancer{Name: "web-lb", Service: "web", Cluster: "c1", Vip: "10.1.0.5",
-		Spec: &unyov1.LoadbalancerSpec{Provider: "xdp", Ports: []*unyov1.LoadbalancerPort{{Port: 80, Protocol: "tcp"}}}}
-	if _, err := (&provisionService{e.c}).SyncComputes(root, connect.NewRequest(&unyov1.SyncComputesRequest{Loadbalancers: []*unyov1.Loadbalancer{l}})); err != nil {
-		t.Fatal(err)
-	}
-	step := func() *unyov1.LoadbalancerStatus {
-		t.Helper()
-		if err := e.h.heal(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := lbs.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.c.store.GetLoadbalancer(ctx, "web-lb")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.GetStatus()
-	}
 	if node := step().GetNode(); node != "n1" {
 		t.Fatalf("placed on %q, want n1", node)
 	}

@@ -111,14 +111,7 @@ func TestPlaceClusters(t *testing.T) {
 			if !slices.Equal(ranked, tt.ranked) {
 				t.Errorf("ranked = %v, want %v", ranked, tt.ranked)
 			}
-			switch {
-			case tt.reason == "" && res.Reason != nil:
-				t.Errorf("unexpected reason %q", res.Reason)
-			case tt.reason != "" && (res.Reason == nil || res.Reason.String() != tt.reason):
-				t.Errorf("reason\n got %v\nwant %s", res.Reason, tt.reason)
-			case tt.reason != "" && res.Reason.Class != tt.class:
-				t.Errorf("class = %v, want %v", res.Reason.Class, tt.class)
-			}
+			checkClusterReason(t, res.Reason, tt.reason, tt.class)
 		})
 	}
 }
@@ -217,14 +210,21 @@ func TestPlaceClustersNodeRules(t *testing.T) {
 					t.Errorf("chosen in %s = %v, want %d nodes", a.Cluster, res.Chosen[a.Cluster], a.Replicas)
 				}
 			}
-			switch {
-			case tt.reason == "" && res.Reason != nil:
-				t.Errorf("unexpected reason %q", res.Reason)
-			case tt.reason != "" && (res.Reason == nil || res.Reason.String() != tt.reason):
-				t.Errorf("reason\n got %v\nwant %s", res.Reason, tt.reason)
-			case tt.reason != "" && res.Reason.Class != tt.class:
-				t.Errorf("class = %v, want %v", res.Reason.Class, tt.class)
-			}
+			checkClusterReason(t, res.Reason, tt.reason, tt.class)
 		})
+	}
+}
+
+// checkClusterReason compares a cluster stage's reason with the one wanted
+// ("" for none).
+func checkClusterReason(t *testing.T, got *ClusterReason, want string, class Class) {
+	t.Helper()
+	switch {
+	case want == "" && got != nil:
+		t.Errorf("unexpected reason %q", got)
+	case want != "" && (got == nil || got.String() != want):
+		t.Errorf("reason\n got %v\nwant %s", got, want)
+	case want != "" && got.Class != class:
+		t.Errorf("class = %v, want %v", got.Class, class)
 	}
 }
