@@ -234,17 +234,19 @@ spec: {region: tokyo, weight: 1}
 	// replica fails at once with root's per-cluster reason.
 	admin.must("apply", "-f", writeFile(t, dir, "web-nosplit.yaml", webService(4)))
 	testutil.Eventually(t, 60*time.Second, "four replicas Failed at the cluster stage", func() error {
-		out, err := admin.run("computes", "get", "web-0")
-		if err != nil || !strings.Contains(out, "Unsatisfiable") || !strings.Contains(out, "c1 fits 2 (0/2 nodes fit: 2 anti-affinity on hostname") {
-			return fmt.Errorf("computes get web-0: %v\n%s", err, out)
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+		if err != nil || len(items) != 4 {
+			return fmt.Errorf("computes: %v, %v", items, err)
 		}
-		got, err := rootComputes(t, rootURL)
-		for name, p := range got {
-			if p[0] != "Failed" || p[1] != "" {
-				err = fmt.Errorf("%s: %v", name, p)
+		for _, it := range items {
+			st, _ := it["status"].(map[string]any)
+			msg := fmt.Sprint(st["message"])
+			if st["phase"] != "Failed" || st["reason"] != "Unsatisfiable" || (it["cluster"] != nil && it["cluster"] != "") ||
+				!strings.Contains(msg, "c1 fits 2 (0/2 nodes fit: 2 anti-affinity on hostname") {
+				return fmt.Errorf("%v: cluster %v, status %v", it["name"], it["cluster"], st)
 			}
 		}
-		return err
+		return nil
 	})
 	gone("web")
 }
