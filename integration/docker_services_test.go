@@ -259,13 +259,14 @@ func TestDockerBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name, flavor, image, command string
 		phase, want                  string
-		// event: the cluster raises one (root's cluster stage, which
-		// turns the monster down, raises none).
+		// event: one names the compute (the cluster's node stage raises
+		// it, or root's cluster stage through a cluster).
 		event bool
 	}{
 		{"ghost", "ctr", "ghost", `[sleep, "3600"]`, "Failed", `image "unyo-test/no-such-image:1" is not present`, true},
-		// Root's cluster stage finds no cluster with a node that big.
-		{"monster", "monster", "busybox", `[sleep, "3600"]`, "Blocked", "0/1 clusters fit 1 replicas: c1 fits 0", false},
+		// Root's cluster stage finds no cluster with a node that big:
+		// waiting cannot help, so it fails at once.
+		{"monster", "monster", "busybox", `[sleep, "3600"]`, "Failed", "0/1 clusters fit 1 replicas: c1 fits 0 (0/2 nodes fit: 2 too small for", true},
 		{"crash", "ctr", "busybox", `[sh, -c, "echo bye; exit 3"]`, "Failed", "exited with status 3", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -189,26 +189,64 @@ spec: {region: tokyo, weight: 1}
 	})
 
 	// Delete: nothing is left at root, in either cluster or on any node.
-	admin.must("services", "delete", "web")
-	testutil.Eventually(t, 120*time.Second, "web gone", func() error {
-		got, err := rootComputes(t, rootURL)
-		if err != nil || len(got) != 0 {
-			return fmt.Errorf("computes: %v, %v", got, err)
-		}
-		if k := len(serviceProcs()); k != 0 {
-			return fmt.Errorf("%d replica processes left", k)
-		}
-		for c, url := range clusters {
-			items, err := cliJSON(t, url, "--token", adminToken, "nodes", "ls")
-			if err != nil {
-				return err
+	gone := func(svc string) {
+		t.Helper()
+		admin.must("services", "delete", svc)
+		testutil.Eventually(t, 120*time.Second, svc+" gone", func() error {
+			got, err := rootComputes(t, rootURL)
+			if err != nil || len(got) != 0 {
+				return fmt.Errorf("computes: %v, %v", got, err)
 			}
-			for _, it := range items {
-				if r, _ := it["reserved"].(map[string]any); len(r) > 0 {
-					return fmt.Errorf("cluster %s node %v still reserves %v", c, it["name"], r)
+			if k := len(serviceProcs()); k != 0 {
+				return fmt.Errorf("%d replica processes left", k)
+			}
+			for c, url := range clusters {
+				items, err := cliJSON(t, url, "--token", adminToken, "nodes", "ls")
+				if err != nil {
+					return err
 				}
+				for _, it := range items {
+					if r, _ := it["reserved"].(map[string]any); len(r) > 0 {
+						return fmt.Errorf("cluster %s node %v still reserves %v", c, it["name"], r)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	gone("web")
+	admin.must("nodes", "uncordon", busy)
+
+	// Four one-per-host replicas of a flavor every node holds many of
+	// (session 9): by capacity c1 ranks first and holds them all, but
+	// its two nodes take two under the anti-affinity, so root's cluster
+	// stage splits the set over both clusters rather than sending c1 four
+	// replicas it must refuse.
+	admin.must("apply", "-f", writeFile(t, dir, "web-small.yaml", strings.Replace(webService(4), "      anti_affinity: [{key: topology.unyo.dev/hostname}]",
+		"      anti_affinity: [{key: topology.unyo.dev/hostname}]\n      allow_split: true", 1)))
+	got = converged("small replicas one per host over both clusters", 4, oneNodeEach)
+	if m := perCluster(got); m["c1"] != 2 || m["c2"] != 2 {
+		t.Fatalf("replicas per cluster: %v, want 2 and 2", m)
+	}
+	gone("web")
+
+	// The same set that may not be split fits no cluster's hosts: every
+	// replica fails at once with root's per-cluster reason.
+	admin.must("apply", "-f", writeFile(t, dir, "web-nosplit.yaml", webService(4)))
+	testutil.Eventually(t, 60*time.Second, "four replicas Failed at the cluster stage", func() error {
+		items, err := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
+		if err != nil || len(items) != 4 {
+			return fmt.Errorf("computes: %v, %v", items, err)
+		}
+		for _, it := range items {
+			st, _ := it["status"].(map[string]any)
+			msg := fmt.Sprint(st["message"])
+			if st["phase"] != "Failed" || st["reason"] != "Unsatisfiable" || (it["cluster"] != nil && it["cluster"] != "") ||
+				!strings.Contains(msg, "c1 fits 2 (0/2 nodes fit: 2 anti-affinity on hostname") {
+				return fmt.Errorf("%v: cluster %v, status %v", it["name"], it["cluster"], st)
 			}
 		}
 		return nil
 	})
+	gone("web")
 }

@@ -226,18 +226,10 @@ func (r *assignmentRunner) run(ctx context.Context, explain func(error) error) {
 		if full {
 			r.lastFull = time.Now()
 		}
+		// The store's counter starts at 1, so the next fetch waits.
 		since = resp.Msg.GetGeneration()
-		if since == 0 {
-			// Nothing was ever assigned in the cluster: since 0 asks for
-			// an answer at once, so the next fetch cannot wait there.
-			ctxwait.Sleep(ctx, idleFetch)
-		}
 	}
 }
-
-// idleFetch is how often an agent asks again while its cluster has never
-// assigned anything (generation 0, which the long poll cannot wait on).
-const idleFetch = time.Second
 
 // unreported are the states that differ from what the cluster last took.
 func (r *assignmentRunner) unreported(states []*unyov1.AssignmentState) []*unyov1.AssignmentState {

@@ -137,10 +137,13 @@ type fakeAssignments struct {
 	states   int             // states reported
 	last     map[string]*unyov1.AssignmentState
 	getCalls int
+	hold     time.Duration // how long a fetch at the current generation waits for a change
 }
 
 func newFakeAssignments() *fakeAssignments {
-	return &fakeAssignments{changed: make(chan struct{}), as: map[string]*unyov1.Assignment{},
+	// The generation starts at 1, as the store's counter does: 0 is the
+	// agent's "never fetched", the one value the long poll answers at once.
+	return &fakeAssignments{gen: 1, hold: 100 * time.Millisecond, changed: make(chan struct{}), as: map[string]*unyov1.Assignment{},
 		pairs: map[string]bool{}, last: map[string]*unyov1.AssignmentState{}}
 }
 
@@ -169,7 +172,7 @@ func (f *fakeAssignments) GetAssignments(ctx context.Context, req *connect.Reque
 		f.mu.Unlock()
 		select {
 		case <-ch:
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(f.hold):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -365,10 +368,12 @@ func TestAssignmentsConvergeOncePerChange(t *testing.T) {
 }
 
 // TestAssignmentsIdleCluster: a cluster that never assigned anything
-// answers generation 0, on which the long poll cannot wait; the agent asks
-// again about once a second instead of at once (it spun, before).
+// answers generation 1 (the counter's first value), on which the agent's
+// next fetch waits the long poll out (it spun, when the counter started at
+// 0; then it slept a second instead).
 func TestAssignmentsIdleCluster(t *testing.T) {
 	api := newFakeAssignments()
+	api.hold = time.Second // the server's long poll, shortened
 	stop := startRunner(t, api, newFakeProvider(0), "")
 	testutil.Eventually(t, 10*time.Second, "the first fetch", func() error {
 		api.mu.Lock()
@@ -384,6 +389,6 @@ func TestAssignmentsIdleCluster(t *testing.T) {
 	defer api.mu.Unlock()
 	// About 2 in 1.5 s; a spinning agent makes thousands.
 	if api.getCalls > 10 {
-		t.Errorf("%d fetches of generation 0 in about 1.5 s, want about one a second", api.getCalls)
+		t.Errorf("%d fetches in about 1.5 s of an idle cluster, want about one per long poll", api.getCalls)
 	}
 }

@@ -88,7 +88,8 @@ func TestLoadbalancerReadByThePollerOnly(t *testing.T) {
 	p := newFakeProvider(0)
 	api.mu.Lock()
 	api.gen++
-	api.as["web-lb"] = &unyov1.Assignment{Compute: "web-lb", Service: "web", Node: "n1", Provider: "fake", Desired: "running", Generation: api.gen,
+	gen := api.gen
+	api.as["web-lb"] = &unyov1.Assignment{Compute: "web-lb", Service: "web", Node: "n1", Provider: "fake", Desired: "running", Generation: gen,
 		Loadbalancer: &unyov1.LoadbalancerAssignment{Vip: "10.1.0.5", Ports: []*unyov1.LoadbalancerPort{{Port: 80, Protocol: "tcp"}},
 			Backends: []*unyov1.LoadbalancerBackend{{Compute: "web-0", Address: "10.1.0.10"}}}}
 	api.mu.Unlock()
@@ -126,8 +127,8 @@ func TestLoadbalancerReadByThePollerOnly(t *testing.T) {
 	if n := gets() - g0; n > 1 {
 		t.Errorf("the provider was asked for web-lb %d times in ten passes; the poller reads it every %v", n, lbPollInterval)
 	}
-	if st := reported(); st.GetState() != stateRunning || st.GetGeneration() != 1 {
-		t.Errorf("reported %v, want running at generation 1", st)
+	if st := reported(); st.GetState() != stateRunning || st.GetGeneration() != gen {
+		t.Errorf("reported %v, want running at generation %d", st, gen)
 	}
 	// Gone under the agent: the poller finds it missing, and the next
 	// pass makes it again.

@@ -36,7 +36,9 @@ const (
 //     (partitionWindow), nothing is replaced, and an event says so;
 //   - a replica its provider failed is re-created after a backoff kept in
 //     its status (so it survives restarts), and after
-//     heal.MaxFailuresPerNode failures on one node placed on another.
+//     heal.MaxFailuresPerNode failures on one node placed on another;
+//   - a load balancer is judged as a replica is, with lbReplaceAfter, and
+//     placed on another node (loadbalancers.go).
 type healer struct {
 	c *Cluster
 	// suspected is the guard's last verdict, so that its event is raised
@@ -84,7 +86,11 @@ func (h *healer) liveness(nodes []*unyov1.Node, now time.Time) ([]heal.Node, map
 
 func (h *healer) heal(ctx context.Context) error {
 	computes, err := h.c.store.ListComputes(ctx)
-	if err != nil || len(computes) == 0 {
+	if err != nil {
+		return err
+	}
+	lbs, err := h.c.store.ListLoadbalancers(ctx)
+	if err != nil || len(computes)+len(lbs) == 0 {
 		return err
 	}
 	nodes, err := h.c.store.ListNodes(ctx)
@@ -103,6 +109,13 @@ func (h *healer) heal(ctx context.Context) error {
 			// Its update checks, for root's rolling update (updatechecks.go).
 			did, err = h.judgeChecks(ctx, c, latest)
 		}
+		if err != nil {
+			return err
+		}
+		changed = changed || did
+	}
+	for _, l := range lbs {
+		did, err := h.oneLoadbalancer(ctx, l, nodes, byName, p, now)
 		if err != nil {
 			return err
 		}
@@ -148,6 +161,22 @@ func (h *healer) one(ctx context.Context, c *unyov1.Compute, nodes map[string]he
 	return false, nil
 }
 
+// oneLoadbalancer moves a placed load balancer whose node is Down for
+// lbReplaceAfter (and no partition is suspected) to another node.
+func (h *healer) oneLoadbalancer(ctx context.Context, l *unyov1.Loadbalancer, nodes []*unyov1.Node, byName map[string]heal.Node, p heal.Partition, now time.Time) (bool, error) {
+	st := l.GetStatus()
+	switch st.GetPhase() {
+	case "", PhaseInitializing, PhaseBlocked, PhaseFailed, PhaseDeleting:
+		return false, nil // the load balancer stage's
+	}
+	n, ok := byName[st.GetNode()]
+	if !ok || heal.Judge(n, lbReplaceAfter, p, now) != heal.Replace {
+		return false, nil
+	}
+	h.c.log.Info("a load balancer's node is Down; moving it", "loadbalancer", l.GetName(), "node", n.Name, "down_since", n.DownSince)
+	return h.c.placeLoadbalancer(ctx, l, nodes, n.Name, now)
+}
+
 // replace releases a replica on a node Down for its replace_after, for the
 // node stage to place it elsewhere; a replica root is deleting is simply
 // dropped (its node's agent removes the instance if it comes back).
@@ -182,7 +211,10 @@ func (h *healer) retry(ctx context.Context, c *unyov1.Compute, now time.Time) (b
 	st := proto.CloneOf(c.GetStatus())
 	st.Phase, st.UpdatedAt = PhaseUpdating, timestamppb.New(now)
 	st.Message = fmt.Sprintf("%s after failure %d on node %s: %s", action, r.Failures, r.Node, c.GetStatus().GetMessage())
-	if err := h.c.store.RecreateCompute(ctx, c.GetName(), st); err != nil {
+	switch err := h.c.store.RecreateCompute(ctx, c.GetName(), c.GetStatus(), st); {
+	case errors.Is(err, store.ErrStatusChanged):
+		return false, nil // an agent reported meanwhile: judged again next pass
+	case err != nil:
 		return false, err
 	}
 	h.c.log.Info("re-creating a compute its provider failed", "compute", c.GetName(), "node", r.Node, "failures", r.Failures, "action", action.String())

@@ -28,9 +28,10 @@ import (
 // its backends' health and traffic into its status.
 //
 // Self-healing: a load balancer whose node is Down for lbReplaceAfter is
-// placed on another node (it is stateless: the new node's provider builds
-// its tables from the assignment); one Failed is placed again after
-// lbRetryAfter, on any node offering the provider.
+// placed on another node by the healer, judged as a replica is (heal.go;
+// it is stateless: the new node's provider builds its tables from the
+// assignment); one Failed is placed again after lbRetryAfter, on any node
+// offering the provider.
 
 // lbReplaceAfter is how long a load balancer's node may be Down before the
 // load balancer moves: much shorter than a replica's default replace_after,
@@ -87,18 +88,15 @@ func (s *provisionService) validLoadbalancer(field string, l *unyov1.Loadbalance
 	return nil
 }
 
-// lbStage places the cluster's load balancers on nodes and moves those
-// whose node is Down.
+// lbStage places the cluster's load balancers on nodes (the healer moves
+// those whose node is Down).
 type lbStage struct {
 	c    *Cluster
 	poll time.Duration
-	// downSeen is when each Down node was first seen Down (as the healer
-	// counts it).
-	downSeen map[string]time.Time
 }
 
 func newLBStage(c *Cluster) *lbStage {
-	return &lbStage{c: c, poll: time.Second, downSeen: map[string]time.Time{}}
+	return &lbStage{c: c, poll: time.Second}
 }
 
 func (s *lbStage) Run(ctx context.Context) {
@@ -120,18 +118,9 @@ func (s *lbStage) pass(ctx context.Context) error {
 	}
 	now := s.c.now()
 	byName := map[string]*unyov1.Node{}
-	seen := map[string]time.Time{}
 	for _, n := range nodes {
 		byName[n.GetName()] = n
-		if n.GetState() == unyov1.NodeState_NODE_STATE_DOWN {
-			since, ok := s.downSeen[n.GetName()]
-			if !ok {
-				since = now
-			}
-			seen[n.GetName()] = since
-		}
 	}
-	s.downSeen = seen
 	changed := false
 	for _, l := range ls {
 		did, err := s.one(ctx, l, nodes, byName, now)
@@ -159,28 +148,24 @@ func (s *lbStage) one(ctx context.Context, l *unyov1.Loadbalancer, nodes []*unyo
 		}
 		return false, nil
 	case PhaseInitializing, "", PhaseBlocked:
-		return s.place(ctx, l, nodes, "", now)
+		return s.c.placeLoadbalancer(ctx, l, nodes, "", now)
 	case PhaseFailed:
 		if now.Sub(st.GetUpdatedAt().AsTime()) < lbRetryAfter {
 			return false, nil
 		}
 		s.c.log.Info("a failed load balancer is placed again", "loadbalancer", l.GetName(), "node", node, "failure", st.GetMessage())
-		return s.place(ctx, l, nodes, "", now)
+		return s.c.placeLoadbalancer(ctx, l, nodes, "", now)
 	}
 	if byName[node] == nil {
 		s.c.log.Info("a load balancer's node is gone; placing it on another", "loadbalancer", l.GetName(), "node", node)
-		return s.place(ctx, l, nodes, node, now)
-	}
-	if since, down := s.downSeen[node]; down && now.Sub(since) >= lbReplaceAfter {
-		s.c.log.Info("a load balancer's node is Down; moving it", "loadbalancer", l.GetName(), "node", node, "down_since", since)
-		return s.place(ctx, l, nodes, node, now)
+		return s.c.placeLoadbalancer(ctx, l, nodes, node, now)
 	}
 	return false, nil
 }
 
-// place puts l on a node offering its provider (never avoid), or Blocks it
-// with the scheduler's reason.
-func (s *lbStage) place(ctx context.Context, l *unyov1.Loadbalancer, nodes []*unyov1.Node, avoid string, now time.Time) (bool, error) {
+// placeLoadbalancer puts l on a node offering its provider (never avoid),
+// or Blocks it with the scheduler's reason.
+func (c *Cluster) placeLoadbalancer(ctx context.Context, l *unyov1.Loadbalancer, nodes []*unyov1.Node, avoid string, now time.Time) (bool, error) {
 	req := schedule.Request{Service: l.GetService(), Provider: l.GetSpec().GetProvider(), Policy: placement.Policy(l.GetSpec().GetSchedule()), Shapeless: true}
 	sn := make([]schedule.Node, 0, len(nodes))
 	for _, n := range nodes {
@@ -194,22 +179,22 @@ func (s *lbStage) place(ctx context.Context, l *unyov1.Loadbalancer, nodes []*un
 	if len(res.Placed) == 1 {
 		node := res.Placed[0].Node
 		ts := timestamppb.New(now)
-		err := s.c.store.PlaceLoadbalancer(ctx, l.GetName(), node, &unyov1.LoadbalancerStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts})
+		err := c.store.PlaceLoadbalancer(ctx, l.GetName(), node, &unyov1.LoadbalancerStatus{Phase: PhaseScheduled, Node: node, ScheduledAt: ts, UpdatedAt: ts})
 		switch {
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrDeleting):
 			return false, nil // root dropped it meanwhile
 		case err != nil:
 			return false, err
 		}
-		s.c.log.Info("load balancer placed", "loadbalancer", l.GetName(), "node", node, "provider", req.Provider)
+		c.log.Info("load balancer placed", "loadbalancer", l.GetName(), "node", node, "provider", req.Provider)
 		return true, nil
 	}
 	st := lbUnplacedStatus(res.Reason, now)
 	if sameLBStatus(st, l.GetStatus()) {
 		return false, nil
 	}
-	s.c.log.Info("load balancer not placed", "loadbalancer", l.GetName(), "reason", st.GetMessage())
-	if err := s.c.store.SetLoadbalancerStatus(ctx, l.GetName(), st); err != nil && !errors.Is(err, store.ErrNotFound) {
+	c.log.Info("load balancer not placed", "loadbalancer", l.GetName(), "reason", st.GetMessage())
+	if err := c.store.SetLoadbalancerStatus(ctx, l.GetName(), st); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return false, err
 	}
 	return false, nil

@@ -16,9 +16,10 @@ import (
 )
 
 // rootServiceChecks are the checks root may raise through
-// RecordServiceEvent; anything else is refused, so that the call cannot
+// RecordServiceEvent (its autoscaler's decisions, its cluster stage's
+// refusals); anything else is refused, so that the call cannot
 // forge an agent's or the cluster's own events.
-var rootServiceChecks = []string{ingest.AutoscaleCheck}
+var rootServiceChecks = []string{ingest.AutoscaleCheck, ingest.PlacementCheck}
 
 // RecordServiceEvent stores an event root raises about a RegionService
 // (root has no event store): on the cluster's own node name, labelled with

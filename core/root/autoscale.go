@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -264,14 +263,8 @@ func (a *autoscaler) event(ctx context.Context, svc string, status unyov1.CheckS
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.r.opts.ClusterTimeout)
 	defer cancel()
-	ci, cl, err := rootCalls{a.r}.clients(ctx, cluster)
-	if err == nil {
-		_, err = cl.Provision.RecordServiceEvent(ctx, connect.NewRequest(&unyov1.RecordServiceEventRequest{
-			Service: svc, Check: ingest.AutoscaleCheck, Status: status.Name(), Output: output}))
-		if err != nil {
-			err = clusterHints.Explain(ci.GetUrl(), err)
-		}
-	}
+	err = rootCalls{a.r}.RecordServiceEvent(ctx, cluster, &unyov1.RecordServiceEventRequest{
+		Service: svc, Check: ingest.AutoscaleCheck, Status: status.Name(), Output: output})
 	if err != nil {
 		a.log.Warn("an autoscaling event could not be stored", "service", svc, "cluster", cluster, "err", err, "event", output)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/client"
+	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/schedule"
@@ -56,6 +57,9 @@ type ClusterCalls interface {
 	// Loadbalancers root wants there and returns every one it holds, with
 	// status.
 	SyncComputes(ctx context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error)
+	// RecordServiceEvent has a cluster store an event root raises about a
+	// service (root has no event store).
+	RecordServiceEvent(ctx context.Context, cluster string, e *unyov1.RecordServiceEventRequest) error
 }
 
 // serviceController is root's RegionService controller.
@@ -83,6 +87,10 @@ type serviceController struct {
 	// quarantine is how long a deleted replica's address stays out of
 	// allocation (root.address_quarantine).
 	quarantine time.Duration
+	// events are the cluster stage's placement events of this pass
+	// (replicas it turned Blocked or Failed), recorded after the plan is
+	// stored.
+	events []*unyov1.RecordServiceEventRequest
 }
 
 func newServiceController(st store.Store, calls ClusterCalls, mu *sync.Mutex, timeout time.Duration, log *slog.Logger) *serviceController {
@@ -126,6 +134,17 @@ func (c rootCalls) ListNodes(ctx context.Context, cluster string) ([]*unyov1.Nod
 		return nil, clusterHints.Explain(ci.GetUrl(), err)
 	}
 	return resp.Msg.GetNodes(), nil
+}
+
+func (c rootCalls) RecordServiceEvent(ctx context.Context, cluster string, e *unyov1.RecordServiceEventRequest) error {
+	ci, cl, err := c.clients(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	if _, err := cl.Provision.RecordServiceEvent(ctx, connect.NewRequest(e)); err != nil {
+		return clusterHints.Explain(ci.GetUrl(), err)
+	}
+	return nil
 }
 
 func (c rootCalls) SyncComputes(ctx context.Context, cluster string, want *unyov1.SyncComputesRequest) (*unyov1.SyncComputesResponse, error) {
@@ -233,6 +252,7 @@ func (c *serviceController) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.recordEvents(ctx, reachable)
 	answers := c.sync(ctx, reachable, want)
 	return c.absorb(ctx, names, answers)
 }
@@ -374,6 +394,42 @@ func (c *serviceController) plan(ctx context.Context, nodes map[string][]schedul
 	return want, nil
 }
 
+// placementEvent is the event of a replica the cluster stage could not
+// place, worded as the cluster's node stage words its own
+// (compute-placement, labelled compute and service).
+func placementEvent(r *unyov1.Compute) *unyov1.RecordServiceEventRequest {
+	st := r.GetStatus()
+	status := unyov1.CheckStatus_CHECK_STATUS_WARNING
+	if st.GetPhase() == service.PhaseFailed {
+		status = unyov1.CheckStatus_CHECK_STATUS_CRITICAL
+	}
+	return &unyov1.RecordServiceEventRequest{Service: r.GetService(), Check: ingest.PlacementCheck, Status: status.Name(),
+		Output: fmt.Sprintf("%s %s - compute %s: %s", st.GetPhase(), st.GetReason(), r.GetName(), st.GetMessage()),
+		Labels: map[string]string{"compute": r.GetName()}}
+}
+
+// recordEvents hands the pass's placement events to a cluster to store:
+// the lowest-named reachable one, since the replicas have none (an event
+// that finds no cluster is logged and dropped; the status keeps the
+// reason).
+func (c *serviceController) recordEvents(ctx context.Context, reachable []string) {
+	c.mu.Lock()
+	events := c.events
+	c.events = nil
+	c.mu.Unlock()
+	for _, e := range events {
+		err := errors.New("no cluster is reachable")
+		if len(reachable) > 0 {
+			cctx, cancel := context.WithTimeout(ctx, c.timeout)
+			err = c.calls.RecordServiceEvent(cctx, reachable[0], e)
+			cancel()
+		}
+		if err != nil {
+			c.log.Warn("a placement event could not be stored", "service", e.GetService(), "err", err, "event", e.GetOutput())
+		}
+	}
+}
+
 // deleting says whether a service is on its way out: deleted by an
 // operator, or scaled to zero.
 func deleting(s *unyov1.RegionService) bool {
@@ -475,6 +531,7 @@ func (c *serviceController) resolve(s *unyov1.RegionService, records []*unyov1.C
 			if !sameComputeStatus(r.GetStatus(), st) {
 				st.UpdatedAt = timestamppb.New(now)
 				r.Status = st
+				c.events = append(c.events, placementEvent(r))
 			}
 		}
 	}

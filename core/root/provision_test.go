@@ -29,10 +29,13 @@ type fakeClusters struct {
 	held  map[string][]*unyov1.Compute
 	lbs   map[string][]*unyov1.Loadbalancer
 	syncs map[string]int
+	// events are the service events root had each cluster record.
+	events map[string][]*unyov1.RecordServiceEventRequest
 }
 
 func newFakeClusters(names ...string) *fakeClusters {
-	f := &fakeClusters{nodes: map[string][]*unyov1.Node{}, full: map[string]bool{}, held: map[string][]*unyov1.Compute{}, lbs: map[string][]*unyov1.Loadbalancer{}, syncs: map[string]int{}}
+	f := &fakeClusters{nodes: map[string][]*unyov1.Node{}, full: map[string]bool{}, held: map[string][]*unyov1.Compute{}, lbs: map[string][]*unyov1.Loadbalancer{}, syncs: map[string]int{},
+		events: map[string][]*unyov1.RecordServiceEventRequest{}}
 	for _, n := range names {
 		f.nodes[n] = []*unyov1.Node{{Name: n + "-node", State: unyov1.NodeState_NODE_STATE_READY,
 			Capacity: &unyov1.Capacity{Cpus: 16, MemoryBytes: 64 << 30, DiskBytes: 1 << 40}}}
@@ -83,6 +86,13 @@ func (f *fakeClusters) SyncComputes(_ context.Context, cluster string, want *uny
 	}
 	f.lbs[cluster] = lbs
 	return &unyov1.SyncComputesResponse{Computes: out, Loadbalancers: lbs}, nil
+}
+
+func (f *fakeClusters) RecordServiceEvent(_ context.Context, cluster string, e *unyov1.RecordServiceEventRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events[cluster] = append(f.events[cluster], e)
+	return nil
 }
 
 // heldNames are the computes a cluster holds, sorted.
@@ -333,6 +343,44 @@ func TestControllerClusterStageReasons(t *testing.T) {
 	}
 	if n := f.fake.syncs["c1"]; n != 1 {
 		t.Errorf("c1 was synced %d times, want once (with an empty list)", n)
+	}
+}
+
+// A flavor larger than every node of every eligible cluster fails at once
+// at root, with a placement event (session 9: "c1 fits 0" left it Blocked
+// forever); one that fits a node's whole capacity but not its free
+// capacity waits Blocked.
+func TestControllerFlavorLargerThanEveryNode(t *testing.T) {
+	f := newControllerFixture(t, "c1", "c3")
+	f.put(kinds.Wrap(&unyov1.Flavor{Name: "monster", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 2, Memory: "128Gi"}}),
+		kinds.Wrap(&unyov1.Flavor{Name: "big", Spec: &unyov1.FlavorSpec{Kind: "container", Vcpus: 2, Memory: "48Gi"}}))
+	for _, ns := range f.fake.nodes {
+		ns[0].Reserved = &unyov1.Capacity{MemoryBytes: 32 << 30}
+	}
+	s := webService(1)
+	s.Spec.Compute.Flavor = "monster"
+	f.apply(s)
+	f.pass()
+	if got := f.computes(); got != "web-0  Failed Unsatisfiable" {
+		t.Fatalf("computes = %s", got)
+	}
+	ev := f.fake.events["c1"]
+	if len(ev) != 1 || ev[0].GetCheck() != "compute-placement" || ev[0].GetStatus() != "critical" || ev[0].GetLabels()["compute"] != "web-0" ||
+		!strings.Contains(ev[0].GetOutput(), "compute web-0: 0/2 clusters fit 1 replicas: c1 fits 0 (0/1 nodes fit: 1 too small for memory (need 128 GiB; largest has 64 GiB))") {
+		t.Fatalf("events = %v, want one placement event in c1", ev)
+	}
+	f.pass()
+	if n := len(f.fake.events["c1"]); n != 1 {
+		t.Errorf("%d events after a second pass, want the one: an unchanged status raises none", n)
+	}
+
+	s = webService(1)
+	s.Spec.Compute.Flavor = "big"
+	f.apply(s)
+	f.clock = f.clock.Add(time.Minute)
+	f.pass()
+	if got := f.computes(); got != "web-0  Blocked NoCapacity" {
+		t.Fatalf("computes = %s, want Blocked: 48 GiB fits a node's 64 but not its 32 free", got)
 	}
 }
 

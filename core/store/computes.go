@@ -19,8 +19,8 @@ var ErrGeneration = errors.New("node changed since the placement was chosen")
 // no longer wants.
 var ErrDeleting = errors.New("the compute is being deleted")
 
-// ErrStatusChanged is returned by SwapComputeStatus when the compute's
-// status changed since the caller read it.
+// ErrStatusChanged is returned by SwapComputeStatus and RecreateCompute
+// when the compute's status changed since the caller read it.
 var ErrStatusChanged = errors.New("the compute's status changed since it was read")
 
 // Computes are the cluster's side of provisioning: the Computes root
@@ -70,10 +70,14 @@ type Computes interface {
 	// (bumping the node's generation); no error if it does not exist.
 	DropCompute(ctx context.Context, name string) error
 	// RecreateCompute asks the agent of a placed compute to remove its
-	// instance (its assignment's desired becomes "deleted") and sets st;
-	// the reservation stays until ReleaseCompute. ErrNotFound if the
+	// instance (its assignment's desired becomes "deleted") and sets st,
+	// on condition that the stored status is still prev, the one the
+	// caller decided on (compare-and-swap, as SwapComputeStatus):
+	// ErrStatusChanged when it is not, so that a retry decided on a
+	// failure never removes an instance an agent reported running since.
+	// The reservation stays until ReleaseCompute. ErrNotFound if the
 	// compute does not exist or has no assignment.
-	RecreateCompute(ctx context.Context, name string, st *unyov1.ComputeStatus) error
+	RecreateCompute(ctx context.Context, name string, prev, st *unyov1.ComputeStatus) error
 	// ReleaseCompute takes a placed compute back to the node stage: it
 	// releases its reservation, drops its assignment and sets st, all in
 	// one transaction, but only when the assignment is still on node and,

@@ -14,11 +14,15 @@ type Cluster struct {
 	Labels map[string]string
 	// Weight orders clusters, higher first (the seeds' Cluster Weight).
 	Weight int
-	// Free is the free capacity of each of the cluster's schedulable
-	// nodes (Ready, not cordoned or draining): what fits is computed node
-	// by node, because free capacity summed over nodes holds replicas no
-	// single node can.
-	Free []Resources
+	// Nodes are the cluster's nodes as its node stage sees them (root
+	// lists them). The cluster stage runs the node stage's rules over them
+	// without reserving anything, so that it gives a cluster only replicas
+	// its nodes can take: node by node (free capacity summed over nodes
+	// holds replicas no single node can), under the hard rules
+	// (anti-affinity's max_per_domain, a do_not_schedule spread, names,
+	// labels, the provider), and with each node's whole capacity, so that a
+	// shape larger than every node is Unsatisfiable rather than waiting.
+	Nodes []Node
 }
 
 // ClusterPolicy is the cluster stage's part of a schedule policy.
@@ -34,25 +38,41 @@ type ClusterPolicy struct {
 	// Exclude are clusters that already turned this replica set down; the
 	// caller bounds how many times it passes a set on.
 	Exclude []string
+	// Placed are, per cluster, the set's replicas already on one of its
+	// nodes: the hard rules count them. Pending counts, per cluster, the
+	// replicas given to it that are not on a node yet: they are placed
+	// first in the cluster's simulation, since they will take their room.
+	Placed  map[string][]Placement
+	Pending map[string]int
 }
 
-// Fits counts the replicas of shape that still fit in a cluster, node by
-// node.
+// Fits counts the replicas of shape that still fit in a cluster's
+// schedulable nodes (Ready, not cordoned or draining), node by node and
+// by capacity alone: it ranks the clusters.
 func (c *Cluster) Fits(shape Resources) int {
 	total := 0
-	for _, f := range c.Free {
-		n := -1
-		for _, d := range [...]Resource{VCPU, Memory, Disk} {
-			if need := shape.Get(d); need > 0 {
-				k := int(max(f.Get(d), 0) / need)
-				if n < 0 || k < n {
-					n = k
-				}
-			}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.State != Ready || n.Cordoned || n.Draining {
+			continue
 		}
-		total += max(n, 0)
+		total += fitCount(shape, n.Free())
 	}
 	return total
+}
+
+// fitCount is how many replicas of shape fit in free.
+func fitCount(shape, f Resources) int {
+	n := -1
+	for _, d := range [...]Resource{VCPU, Memory, Disk} {
+		if need := shape.Get(d); need > 0 {
+			k := int(max(f.Get(d), 0) / need)
+			if n < 0 || k < n {
+				n = k
+			}
+		}
+	}
+	return max(n, 0)
 }
 
 // ClusterAssignment gives replicas to a cluster.
@@ -80,7 +100,11 @@ type ClusterRejection struct {
 	Code    ClusterCode
 	Key     string // the label selector's key, for ClusterLabel
 	Region  string // the cluster's region, for ClusterRegion
-	Fits    int    // for ClusterCapacity
+	// Fits, for ClusterCapacity, is how many more of the set the cluster's
+	// nodes take; Nodes says why not one more (its Class is the
+	// rejection's: waiting helps or not).
+	Fits  int
+	Nodes *Reason
 }
 
 func (r ClusterRejection) String() string {
@@ -94,7 +118,11 @@ func (r ClusterRejection) String() string {
 	case ClusterExcluded:
 		return r.Cluster + " turned them down"
 	default:
-		return fmt.Sprintf("%s fits %d", r.Cluster, r.Fits)
+		// "fits N" says all there is when only free capacity is short.
+		if r.Nodes == nil || len(r.Nodes.Rejections) > 0 && !slices.ContainsFunc(r.Nodes.Rejections, func(j Rejection) bool { return j.Code != CodeInsufficient }) {
+			return fmt.Sprintf("%s fits %d", r.Cluster, r.Fits)
+		}
+		return fmt.Sprintf("%s fits %d (%s)", r.Cluster, r.Fits, r.Nodes)
 	}
 }
 
@@ -130,8 +158,12 @@ func (r *ClusterReason) String() string {
 type ClusterResult struct {
 	// Assignments give the replicas to clusters, in rank order.
 	Assignments []ClusterAssignment
+	// Chosen are, per assigned cluster, the nodes its simulated node stage
+	// chose for the assigned replicas, so that a caller placing several
+	// sets in one pass can count them taken before the next set.
+	Chosen map[string][]Choice
 	// Ranked are the clusters that passed the filters, best first, with
-	// how many replicas fit in each.
+	// how many replicas fit in each by capacity.
 	Ranked []ClusterAssignment
 	// Unplaced replicas found no cluster; Reason says why.
 	Unplaced int
@@ -141,44 +173,69 @@ type ClusterResult struct {
 // PlaceClusters gives a replica set to clusters: filter by region, names and
 // labels; rank by weight (higher first), then by how many replicas of the
 // shape still fit (node by node), then by name; give the whole set to the
-// first cluster that holds it, or, when the policy allows a split, fill the
-// clusters in rank order.
-func PlaceClusters(clusters []Cluster, shape Resources, replicas int, pol ClusterPolicy) ClusterResult {
-	if err := validShape(Request{Shape: shape}); err != nil {
+// first cluster whose nodes take it under the request's node policy (the
+// node stage simulated: hard anti-affinity and spread, names, labels,
+// provider, fit), or, when the policy allows a split, fill the clusters in
+// rank order with what each takes. A cluster no node of which is large
+// enough, or whose hard rules leave no room, refuses the set for good
+// (Unsatisfiable); one short of free capacity refuses it for now
+// (NoCapacity).
+func PlaceClusters(clusters []Cluster, req Request, replicas int, pol ClusterPolicy) ClusterResult {
+	if err := validShape(req); err != nil {
 		return ClusterResult{Unplaced: replicas, Reason: &ClusterReason{Class: Unsatisfiable, Replicas: replicas, Clusters: len(clusters), Invalid: err.Error()}}
 	}
 	var res ClusterResult
 	var rejected []ClusterRejection
+	byName := make(map[string]*Cluster, len(clusters))
 	for i := range clusters {
 		c := &clusters[i]
+		byName[c.Name] = c
 		if j, ok := filterCluster(c, pol); !ok {
 			rejected = append(rejected, j)
 			continue
 		}
-		res.Ranked = append(res.Ranked, ClusterAssignment{Cluster: c.Name, Replicas: c.Fits(shape)})
-	}
-	weight := make(map[string]int, len(clusters))
-	for _, c := range clusters {
-		weight[c.Name] = c.Weight
+		res.Ranked = append(res.Ranked, ClusterAssignment{Cluster: c.Name, Replicas: c.Fits(req.Shape)})
 	}
 	slices.SortFunc(res.Ranked, func(a, b ClusterAssignment) int {
-		return cmp.Or(cmp.Compare(weight[b.Cluster], weight[a.Cluster]), cmp.Compare(b.Replicas, a.Replicas), strings.Compare(a.Cluster, b.Cluster))
+		return cmp.Or(cmp.Compare(byName[b.Cluster].Weight, byName[a.Cluster].Weight), cmp.Compare(b.Replicas, a.Replicas), strings.Compare(a.Cluster, b.Cluster))
 	})
 
-	left := replicas
-	if pol.AllowSplit {
-		for _, r := range res.Ranked {
-			if left == 0 {
-				break
-			}
-			if k := min(r.Replicas, left); k > 0 {
-				res.Assignments = append(res.Assignments, ClusterAssignment{Cluster: r.Cluster, Replicas: k})
-				left -= k
-			}
+	// try simulates the node stage placing k more of the set in a
+	// cluster, after the replicas already given to it.
+	tried := map[string]ClusterRejection{}
+	try := func(name string, k int) []Choice {
+		c := byName[name]
+		r := req
+		r.Existing = pol.Placed[name]
+		pending := pol.Pending[name]
+		got := NewSnapshot(c.Nodes).Place(r, pending+k)
+		chosen := got.Placed[min(pending, len(got.Placed)):]
+		if len(chosen) < k {
+			tried[name] = ClusterRejection{Cluster: name, Code: ClusterCapacity, Fits: len(chosen), Nodes: got.Reason}
 		}
-	} else if i := slices.IndexFunc(res.Ranked, func(r ClusterAssignment) bool { return r.Replicas >= replicas }); i >= 0 && replicas > 0 {
-		res.Assignments = []ClusterAssignment{{Cluster: res.Ranked[i].Cluster, Replicas: replicas}}
-		left = 0
+		return chosen
+	}
+	give := func(name string, chosen []Choice) {
+		res.Assignments = append(res.Assignments, ClusterAssignment{Cluster: name, Replicas: len(chosen)})
+		if res.Chosen == nil {
+			res.Chosen = map[string][]Choice{}
+		}
+		res.Chosen[name] = chosen
+	}
+	left := replicas
+	for _, r := range res.Ranked {
+		if left == 0 {
+			break
+		}
+		chosen := try(r.Cluster, left)
+		switch {
+		case pol.AllowSplit && len(chosen) > 0:
+			give(r.Cluster, chosen)
+			left -= len(chosen)
+		case len(chosen) == left:
+			give(r.Cluster, chosen)
+			left = 0
+		}
 	}
 	if left == 0 {
 		return res
@@ -186,17 +243,15 @@ func PlaceClusters(clusters []Cluster, shape Resources, replicas int, pol Cluste
 	res.Unplaced = left
 	res.Reason = &ClusterReason{Class: Unsatisfiable, Replicas: left, Clusters: len(clusters)}
 	for _, r := range res.Ranked {
-		// A cluster that got a share under a split was full by then.
-		fits := r.Replicas
-		for _, a := range res.Assignments {
-			if a.Cluster == r.Cluster {
-				fits -= a.Replicas
-			}
+		// Every ranked cluster was tried, since replicas are left.
+		j := tried[r.Cluster]
+		if pol.AllowSplit {
+			j.Fits = 0 // it took what it could
 		}
-		rejected = append(rejected, ClusterRejection{Cluster: r.Cluster, Code: ClusterCapacity, Fits: fits})
+		rejected = append(rejected, j)
 	}
 	for _, j := range rejected {
-		if j.Code == ClusterCapacity || j.Code == ClusterExcluded {
+		if j.Code == ClusterExcluded || j.Code == ClusterCapacity && (j.Nodes == nil || j.Nodes.Class == NoCapacity) {
 			res.Reason.Class = NoCapacity
 		}
 	}

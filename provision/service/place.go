@@ -52,17 +52,32 @@ func Clusters(cs []ClusterNodes) []schedule.Cluster {
 // replica that has no cluster yet (in index order) a cluster. Without
 // allow_split, replicas join the cluster the service's other replicas are
 // in; otherwise schedule.PlaceClusters chooses, skipping the clusters in
-// exclude (those that turned the service down). What it gives is taken
-// from clusters' free capacity, so that services placed later in the same
+// exclude (those that turned the service down) and counting the replicas
+// each cluster already has against the hard rules. What it gives is taken
+// from the clusters' nodes, so that services placed later in the same
 // pass see it. The replicas no cluster took are left out of the answer,
 // and reason says why.
 func PlaceReplicas(s *unyov1.RegionService, live []*unyov1.Compute, clusters []schedule.Cluster, shape schedule.Resources, exclude []string) (map[string]string, *schedule.ClusterReason) {
 	var todo []*unyov1.Compute
 	var current string
+	pol := ClusterPolicy(s, exclude)
 	for _, c := range live {
-		if c.GetCluster() == "" {
+		switch {
+		case c.GetCluster() == "":
 			todo = append(todo, c)
-		} else if !slices.Contains(exclude, c.GetCluster()) {
+			continue
+		case c.GetStatus().GetNode() != "":
+			if pol.Placed == nil {
+				pol.Placed = map[string][]schedule.Placement{}
+			}
+			pol.Placed[c.GetCluster()] = append(pol.Placed[c.GetCluster()], schedule.Placement{Node: c.GetStatus().GetNode()})
+		default:
+			if pol.Pending == nil {
+				pol.Pending = map[string]int{}
+			}
+			pol.Pending[c.GetCluster()]++
+		}
+		if !slices.Contains(exclude, c.GetCluster()) {
 			current = c.GetCluster()
 		}
 	}
@@ -70,32 +85,34 @@ func PlaceReplicas(s *unyov1.RegionService, live []*unyov1.Compute, clusters []s
 		return nil, nil
 	}
 	slices.SortFunc(todo, func(a, b *unyov1.Compute) int { return int(a.GetIndex() - b.GetIndex()) })
+	req := schedule.Request{Service: s.GetName(), Shape: shape, Policy: NodePolicy(s), Provider: s.GetSpec().GetCompute().GetProvider()}
 	out := map[string]string{}
 	if current != "" && !s.GetSpec().GetCompute().GetSchedule().GetAllowSplit() {
+		// The set stays together; the cluster's node stage says why when
+		// it cannot take them.
 		for _, c := range todo {
 			out[c.GetName()] = current
 		}
-		take(clusters, current, shape, len(todo))
+		if i := slices.IndexFunc(clusters, func(c schedule.Cluster) bool { return c.Name == current }); i >= 0 {
+			req.Existing = pol.Placed[current]
+			pending := pol.Pending[current]
+			got := schedule.NewSnapshot(clusters[i].Nodes).Place(req, pending+len(todo))
+			Take(&clusters[i], shape, got.Placed[min(pending, len(got.Placed)):])
+		}
 		return out, nil
 	}
-	res := schedule.PlaceClusters(clusters, shape, len(todo), ClusterPolicy(s, exclude))
+	res := schedule.PlaceClusters(clusters, req, len(todo), pol)
 	i := 0
 	for _, a := range res.Assignments {
 		for range a.Replicas {
 			out[todo[i].GetName()] = a.Cluster
 			i++
 		}
-		take(clusters, a.Cluster, shape, a.Replicas)
+	}
+	for j := range clusters {
+		Take(&clusters[j], shape, res.Chosen[clusters[j].Name])
 	}
 	return out, res.Reason
-}
-
-func take(clusters []schedule.Cluster, name string, shape schedule.Resources, n int) {
-	for i := range clusters {
-		if clusters[i].Name == name {
-			Take(&clusters[i], shape, n)
-		}
-	}
 }
 
 // ClusterReasons are a cluster-stage reason as a Compute status carries

@@ -285,26 +285,19 @@ func Schedulable(n schedule.Node) bool {
 	return n.State == schedule.Ready && !n.Cordoned && !n.Draining
 }
 
-// Cluster is a cluster as the cluster stage sees it: the free capacity of
-// each schedulable node.
+// Cluster is a cluster as the cluster stage sees it: its attributes and
+// nodes (copied: the stage counts what it gives in them).
 func Cluster(name string, attrs *unyov1.Cluster, nodes []schedule.Node) schedule.Cluster {
-	c := schedule.Cluster{Name: name, Region: attrs.GetSpec().GetRegion(), Labels: attrs.GetLabels(), Weight: max(int(attrs.GetSpec().GetWeight()), 1)}
-	for _, n := range nodes {
-		if Schedulable(n) {
-			c.Free = append(c.Free, n.Free())
-		}
-	}
-	return c
+	return schedule.Cluster{Name: name, Region: attrs.GetSpec().GetRegion(), Labels: attrs.GetLabels(),
+		Weight: max(int(attrs.GetSpec().GetWeight()), 1), Nodes: slices.Clone(nodes)}
 }
 
-// Take removes n replicas of shape from a cluster's free capacity, first
-// fit node by node, so that the next service of the same pass sees what
-// this one was given.
-func Take(c *schedule.Cluster, shape schedule.Resources, n int) {
-	for i := range c.Free {
-		for n > 0 && shape.Fits(c.Free[i]) {
-			c.Free[i] = c.Free[i].Sub(shape)
-			n--
+// Take counts replicas of shape reserved on the chosen nodes of a cluster,
+// so that the next service of the same pass sees what this one was given.
+func Take(c *schedule.Cluster, shape schedule.Resources, chosen []schedule.Choice) {
+	for _, ch := range chosen {
+		if i := slices.IndexFunc(c.Nodes, func(n schedule.Node) bool { return n.Name == ch.Node }); i >= 0 {
+			c.Nodes[i].Reserved = c.Nodes[i].Reserved.Add(shape)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -120,96 +119,77 @@ func bumpAssignments(ctx context.Context, tx *sql.Tx) (int64, error) {
 func (s *Store) SyncComputes(ctx context.Context, desired []*unyov1.Compute, at time.Time) ([]*unyov1.Compute, error) {
 	var out []*unyov1.Compute
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+computeColumns+" FROM computes ORDER BY name")
-		if err != nil {
-			return err
+		held, err := syncAll(ctx, tx, computeSync{}, desired, timestamppb.New(at))
+		out = make([]*unyov1.Compute, len(held))
+		for i, r := range held {
+			out[i] = r.c
 		}
-		all, err := scanAll(rows, scanCompute)
-		if err != nil {
-			return err
-		}
-		held := make(map[string]computeRow, len(all))
-		for _, r := range all {
-			held[r.c.GetName()] = r
-		}
-		ts := timestamppb.New(at)
-		want := map[string]bool{}
-		for _, d := range desired {
-			want[d.GetName()] = true
-			old, ok := held[d.GetName()]
-			if ok && old.deleting {
-				// Root wants it again while it is being removed: it is
-				// stored anew once the removal is done.
-				continue
-			}
-			c := proto.CloneOf(d)
-			c.UpdatedAt = ts
-			if ok {
-				if proto.Equal(withoutStatus(old.c), withoutStatus(c)) {
-					continue
-				}
-				c.Status, c.CreatedAt, c.Revision = old.c.GetStatus(), old.c.GetCreatedAt(), old.c.GetRevision()+1
-			} else {
-				c.Status = &unyov1.ComputeStatus{Phase: phaseInitializing, UpdatedAt: ts}
-				c.CreatedAt, c.Revision = ts, 1
-			}
-			r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen, next: old.next, nextRevision: old.nextRevision}
-			if ok && !c.GetSurge() && old.next == nil && needsReplacement(old, c) {
-				// A new spec revision for a placed replica, old instance
-				// first; with surge the node stage places the new instance
-				// first (replaceWithSurge).
-				if r, err = replaceInPlace(ctx, tx, r, ts); err != nil {
-					return err
-				}
-				held[d.GetName()] = r
-				continue
-			}
-			if err := writeCompute(ctx, tx, r, r.assignGen); err != nil {
-				return err
-			}
-			held[d.GetName()] = r
-		}
-		for name, r := range held {
-			if want[name] || r.deleting {
-				continue
-			}
-			r.deleting = true
-			r.c.Status = proto.CloneOf(r.c.GetStatus())
-			if r.c.Status == nil {
-				r.c.Status = &unyov1.ComputeStatus{}
-			}
-			r.c.Status.Phase, r.c.Status.Reason, r.c.Status.Message, r.c.Status.Reasons = phaseDeleting, "", "", nil
-			r.c.Status.UpdatedAt = ts
-			gen := r.assignGen
-			if r.assignment != nil {
-				if gen, err = bumpAssignments(ctx, tx); err != nil {
-					return err
-				}
-				r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
-			}
-			if r.next != nil {
-				// The next instance goes too.
-				if gen, err = bumpAssignments(ctx, tx); err != nil {
-					return err
-				}
-				r.next.Desired, r.next.Generation = desiredDeleted, gen
-			}
-			if err := writeCompute(ctx, tx, r, gen); err != nil {
-				return err
-			}
-			held[name] = r
-		}
-		out = make([]*unyov1.Compute, 0, len(held))
-		for _, r := range held {
-			out = append(out, r.c)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sync %d computes: %w", len(desired), err)
 	}
-	slices.SortFunc(out, func(a, b *unyov1.Compute) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	return out, nil
+}
+
+// computeSync is the computes as syncAll sees them.
+type computeSync struct{}
+
+func (computeSync) query() string                      { return "SELECT " + computeColumns + " FROM computes" }
+func (computeSync) scan(r scanner) (computeRow, error) { return scanCompute(r) }
+func (computeSync) name(r computeRow) string           { return r.c.GetName() }
+func (computeSync) deleting(r computeRow) bool         { return r.deleting }
+
+// apply keeps what the cluster maintains (status, creation, the
+// assignment and a next instance) under root's new version; a new spec
+// revision of a placed replica replaces its instance in place, unless
+// the replica is updated with surge (the node stage then places the new
+// instance first: replaceWithSurge).
+func (computeSync) apply(ctx context.Context, tx *sql.Tx, d *unyov1.Compute, old computeRow, ok bool, ts *timestamppb.Timestamp) (computeRow, bool, error) {
+	c := proto.CloneOf(d)
+	c.UpdatedAt = ts
+	if ok {
+		if proto.Equal(withoutStatus(old.c), withoutStatus(c)) {
+			return old, false, nil
+		}
+		c.Status, c.CreatedAt, c.Revision = old.c.GetStatus(), old.c.GetCreatedAt(), old.c.GetRevision()+1
+	} else {
+		c.Status = &unyov1.ComputeStatus{Phase: phaseInitializing, UpdatedAt: ts}
+		c.CreatedAt, c.Revision = ts, 1
+	}
+	r := computeRow{c: c, assignment: old.assignment, assignGen: old.assignGen, next: old.next, nextRevision: old.nextRevision}
+	if ok && !c.GetSurge() && old.next == nil && needsReplacement(old, c) {
+		r, err := replaceInPlace(ctx, tx, r, ts)
+		return r, true, err
+	}
+	return r, true, writeCompute(ctx, tx, r, r.assignGen)
+}
+
+// drop marks a compute Deleting; its instances' assignments (the current
+// and a next one) ask their agents to remove them.
+func (computeSync) drop(ctx context.Context, tx *sql.Tx, r computeRow, ts *timestamppb.Timestamp) (computeRow, bool, error) {
+	r.deleting = true
+	r.c.Status = proto.CloneOf(r.c.GetStatus())
+	if r.c.Status == nil {
+		r.c.Status = &unyov1.ComputeStatus{}
+	}
+	r.c.Status.Phase, r.c.Status.Reason, r.c.Status.Message, r.c.Status.Reasons = phaseDeleting, "", "", nil
+	r.c.Status.UpdatedAt = ts
+	gen := r.assignGen
+	var err error
+	if r.assignment != nil {
+		if gen, err = bumpAssignments(ctx, tx); err != nil {
+			return r, false, err
+		}
+		r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
+	}
+	if r.next != nil {
+		if gen, err = bumpAssignments(ctx, tx); err != nil {
+			return r, false, err
+		}
+		r.next.Desired, r.next.Generation = desiredDeleted, gen
+	}
+	return r, true, writeCompute(ctx, tx, r, gen)
 }
 
 // withoutStatus is c without what the cluster maintains, to tell whether

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -101,95 +99,76 @@ func withoutLBStatus(l *unyov1.Loadbalancer) *unyov1.Loadbalancer {
 func (s *Store) SyncLoadbalancers(ctx context.Context, desired []*unyov1.Loadbalancer, at time.Time) ([]*unyov1.Loadbalancer, error) {
 	var out []*unyov1.Loadbalancer
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+lbColumns+" FROM loadbalancers ORDER BY name")
-		if err != nil {
-			return err
+		held, err := syncAll(ctx, tx, lbSync{}, desired, timestamppb.New(at))
+		out = make([]*unyov1.Loadbalancer, len(held))
+		for i, r := range held {
+			out[i] = r.l
 		}
-		all, err := scanAll(rows, scanLoadbalancer)
-		if err != nil {
-			return err
-		}
-		held := make(map[string]lbRow, len(all))
-		for _, r := range all {
-			held[r.l.GetName()] = r
-		}
-		ts := timestamppb.New(at)
-		want := map[string]bool{}
-		for _, d := range desired {
-			want[d.GetName()] = true
-			old, ok := held[d.GetName()]
-			if ok && old.deleting {
-				continue // stored anew once its removal is done
-			}
-			l := withoutLBStatus(d)
-			l.UpdatedAt = ts
-			if ok {
-				if proto.Equal(withoutLBStatus(old.l), withoutLBStatus(l)) {
-					continue
-				}
-				l.Status, l.CreatedAt, l.Revision = old.l.GetStatus(), old.l.GetCreatedAt(), old.l.GetRevision()+1
-			} else {
-				l.Status = &unyov1.LoadbalancerStatus{Phase: phaseInitializing, UpdatedAt: ts}
-				l.CreatedAt, l.Revision = ts, 1
-			}
-			r := lbRow{l: l, node: old.node, assignment: old.assignment}
-			switch {
-			case r.assignment != nil && r.assignment.GetProvider() != l.GetSpec().GetProvider():
-				// Another provider: placed anew (on a node offering it);
-				// the old node's agent removes what it no longer has.
-				if _, err := bumpAssignments(ctx, tx); err != nil {
-					return err
-				}
-				r.node, r.assignment = "", nil
-				r.l.Status = &unyov1.LoadbalancerStatus{Phase: phaseInitializing, UpdatedAt: ts}
-			case r.assignment != nil && !proto.Equal(r.assignment.GetLoadbalancer(), service.LoadbalancerAssignment(l)):
-				// Backends, ports or health moved: the agent updates the
-				// load balancer in place at the new generation.
-				gen, err := bumpAssignments(ctx, tx)
-				if err != nil {
-					return err
-				}
-				r.assignment = lbAssignment(l, r.node, gen)
-			}
-			if err := writeLoadbalancer(ctx, tx, r); err != nil {
-				return err
-			}
-			held[d.GetName()] = r
-		}
-		for name, r := range held {
-			if want[name] || r.deleting {
-				continue
-			}
-			if r.assignment == nil {
-				// Never placed: nothing to remove on a node.
-				if _, err := tx.ExecContext(ctx, "DELETE FROM loadbalancers WHERE name = $1", name); err != nil {
-					return err
-				}
-				delete(held, name)
-				continue
-			}
-			r.deleting = true
-			r.l.Status = &unyov1.LoadbalancerStatus{Phase: phaseDeleting, Node: r.node, Handle: r.l.GetStatus().GetHandle(), UpdatedAt: ts}
-			gen, err := bumpAssignments(ctx, tx)
-			if err != nil {
-				return err
-			}
-			r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
-			if err := writeLoadbalancer(ctx, tx, r); err != nil {
-				return err
-			}
-			held[name] = r
-		}
-		for _, r := range held {
-			out = append(out, r.l)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sync load balancers: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *unyov1.Loadbalancer) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out, nil
+}
+
+// lbSync is the load balancers as syncAll sees them.
+type lbSync struct{}
+
+func (lbSync) query() string                 { return "SELECT " + lbColumns + " FROM loadbalancers" }
+func (lbSync) scan(r scanner) (lbRow, error) { return scanLoadbalancer(r) }
+func (lbSync) name(r lbRow) string           { return r.l.GetName() }
+func (lbSync) deleting(r lbRow) bool         { return r.deleting }
+
+// apply keeps the status and placement under root's new version: another
+// provider places the load balancer anew (on a node offering it; the old
+// node's agent removes what it no longer has), new backends, ports or
+// health rewrite its assignment for the agent to update it in place.
+func (lbSync) apply(ctx context.Context, tx *sql.Tx, d *unyov1.Loadbalancer, old lbRow, ok bool, ts *timestamppb.Timestamp) (lbRow, bool, error) {
+	l := withoutLBStatus(d)
+	l.UpdatedAt = ts
+	if ok {
+		if proto.Equal(withoutLBStatus(old.l), withoutLBStatus(l)) {
+			return old, false, nil
+		}
+		l.Status, l.CreatedAt, l.Revision = old.l.GetStatus(), old.l.GetCreatedAt(), old.l.GetRevision()+1
+	} else {
+		l.Status = &unyov1.LoadbalancerStatus{Phase: phaseInitializing, UpdatedAt: ts}
+		l.CreatedAt, l.Revision = ts, 1
+	}
+	r := lbRow{l: l, node: old.node, assignment: old.assignment}
+	switch {
+	case r.assignment != nil && r.assignment.GetProvider() != l.GetSpec().GetProvider():
+		if _, err := bumpAssignments(ctx, tx); err != nil {
+			return r, false, err
+		}
+		r.node, r.assignment = "", nil
+		r.l.Status = &unyov1.LoadbalancerStatus{Phase: phaseInitializing, UpdatedAt: ts}
+	case r.assignment != nil && !proto.Equal(r.assignment.GetLoadbalancer(), service.LoadbalancerAssignment(l)):
+		gen, err := bumpAssignments(ctx, tx)
+		if err != nil {
+			return r, false, err
+		}
+		r.assignment = lbAssignment(l, r.node, gen)
+	}
+	return r, true, writeLoadbalancer(ctx, tx, r)
+}
+
+// drop removes a load balancer never placed at once (nothing to remove on
+// a node) and marks a placed one Deleting for its agent to remove.
+func (lbSync) drop(ctx context.Context, tx *sql.Tx, r lbRow, ts *timestamppb.Timestamp) (lbRow, bool, error) {
+	if r.assignment == nil {
+		_, err := tx.ExecContext(ctx, "DELETE FROM loadbalancers WHERE name = $1", r.l.GetName())
+		return r, false, err
+	}
+	r.deleting = true
+	r.l.Status = &unyov1.LoadbalancerStatus{Phase: phaseDeleting, Node: r.node, Handle: r.l.GetStatus().GetHandle(), UpdatedAt: ts}
+	gen, err := bumpAssignments(ctx, tx)
+	if err != nil {
+		return r, false, err
+	}
+	r.assignment.Desired, r.assignment.Generation = desiredDeleted, gen
+	return r, true, writeLoadbalancer(ctx, tx, r)
 }
 
 func (s *Store) ListLoadbalancers(ctx context.Context) ([]*unyov1.Loadbalancer, error) {

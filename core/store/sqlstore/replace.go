@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/store"
 )
 
 // phaseUpdating is the phase of a replica whose instance is being replaced.
@@ -50,7 +51,7 @@ func needsReplacement(r computeRow, next *unyov1.Compute) bool {
 		next.GetSpecRevision() != r.c.GetSpecRevision() && r.c.GetStatus().GetPhase() != phaseUpdating
 }
 
-func (s *Store) RecreateCompute(ctx context.Context, name string, st *unyov1.ComputeStatus) error {
+func (s *Store) RecreateCompute(ctx context.Context, name string, prev, st *unyov1.ComputeStatus) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		r, err := scanCompute(tx.QueryRowContext(ctx, "SELECT "+computeColumns+" FROM computes WHERE name = $1"+s.d.forUpdate, name))
 		if err != nil {
@@ -58,6 +59,9 @@ func (s *Store) RecreateCompute(ctx context.Context, name string, st *unyov1.Com
 		}
 		if r.assignment == nil || r.deleting {
 			return sql.ErrNoRows
+		}
+		if !proto.Equal(r.c.GetStatus(), prev) {
+			return store.ErrStatusChanged
 		}
 		gen, err := bumpAssignments(ctx, tx)
 		if err != nil {

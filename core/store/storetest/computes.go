@@ -231,6 +231,18 @@ func computeTests() []contractTest {
 		{"LedgerOpensAndClosesOneRow", func(t *testing.T, s store.Store) {
 			ledgerReserveAndRelease(t, s, s)
 		}},
+		{"AssignmentsCounterStartsAtOne", func(t *testing.T, s store.Store) {
+			// 0 is an agent's "never fetched", which the long poll answers
+			// at once; a cluster that never assigned anything answers 1,
+			// on which the agent's next fetch waits.
+			gen, err := s.AssignmentsGeneration(ctx(t))
+			must(t, err)
+			_, listed, err := s.ListAssignments(ctx(t), "n1")
+			must(t, err)
+			if gen != 1 || listed != 1 {
+				t.Fatalf("a new store's assignments generation is %d (listed %d), want 1", gen, listed)
+			}
+		}},
 		{"SwapComputeStatusRefusesAChangedStatus", func(t *testing.T, s store.Store) {
 			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 4)))
 			c := compute("web", 0)

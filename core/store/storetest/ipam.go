@@ -213,6 +213,11 @@ func RunReplicas(t *testing.T, open func(t *testing.T) (store.Store, store.Store
 		a, b := open(t)
 		racePlacements(t, []store.Store{a, b}, 5)
 	})
+	t.Run("RacingRecreates", func(t *testing.T) {
+		t.Parallel()
+		a, b := open(t)
+		raceRecreates(t, a, b)
+	})
 	t.Run("LedgerSurvivesARestart", func(t *testing.T) {
 		t.Parallel()
 		// b is the database as a restarted process finds it.

@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -95,12 +98,17 @@ func replaceTests() []contractTest {
 			must(t, s.UpsertNode(ctx(t), schedNode("n1", "r1", 4)))
 			_, err := s.SyncComputes(ctx(t), []*unyov1.Compute{compute("db", 0), compute("db", 1)}, t0)
 			must(t, err)
-			if err := s.RecreateCompute(ctx(t), "db-0", &unyov1.ComputeStatus{Phase: "Updating"}); err == nil {
+			if err := s.RecreateCompute(ctx(t), "db-0", nil, &unyov1.ComputeStatus{Phase: "Updating"}); err == nil {
 				t.Fatal("re-created a compute that was never placed")
 			}
 			must2(t)(reserve(t, s, compute("db", 0), "n1", schedule.Policy{}))
 			must2(t)(reserve(t, s, compute("db", 1), "n1", schedule.Policy{}))
-			must(t, s.RecreateCompute(ctx(t), "db-0", &unyov1.ComputeStatus{Phase: "Updating", Node: "n1"}))
+			placed, err := s.GetCompute(ctx(t), "db-0")
+			must(t, err)
+			if err := s.RecreateCompute(ctx(t), "db-0", &unyov1.ComputeStatus{Phase: "Failed"}, &unyov1.ComputeStatus{Phase: "Updating", Node: "n1"}); !errors.Is(err, store.ErrStatusChanged) {
+				t.Fatalf("re-create decided on a status that is not the stored one: %v, want ErrStatusChanged", err)
+			}
+			must(t, s.RecreateCompute(ctx(t), "db-0", placed.GetStatus(), &unyov1.ComputeStatus{Phase: "Updating", Node: "n1"}))
 			as, _, err := s.ListAssignments(ctx(t), "n1")
 			must(t, err)
 			if len(as) != 2 || as[0].GetDesired() != "deleted" || as[1].GetDesired() != "running" {
@@ -135,5 +143,70 @@ func replaceTests() []contractTest {
 				t.Errorf("n1 still has %d vCPUs reserved", cpus)
 			}
 		}},
+	}
+}
+
+// raceRecreates has two controllers (one store handle each on one
+// database) decide a re-create of the same failed compute from the status
+// they both read, while an agent's report moves it on: every round exactly
+// one re-create lands, or none when the report came first, and none
+// lands on a status it did not decide on.
+func raceRecreates(t *testing.T, a, b store.Store) {
+	must(t, a.UpsertNode(ctx(t), schedNode("n1", "r1", 4)))
+	_, err := a.SyncComputes(ctx(t), []*unyov1.Compute{compute("db", 0)}, t0)
+	must(t, err)
+	must2(t)(reserve(t, a, compute("db", 0), "n1", schedule.Policy{}))
+	for round := range 20 {
+		failed := &unyov1.ComputeStatus{Phase: "Failed", Node: "n1", Message: fmt.Sprintf("round %d", round)}
+		must(t, a.SetComputeStatus(ctx(t), "db-0", failed))
+		read, err := b.GetCompute(ctx(t), "db-0")
+		must(t, err)
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i, s := range []store.Store{a, b} {
+			wg.Go(func() {
+				errs[i] = s.RecreateCompute(ctx(t), "db-0", read.GetStatus(), &unyov1.ComputeStatus{Phase: "Updating", Node: "n1", Message: fmt.Sprintf("writer %d", i)})
+			})
+		}
+		if round%2 == 1 {
+			// An agent reports the instance running meanwhile.
+			wg.Go(func() {
+				errs[2] = a.SetComputeStatus(ctx(t), "db-0", &unyov1.ComputeStatus{Phase: "Active", Node: "n1"})
+			})
+		}
+		wg.Wait()
+		must(t, errs[2])
+		landed := 0
+		for _, err := range errs[:2] {
+			switch {
+			case err == nil:
+				landed++
+			case !errors.Is(err, store.ErrStatusChanged):
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		got, err := a.GetCompute(ctx(t), "db-0")
+		must(t, err)
+		switch phase := got.GetStatus().GetPhase(); {
+		case landed > 1:
+			t.Fatalf("round %d: %d re-creates landed on one read status", round, landed)
+		case landed == 0 && round%2 == 0:
+			t.Fatalf("round %d: no re-create landed without a competing report", round)
+		case phase == "Updating" && landed != 1, phase == "Failed":
+			t.Fatalf("round %d: status %v with %d re-creates landed", round, got.GetStatus(), landed)
+		}
+		// Back to a running instance for the next round.
+		as, _, err := a.ListAssignments(ctx(t), "n1")
+		must(t, err)
+		if len(as) != 1 || (landed == 1) != (as[0].GetDesired() == "deleted") {
+			t.Fatalf("round %d: assignments %v after %d re-creates", round, as, landed)
+		}
+		if landed == 1 {
+			ok, err := a.ReleaseCompute(ctx(t), "db-0", "n1", true, &unyov1.ComputeStatus{Phase: "Initializing"})
+			if err != nil || !ok {
+				t.Fatalf("round %d: release: %v, %v", round, ok, err)
+			}
+			must2(t)(reserve(t, a, compute("db", 0), "n1", schedule.Policy{}))
+		}
 	}
 }
