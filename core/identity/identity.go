@@ -42,11 +42,13 @@ const cacheTTL = 5 * time.Second
 // maxCached bounds the cache; it starts over when full.
 const maxCached = 100_000
 
-// recheckEvery is how often the cache verifies again, in one read, the
-// credentials it holds that were used lately, before cacheTTL runs out:
-// an agent heartbeating every 10 s then finds its credential verified
-// (at most cacheTTL ago) on every call, where each call read the store.
-const recheckEvery = time.Second
+// recheckEvery is how often the cache verifies again, in one read per
+// credential kind, the credentials it holds, well before cacheTTL runs
+// out: an agent heartbeating every 10 s then finds its credential
+// verified (at most cacheTTL ago) on every call, where each call read the
+// store. Reading every credential of a kind (50,000 nodes' in 0.1 s) costs
+// less than looking up the ones in use by hash.
+const recheckEvery = 2 * time.Second
 
 // keepUnused is how long an entry nobody presents is still verified
 // again; after it, it is dropped and its next use reads the store.
@@ -141,11 +143,12 @@ func (c *principalCache) maintain(ctx context.Context, st store.Credentials, now
 	}
 }
 
-// recheck looks up again, in one read, the entries used within
-// keepUnused, drops the others and those the store no longer holds, and
-// marks the rest verified as of now (when the read begins). An entry a
-// Forget removed meanwhile stays removed. A failed read changes nothing:
-// the entries run out after cacheTTL, and each call then reads the store.
+// recheck reads again the credentials of the kinds the cache holds, drops
+// the entries not used within keepUnused and those the store no longer
+// holds, and marks the rest verified as of now (before the reads begin).
+// An entry a Forget removed meanwhile stays removed. A failed read changes
+// nothing: the entries run out after cacheTTL, and each call then reads
+// the store.
 func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now time.Time) {
 	defer func() {
 		c.mu.Lock()
@@ -153,53 +156,37 @@ func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now 
 		c.mu.Unlock()
 	}()
 	c.mu.Lock()
-	var hashes []string
-	seen := map[string]bool{}
+	kinds := map[string]bool{}
 	for k, e := range c.cached {
 		if now.Sub(e.used) > keepUnused {
 			delete(c.cached, k)
 			continue
 		}
-		if !seen[e.hash] {
-			seen[e.hash] = true
-			hashes = append(hashes, e.hash)
-		}
+		kinds[e.kind] = true
 	}
 	since := c.forgets
 	c.mu.Unlock()
-	if len(hashes) == 0 {
-		return
-	}
-	creds, err := st.LookupCredentials(ctx, hashes)
-	if err != nil {
-		return
-	}
 	type held struct{ kind, name, hash string }
-	still := make(map[held]bool, len(creds))
-	for _, sc := range creds {
-		still[held{sc.Kind, sc.Name, sc.Hash}] = true
+	still := map[held]bool{}
+	for kind := range kinds {
+		creds, err := st.ListCredentials(ctx, kind)
+		if err != nil {
+			return
+		}
+		for _, sc := range creds {
+			still[held{sc.Kind, sc.Name, sc.Hash}] = true
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forgets != since {
-		// A Forget came in between: what this read found of it may be
-		// from before, so only what it no longer holds is used.
-		for k, e := range c.cached {
-			if !still[held{e.kind, e.p.Name, e.hash}] {
-				delete(c.cached, k)
-			}
-		}
-		return
-	}
 	for k, e := range c.cached {
 		switch {
-		case !seen[e.hash]: // put after the read began: verified by its own
-		case still[held{e.kind, e.p.Name, e.hash}]:
-			if now.After(e.verified) {
-				e.verified = now
-			}
-		default:
+		case !still[held{e.kind, e.p.Name, e.hash}]:
 			delete(c.cached, k)
+		case c.forgets == since && kinds[e.kind] && now.After(e.verified):
+			// Not when a Forget came in between: what the reads found of
+			// it may be from before.
+			e.verified = now
 		}
 	}
 }

@@ -90,10 +90,6 @@ type Credentials interface {
 	// one; root and a cluster sharing a database, as in unyo dev, both keep
 	// root's token).
 	LookupCredential(ctx context.Context, hash string) ([]Credential, error)
-	// LookupCredentials is LookupCredential for many hashes in one read
-	// (a server verifying again the credentials it remembers): every
-	// credential whose hash is one of hashes, in no particular order.
-	LookupCredentials(ctx context.Context, hashes []string) ([]Credential, error)
 	// GetCredential returns the credential of kind and name; ErrNotFound if none.
 	GetCredential(ctx context.Context, kind, name string) (Credential, error)
 	// DeleteCredential revokes the credential of kind and name; no error

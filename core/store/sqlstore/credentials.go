@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/unyo-ops/unyo/core/store"
@@ -77,38 +75,6 @@ func (s *Store) LookupCredential(ctx context.Context, hash string) ([]store.Cred
 		return nil, fmt.Errorf("look up a credential: %w", err)
 	}
 	return creds, nil
-}
-
-// lookupChunk is how many hashes one query of LookupCredentials binds,
-// well under every backend's limit of parameters.
-const lookupChunk = 500
-
-// LookupCredentials returns the credentials with any of these hashes.
-func (s *Store) LookupCredentials(ctx context.Context, hashes []string) ([]store.Credential, error) {
-	var out []store.Credential
-	for chunk := range slices.Chunk(hashes, lookupChunk) {
-		var q strings.Builder
-		q.WriteString("SELECT " + credentialColumns + " FROM credentials WHERE hash IN (")
-		args := make([]any, len(chunk))
-		for i, h := range chunk {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			fmt.Fprintf(&q, "$%d", i+1)
-			args[i] = h
-		}
-		q.WriteByte(')')
-		rows, err := s.r.QueryContext(ctx, q.String(), args...)
-		if err != nil {
-			return nil, fmt.Errorf("look up %d credentials: %w", len(hashes), err)
-		}
-		creds, err := scanAll(rows, scanCredential)
-		if err != nil {
-			return nil, fmt.Errorf("look up %d credentials: %w", len(hashes), err)
-		}
-		out = append(out, creds...)
-	}
-	return out, nil
 }
 
 // GetCredential returns the credential of kind and name.

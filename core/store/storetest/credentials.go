@@ -2,8 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/unyo-ops/unyo/core/api/unyov1"
@@ -22,30 +20,6 @@ func credentialTests() []contractTest {
 			must(t, err)
 			if len(got) != 1 || got[0].Kind != store.CredNode || got[0].Name != "web1" || got[0].CreatedAt.IsZero() {
 				t.Errorf("lookup h2 = %+v", got)
-			}
-		}},
-		{"LookupManyFindsThoseThatExist", func(t *testing.T, s store.Store) {
-			// More hashes than one query binds, most of them unknown.
-			var hashes []string
-			for i := range 1200 {
-				hashes = append(hashes, fmt.Sprintf("h%04d", i))
-			}
-			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web1", Hash: "h0007"}))
-			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web2", Hash: "h1100"}))
-			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredRoot, Name: "root", Hash: "h1100"}))
-			must(t, s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web3", Hash: "elsewhere"}))
-			got, err := s.LookupCredentials(ctx(t), hashes)
-			must(t, err)
-			var found []string
-			for _, c := range got {
-				found = append(found, c.Kind+"/"+c.Name+"="+c.Hash)
-			}
-			slices.Sort(found)
-			if want := []string{"node/web1=h0007", "node/web2=h1100", "root/root=h1100"}; !slices.Equal(found, want) {
-				t.Errorf("LookupCredentials = %v, want %v", found, want)
-			}
-			if got, err := s.LookupCredentials(ctx(t), nil); err != nil || len(got) != 0 {
-				t.Errorf("LookupCredentials(none) = %v, %v", got, err)
 			}
 		}},
 		{"AddRefusesExisting", func(t *testing.T, s store.Store) {
