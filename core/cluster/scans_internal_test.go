@@ -101,3 +101,51 @@ func TestPerSecondLoopsReadOnlyNodesToActOn(t *testing.T) {
 		t.Errorf("ready-000 cordoned")
 	}
 }
+
+// BenchmarkPerSecondLoops: one pass of the automatic cordon and of the node
+// stage's replacements over 10,000 Ready nodes without computes (each runs
+// every second on the lease holder), beside "every-node", the ListNodes
+// each of them made before.
+func BenchmarkPerSecondLoops(b *testing.B) {
+	ctx := context.Background()
+	sq, err := sqlstore.OpenSQLite(ctx, filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sq.Close()
+	now := time.Now()
+	for i := range 10000 {
+		n := &unyov1.Node{Name: fmt.Sprintf("sim-%05d", i), State: unyov1.NodeState_NODE_STATE_READY, LastHeartbeat: timestamppb.New(now),
+			Labels: map[string]string{"sim": "yes"}, Capacity: &unyov1.Capacity{Cpus: 8, MemoryBytes: 32 << 30}}
+		if err := sq.UpsertNode(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := New(sq, Options{Name: "c1", Replica: "r1", HeartbeatInterval: time.Second, AutoCordonAfter: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	auto, stage := newAutoNodes(c), newNodeStage(c)
+	b.Run("auto-nodes", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := auto.pass(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("replacements", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := stage.replacements(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("every-node", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := sq.ListNodes(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
