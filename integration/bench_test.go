@@ -159,7 +159,9 @@ func BenchmarkHeartbeats50kAgents(b *testing.B) {
 
 // heartbeatLoad registers nodes simulated agents (each sending its first
 // heartbeat at once, as an agent does), then sends each node a heartbeat
-// every 10 s for window. It reports the cluster process's CPU (cores; per
+// every 10 s for window. As agents do, each enrols with the join token and
+// then presents its node's own credential, which the cluster verifies on
+// every call. It reports the cluster process's CPU (cores; per
 // heartbeat; and at the full rate, which a loaded machine's senders may
 // not hold), the rate held, failures, and the nodes that turned Stale during the window
 // from a late heartbeat: a Stale event stamped after stale_after (30 s)
@@ -167,7 +169,7 @@ func BenchmarkHeartbeats50kAgents(b *testing.B) {
 // from the registration before.
 func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 	const interval, staleAfter = 10 * time.Second, 30 * time.Second
-	p, url := startClusterProcess(b)
+	p, url := startClusterProcess(b, "UNYO_SERVER_ADMIN_TOKENS="+adminToken, "UNYO_SERVER_JOIN_TOKENS="+joinToken)
 	// Agents hold a connection each; a client keeps 16 idle, so the
 	// senders share several clients rather than reconnecting. Each sender
 	// waits for its answer: 256 of them hold 5,000/s with calls of up to
@@ -183,6 +185,7 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 		clients[i] = c
 	}
 	name := func(i int) string { return fmt.Sprintf("sim-%05d", i) }
+	tokens := make([]string, nodes) // each node's own credential
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	names := make(chan int)
@@ -197,8 +200,14 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 				// a machine loaded enough for a call to time out.
 				var err error
 				for range 5 {
-					if _, err = c.Agent.Register(ctx, connect.NewRequest(&unyov1.RegisterRequest{Node: n})); err == nil {
-						_, err = c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i)}))
+					reg := connect.NewRequest(&unyov1.RegisterRequest{Node: n})
+					reg.Header().Set("Authorization", "Bearer "+joinToken)
+					var resp *connect.Response[unyov1.RegisterResponse]
+					if resp, err = c.Agent.Register(ctx, reg); err == nil {
+						tokens[i] = resp.Msg.GetNodeToken()
+						beat := connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i)})
+						beat.Header().Set("Authorization", "Bearer "+tokens[i])
+						_, err = c.Agent.Heartbeat(ctx, beat)
 					}
 					if err == nil {
 						break
@@ -227,8 +236,11 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 			defer wg.Done()
 			c := clients[w/perClient]
 			for i := range jobs {
-				// As an agent's after its first: plugins unchanged.
-				_, err := c.Agent.Heartbeat(ctx, connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i), PluginsUnchanged: true}))
+				// As an agent's after its first: plugins and providers
+				// unchanged.
+				beat := connect.NewRequest(&unyov1.HeartbeatRequest{Node: name(i), PluginsUnchanged: true, ProvidersUnchanged: true})
+				beat.Header().Set("Authorization", "Bearer "+tokens[i])
+				_, err := c.Agent.Heartbeat(ctx, beat)
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -263,9 +275,9 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 	b.ReportMetric(float64(failed.Load()), "failed")
 
 	// The newest 10,000 liveness events (the most one request returns).
-	resp, err := clients[0].Events.ListEvents(ctx, connect.NewRequest(&unyov1.ListEventsRequest{
-		Check: "node-liveness", History: true, Limit: 10000,
-	}))
+	list := connect.NewRequest(&unyov1.ListEventsRequest{Check: "node-liveness", History: true, Limit: 10000})
+	list.Header().Set("Authorization", "Bearer "+adminToken)
+	resp, err := clients[0].Events.ListEvents(ctx, list)
 	if err != nil {
 		b.Fatal(err)
 	}

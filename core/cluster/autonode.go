@@ -11,6 +11,7 @@ import (
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/cluster/ingest"
 	"github.com/unyo-ops/unyo/core/rbac"
+	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/provision/replace"
 )
 
@@ -71,8 +72,15 @@ func afterString(d time.Duration) string {
 	return d.String()
 }
 
+// pass acts on the nodes that need it. Only a node not Ready may be
+// cordoned or drained, and only one unyo cordoned may be uncordoned (its
+// auto state says so), so those are all it reads: every second, the rest
+// of a large fleet, Ready, would cost decoding every node for nothing.
+// readySince is kept for these nodes only; a node unyo has not cordoned
+// needs none, and a node turns not Ready before unyo cordons it, which
+// resets it.
 func (a *autoNodes) pass(ctx context.Context) error {
-	nodes, err := a.c.store.ListNodes(ctx)
+	nodes, err := a.c.store.ListNodesMatching(ctx, store.NodeFilter{NotReady: true, Auto: true})
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,15 @@ func (s *nodeStage) replacements(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.c.store.ListNodes(ctx)
+	var nodes []*unyov1.Node
+	if len(computes) == 0 {
+		// Nothing to place or replace: the drains to end are all there
+		// is, and only their nodes are read (not a whole fleet's, every
+		// second).
+		nodes, err = s.c.store.ListNodesMatching(ctx, store.NodeFilter{Draining: true})
+	} else {
+		nodes, err = s.c.store.ListNodes(ctx)
+	}
 	if err != nil {
 		return err
 	}

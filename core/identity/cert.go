@@ -43,6 +43,7 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 	sum := sha256.Sum256(leaf.Raw)
 	key := hex.EncodeToString(sum[:])
 	now := time.Now()
+	a.cache.maintain(ctx, a.st, now)
 	if p, ok := a.cache.get(key, now); ok {
 		return p, nil
 	}
@@ -54,6 +55,7 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 		return server.Principal{}, fmt.Errorf("the client certificate's CN %q is not a node name: %w", node, err)
 	}
 	serial := Serial(leaf)
+	since := a.cache.mark()
 	cur, err := a.st.GetCredential(ctx, store.CredNodeCert, node)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -64,7 +66,8 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 		return server.Principal{}, fmt.Errorf("certificate serial %s of node %q was revoked or replaced (its current certificate has serial %s)", serial, node, cur.Hash)
 	}
 	p := server.Principal{Kind: server.KindNode, Name: node}
-	a.cache.put(key, p, now)
+	// The store keeps a node's current serial as its credential's hash.
+	a.cache.put(key, cachedPrincipal{p: p, hash: serial, kind: store.CredNodeCert, verified: now}, since)
 	return p, nil
 }
 

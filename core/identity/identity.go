@@ -42,6 +42,155 @@ const cacheTTL = 5 * time.Second
 // maxCached bounds the cache; it starts over when full.
 const maxCached = 100_000
 
+// recheckEvery is how often the cache verifies again, in one read per
+// credential kind, the credentials it holds, well before cacheTTL runs
+// out: an agent heartbeating every 10 s then finds its credential
+// verified (at most cacheTTL ago) on every call, where each call read the
+// store. Reading every credential of a kind (50,000 nodes' in 0.1 s) costs
+// less than looking up the ones in use by hash.
+const recheckEvery = 2 * time.Second
+
+// keepUnused is how long an entry nobody presents is still verified
+// again; after it, it is dropped and its next use reads the store.
+const keepUnused = time.Minute
+
+// principalCache remembers recognised credentials so that not every call
+// reads the store, without letting one work longer than cacheTTL after it
+// was revoked: an entry is trusted for cacheTTL after it was last found in
+// the store, and the entries used within keepUnused are looked up again
+// together every recheckEvery (maintain), well before that runs out.
+type principalCache struct {
+	mu     sync.Mutex
+	cached map[string]*cachedPrincipal
+	// forgets counts Forget calls, so that a lookup that raced with one
+	// does not put back what it removed.
+	forgets uint64
+	// checking is set while a recheck runs; lastCheck is when the latest
+	// began.
+	checking  bool
+	lastCheck time.Time
+}
+
+type cachedPrincipal struct {
+	p server.Principal
+	// hash and kind are what the store must still hold for p: the
+	// credential of this stored kind and p's name with this hash.
+	hash, kind string
+	// verified is when the store last had it (when that read began);
+	// used when it was last presented.
+	verified, used time.Time
+}
+
+func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.cached[key]
+	if !ok || now.Sub(e.verified) >= cacheTTL {
+		return server.Principal{}, false
+	}
+	e.used = now
+	return e.p, true
+}
+
+// mark is the state a lookup starts from, for put.
+func (c *principalCache) mark() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgets
+}
+
+// put remembers p, found in the store by a read that began at verified
+// (after mark returned since), unless a Forget came in between.
+func (c *principalCache) put(key string, e cachedPrincipal, since uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forgets != since {
+		return
+	}
+	if c.cached == nil || len(c.cached) >= maxCached {
+		c.cached = map[string]*cachedPrincipal{}
+	}
+	e.used = e.verified
+	c.cached[key] = &e
+}
+
+func (c *principalCache) forget(kind server.Kind, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgets++
+	for k, e := range c.cached {
+		if e.p.Kind == kind && e.p.Name == name {
+			delete(c.cached, k)
+		}
+	}
+}
+
+// maintain starts a recheck in the background when one is due and none
+// runs; callers never wait for it.
+func (c *principalCache) maintain(ctx context.Context, st store.Credentials, now time.Time) {
+	c.mu.Lock()
+	due := !c.checking && len(c.cached) > 0 && now.Sub(c.lastCheck) >= recheckEvery
+	if due {
+		c.checking, c.lastCheck = true, now
+	}
+	c.mu.Unlock()
+	if due {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTTL)
+			defer cancel()
+			c.recheck(ctx, st, now)
+		}()
+	}
+}
+
+// recheck reads again the credentials of the kinds the cache holds, drops
+// the entries not used within keepUnused and those the store no longer
+// holds, and marks the rest verified as of now (before the reads begin).
+// An entry a Forget removed meanwhile stays removed. A failed read changes
+// nothing: the entries run out after cacheTTL, and each call then reads
+// the store.
+func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now time.Time) {
+	defer func() {
+		c.mu.Lock()
+		c.checking = false
+		c.mu.Unlock()
+	}()
+	c.mu.Lock()
+	kinds := map[string]bool{}
+	for k, e := range c.cached {
+		if now.Sub(e.used) > keepUnused {
+			delete(c.cached, k)
+			continue
+		}
+		kinds[e.kind] = true
+	}
+	since := c.forgets
+	c.mu.Unlock()
+	type held struct{ kind, name, hash string }
+	still := map[held]bool{}
+	for kind := range kinds {
+		creds, err := st.ListCredentials(ctx, kind)
+		if err != nil {
+			return
+		}
+		for _, sc := range creds {
+			still[held{sc.Kind, sc.Name, sc.Hash}] = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.cached {
+		switch {
+		case !still[held{e.kind, e.p.Name, e.hash}]:
+			delete(c.cached, k)
+		case c.forgets == since && kinds[e.kind] && now.After(e.verified):
+			// Not when a Forget came in between: what the reads found of
+			// it may be from before.
+			e.verified = now
+		}
+	}
+}
+
 // Authenticator recognises the tokens a store keeps hashes of, as
 // server.Authenticator, for the credential kinds it maps to principals.
 type Authenticator struct {
@@ -50,47 +199,6 @@ type Authenticator struct {
 	kinds map[string]server.Kind
 
 	cache principalCache // by hash
-}
-
-// principalCache remembers recognised credentials for cacheTTL, so that
-// not every call reads the store.
-type principalCache struct {
-	mu     sync.Mutex
-	cached map[string]cachedPrincipal
-}
-
-type cachedPrincipal struct {
-	p  server.Principal
-	at time.Time
-}
-
-func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.cached[key]
-	if !ok || now.Sub(e.at) >= cacheTTL {
-		return server.Principal{}, false
-	}
-	return e.p, true
-}
-
-func (c *principalCache) put(key string, p server.Principal, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cached == nil || len(c.cached) >= maxCached {
-		c.cached = map[string]cachedPrincipal{}
-	}
-	c.cached[key] = cachedPrincipal{p: p, at: now}
-}
-
-func (c *principalCache) forget(kind server.Kind, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.cached {
-		if e.p.Kind == kind && e.p.Name == name {
-			delete(c.cached, k)
-		}
-	}
 }
 
 // NewAuthenticator returns an authenticator of the stored credentials of the
@@ -106,9 +214,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 	}
 	h := Hash(cred.Token)
 	now := time.Now()
+	a.cache.maintain(ctx, a.st, now)
 	if p, ok := a.cache.get(h, now); ok {
 		return p, nil
 	}
+	since := a.cache.mark()
 	creds, err := a.st.LookupCredential(ctx, h)
 	if err != nil {
 		return server.Principal{}, connect.NewError(connect.CodeUnavailable, fmt.Errorf("cannot check the credential now (the state store failed); retry: %w", err))
@@ -119,7 +229,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 			continue
 		}
 		p := server.Principal{Kind: kind, Name: sc.Name}
-		a.cache.put(h, p, now)
+		a.cache.put(h, cachedPrincipal{p: p, hash: h, kind: sc.Kind, verified: now}, since)
 		return p, nil
 	}
 	return server.Principal{}, server.ErrNotMine

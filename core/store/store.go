@@ -129,6 +129,20 @@ type NodeBeat struct {
 	LastHeartbeat time.Time // zero before the first heartbeat
 }
 
+// NodeFilter selects the nodes ListNodesMatching returns: those for which
+// any of its set conditions holds (none set: no node). The cluster's
+// per-second loops read only the few nodes they may act on this way, not
+// every node of a 50,000-node fleet.
+type NodeFilter struct {
+	// NotReady: the node's state is not Ready.
+	NotReady bool
+	// Auto: the node has automatic cordon and drain settings or state of
+	// its own (SetNodeAuto).
+	Auto bool
+	// Draining: a drain of the node is under way (its phase is Draining).
+	Draining bool
+}
+
 // Nodes are the machines whose agents report to a cluster.
 type Nodes interface {
 	// UpsertNode registers a node or updates its description, keeping
@@ -152,6 +166,9 @@ type Nodes interface {
 	SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (changed bool, err error)
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
+	// ListNodesMatching returns the nodes f selects, sorted by name, as
+	// ListNodes has them.
+	ListNodesMatching(ctx context.Context, f NodeFilter) ([]*unyov1.Node, error)
 	// ListNodeBeats returns nodes' liveness columns only, sorted by name:
 	// what the liveness judge reads every second, without decoding each
 	// node's description. With lateBefore zero it lists every node;

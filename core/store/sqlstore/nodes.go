@@ -252,6 +252,37 @@ func (s *Store) ListNodes(ctx context.Context) ([]*unyov1.Node, error) {
 	return nodes, nil
 }
 
+// ListNodesMatching returns the nodes f selects, sorted by name. The filter
+// runs in the database, so the rows not selected are never decoded.
+func (s *Store) ListNodesMatching(ctx context.Context, f store.NodeFilter) ([]*unyov1.Node, error) {
+	var (
+		or   []string
+		args []any
+	)
+	if f.NotReady {
+		args = append(args, int32(unyov1.NodeState_NODE_STATE_READY))
+		or = append(or, fmt.Sprintf("state <> $%d", len(args)))
+	}
+	if f.Auto {
+		or = append(or, "auto IS NOT NULL")
+	}
+	if f.Draining {
+		or = append(or, "draining <> 0")
+	}
+	if len(or) == 0 {
+		return nil, nil
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE "+strings.Join(or, " OR ")+" ORDER BY name", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes, err := scanAll(rows, scanNode)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return nodes, nil
+}
+
 // ListNodeBeats returns the name, state and last heartbeat of every node
 // (lateBefore zero) or of those not Ready or silent since before
 // lateBefore, sorted by name, without decoding the bodies. The filter runs

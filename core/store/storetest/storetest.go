@@ -220,6 +220,47 @@ func nodeTests() []contractTest {
 				t.Errorf("ListNodes order = %s, want %s", got, want)
 			}
 		}},
+		{"ListNodesMatching", func(t *testing.T, s store.Store) {
+			ready := func(name string) {
+				n := node(name)
+				n.State = unyov1.NodeState_NODE_STATE_READY
+				must(t, s.UpsertNode(ctx(t), n))
+			}
+			for _, name := range []string{"ready", "auto", "draining", "drained"} {
+				ready(name)
+			}
+			must(t, s.UpsertNode(ctx(t), node("new"))) // no state yet: not Ready
+			down := node("down")
+			down.State = unyov1.NodeState_NODE_STATE_DOWN
+			must(t, s.UpsertNode(ctx(t), down))
+			must(t, s.SetNodeAuto(ctx(t), "auto", &unyov1.NodeAuto{Cordoned: true}))
+			must(t, s.SetNodeDrain(ctx(t), "draining", &unyov1.NodeDrain{Phase: store.DrainPhaseDraining}))
+			must(t, s.SetNodeDrain(ctx(t), "drained", &unyov1.NodeDrain{Phase: "Drained"}))
+			for _, tc := range []struct {
+				f    store.NodeFilter
+				want string
+			}{
+				{store.NodeFilter{}, ""},
+				{store.NodeFilter{NotReady: true}, "down new"},
+				{store.NodeFilter{Auto: true}, "auto"},
+				{store.NodeFilter{Draining: true}, "draining"},
+				{store.NodeFilter{NotReady: true, Auto: true}, "auto down new"},
+				{store.NodeFilter{NotReady: true, Auto: true, Draining: true}, "auto down draining new"},
+			} {
+				nodes, err := s.ListNodesMatching(ctx(t), tc.f)
+				must(t, err)
+				var names []string
+				for _, n := range nodes {
+					names = append(names, n.GetName())
+					if !proto.Equal(n, getNode(t, s, n.GetName())) {
+						t.Errorf("ListNodesMatching(%+v): node %s differs from GetNode's", tc.f, n.GetName())
+					}
+				}
+				if got := strings.Join(names, " "); got != tc.want {
+					t.Errorf("ListNodesMatching(%+v) = %q, want %q", tc.f, got, tc.want)
+				}
+			}
+		}},
 		{"TouchNodes", func(t *testing.T, s store.Store) {
 			for name, state := range map[string]unyov1.NodeState{
 				"new":   unyov1.NodeState_NODE_STATE_UNSPECIFIED,
