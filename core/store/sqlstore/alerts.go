@@ -145,23 +145,24 @@ func (s *Store) activeAlerts(ctx context.Context, st *stmtCache, keys []string) 
 	if err != nil {
 		return nil, fmt.Errorf("read alerts: %w", err)
 	}
-	defer rows.Close()
-	active := make(map[string]*unyov1.Alert, len(keys))
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("read alerts: %w", err)
-		}
-		a, err := decodeAlert(body)
-		if err != nil {
-			return nil, err
-		}
-		active[a.GetKey()] = a
-	}
-	if err := rows.Err(); err != nil {
+	as, err := scanAll(rows, scanAlert)
+	if err != nil {
 		return nil, fmt.Errorf("read alerts: %w", err)
 	}
+	active := make(map[string]*unyov1.Alert, len(keys))
+	for _, a := range as {
+		active[a.GetKey()] = a
+	}
 	return active, nil
+}
+
+// scanAlert reads an alert from a row of its body.
+func scanAlert(row scanner) (*unyov1.Alert, error) {
+	var body []byte
+	if err := row.Scan(&body); err != nil {
+		return nil, err
+	}
+	return decodeAlert(body)
 }
 
 // putAlerts writes alerts: one statement on PostgreSQL, one prepared
@@ -256,20 +257,11 @@ func (s *Store) ListAlerts(ctx context.Context, f store.AlertFilter) ([]*unyov1.
 	if err != nil {
 		return nil, fmt.Errorf("list alerts: %w", err)
 	}
-	defer rows.Close()
-	var out []*unyov1.Alert
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("list alerts: %w", err)
-		}
-		a, err := decodeAlert(body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+	out, err := scanAll(rows, scanAlert)
+	if err != nil {
+		return nil, fmt.Errorf("list alerts: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GetAlert returns one alert by id.
