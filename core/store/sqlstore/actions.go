@@ -118,6 +118,6 @@ func (s *Store) FinishAction(ctx context.Context, key string, step *unyov1.Expla
 		if step == nil {
 			return nil
 		}
-		return s.writeExplanations(ctx, tx, []store.Explained{{ID: eventID, Explanation: &unyov1.Explanation{Steps: []*unyov1.ExplanationStep{step}}, Append: true, KeepOutcome: true}})
+		return s.writeExplanations(ctx, s.stmts(tx), []store.Explained{{ID: eventID, Explanation: &unyov1.Explanation{Steps: []*unyov1.ExplanationStep{step}}, Append: true, KeepOutcome: true}})
 	})
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,7 +49,7 @@ func putAlertTx(ctx context.Context, tx *sql.Tx, a *unyov1.Alert) error {
 // that operation. The active alerts of all keys are read in one statement
 // and each changed alert is written once, instead of two statements per
 // operation: alert writes were the pipeline's largest cost.
-func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []pipeline.AlertOp, keep []bool) ([]*unyov1.Alert, error) {
+func (s *Store) applyAlertOps(ctx context.Context, st *stmtCache, ops []pipeline.AlertOp, keep []bool) ([]*unyov1.Alert, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
@@ -60,7 +61,7 @@ func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []pipeline.Al
 			keys = append(keys, op.Key)
 		}
 	}
-	active, err := s.activeAlerts(ctx, tx, keys)
+	active, err := s.activeAlerts(ctx, st, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -108,87 +109,82 @@ func (s *Store) applyAlertOps(ctx context.Context, tx *sql.Tx, ops []pipeline.Al
 		}
 	}
 	for _, batch := range [][]*unyov1.Alert{updates, inserts} {
-		if err := s.putAlerts(ctx, tx, batch); err != nil {
+		if err := s.putAlerts(ctx, st, batch); err != nil {
 			return nil, err
 		}
 	}
 	return results, nil
 }
 
-// sqliteKeysPerQuery bounds the parameters of one IN list (SQLite allows
-// 32766).
-const sqliteKeysPerQuery = 500
+// activeAlertsQuery reads the active alerts of the keys in a JSON array
+// (SQLite; a hot query): one statement whatever the number of keys, so
+// that it is prepared once instead of parsed with every IN list. Keys are
+// valid UTF-8 (they are proto strings), so JSON carries them unchanged.
+// The literal state lets SQLite use the partial index of active keys.
+var activeAlertsQuery = fmt.Sprintf("SELECT body FROM alerts WHERE state != %d AND key IN (SELECT value FROM json_each($1))", alertClosed)
 
 // activeAlerts reads the active alerts of keys, by key, locking them on
 // PostgreSQL.
-func (s *Store) activeAlerts(ctx context.Context, tx *sql.Tx, keys []string) (map[string]*unyov1.Alert, error) {
-	active := make(map[string]*unyov1.Alert, len(keys))
-	read := func(q string, args ...any) error {
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("read alerts: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var body []byte
-			if err := rows.Scan(&body); err != nil {
-				return fmt.Errorf("read alerts: %w", err)
-			}
-			a, err := decodeAlert(body)
-			if err != nil {
-				return err
-			}
-			active[a.GetKey()] = a
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read alerts: %w", err)
-		}
-		return nil
-	}
+func (s *Store) activeAlerts(ctx context.Context, st *stmtCache, keys []string) (map[string]*unyov1.Alert, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
 	if s.d.name == "postgres" {
-		return active, read("SELECT body FROM alerts WHERE key = ANY($1::text[]) AND state != $2 ORDER BY key FOR UPDATE", keys, alertClosed)
+		rows, err = st.tx.QueryContext(ctx, "SELECT body FROM alerts WHERE key = ANY($1::text[]) AND state != $2 ORDER BY key FOR UPDATE", keys, alertClosed)
+	} else {
+		var q *sql.Stmt
+		var list []byte
+		if q, err = st.get(ctx, activeAlertsQuery); err == nil {
+			list, err = json.Marshal(keys)
+		}
+		if err == nil {
+			rows, err = q.QueryContext(ctx, string(list))
+		}
 	}
-	for len(keys) > 0 {
-		n := min(len(keys), sqliteKeysPerQuery)
-		args := make([]any, 0, n+1)
-		args = append(args, alertClosed)
-		var in strings.Builder
-		for i, k := range keys[:n] {
-			if i > 0 {
-				in.WriteString(", ")
-			}
-			args = append(args, k)
-			fmt.Fprintf(&in, "$%d", i+2)
-		}
-		if err := read("SELECT body FROM alerts WHERE state != $1 AND key IN ("+in.String()+")", args...); err != nil {
-			return nil, err
-		}
-		keys = keys[n:]
+	if err != nil {
+		return nil, fmt.Errorf("read alerts: %w", err)
+	}
+	as, err := scanAll(rows, scanAlert)
+	if err != nil {
+		return nil, fmt.Errorf("read alerts: %w", err)
+	}
+	active := make(map[string]*unyov1.Alert, len(keys))
+	for _, a := range as {
+		active[a.GetKey()] = a
 	}
 	return active, nil
 }
 
+// scanAlert reads an alert from a row of its body.
+func scanAlert(row scanner) (*unyov1.Alert, error) {
+	var body []byte
+	if err := row.Scan(&body); err != nil {
+		return nil, err
+	}
+	return decodeAlert(body)
+}
+
 // putAlerts writes alerts: one statement on PostgreSQL, one prepared
 // statement on SQLite.
-func (s *Store) putAlerts(ctx context.Context, tx *sql.Tx, as []*unyov1.Alert) error {
+func (s *Store) putAlerts(ctx context.Context, st *stmtCache, as []*unyov1.Alert) error {
 	if len(as) == 0 {
 		return nil
 	}
 	if s.d.name == "postgres" {
-		return putAlertsUnnest(ctx, tx, as)
+		return putAlertsUnnest(ctx, st.tx, as)
 	}
-	st, err := tx.PrepareContext(ctx, alertUpsert)
+	up, err := st.get(ctx, alertUpsert)
 	if err != nil {
 		return fmt.Errorf("store alerts: %w", err)
 	}
-	defer st.Close()
 	rctx := rowContext(ctx)
 	for _, a := range as {
 		b, err := proto.Marshal(a)
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(rctx, a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b); err != nil {
+		if _, err := up.ExecContext(rctx, a.GetId(), a.GetKey(), int32(a.GetState()), int32(a.GetLevel()), a.GetNode(), a.GetCheck(), toNanos(a.GetFirstSeen()), b); err != nil {
 			return fmt.Errorf("store alert %s: %w", a.GetId(), err)
 		}
 	}
@@ -261,20 +257,11 @@ func (s *Store) ListAlerts(ctx context.Context, f store.AlertFilter) ([]*unyov1.
 	if err != nil {
 		return nil, fmt.Errorf("list alerts: %w", err)
 	}
-	defer rows.Close()
-	var out []*unyov1.Alert
-	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("list alerts: %w", err)
-		}
-		a, err := decodeAlert(body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+	out, err := scanAll(rows, scanAlert)
+	if err != nil {
+		return nil, fmt.Errorf("list alerts: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GetAlert returns one alert by id.

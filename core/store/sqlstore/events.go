@@ -122,11 +122,12 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	counts := make([]int, len(calls))
 	var seqEnd int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		st := s.stmts(tx)
 		// Numbers for the pipeline, in arrival order. Taking them from a
 		// counter row locks it until commit, so transactions commit in
 		// sequence order and the pipeline never passes an event that a
 		// slower transaction commits later. Duplicates leave gaps.
-		last, err := bump(ctx, tx, "event_seq", int64(len(rows)))
+		last, err := bumpWith(ctx, st, "event_seq", int64(len(rows)))
 		if err != nil {
 			return err
 		}
@@ -134,7 +135,7 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 		for i := range rows {
 			rows[i].seq = last - int64(len(rows)) + int64(rows[i].ord) + 1
 		}
-		inserted, err := s.d.appendEvents(ctx, tx, rows)
+		inserted, err := s.d.appendEvents(ctx, st, rows)
 		if err != nil {
 			return err
 		}
@@ -168,17 +169,28 @@ func validateEvent(e *unyov1.Event) error {
 	return nil
 }
 
+// insertEventQuery and upsertLatestQuery store one event (SQLite); they are
+// hot queries (see stmtCache), prepared once per store.
+const (
+	insertEventQuery = `INSERT INTO events (id, node, check_name, level, started_at, body, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
+	upsertLatestQuery = `INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (node, check_name) DO UPDATE SET
+			id = excluded.id, level = excluded.level,
+			started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
+		WHERE excluded.started_at >= latest_events.started_at`
+)
+
 // appendEventsPrepared stores events one row at a time through prepared
 // statements (SQLite) and reports which were new. In-process SQLite has no
 // round trips to save, and modernc.org/sqlite binds parameters in time
 // quadratic in their number, so multi-row statements are slower here.
-func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]bool, error) {
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (id, node, check_name, level, started_at, body, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+func appendEventsPrepared(ctx context.Context, st *stmtCache, rows []eventRow) ([]bool, error) {
+	ins, err := st.get(ctx, insertEventQuery)
 	if err != nil {
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
-	defer ins.Close()
 	rctx := rowContext(ctx)
 	inserted := make([]bool, len(rows))
 	// The newest new event per node/check.
@@ -203,16 +215,10 @@ func appendEventsPrepared(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]b
 	if len(newest) == 0 {
 		return inserted, nil
 	}
-	up, err := tx.PrepareContext(ctx, `INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (node, check_name) DO UPDATE SET
-			id = excluded.id, level = excluded.level,
-			started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
-		WHERE excluded.started_at >= latest_events.started_at`)
+	up, err := st.get(ctx, upsertLatestQuery)
 	if err != nil {
 		return nil, fmt.Errorf("update latest state: %w", err)
 	}
-	defer up.Close()
 	for _, i := range newest {
 		r := rows[i]
 		if _, err := up.ExecContext(rctx, r.node, r.check, r.id, r.level, r.startedAt, r.body, r.seq); err != nil {
@@ -250,7 +256,7 @@ WITH batch AS (
 )
 SELECT id FROM ins`
 
-func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]bool, error) {
+func appendEventsUnnest(ctx context.Context, st *stmtCache, rows []eventRow) ([]bool, error) {
 	inserted := make([]bool, len(rows))
 	for off := 0; off < len(rows); off += appendChunk {
 		c := rows[off:min(off+appendChunk, len(rows))]
@@ -266,7 +272,7 @@ func appendEventsUnnest(ctx context.Context, tx *sql.Tx, rows []eventRow) ([]boo
 			levels[i], ords[i], started[i], bodies[i], seqs[i] = r.level, r.ord, r.startedAt, r.body, r.seq
 			index[r.id] = off + i
 		}
-		res, err := tx.QueryContext(ctx, appendEventsUnnestSQL,
+		res, err := st.tx.QueryContext(ctx, appendEventsUnnestSQL,
 			ids, nodes, checks, levels, started, bodies, ords, seqs)
 		if err != nil {
 			return nil, err

@@ -46,7 +46,7 @@ func (s *Store) ForgetEvents(ctx context.Context, f store.ForgetFilter, by, reas
 		if err := rows.Close(); err != nil {
 			return fmt.Errorf("read the alerts of %s: %w", what, err)
 		}
-		applied, err := s.applyAlertOps(ctx, tx, ops, make([]bool, len(ops)))
+		applied, err := s.applyAlertOps(ctx, s.stmts(tx), ops, make([]bool, len(ops)))
 		if err != nil {
 			return fmt.Errorf("resolve the alerts of %s: %w", what, err)
 		}

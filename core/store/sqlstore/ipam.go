@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -472,7 +473,7 @@ var hotQueries = []string{selectObject, upsertObject, lockCursorQuery, selectNet
 
 func (s *Store) prepareHot(ctx context.Context) error {
 	s.prepared = map[string]*sql.Stmt{}
-	for _, q := range hotQueries {
+	for _, q := range slices.Concat(hotQueries, eventHotQueries(s.d)) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", strings.Fields(q)[0], err)

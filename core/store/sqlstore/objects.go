@@ -636,10 +636,24 @@ func (s *Store) counter(ctx context.Context, q interface {
 	return v, nil
 }
 
+const bumpQuery = "UPDATE counters SET value = value + $1 WHERE name = $2 RETURNING value"
+
 func bump(ctx context.Context, tx *sql.Tx, name string, by int64) (int64, error) {
 	var v int64
-	err := tx.QueryRowContext(ctx, "UPDATE counters SET value = value + $1 WHERE name = $2 RETURNING value", by, name).Scan(&v)
+	if err := tx.QueryRowContext(ctx, bumpQuery, by, name).Scan(&v); err != nil {
+		return 0, fmt.Errorf("advance counter %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// bumpWith is bump through st, for the hot transactions.
+func bumpWith(ctx context.Context, st *stmtCache, name string, by int64) (int64, error) {
+	q, err := st.get(ctx, bumpQuery)
 	if err != nil {
+		return 0, fmt.Errorf("advance counter %s: %w", name, err)
+	}
+	var v int64
+	if err := q.QueryRowContext(ctx, by, name).Scan(&v); err != nil {
 		return 0, fmt.Errorf("advance counter %s: %w", name, err)
 	}
 	return v, nil

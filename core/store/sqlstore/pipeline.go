@@ -15,6 +15,18 @@ import (
 	"github.com/unyo-ops/unyo/eventrules/pipeline"
 )
 
+// eventHotQueries are the statements the event path runs in every
+// transaction of ingest and the pipeline (see stmtCache); on PostgreSQL
+// most of them are single statements over arrays instead.
+func eventHotQueries(d *dialect) []string {
+	both := []string{bumpQuery, moveCursorQuery}
+	if d.name == "postgres" {
+		return both
+	}
+	return append(both, insertEventQuery, upsertLatestQuery, pipelineChecksInsert, explanationInsert,
+		alertUpsert, activeAlertsQuery, countMatchQuery)
+}
+
 // NextEvents returns stored events with a sequence above after, oldest first.
 func (s *Store) NextEvents(ctx context.Context, after int64, limit int) ([]store.SeqEvent, error) {
 	rows, err := s.r.QueryContext(ctx, "SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
@@ -92,17 +104,11 @@ func (s *Store) LoadPipeline(ctx context.Context) (*store.PipelineState, error) 
 // match counts.
 func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		cur, err := s.counter(ctx, tx, "pipeline_cursor")
-		if err != nil {
+		st := s.stmts(tx)
+		if err := moveCursor(ctx, st, c.ExpectCursor, c.Cursor); err != nil {
 			return err
 		}
-		if cur != c.ExpectCursor {
-			return fmt.Errorf("%w (expected %d, found %d)", store.ErrConflict, c.ExpectCursor, cur)
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE counters SET value = $1 WHERE name = 'pipeline_cursor'", c.Cursor); err != nil {
-			return fmt.Errorf("move cursor: %w", err)
-		}
-		if err := s.writePipelineChecks(ctx, tx, c); err != nil {
+		if err := s.writePipelineChecks(ctx, st, c); err != nil {
 			return err
 		}
 		if err := writeNotified(ctx, tx, c.Notified); err != nil {
@@ -132,7 +138,7 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 				}
 			}
 		}
-		applied, err := s.applyAlertOps(ctx, tx, c.Alerts, keep)
+		applied, err := s.applyAlertOps(ctx, st, c.Alerts, keep)
 		if err != nil {
 			return err
 		}
@@ -141,10 +147,10 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 				return err
 			}
 		}
-		if err := s.writeExplanations(ctx, tx, c.Explained); err != nil {
+		if err := s.writeExplanations(ctx, st, c.Explained); err != nil {
 			return err
 		}
-		return countMatchesTx(ctx, tx, c.RuleMatches, c.MaintenanceSilenced)
+		return s.countMatchesTx(ctx, st, c.RuleMatches, c.MaintenanceSilenced)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -153,6 +159,34 @@ func (s *Store) CommitPipeline(ctx context.Context, c *store.PipelineCommit) err
 		return fmt.Errorf("commit pipeline step to %d: %w", c.Cursor, err)
 	}
 	return nil
+}
+
+// moveCursorQuery moves the pipeline's cursor if it is still where the
+// commit expects it; on PostgreSQL the update locks the row, and a replica
+// that moved it meanwhile leaves nothing to update.
+const moveCursorQuery = "UPDATE counters SET value = $1 WHERE name = 'pipeline_cursor' AND value = $2"
+
+// moveCursor moves the pipeline's cursor from expect to to, or fails with
+// store.ErrConflict when another replica moved it.
+func moveCursor(ctx context.Context, st *stmtCache, expect, to int64) error {
+	q, err := st.get(ctx, moveCursorQuery)
+	if err != nil {
+		return fmt.Errorf("move cursor: %w", err)
+	}
+	res, err := q.ExecContext(ctx, to, expect)
+	if err != nil {
+		return fmt.Errorf("move cursor: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("move cursor: %w", err)
+	} else if n == 1 {
+		return nil
+	}
+	var found int64
+	if err := st.tx.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = 'pipeline_cursor'").Scan(&found); err != nil {
+		return fmt.Errorf("read pipeline cursor: %w", err)
+	}
+	return fmt.Errorf("%w (expected %d, found %d)", store.ErrConflict, expect, found)
 }
 
 func (s *Store) loadNotified(ctx context.Context) (map[pipeline.NodeCheck]map[pipeline.HookID]pipeline.Notified, error) {
@@ -211,7 +245,12 @@ const pipelineChecksUpsert = `
 			issue_level = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issue_level ELSE excluded.issue_level END,
 			issued_at = CASE WHEN excluded.issued_at = 0 THEN pipeline_checks.issued_at ELSE excluded.issued_at END`
 
-func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.PipelineCommit) error {
+// pipelineChecksInsert writes one node/check's row (SQLite; a hot query).
+const pipelineChecksInsert = `INSERT INTO pipeline_checks (node, check_name, occ_level, occ_count, issue_level, issued_at)
+			VALUES ($1, $2, $3, $4, $5, $6)` + pipelineChecksUpsert
+
+func (s *Store) writePipelineChecks(ctx context.Context, st *stmtCache, c *store.PipelineCommit) error {
+	tx := st.tx
 	if len(c.Counters)+len(c.Issued) == 0 {
 		return nil
 	}
@@ -236,15 +275,13 @@ func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.Pi
 			return fmt.Errorf("store occurrences: %w", err)
 		}
 	} else {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO pipeline_checks (node, check_name, occ_level, occ_count, issue_level, issued_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`+pipelineChecksUpsert)
+		ins, err := st.get(ctx, pipelineChecksInsert)
 		if err != nil {
 			return fmt.Errorf("store occurrences: %w", err)
 		}
-		defer st.Close()
 		rctx := rowContext(ctx)
 		for i := range nodes {
-			if _, err := st.ExecContext(rctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
+			if _, err := ins.ExecContext(rctx, nodes[i], checks[i], levels[i], counts[i], issLevels[i], issAt[i]); err != nil {
 				return fmt.Errorf("store occurrences of %s/%s: %w", nodes[i], checks[i], err)
 			}
 		}
@@ -267,7 +304,8 @@ func (s *Store) writePipelineChecks(ctx context.Context, tx *sql.Tx, c *store.Pi
 // rewritten. Steps reported later (Append: a group's flush, an action's
 // delivery) are merged into the stored row one event at a time; they are
 // few.
-func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Explained) error {
+func (s *Store) writeExplanations(ctx context.Context, st *stmtCache, ex []store.Explained) error {
+	tx := st.tx
 	var rows []explanationRow
 	for _, e := range ex {
 		seq := e.Seq
@@ -289,7 +327,7 @@ func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Ex
 			continue
 		}
 		// Earlier rows of this commit first: the merge reads them.
-		if err := s.insertExplanations(ctx, tx, rows); err != nil {
+		if err := s.insertExplanations(ctx, st, rows); err != nil {
 			return err
 		}
 		rows = rows[:0]
@@ -297,7 +335,7 @@ func (s *Store) writeExplanations(ctx context.Context, tx *sql.Tx, ex []store.Ex
 			return err
 		}
 	}
-	return s.insertExplanations(ctx, tx, rows)
+	return s.insertExplanations(ctx, st, rows)
 }
 
 type explanationRow struct {
@@ -311,7 +349,10 @@ type explanationRow struct {
 const explanationUpsert = `
 	ON CONFLICT (seq) DO UPDATE SET silenced_by = excluded.silenced_by, explanation = excluded.explanation`
 
-func (s *Store) insertExplanations(ctx context.Context, tx *sql.Tx, rows []explanationRow) error {
+// explanationInsert writes one explanation (SQLite; a hot query).
+const explanationInsert = `INSERT INTO explanations (seq, silenced_by, explanation) VALUES ($1, $2, $3)` + explanationUpsert
+
+func (s *Store) insertExplanations(ctx context.Context, st *stmtCache, rows []explanationRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -329,21 +370,20 @@ func (s *Store) insertExplanations(ctx context.Context, tx *sql.Tx, rows []expla
 			at[r.seq] = len(seqs)
 			seqs, silenced, bodies = append(seqs, r.seq), append(silenced, r.silencedBy), append(bodies, r.body)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
+		if _, err := st.tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
 			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])`+explanationUpsert, seqs, silenced, bodies); err != nil {
 			return fmt.Errorf("store explanations: %w", err)
 		}
 		return nil
 	}
 	// SQLite: prepared, a row at a time (see appendEventsPrepared).
-	st, err := tx.PrepareContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation) VALUES ($1, $2, $3)`+explanationUpsert)
+	ins, err := st.get(ctx, explanationInsert)
 	if err != nil {
 		return fmt.Errorf("store explanations: %w", err)
 	}
-	defer st.Close()
 	rctx := rowContext(ctx)
 	for _, r := range rows {
-		if _, err := st.ExecContext(rctx, r.seq, r.silencedBy, r.body); err != nil {
+		if _, err := ins.ExecContext(rctx, r.seq, r.silencedBy, r.body); err != nil {
 			return fmt.Errorf("store the explanation of event %d: %w", r.seq, err)
 		}
 	}

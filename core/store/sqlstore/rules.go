@@ -163,17 +163,50 @@ func (s *Store) CountMatches(ctx context.Context, rules, maintenances map[string
 	if len(rules)+len(maintenances) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error { return countMatchesTx(ctx, tx, rules, maintenances) })
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.countMatchesTx(ctx, s.stmts(tx), rules, maintenances) })
 }
+
+// countMatchQuery adds to one object's count (SQLite; a hot query), and
+// countMatchesUnnest to many (PostgreSQL: one round trip per pipeline
+// commit instead of one per rule that matched, in key order so that
+// concurrent commits lock the rows in the same order).
+const (
+	countMatchQuery = `INSERT INTO object_counts (kind, name, count)
+		SELECT kind, name, CAST($1 AS BIGINT) FROM objects WHERE kind = $2 AND name = $3
+		ON CONFLICT (kind, name) DO UPDATE SET count = object_counts.count + excluded.count`
+	countMatchesUnnest = `INSERT INTO object_counts (kind, name, count)
+		SELECT o.kind, o.name, m.n FROM unnest($1::text[], $2::text[], $3::int8[]) AS m(kind, name, n)
+		JOIN objects o ON o.kind = m.kind AND o.name = m.name
+		ORDER BY o.kind, o.name
+		ON CONFLICT (kind, name) DO UPDATE SET count = object_counts.count + excluded.count`
+)
 
 // countMatchesTx adds to the counts of rules and maintenances that still
 // exist (one deleted meanwhile has nothing to count).
-func countMatchesTx(ctx context.Context, tx *sql.Tx, rules, maintenances map[string]int64) error {
+func (s *Store) countMatchesTx(ctx context.Context, st *stmtCache, rules, maintenances map[string]int64) error {
+	if len(rules)+len(maintenances) == 0 {
+		return nil
+	}
+	if s.d.name == "postgres" {
+		var kinds, names []string
+		var counts []int64
+		for kind, m := range map[string]map[string]int64{kindRule: rules, kindMaintenance: maintenances} {
+			for name, n := range m {
+				kinds, names, counts = append(kinds, kind), append(names, name), append(counts, n)
+			}
+		}
+		if _, err := st.tx.ExecContext(ctx, countMatchesUnnest, kinds, names, counts); err != nil {
+			return fmt.Errorf("count matches of %d rules and maintenances: %w", len(names), err)
+		}
+		return nil
+	}
+	q, err := st.get(ctx, countMatchQuery)
+	if err != nil {
+		return fmt.Errorf("count matches: %w", err)
+	}
 	for kind, counts := range map[string]map[string]int64{kindRule: rules, kindMaintenance: maintenances} {
 		for name, n := range counts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO object_counts (kind, name, count)
-				SELECT kind, name, CAST($1 AS BIGINT) FROM objects WHERE kind = $2 AND name = $3
-				ON CONFLICT (kind, name) DO UPDATE SET count = object_counts.count + excluded.count`, n, kind, name); err != nil {
+			if _, err := q.ExecContext(ctx, n, kind, name); err != nil {
 				return fmt.Errorf("count matches of %s %q: %w", kind, name, err)
 			}
 		}

@@ -51,8 +51,8 @@ type dialect struct {
 	// replicas starting together migrate one after the other.
 	migrationLock string
 	// appendEvents stores a validated batch of distinct ids, sorted by id,
-	// in tx, and reports which rows were new.
-	appendEvents func(ctx context.Context, tx *sql.Tx, rows []eventRow) (inserted []bool, err error)
+	// in st's transaction, and reports which rows were new.
+	appendEvents func(ctx context.Context, st *stmtCache, rows []eventRow) (inserted []bool, err error)
 	// retryable reports errors after which the whole transaction may simply
 	// be run again (deadlocks between concurrent writers).
 	retryable func(error) bool

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,58 @@ func pipelineTests() []contractTest {
 			}
 			if st, err := s.LoadPipeline(ctx(t)); err != nil || len(st.Groups) != 0 {
 				t.Errorf("groups after deleting: %v, %v", st.Groups, err)
+			}
+		}},
+		{"AlertKeysAndMatchCounts", func(t *testing.T, s store.Store) {
+			// One commit fires alerts on keys with characters that quoting
+			// could mangle (the active alerts are read by a list of keys
+			// passed as one value); the next finds each active alert by
+			// its key and resolves it. Matches are counted for the rules
+			// that exist, in the same commits.
+			_, err := s.PutObjects(ctx(t), []*unyov1.Object{{Kind: &unyov1.Object_EventRule{EventRule: &unyov1.EventRule{Name: "page"}}}})
+			must(t, err)
+			e := event("k-1", "web1", "disk", critical, 1)
+			appendEvents(t, s, 1, e)
+			next, err := s.NextEvents(ctx(t), 0, 10)
+			must(t, err)
+			keys := make([]string, 700)
+			for i := range keys {
+				keys[i] = fmt.Sprintf(`web%d/disk "quoted" \ ünïcødé 🔥 [%d]`, i, i)
+			}
+			commit := func(expect, cursor int64, kind alerts.OpKind) {
+				t.Helper()
+				d := pipeline.NewDecision()
+				for _, k := range keys {
+					d.Alerts = append(d.Alerts, pipeline.AlertOp{Op: alerts.Op{Kind: kind, Key: k, Rule: "page", At: at(100).AsTime(), Event: e, Close: true}})
+				}
+				d.RuleMatches["page"], d.RuleMatches["gone"] = 2, 5
+				must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: expect, Cursor: cursor, Decision: *d}))
+			}
+			commit(0, next[0].Seq, alerts.OpFire)
+			active, err := s.ListAlerts(ctx(t), store.AlertFilter{Limit: 1000})
+			must(t, err)
+			got := map[string]bool{}
+			for _, a := range active {
+				got[a.GetKey()] = true
+			}
+			for _, k := range keys {
+				if !got[k] {
+					t.Fatalf("no active alert for key %q (%d active)", k, len(active))
+				}
+			}
+			commit(next[0].Seq, next[0].Seq, alerts.OpResolve)
+			if active, err := s.ListAlerts(ctx(t), store.AlertFilter{Limit: 1000}); err != nil || len(active) != 0 {
+				t.Fatalf("after resolving every key: %d alerts active, %v", len(active), err)
+			}
+			closed, err := s.ListAlerts(ctx(t), store.AlertFilter{States: []unyov1.AlertState{unyov1.AlertState_ALERT_STATE_CLOSED}, Limit: 1000})
+			must(t, err)
+			if len(closed) != len(keys) {
+				t.Errorf("%d alerts closed, want %d (one per key)", len(closed), len(keys))
+			}
+			counts, err := s.ObjectCounts(ctx(t), "EventRule")
+			must(t, err)
+			if counts["page"] != 4 || len(counts) != 1 {
+				t.Errorf("ObjectCounts(EventRule) = %v, want page=4 and nothing for a rule that does not exist", counts)
 			}
 		}},
 		{"NotificationRecords", func(t *testing.T, s store.Store) {
