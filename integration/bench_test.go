@@ -286,8 +286,11 @@ type benchAgent struct {
 	p      *proc
 	cpu0   float64 // the process tree's CPU seconds when measuring began
 	self0  float64 // of those, the agent process's own
-	peak   int64   // RSS over the whole measurement
-	steady int64   // RSS from 10 s on
+	cpu10  float64 // the same 10 s later, after start-up
+	self10 float64
+	runs10 int   // check results stored by then
+	peak   int64 // RSS over the whole measurement
+	steady int64 // RSS from 10 s on
 }
 
 // startBenchAgents starts the agent of configuration cfg (with $NODE for
@@ -331,10 +334,11 @@ func (a *benchAgent) sample(b *testing.B, steady bool) {
 // from its own copy of its binary, written to disk, as it is installed on
 // a node: sharing the cluster's would share the cluster's page cache.
 // CPU per check run is the agent's CPU, its checks' processes, metrics,
-// log tailing and heartbeats included, over the check results it stored;
-// checks-CPU-ms/check-run is the part its checks' processes used (the
-// check_dummy processes, fork and exec included) and agent-CPU-ms/check-run
-// the agent process's own.
+// log tailing and heartbeats included, over the check results it stored:
+// over the whole minute, start-up included (CPU-ms/check-run), and from
+// 10 s on (steady-*), split into the agent process's own
+// (steady-agent-*) and its checks' processes' (steady-checks-*: the
+// check_dummy processes, from fork to exit).
 func BenchmarkAgentRSS20Checks(b *testing.B) {
 	exporter := testutil.NeedTool(b, "prometheus-node-exporter", "apt-get install -y prometheus-node-exporter",
 		"/usr/bin/prometheus-node-exporter", "prometheus-node-exporter", "node_exporter")
@@ -365,6 +369,13 @@ agent:
 		a.begin(b)
 	}
 	var nePeak, neSteady int64
+	history := func(a *benchAgent) int {
+		runs, err := cliJSON(b, url, "events", "ls", "--node", a.node, "--history", "--limit", "10000")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(runs)
+	}
 	log, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -374,6 +385,9 @@ agent:
 	for i := 0; time.Since(start) < time.Minute; i++ {
 		steady := time.Since(start) >= 10*time.Second
 		for _, a := range agents {
+			if steady && a.steady == 0 {
+				a.cpu10, a.self10, a.runs10 = treeCPUSeconds(b, a.p.pid()), cpuSeconds(b, a.p.pid()), history(a)
+			}
 			a.sample(b, steady)
 		}
 		neRSS := rssBytes(b, ne.pid)
@@ -393,8 +407,7 @@ agent:
 	self := make([]float64, len(agents))
 	hwm := make([]int64, len(agents))
 	for i, a := range agents {
-		cpu[i] = treeCPUSeconds(b, a.p.pid()) - a.cpu0
-		self[i] = cpuSeconds(b, a.p.pid()) - a.self0
+		cpu[i], self[i] = treeCPUSeconds(b, a.p.pid()), cpuSeconds(b, a.p.pid())
 		hwm[i] = statusBytes(b, a.p.pid(), "VmHWM:")
 	}
 	neHWM := statusBytes(b, ne.pid, "VmHWM:")
@@ -408,11 +421,10 @@ agent:
 		if len(events) != 20 {
 			b.Errorf("%s: %d checks reported, want 20", a.node, len(events))
 		}
-		history, err := cliJSON(b, url, "events", "ls", "--node", a.node, "--history", "--limit", "10000")
-		if err != nil {
-			b.Fatal(err)
+		runs[i] = history(a)
+		if runs[i] <= a.runs10 {
+			b.Fatalf("%s: no check results after the first 10 s (%d, then %d)", a.node, a.runs10, runs[i])
 		}
-		runs[i] = len(history)
 	}
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	b.ReportMetric(mib(own.peak), "peak-RSS-MiB")
@@ -426,14 +438,15 @@ agent:
 	b.ReportMetric(mib(one.peak), "one-binary-peak-RSS-MiB")
 	b.ReportMetric(mib(one.steady), "one-binary-steady-peak-RSS-MiB")
 	b.ReportMetric(mib(hwm[1]), "one-binary-HWM-MiB")
-	if runs[0] > 0 {
-		b.ReportMetric(cpu[0]*1000/float64(runs[0]), "CPU-ms/check-run")
-		b.ReportMetric(self[0]*1000/float64(runs[0]), "agent-CPU-ms/check-run")
-		b.ReportMetric((cpu[0]-self[0])*1000/float64(runs[0]), "checks-CPU-ms/check-run")
+	perRun := func(i int, cpu, cpu0 float64, runs0 int) float64 {
+		return (cpu - cpu0) * 1000 / float64(runs[i]-runs0)
 	}
-	if runs[1] > 0 {
-		b.ReportMetric(cpu[1]*1000/float64(runs[1]), "one-binary-CPU-ms/check-run")
-	}
+	b.ReportMetric(perRun(0, cpu[0], own.cpu0, 0), "CPU-ms/check-run")
+	b.ReportMetric(perRun(0, cpu[0], own.cpu10, own.runs10), "steady-CPU-ms/check-run")
+	b.ReportMetric(perRun(0, self[0], own.self10, own.runs10), "steady-agent-CPU-ms/check-run")
+	b.ReportMetric(perRun(0, cpu[0]-self[0], own.cpu10-own.self10, own.runs10), "steady-checks-CPU-ms/check-run")
+	b.ReportMetric(perRun(1, cpu[1], one.cpu0, 0), "one-binary-CPU-ms/check-run")
+	b.ReportMetric(perRun(1, cpu[1], one.cpu10, one.runs10), "one-binary-steady-CPU-ms/check-run")
 }
 
 // BenchmarkAgentIdleCPU: an agent with no checks (system metrics on, as

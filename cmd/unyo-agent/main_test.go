@@ -23,6 +23,8 @@ var serverOnly = []string{
 	"github.com/ClickHouse/",
 	"modernc.org/sqlite",
 	"github.com/jackc/",
+	// The plugin SDK's schema compiler: the agent needs only its sdkconfig.
+	"github.com/santhosh-tekuri/jsonschema/v6",
 }
 
 // TestLinksNoServerPackages: unyo-agent is the agent without the servers.

@@ -27,6 +27,9 @@ import (
 
 // Run runs a node agent until ctx ends.
 func Run(ctx context.Context, c *config.Config, log *slog.Logger) error {
+	// What every package's init and loading the configuration touched
+	// goes before the agent is built, which touches pages of its own.
+	footprint.Release(log)
 	if err := PrivateState(c, log); err != nil {
 		return err
 	}
