@@ -17,7 +17,9 @@ LDFLAGS := -s -w -X $(VPKG).version=$(VERSION) -X $(VPKG).revision=$(REVISION) -
 dev: build
 	./$(BIN) dev --config configs/dev.yaml
 
-# The binary, and beside it the bundled provider-exec, which `unyo dev`
+# The binary, the agent's own binary unyo-agent (`unyo agent` without the
+# servers' packages, for nodes: see README's "The agent's footprint"), and
+# beside them the bundled provider-exec, which `unyo dev`
 # enables for its agent so that RegionServices run on this machine, and
 # the other providers: docker (containers through a node's dockerd), vpp
 # (load balancers in VPP's lb plugin), xdp (load balancers in XDP) and
@@ -25,6 +27,7 @@ dev: build
 # and libvirt-dev, and left out saying why otherwise).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/unyo
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/unyo-agent ./cmd/unyo-agent
 	$(GO) build -trimpath -o bin/unyo-provider-exec ./plugins/provider-exec
 	$(GO) build -trimpath -o bin/unyo-provider-docker ./plugins/provider-docker
 	$(GO) build -trimpath -o bin/unyo-provider-vpp ./plugins/provider-vpp

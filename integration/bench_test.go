@@ -291,16 +291,66 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 	b.ReportMetric(float64(stale), "stale")
 }
 
+// benchAgent is an agent process a footprint benchmark watches, and what
+// it has seen of it so far.
+type benchAgent struct {
+	node   string
+	p      *proc
+	cpu0   float64 // the process tree's CPU seconds when measuring began
+	self0  float64 // of those, the agent process's own
+	cpu10  float64 // the same 10 s later, after start-up
+	self10 float64
+	runs10 int   // check results stored by then
+	peak   int64 // RSS over the whole measurement
+	steady int64 // RSS from 10 s on
+}
+
+// startBenchAgents starts the agent of configuration cfg (with $NODE for
+// the node name and $DATA_DIR for its data directory) twice, from installed copies:
+// as the agent's own binary, unyo-agent (node NODE, which is what the
+// Debian package's unyo-agent.service runs), and as `unyo agent` of the
+// one binary (node NODE-one), so that one run shows both.
+func startBenchAgents(b *testing.B, node, cfg string) (own, one *benchAgent) {
+	b.Helper()
+	start := func(node, bin string, args ...string) *benchAgent {
+		dir := b.TempDir()
+		file := writeFile(b, dir, "agent.yaml", strings.NewReplacer("$NODE", node, "$DATA_DIR", dir).Replace(cfg))
+		return &benchAgent{node: node, p: startUnyoBin(b, installedCopy(b, bin), node, nil, append(args, "--config", file)...)}
+	}
+	return start(node, unyoAgentBin), start(node+"-one", unyoBin, "agent")
+}
+
+// begin marks the start of the measurement.
+func (a *benchAgent) begin(b *testing.B) {
+	a.cpu0, a.self0 = treeCPUSeconds(b, a.p.pid()), cpuSeconds(b, a.p.pid())
+}
+
+// sample records the agent's RSS; steady says whether start-up is over.
+func (a *benchAgent) sample(b *testing.B, steady bool) {
+	rss := rssBytes(b, a.p.pid())
+	a.peak = max(a.peak, rss)
+	if steady {
+		a.steady = max(a.steady, rss)
+	}
+}
+
 // BenchmarkAgentRSS20Checks: an agent running 20 command checks every 10 s,
 // system metrics every 10 s and one tailed log file (a line a second);
 // reports its peak resident memory over a minute, sampled every 500 ms,
 // and beside it that of Debian's prometheus-node-exporter scraped every
 // 10 s in the same minute; steady-* is the peak from 10 s on, after
-// start-up. The *-HWM figures are the kernel's high-water marks. The agent runs from its own copy of the
-// binary, written to disk, as it is installed on a node: sharing the
-// cluster's would share the cluster's page cache. CPU per check run is
-// the agent's CPU, its checks' processes, metrics and log tailing
-// included, over the check results it stored.
+// start-up. The *-HWM figures are the kernel's high-water marks. The
+// agent measured is unyo-agent, the agent's own binary, which the Debian
+// package's unit runs on a node; the same agent run as `unyo agent` of
+// the one binary is measured in the same minute (one-binary-*). Each runs
+// from its own copy of its binary, written to disk, as it is installed on
+// a node: sharing the cluster's would share the cluster's page cache.
+// CPU per check run is the agent's CPU, its checks' processes, metrics,
+// log tailing and heartbeats included, over the check results it stored:
+// over the whole minute, start-up included (CPU-ms/check-run), and from
+// 10 s on (steady-*), split into the agent process's own
+// (steady-agent-*) and its checks' processes' (steady-checks-*: the
+// check_dummy processes, from fork to exit).
 func BenchmarkAgentRSS20Checks(b *testing.B) {
 	exporter := testutil.NeedTool(b, "prometheus-node-exporter", "apt-get install -y prometheus-node-exporter",
 		"/usr/bin/prometheus-node-exporter", "prometheus-node-exporter", "node_exporter")
@@ -309,28 +359,35 @@ func BenchmarkAgentRSS20Checks(b *testing.B) {
 	for i := 0; i < 20; i++ {
 		fmt.Fprintf(&checks, "    - {name: c%02d, spec: {command: [check_dummy, \"0\", \"fine %d\"], interval: 10s}}\n", i, i)
 	}
-	dir := b.TempDir()
-	logFile := writeFile(b, dir, "app.log", "")
-	cfg := writeFile(b, dir, "agent.yaml", fmt.Sprintf(`
+	logFile := writeFile(b, b.TempDir(), "app.log", "")
+	cfg := fmt.Sprintf(`
 role: agent
-data_dir: %s
+data_dir: $DATA_DIR
 log: {level: warn}
 agent:
-  node_name: rss
+  node_name: $NODE
   cluster_url: %s
   status_listen: 127.0.0.1:0
   metrics_interval: 10s
   logs:
     - {path: %s, app: bench}
   checks:
-%s`, dir, url, logFile, checks.String()))
+%s`, url, logFile, checks.String())
 	ne := startNodeExporter(b, exporter)
-	a := startUnyoBin(b, installedCopy(b), "agent", nil, "agent", "--config", cfg)
+	own, one := startBenchAgents(b, "rss", cfg)
+	agents := []*benchAgent{own, one}
 	b.ResetTimer()
-	cpu0 := treeCPUSeconds(b, a.pid())
-	// steady is the peak from 10 s on: after start-up, whose high-water
-	// mark (the pages every package's init touches) is HWM.
-	var peak, nePeak, steady, neSteady int64
+	for _, a := range agents {
+		a.begin(b)
+	}
+	var nePeak, neSteady int64
+	history := func(a *benchAgent) int {
+		runs, err := cliJSON(b, url, "events", "ls", "--node", a.node, "--history", "--limit", "10000")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(runs)
+	}
 	log, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -338,10 +395,17 @@ agent:
 	defer log.Close()
 	start := time.Now()
 	for i := 0; time.Since(start) < time.Minute; i++ {
-		rss, neRSS := rssBytes(b, a.pid()), rssBytes(b, ne.pid)
-		peak, nePeak = max(peak, rss), max(nePeak, neRSS)
-		if time.Since(start) >= 10*time.Second {
-			steady, neSteady = max(steady, rss), max(neSteady, neRSS)
+		steady := time.Since(start) >= 10*time.Second
+		for _, a := range agents {
+			if steady && a.steady == 0 {
+				a.cpu10, a.self10, a.runs10 = treeCPUSeconds(b, a.p.pid()), cpuSeconds(b, a.p.pid()), history(a)
+			}
+			a.sample(b, steady)
+		}
+		neRSS := rssBytes(b, ne.pid)
+		nePeak = max(nePeak, neRSS)
+		if steady {
+			neSteady = max(neSteady, neRSS)
 		}
 		if i%2 == 0 {
 			fmt.Fprintf(log, "level=info msg=\"request served\" n=%d\n", i)
@@ -351,68 +415,94 @@ agent:
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	cpu := treeCPUSeconds(b, a.pid()) - cpu0
-	hwm, neHWM := statusBytes(b, a.pid(), "VmHWM:"), statusBytes(b, ne.pid, "VmHWM:")
+	cpu := make([]float64, len(agents))
+	self := make([]float64, len(agents))
+	hwm := make([]int64, len(agents))
+	for i, a := range agents {
+		cpu[i], self[i] = treeCPUSeconds(b, a.p.pid()), cpuSeconds(b, a.p.pid())
+		hwm[i] = statusBytes(b, a.p.pid(), "VmHWM:")
+	}
+	neHWM := statusBytes(b, ne.pid, "VmHWM:")
 	b.StopTimer()
-	events, err := cliJSON(b, url, "events", "ls", "--node", "rss")
-	if err != nil {
-		b.Fatal(err)
+	runs := make([]int, len(agents))
+	for i, a := range agents {
+		events, err := cliJSON(b, url, "events", "ls", "--node", a.node)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(events) != 20 {
+			b.Errorf("%s: %d checks reported, want 20", a.node, len(events))
+		}
+		runs[i] = history(a)
+		if runs[i] <= a.runs10 {
+			b.Fatalf("%s: no check results after the first 10 s (%d, then %d)", a.node, a.runs10, runs[i])
+		}
 	}
-	if len(events) != 20 {
-		b.Errorf("%d checks reported, want 20", len(events))
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	b.ReportMetric(mib(own.peak), "peak-RSS-MiB")
+	b.ReportMetric(mib(nePeak), "node-exporter-peak-RSS-MiB")
+	b.ReportMetric(float64(own.peak)/float64(nePeak), "RSS-ratio")
+	b.ReportMetric(mib(own.steady), "steady-peak-RSS-MiB")
+	b.ReportMetric(mib(neSteady), "node-exporter-steady-peak-RSS-MiB")
+	b.ReportMetric(float64(own.steady)/float64(neSteady), "steady-RSS-ratio")
+	b.ReportMetric(mib(hwm[0]), "HWM-MiB")
+	b.ReportMetric(mib(neHWM), "node-exporter-HWM-MiB")
+	b.ReportMetric(mib(one.peak), "one-binary-peak-RSS-MiB")
+	b.ReportMetric(mib(one.steady), "one-binary-steady-peak-RSS-MiB")
+	b.ReportMetric(mib(hwm[1]), "one-binary-HWM-MiB")
+	perRun := func(i int, cpu, cpu0 float64, runs0 int) float64 {
+		return (cpu - cpu0) * 1000 / float64(runs[i]-runs0)
 	}
-	runs, err := cliJSON(b, url, "events", "ls", "--node", "rss", "--history", "--limit", "10000")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
-	b.ReportMetric(float64(nePeak)/(1<<20), "node-exporter-peak-RSS-MiB")
-	b.ReportMetric(float64(peak)/float64(nePeak), "RSS-ratio")
-	b.ReportMetric(float64(steady)/(1<<20), "steady-peak-RSS-MiB")
-	b.ReportMetric(float64(neSteady)/(1<<20), "node-exporter-steady-peak-RSS-MiB")
-	b.ReportMetric(float64(steady)/float64(neSteady), "steady-RSS-ratio")
-	b.ReportMetric(float64(hwm)/(1<<20), "HWM-MiB")
-	b.ReportMetric(float64(neHWM)/(1<<20), "node-exporter-HWM-MiB")
-	if len(runs) > 0 {
-		b.ReportMetric(cpu*1000/float64(len(runs)), "CPU-ms/check-run")
-	}
+	b.ReportMetric(perRun(0, cpu[0], own.cpu0, 0), "CPU-ms/check-run")
+	b.ReportMetric(perRun(0, cpu[0], own.cpu10, own.runs10), "steady-CPU-ms/check-run")
+	b.ReportMetric(perRun(0, self[0], own.self10, own.runs10), "steady-agent-CPU-ms/check-run")
+	b.ReportMetric(perRun(0, cpu[0]-self[0], own.cpu10-own.self10, own.runs10), "steady-checks-CPU-ms/check-run")
+	b.ReportMetric(perRun(1, cpu[1], one.cpu0, 0), "one-binary-CPU-ms/check-run")
+	b.ReportMetric(perRun(1, cpu[1], one.cpu10, one.runs10), "one-binary-steady-CPU-ms/check-run")
 }
 
 // BenchmarkAgentIdleCPU: an agent with no checks (system metrics on, as
 // by default) for a minute after it started; reports its own CPU time
-// over the minute as a percentage of one core.
+// over the minute as a percentage of one core: unyo-agent's, and in the
+// same minute that of `unyo agent` of the one binary.
 func BenchmarkAgentIdleCPU(b *testing.B) {
 	_, url := startClusterProcess(b)
-	dir := b.TempDir()
-	cfg := writeFile(b, dir, "agent.yaml", fmt.Sprintf(`
+	own, one := startBenchAgents(b, "idle", fmt.Sprintf(`
 role: agent
-data_dir: %s
+data_dir: $DATA_DIR
 log: {level: warn}
 agent:
-  node_name: idle
+  node_name: $NODE
   cluster_url: %s
   status_listen: 127.0.0.1:0
-`, dir, url))
-	a := startUnyoBin(b, installedCopy(b), "agent", nil, "agent", "--config", cfg)
-	testutil.Eventually(b, 30*time.Second, "the agent to register", func() error {
-		_, err := cli(b, url, "nodes", "get", "idle")
-		return err
-	})
+`, url))
+	for _, a := range []*benchAgent{own, one} {
+		testutil.Eventually(b, 30*time.Second, "the agent to register", func() error {
+			_, err := cli(b, url, "nodes", "get", a.node)
+			return err
+		})
+	}
 	b.ResetTimer()
-	cpu0, t0 := cpuSeconds(b, a.pid()), time.Now()
+	own.begin(b)
+	one.begin(b)
+	t0 := time.Now()
 	time.Sleep(time.Minute)
-	b.ReportMetric((cpuSeconds(b, a.pid())-cpu0)/time.Since(t0).Seconds()*100, "idle-CPU-%")
+	pct := func(a *benchAgent) float64 {
+		return (cpuSeconds(b, a.p.pid()) - a.self0) / time.Since(t0).Seconds() * 100
+	}
+	b.ReportMetric(pct(own), "idle-CPU-%")
+	b.ReportMetric(pct(one), "one-binary-idle-CPU-%")
 }
 
-// installedCopy copies the unyo binary built for the tests to a file of
-// its own, synced to disk, as a package installs it on a node.
-func installedCopy(tb testing.TB) string {
+// installedCopy copies bin (unyoBin or unyoAgentBin) to a file of its own,
+// synced to disk, as a package installs it on a node.
+func installedCopy(tb testing.TB, bin string) string {
 	tb.Helper()
-	data, err := os.ReadFile(unyoBin)
+	data, err := os.ReadFile(bin)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	path := filepath.Join(tb.TempDir(), "unyo")
+	path := filepath.Join(tb.TempDir(), filepath.Base(bin))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
 	if err != nil {
 		tb.Fatal(err)

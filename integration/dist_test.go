@@ -48,7 +48,7 @@ func TestMakeDist(t *testing.T) {
 		t.Fatalf("list the tarball: %v", err)
 	}
 	for _, want := range []string{
-		"bin/unyo", "lib/unyo/plugins/check-http", "lib/unyo/plugins/provider-exec",
+		"bin/unyo", "bin/unyo-agent", "lib/unyo/plugins/check-http", "lib/unyo/plugins/provider-exec",
 		"etc/unyo/agent.yaml", "etc/unyo/cluster.yaml", "etc/unyo/root.yaml",
 		"lib/systemd/system/unyo-agent.service", "share/unyo/prometheus/unyo-rules.yml", "share/man/man1/unyo.1",
 	} {
@@ -85,7 +85,7 @@ func TestMakeDist(t *testing.T) {
 		t.Fatalf("dpkg-deb --contents: %v", err)
 	}
 	for _, want := range []string{
-		"./usr/bin/unyo", "./usr/lib/unyo/plugins/check-tcp", "./etc/unyo/agent.yaml",
+		"./usr/bin/unyo", "./usr/bin/unyo-agent", "./usr/lib/unyo/plugins/check-tcp", "./etc/unyo/agent.yaml",
 		"./lib/systemd/system/unyo-cluster.service", "./usr/share/man/man1/unyo.1",
 	} {
 		if !strings.Contains(string(contents), want+"\n") {
@@ -100,5 +100,9 @@ func TestMakeDist(t *testing.T) {
 	got, err := exec.Command(filepath.Join(root, "usr", "bin", "unyo"), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(got), version) {
 		t.Errorf("the installed unyo version: %v\n%s\nwant %s in it", err, got, version)
+	}
+	got, err = exec.Command(filepath.Join(root, "usr", "bin", "unyo-agent"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(got), "unyo-agent v"+version) {
+		t.Errorf("the installed unyo-agent --version: %v %q, want unyo-agent v%s", err, got, version)
 	}
 }

@@ -17,8 +17,9 @@ import (
 	"time"
 )
 
-// unyoBin is the unyo binary built once for all tests of this package.
-var unyoBin string
+// unyoBin is the unyo binary built once for all tests of this package;
+// unyoAgentBin, beside it, the agent's own binary (cmd/unyo-agent).
+var unyoBin, unyoAgentBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "unyo-integration-")
@@ -26,11 +27,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	unyoBin = filepath.Join(dir, "unyo")
+	unyoBin, unyoAgentBin = filepath.Join(dir, "unyo"), filepath.Join(dir, "unyo-agent")
 	// -trimpath keeps the build cache independent of the checkout's path,
 	// so that TestReadmeSeparateProcesses's `make build` in a copy of the
 	// checkout finds this build's packages cached.
-	build := exec.Command("go", "build", "-trimpath", "-o", unyoBin, "../cmd/unyo")
+	build := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "../cmd/unyo", "../cmd/unyo-agent")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building unyo:", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unyo-ops/unyo/cmd/internal/rolecmd"
 	"github.com/unyo-ops/unyo/core/launch"
 )
 
@@ -35,7 +36,7 @@ func newRootCommand() *cobra.Command {
 	g := &globals{}
 	g.bind(cmd)
 	cmd.AddCommand(
-		newDevCommand(), newServerCommand(), newAgentCommand(),
+		newDevCommand(), newServerCommand(), rolecmd.Agent("agent"),
 		newApplyCommand(g), newGetCommand(g), newDeleteCommand(g), newDiffCommand(g),
 		newNodesCommand(g), newEventsCommand(g), newClustersCommand(g), newAlertsCommand(g),
 		newMetricsCommand(g), newLogsCommand(g), newStatsCommand(g), newBillingCommand(g),

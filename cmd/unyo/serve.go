@@ -5,53 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/unyo-ops/unyo/cmd/internal/rolecmd"
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/launch"
 	"github.com/unyo-ops/unyo/core/version"
 )
-
-// runRole loads the configuration for role and runs fn with it.
-func runRole(cmd *cobra.Command, role, file string, fn func(context.Context, *config.Config, *slog.Logger) error) error {
-	if err := rejectOperatorFlags(cmd); err != nil {
-		return err
-	}
-	cfg, err := config.Load(config.LoadOptions{File: file, Role: role, Flags: cmd.Flags()})
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg.Log)
-	slog.SetDefault(log)
-	return fn(cmd.Context(), cfg, log)
-}
-
-// rejectOperatorFlags refuses the operator commands' flags (inherited from
-// the root command) that a server or agent would otherwise accept and
-// silently ignore, unless the command defines a flag of that name itself.
-func rejectOperatorFlags(cmd *cobra.Command) error {
-	var err error
-	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
-		if err == nil && f.Changed && cmd.LocalNonPersistentFlags().Lookup(f.Name) == nil {
-			err = fmt.Errorf("--%s is a flag of the operator commands (unyo nodes, unyo apply, ...); unyo %s does not use it: see unyo %s --help", f.Name, cmd.Name(), cmd.Name())
-		}
-	})
-	return err
-}
-
-func newLogger(c config.Log) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level)) // validated by config.Load
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(c.Format, "json") {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
 
 func newDevCommand() *cobra.Command {
 	var file string
@@ -68,7 +29,7 @@ the example checks applied on first start. In another terminal:
   unyo events ls`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRole(cmd, "dev", file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
+			return rolecmd.Run(cmd, "dev", file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
 				return launch.DevWith(ctx, c, log, inv)
 			})
 		},
@@ -93,7 +54,7 @@ func newServerCommand() *cobra.Command {
 			if cmd.Flags().Changed("role") {
 				want = role
 			}
-			return runRole(cmd, want, file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
+			return rolecmd.Run(cmd, want, file, func(ctx context.Context, c *config.Config, log *slog.Logger) error {
 				switch c.Role {
 				case config.RoleRoot:
 					return launch.Root(ctx, c, log)
@@ -108,28 +69,6 @@ func newServerCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
 	cmd.Flags().StringVar(&role, "role", "", "root or cluster (default: the role in the configuration file)")
 	config.BindFlags(cmd.Flags(), "server")
-	return cmd
-}
-
-func newAgentCommand() *cobra.Command {
-	var file string
-	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run the node agent: heartbeats, checks and result delivery to a cluster",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRole(cmd, "agent", file, launch.Agent)
-		},
-	}
-	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (YAML)")
-	config.BindFlags(cmd.Flags(), "agent")
-	// The agent's own --token and --ca-file hide the operator commands'
-	// flags of those names, which the agent would otherwise accept and
-	// ignore.
-	cmd.Flags().String("token", "", "a join token of the cluster (config agent.token); prefer env UNYO_AGENT_TOKEN, since every user of the machine can read a command line")
-	_ = cmd.Flags().SetAnnotation("token", config.FlagKeyAnnotation, []string{"agent.token"}) // the flag was just defined
-	cmd.Flags().String("ca-file", "", "PEM file of the CA that signs the cluster's certificate, instead of the system's CAs (config agent.tls.ca_file)")
-	_ = cmd.Flags().SetAnnotation("ca-file", config.FlagKeyAnnotation, []string{"agent.tls.ca_file"})
 	return cmd
 }
 

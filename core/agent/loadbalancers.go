@@ -20,8 +20,8 @@ import (
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/plugins/base"
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
-	"github.com/unyo-ops/unyo/plugins/sdk"
 	"github.com/unyo-ops/unyo/plugins/sdk/lb"
+	"github.com/unyo-ops/unyo/plugins/sdk/sdkconfig"
 )
 
 // A load balancer's assignment (Assignment.loadbalancer set) is realized
@@ -66,7 +66,7 @@ func lbConfig(a *unyov1.LoadbalancerAssignment) (lb.Config, error) {
 	for _, d := range []struct {
 		field string
 		raw   string
-		to    *sdk.Duration
+		to    *sdkconfig.Duration
 	}{{"health.interval", h.GetInterval(), &c.Health.Interval}, {"health.timeout", h.GetTimeout(), &c.Health.Timeout}} {
 		if d.raw == "" {
 			continue
@@ -75,7 +75,7 @@ func lbConfig(a *unyov1.LoadbalancerAssignment) (lb.Config, error) {
 		if err != nil {
 			return lb.Config{}, fmt.Errorf("%s: %w", d.field, err)
 		}
-		*d.to = sdk.Duration(v)
+		*d.to = sdkconfig.Duration(v)
 	}
 	return c, c.Validate()
 }

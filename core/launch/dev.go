@@ -15,6 +15,7 @@ import (
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/kinds"
 	"github.com/unyo-ops/unyo/core/kinds/builtin"
+	"github.com/unyo-ops/unyo/core/launch/agentrole"
 	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/store"
 	"github.com/unyo-ops/unyo/plugins/host"
@@ -88,7 +89,7 @@ func DevWith(ctx context.Context, c *config.Config, log *slog.Logger, o DevOptio
 		return err
 	}
 	devProvider(c, log)
-	a, err := newAgent(c, log)
+	a, err := agentrole.New(c, log)
 	if err != nil {
 		return err
 	}

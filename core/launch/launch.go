@@ -5,7 +5,6 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,23 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/unyo-ops/unyo/core/agent"
-	"github.com/unyo-ops/unyo/core/api/unyov1"
-	"github.com/unyo-ops/unyo/core/client"
 	"github.com/unyo-ops/unyo/core/cluster"
 	"github.com/unyo-ops/unyo/core/config"
 	"github.com/unyo-ops/unyo/core/identity"
-	"github.com/unyo-ops/unyo/core/internal/footprint"
 	"github.com/unyo-ops/unyo/core/internal/private"
+	"github.com/unyo-ops/unyo/core/launch/agentrole"
 	"github.com/unyo-ops/unyo/core/logstore"
 	"github.com/unyo-ops/unyo/core/logstore/clickhouse"
 	"github.com/unyo-ops/unyo/core/logstore/vlembed"
-	"github.com/unyo-ops/unyo/core/logtail"
-	"github.com/unyo-ops/unyo/core/manifest"
 	"github.com/unyo-ops/unyo/core/peerwatch"
 	"github.com/unyo-ops/unyo/core/promapi"
 	"github.com/unyo-ops/unyo/core/root"
@@ -43,7 +36,6 @@ import (
 	"github.com/unyo-ops/unyo/core/wal"
 	"github.com/unyo-ops/unyo/core/web"
 	"github.com/unyo-ops/unyo/eventrules/apihook"
-	"github.com/unyo-ops/unyo/plugins/host"
 )
 
 // Version is stamped into status answers and node descriptions: the
@@ -75,40 +67,13 @@ func serverOptions(c *config.Config, listen string, log *slog.Logger) server.Opt
 	}
 }
 
-// privateState makes the data directory 0700 and an existing SQLite
-// database (with its WAL and shared-memory files) 0600, whatever their
-// modes were: they hold tokens, check env secrets and webhook headers. A
-// new database is created 0600 (sqlstore.OpenSQLite), and SQLite gives its
-// -wal and -shm files the database's mode.
-func privateState(c *config.Config, log *slog.Logger) error {
-	if err := private.Dir(c.DataDir, log); err != nil {
-		return fmt.Errorf("data_dir: %w", err)
-	}
-	// The database when it lives here, and the plugin digest cache.
-	if err := private.Files(c.DataDir, log); err != nil {
-		return fmt.Errorf("data_dir: %w", err)
-	}
-	if c.Store.Driver != "sqlite" || c.Role == config.RoleAgent {
-		return nil
-	}
-	// A store.dsn outside data_dir.
-	var errs []error
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		errs = append(errs, private.File(c.Store.DSN+suffix, log))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store.dsn: %w", err)
-	}
-	return nil
-}
-
 // preflight checks what can fail at start before anything is created: the
 // server's TLS files, then the data directory's privacy.
 func preflight(c *config.Config, log *slog.Logger) error {
 	if err := server.New(serverOptions(c, c.Server.Listen, log)).CheckTLS(); err != nil {
 		return err
 	}
-	return privateState(c, log)
+	return agentrole.PrivateState(c, log)
 }
 
 // Root runs a root server.
@@ -126,7 +91,7 @@ func Root(ctx context.Context, c *config.Config, log *slog.Logger) error {
 
 func serveRoot(ctx context.Context, c *config.Config, st store.Store, log *slog.Logger) error {
 	srv := server.New(serverOptions(c, c.Server.Listen, log.With("role", "root")))
-	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: clientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, PromLimits: promapi.Limits{MaxSeries: c.Root.QueryMaxSeries, MaxPoints: c.Root.QueryMaxPoints}, Logger: log,
+	r := root.New(st, root.Options{Version: Version, ClusterToken: c.Root.ClusterToken, ClusterTLS: agentrole.ClientTLS(c.Root.ClusterTLS), AuditRetention: c.Audit.Retention, AddressQuarantine: c.Root.AddressQuarantine, PromLimits: promapi.Limits{MaxSeries: c.Root.QueryMaxSeries, MaxPoints: c.Root.QueryMaxPoints}, Logger: log,
 		Peers: c.Root.Peers, PeerWatch: root.PeerWatchOptions{Interval: c.Root.PeerWatch.Interval, Thresholds: thresholds(c.Root.PeerWatch)}})
 	r.Register(srv)
 	// The web console at /, calling the API just registered.
@@ -258,7 +223,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		StaleAfter: c.Cluster.StaleAfter, DownAfter: c.Cluster.DownAfter, HistoryPerCheck: c.Store.HistoryPerCheck,
 		AutoCordonAfter: c.Cluster.AutoCordonAfter, AutoDrainAfter: c.Cluster.AutoDrainAfter,
 		Metrics: metrics, Logs: logs, TelemetryWAL: telemetryWAL, LogRetention: c.Logs.Retention, Logger: log,
-		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: pluginConfigs(c.Cluster.Plugins),
+		PluginDirs: c.Cluster.Plugins.Dirs, Plugins: agentrole.PluginConfigs(c.Cluster.Plugins),
 		Stats:             statsOptions(c),
 		AuditRetention:    c.Audit.Retention,
 		PluginDigestCache: filepath.Join(c.DataDir, "plugin-digests.json"),
@@ -297,7 +262,7 @@ func runCluster(ctx context.Context, c *config.Config, listen string, st store.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl.RegisterAtRoot(ctx, c.Cluster.RootURL, c.Cluster.RootToken, clientTLS(c.Cluster.RootTLS), adv, c.Cluster.HeartbeatInterval*3)
+			cl.RegisterAtRoot(ctx, c.Cluster.RootURL, c.Cluster.RootToken, agentrole.ClientTLS(c.Cluster.RootTLS), adv, c.Cluster.HeartbeatInterval*3)
 		}()
 	}
 	err = srv.Serve(ctx, ln)
@@ -355,63 +320,6 @@ func checkAcked(ctx context.Context, c *config.Config, st store.Store, cl *clust
 	}
 	log.Info("the store holds every event acknowledged to agents", "acked_seq", chk.Acked, "stored_seq", chk.Stored, "mark", chk.Path)
 	return nil
-}
-
-// Agent runs a node agent.
-func Agent(ctx context.Context, c *config.Config, log *slog.Logger) error {
-	if err := privateState(c, log); err != nil {
-		return err
-	}
-	a, err := newAgent(c, log)
-	if err != nil {
-		return err
-	}
-	// Started: what only starting needed can go (see package footprint).
-	footprint.Agent(log)
-	return a.Run(ctx)
-}
-
-func newAgent(c *config.Config, log *slog.Logger) (*agent.Agent, error) {
-	var local []*unyov1.Check
-	for i, raw := range c.Agent.Checks {
-		ch, err := manifest.DecodeCheck(raw, fmt.Sprintf("%s: agent.checks[%d]", c.File, i))
-		if err != nil {
-			return nil, err
-		}
-		local = append(local, ch)
-	}
-	logs := make([]logtail.FileConfig, len(c.Agent.Logs))
-	for i, l := range c.Agent.Logs {
-		logs[i] = logtail.FileConfig{Path: l.Path, App: l.App, Format: l.Format, StartAt: l.StartAt}
-	}
-	plugins := pluginConfigs(c.Agent.Plugins)
-	return agent.New(agent.Options{
-		NodeName: c.Agent.NodeName, Resource: c.Agent.Resource, Labels: c.Agent.Labels, ClusterURL: c.Agent.ClusterURL, Token: c.Agent.Token, TLS: clientTLS(c.Agent.TLS),
-		DataDir: filepath.Join(c.DataDir, "agent"), CheckDirs: c.Agent.CheckDirs, MaxOutput: int(c.Agent.MaxOutput),
-		MaxConcurrent: c.Agent.MaxConcurrentChecks, BatchSize: c.Agent.BatchSize, FlushInterval: c.Agent.FlushInterval,
-		SpoolDir: c.Agent.SpoolDir, SpoolMaxBytes: int64(c.Agent.SpoolMaxBytes), StatusListen: c.Agent.StatusListen,
-		StatusToken: c.Agent.StatusToken, CheckEnv: c.Agent.CheckEnv, PluginEnv: c.Agent.Plugins.Env,
-		BufferRecords: c.Agent.ResultBufferRecords, BufferBytes: int64(c.Agent.ResultBufferBytes),
-		MetricsInterval: c.Agent.MetricsInterval, Logs: logs,
-		PluginDirs: c.Agent.Plugins.Dirs, Plugins: plugins,
-		Ports:       agent.PortOptions{Enabled: c.Agent.Ports.Enabled, MetadataPort: c.Agent.Ports.MetadataPort},
-		Capacity:    &unyov1.Capacity{Cpus: int32(c.Agent.Capacity.CPUs), MemoryBytes: int64(c.Agent.Capacity.Memory), DiskBytes: int64(c.Agent.Capacity.Disk)},
-		LocalChecks: local, Version: Version, Logger: log.With("role", "agent"),
-	})
-}
-
-// clientTLS turns a client's TLS settings into the client's options.
-func clientTLS(t config.ClientTLS) client.TLSOptions {
-	return client.TLSOptions{CAFile: t.CAFile, ServerName: t.ServerName, CertFile: t.CertFile, KeyFile: t.KeyFile}
-}
-
-// pluginConfigs turns a plugins section into the plugin host's configuration.
-func pluginConfigs(p config.Plugins) []host.PluginConfig {
-	var out []host.PluginConfig
-	for _, pl := range p.Enabled {
-		out = append(out, host.PluginConfig{Kind: pl.Kind, Name: pl.Name, SHA256: strings.ToLower(pl.SHA256), Config: pl.Config})
-	}
-	return out
 }
 
 func closeLogged(log *slog.Logger, what string, c io.Closer) {

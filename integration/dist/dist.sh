@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make dist: the release tarball and Debian packages, from the checkout's
 # root after `make build man`:
-#   dist/unyo-VERSION-linux-ARCH.tar.gz   bin/unyo, lib/unyo/plugins/* (provider-libvirt
-#       only where cgo and libvirt-dev are: integration/dist/have-libvirt.sh),
+#   dist/unyo-VERSION-linux-ARCH.tar.gz   bin/unyo, bin/unyo-agent, lib/unyo/plugins/*
+#       (provider-libvirt only where cgo and libvirt-dev are:
+#       integration/dist/have-libvirt.sh),
 #       etc/unyo/*.yaml, lib/systemd/system/*.service,
 #       share/unyo/prometheus/unyo-rules.yml, share/man/man1/*.1
 #   dist/unyo_VERSION_ARCH.deb            the same laid out for Debian
@@ -17,7 +18,7 @@ trap 'rm -rf "$stage"' EXIT
 name=unyo-$VERSION-linux-$ARCH
 root=$stage/$name
 mkdir -p "$root"/{bin,lib/unyo/plugins,etc/unyo,lib/systemd/system,share/unyo/prometheus,share/man/man1}
-cp bin/unyo "$root/bin/"
+cp bin/unyo bin/unyo-agent "$root/bin/"
 plugins="action-exec action-smtp check-http check-tcp provider-exec provider-docker provider-xdp provider-vpp"
 # provider-libvirt links libvirt through cgo: in the release when this
 # machine can build it, left out saying why otherwise.

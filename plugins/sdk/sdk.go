@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/unyo-ops/unyo/plugins/base"
+	"github.com/unyo-ops/unyo/plugins/sdk/sdkconfig"
 
 	pluginv1 "github.com/unyo-ops/unyo/plugins/proto/unyo/plugin/v1"
 )
@@ -139,33 +140,14 @@ type ActionPlugin interface {
 
 // ConfigError reports config or request fields that are wrong; it becomes
 // INVALID_ARGUMENT with a google.rpc.BadRequest detail.
-type ConfigError struct {
-	Violations []Violation
-}
+type ConfigError = sdkconfig.ConfigError
 
 // Violation is one wrong field.
-type Violation struct {
-	Field       string
-	Description string
-}
-
-func (e *ConfigError) Error() string {
-	if len(e.Violations) == 0 {
-		return "invalid configuration"
-	}
-	s := "invalid configuration:"
-	for i, v := range e.Violations {
-		if i > 0 {
-			s += ";"
-		}
-		s += fmt.Sprintf(" %s: %s", v.Field, v.Description)
-	}
-	return s
-}
+type Violation = sdkconfig.Violation
 
 // Invalid returns a *ConfigError for one field.
 func Invalid(field, format string, args ...any) error {
-	return &ConfigError{Violations: []Violation{{Field: field, Description: fmt.Sprintf(format, args...)}}}
+	return sdkconfig.Invalid(field, format, args...)
 }
 
 // Errors a provider returns; the SDK maps them to gRPC codes.

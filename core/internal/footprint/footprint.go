@@ -29,11 +29,19 @@ import (
 const AgentGCPercent = 50
 
 // Agent applies the agent's memory settings: the collector's default and
-// giving back the executable's start-up pages. It logs what it released.
+// giving back the executable's start-up pages (Release).
 func Agent(log *slog.Logger) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(AgentGCPercent)
 	}
+	Release(log)
+}
+
+// Release gives back the executable's pages touched so far
+// (ReleaseExecutable) and logs what it released. Called at steps of
+// starting up, it keeps the high-water mark at the larger of the steps'
+// pages instead of their sum.
+func Release(log *slog.Logger) {
 	n, err := ReleaseExecutable()
 	if err != nil {
 		log.Debug("could not release the binary's start-up pages", "err", err)

@@ -31,24 +31,37 @@ func ReleaseExecutable() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return 0, fmt.Errorf("open the executable: %w", err)
+	}
+	defer f.Close()
 	var released int64
 	var errs []error
 	for _, m := range maps {
-		if err := m.madvise(unix.MADV_DONTNEED); err != nil {
-			errs = append(errs, fmt.Errorf("madvise(MADV_DONTNEED) %x-%x: %w", m.start, m.end, err))
-			continue
-		}
 		if err := m.madvise(unix.MADV_RANDOM); err != nil {
 			errs = append(errs, fmt.Errorf("madvise(MADV_RANDOM) %x-%x: %w", m.start, m.end, err))
 		}
 		released += m.rss
 	}
-	// Pages still mapped elsewhere (another unyo on the machine) stay.
-	if f, err := os.Open("/proc/self/exe"); err == nil {
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			errs = append(errs, fmt.Errorf("fadvise(POSIX_FADV_DONTNEED) %s: %w", exe, err))
+	// Unmapping and evicting run back to back in raw system calls, without
+	// the scheduler's bookkeeping between them: a page of the file the
+	// process touches in between is mapped again, and with it the whole
+	// large folio (up to 2 MiB) the page cache holds it in, which can then
+	// not be evicted. Pages still mapped elsewhere (another unyo on the
+	// machine) stay.
+	dontneed := make([]unix.Errno, len(maps))
+	for i, m := range maps {
+		_, _, dontneed[i] = unix.RawSyscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED)
+	}
+	fe := evictFile(f.Fd())
+	for i, e := range dontneed {
+		if e != 0 {
+			errs = append(errs, fmt.Errorf("madvise(MADV_DONTNEED) %x-%x: %w", maps[i].start, maps[i].end, e))
 		}
-		f.Close()
+	}
+	if fe != 0 {
+		errs = append(errs, fmt.Errorf("fadvise(POSIX_FADV_DONTNEED) %s: %w", exe, fe))
 	}
 	return released, errors.Join(errs...)
 }

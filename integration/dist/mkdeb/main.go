@@ -29,6 +29,7 @@ func build(root, version, arch, out string) error {
 	in := func(p string) string { return filepath.Join(root, p) }
 	contents := files.Contents{
 		{Source: in("bin/unyo"), Destination: "/usr/bin/unyo", FileInfo: &files.ContentFileInfo{Mode: 0o755}},
+		{Source: in("bin/unyo-agent"), Destination: "/usr/bin/unyo-agent", FileInfo: &files.ContentFileInfo{Mode: 0o755}},
 		{Source: in("lib/unyo/plugins"), Destination: "/usr/lib/unyo/plugins", Type: files.TypeTree},
 		{Source: in("lib/systemd/system"), Destination: "/lib/systemd/system", Type: files.TypeTree},
 		{Source: in("share/unyo/prometheus"), Destination: "/usr/share/unyo/prometheus", Type: files.TypeTree},

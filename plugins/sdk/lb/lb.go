@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/unyo-ops/unyo/plugins/sdk"
+	"github.com/unyo-ops/unyo/plugins/sdk/sdkconfig"
 )
 
 // Config is one load balancer: a VIP, its ports, the backends behind it
@@ -52,11 +52,11 @@ type Health struct {
 	Kind string `json:"kind,omitempty"`
 	Path string `json:"path,omitempty"`
 	// 0 means the first port's target.
-	Port     int          `json:"port,omitempty"`
-	Interval sdk.Duration `json:"interval,omitempty"`
-	Timeout  sdk.Duration `json:"timeout,omitempty"`
-	Fall     int          `json:"fall,omitempty"`
-	Rise     int          `json:"rise,omitempty"`
+	Port     int                `json:"port,omitempty"`
+	Interval sdkconfig.Duration `json:"interval,omitempty"`
+	Timeout  sdkconfig.Duration `json:"timeout,omitempty"`
+	Fall     int                `json:"fall,omitempty"`
+	Rise     int                `json:"rise,omitempty"`
 }
 
 // The health check's defaults.
@@ -80,10 +80,10 @@ func (h Health) WithDefaults(first Port) Health {
 		h.Port = first.Target()
 	}
 	if h.Interval <= 0 {
-		h.Interval = sdk.Duration(DefaultInterval)
+		h.Interval = sdkconfig.Duration(DefaultInterval)
 	}
 	if h.Timeout <= 0 {
-		h.Timeout = sdk.Duration(DefaultTimeout)
+		h.Timeout = sdkconfig.Duration(DefaultTimeout)
 	}
 	if h.Fall <= 0 {
 		h.Fall = DefaultFall
@@ -98,10 +98,10 @@ func (h Health) WithDefaults(first Port) Health {
 const MaxBackends = 256
 
 // Decode reads a resource config into a Config and validates it; problems
-// come back as *sdk.ConfigError naming the field.
+// come back as *sdkconfig.ConfigError naming the field.
 func Decode(m map[string]any) (Config, error) {
 	var c Config
-	if err := sdk.Decode(m, &c); err != nil {
+	if err := sdkconfig.Decode(m, &c); err != nil {
 		return Config{}, err
 	}
 	return c, c.Validate()
@@ -111,57 +111,57 @@ func Decode(m map[string]any) (Config, error) {
 func (c Config) Validate() error {
 	vip, err := netip.ParseAddr(c.VIP)
 	if err != nil || !vip.Is4() {
-		return sdk.Invalid("vip", "must be an IPv4 address, not %q", c.VIP)
+		return sdkconfig.Invalid("vip", "must be an IPv4 address, not %q", c.VIP)
 	}
 	if len(c.Ports) == 0 {
-		return sdk.Invalid("ports", "must list at least one port")
+		return sdkconfig.Invalid("ports", "must list at least one port")
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Ports {
 		f := fmt.Sprintf("ports[%d]", i)
 		if p.Port < 1 || p.Port > 65535 {
-			return sdk.Invalid(f+".port", "must be 1-65535, not %d", p.Port)
+			return sdkconfig.Invalid(f+".port", "must be 1-65535, not %d", p.Port)
 		}
 		if p.TargetPort < 0 || p.TargetPort > 65535 {
-			return sdk.Invalid(f+".target_port", "must be 1-65535 (or 0 for port), not %d", p.TargetPort)
+			return sdkconfig.Invalid(f+".target_port", "must be 1-65535 (or 0 for port), not %d", p.TargetPort)
 		}
 		if p.Protocol != "tcp" && p.Protocol != "udp" {
-			return sdk.Invalid(f+".protocol", "must be tcp or udp, not %q", p.Protocol)
+			return sdkconfig.Invalid(f+".protocol", "must be tcp or udp, not %q", p.Protocol)
 		}
 		if k := fmt.Sprint(p.Protocol, p.Port); seen[k] {
-			return sdk.Invalid(f, "repeats %s port %d", p.Protocol, p.Port)
+			return sdkconfig.Invalid(f, "repeats %s port %d", p.Protocol, p.Port)
 		} else {
 			seen[k] = true
 		}
 	}
 	if len(c.Backends) > MaxBackends {
-		return sdk.Invalid("backends", "has %d entries, at most %d", len(c.Backends), MaxBackends)
+		return sdkconfig.Invalid("backends", "has %d entries, at most %d", len(c.Backends), MaxBackends)
 	}
 	addrs := map[netip.Addr]bool{}
 	for i, b := range c.Backends {
 		f := fmt.Sprintf("backends[%d]", i)
 		a, err := netip.ParseAddr(b.Address)
 		if err != nil || !a.Is4() {
-			return sdk.Invalid(f+".address", "must be an IPv4 address, not %q", b.Address)
+			return sdkconfig.Invalid(f+".address", "must be an IPv4 address, not %q", b.Address)
 		}
 		if addrs[a] {
-			return sdk.Invalid(f+".address", "repeats %s", a)
+			return sdkconfig.Invalid(f+".address", "repeats %s", a)
 		}
 		addrs[a] = true
 		if b.Weight < 0 || b.Weight > 100 {
-			return sdk.Invalid(f+".weight", "must be 0-100, not %d", b.Weight)
+			return sdkconfig.Invalid(f+".weight", "must be 0-100, not %d", b.Weight)
 		}
 	}
 	switch c.Health.Kind {
 	case "", "tcp", "http", "none":
 	default:
-		return sdk.Invalid("health.kind", "must be tcp, http or none, not %q", c.Health.Kind)
+		return sdkconfig.Invalid("health.kind", "must be tcp, http or none, not %q", c.Health.Kind)
 	}
 	if c.Health.Port < 0 || c.Health.Port > 65535 {
-		return sdk.Invalid("health.port", "must be 1-65535 (or 0 for the first port's target), not %d", c.Health.Port)
+		return sdkconfig.Invalid("health.port", "must be 1-65535 (or 0 for the first port's target), not %d", c.Health.Port)
 	}
 	if c.Health.Fall < 0 || c.Health.Rise < 0 {
-		return sdk.Invalid("health", "fall and rise must not be negative")
+		return sdkconfig.Invalid("health", "fall and rise must not be negative")
 	}
 	return nil
 }
