@@ -150,13 +150,16 @@ func (c *Cluster) endDrain(ctx context.Context, n *unyov1.Node, phase, message s
 	now := c.now()
 	d := proto.CloneOf(n.GetDrain())
 	d.Phase, d.Message, d.EndedAt = phase, message, timestamppb.New(now)
-	if err := c.store.SetNodeDrain(ctx, n.GetName(), d); err != nil {
-		return err
-	}
+	// The maintenance ends before the phase is written, so that whoever
+	// reads an ended drain finds its maintenance ended; a crash between the
+	// two ends the drain again, which finds the maintenance already ended.
 	if name := d.GetMaintenance(); name != "" {
 		if _, err := c.store.EndMaintenance(ctx, name, "drain", now); err != nil && !errors.Is(err, store.ErrNotFound) && !strings.Contains(err.Error(), "already ended") {
 			c.log.Warn("ending the maintenance of a drain failed", "node", n.GetName(), "maintenance", name, "err", err)
 		}
+	}
+	if err := c.store.SetNodeDrain(ctx, n.GetName(), d); err != nil {
+		return err
 	}
 	status := unyov1.CheckStatus_CHECK_STATUS_OK
 	if phase == drainStopped {
