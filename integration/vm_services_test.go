@@ -126,7 +126,7 @@ spec:
 	// The figure (software emulation; the poll adds up to its
 	// interval): apply to the ready line.
 	t.Logf("apply to the VM's ready line: %v (load: %s)", time.Since(applied).Round(100*time.Millisecond), loadavg())
-	qemu := qemuProcs(domain)
+	qemu := virttest.QEMUProcesses(domain)
 	if len(qemu) != 1 {
 		t.Fatalf("QEMU processes of %s: %v, want 1", domain, qemu)
 	}
@@ -152,7 +152,7 @@ spec:
 
 	a.must("services", "delete", "vmweb")
 	testutil.Eventually(t, 90*time.Second, "nothing of the VM left", func() error {
-		if p := qemuProcs(domain); len(p) > 0 {
+		if p := virttest.QEMUProcesses(domain); len(p) > 0 {
 			return fmt.Errorf("QEMU %v", p)
 		}
 		if defs := domainFiles(embed.Root, domain); len(defs) > 0 {
@@ -196,19 +196,6 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// qemuProcs lists the QEMU processes of a libvirt domain.
-func qemuProcs(domain string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, c := range procs {
-		b, _ := os.ReadFile(c)
-		if strings.Contains(string(b), "qemu-system") && strings.Contains(string(b), "guest="+domain+",") {
-			out = append(out, filepath.Base(filepath.Dir(c)))
-		}
-	}
-	return out
 }
 
 // vcpuAffinity is the CPU list vCPU 0's thread of QEMU pid may run on

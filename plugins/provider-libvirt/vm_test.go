@@ -62,19 +62,6 @@ func waitConsole(t testing.TB, path, line string, d time.Duration) time.Duration
 	return 0
 }
 
-// qemuOf lists the QEMU processes whose command line names the domain.
-func qemuOf(domain string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, c := range procs {
-		b, _ := os.ReadFile(c)
-		if strings.Contains(string(b), "qemu-system") && strings.Contains(string(b), "guest="+domain+",") {
-			out = append(out, filepath.Base(filepath.Dir(c)))
-		}
-	}
-	return out
-}
-
 // TestVM boots real VMs under qemu:///embed with software emulation: a
 // guest reaches its ready line on the console and Delete leaves nothing;
 // a guest whose init exits panics and is FAILED with the console's last
@@ -106,8 +93,8 @@ func TestVM(t *testing.T) {
 		if _, err := os.Stat("/sys/class/net/" + a["tap"]); err != nil {
 			t.Errorf("the VM's tap %q is not on the host: %v", a["tap"], err)
 		}
-		if len(qemuOf(a["domain"])) != 1 {
-			t.Errorf("QEMU processes of %s: %v, want 1", a["domain"], qemuOf(a["domain"]))
+		if len(virttest.QEMUProcesses(a["domain"])) != 1 {
+			t.Errorf("QEMU processes of %s: %v, want 1", a["domain"], virttest.QEMUProcesses(a["domain"]))
 		}
 		st, err := env.c.Provider.Stats(ctx, &pluginv1.StatsRequest{Id: "vm-1"})
 		if err != nil {
@@ -139,7 +126,7 @@ func TestVM(t *testing.T) {
 			t.Errorf("Delete left the VM's dir (disk, console): %v", err)
 		}
 		testutil.Eventually(t, 10*time.Second, "QEMU and the tap gone", func() error {
-			if p := qemuOf(a["domain"]); len(p) > 0 {
+			if p := virttest.QEMUProcesses(a["domain"]); len(p) > 0 {
 				return fmt.Errorf("QEMU processes %v", p)
 			}
 			if _, err := os.Stat("/sys/class/net/" + a["tap"]); err == nil {
@@ -194,7 +181,7 @@ func TestVM(t *testing.T) {
 		if left, _ := os.ReadDir(env.state); len(left) != 0 {
 			t.Errorf("the failed Create left %v in state_dir", left)
 		}
-		if p := qemuOf(domainName("unyo-", "vm-bad")); len(p) > 0 {
+		if p := virttest.QEMUProcesses(domainName("unyo-", "vm-bad")); len(p) > 0 {
 			t.Errorf("the failed Create left QEMU %v", p)
 		}
 	})
@@ -228,7 +215,7 @@ func TestVM(t *testing.T) {
 				if _, err := env.c.Provider.Delete(ctx, &pluginv1.DeleteRequest{Id: "vm-panic"}); err != nil {
 					t.Fatal(err)
 				}
-				if p := qemuOf(dom); len(p) > 0 {
+				if p := virttest.QEMUProcesses(dom); len(p) > 0 {
 					t.Errorf("QEMU left after deleting the panicked VM: %v", p)
 				}
 				return

@@ -241,15 +241,7 @@ func (s *Store) GetNode(ctx context.Context, name string) (*unyov1.Node, error) 
 
 // ListNodes returns every node, sorted by name.
 func (s *Store) ListNodes(ctx context.Context) ([]*unyov1.Node, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes, err := scanAll(rows, scanNode)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	return nodes, nil
+	return s.listNodes(ctx, "")
 }
 
 // ListNodesMatching returns the nodes f selects, sorted by name. The filter
@@ -272,7 +264,12 @@ func (s *Store) ListNodesMatching(ctx context.Context, f store.NodeFilter) ([]*u
 	if len(or) == 0 {
 		return nil, nil
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes WHERE "+strings.Join(or, " OR ")+" ORDER BY name", args...)
+	return s.listNodes(ctx, "WHERE "+strings.Join(or, " OR "), args...)
+}
+
+// listNodes reads the nodes a WHERE clause (or "") selects, sorted by name.
+func (s *Store) listNodes(ctx context.Context, where string, args ...any) ([]*unyov1.Node, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes "+where+" ORDER BY name", args...)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}

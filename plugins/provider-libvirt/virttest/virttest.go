@@ -323,3 +323,17 @@ func (c *cpioWriter) pad() {
 		c.w.WriteByte(0)
 	}
 }
+
+// QEMUProcesses lists the pids of the QEMU processes whose command line
+// names the libvirt domain, so that tests can see a VM's process go.
+func QEMUProcesses(domain string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range procs {
+		b, _ := os.ReadFile(c)
+		if strings.Contains(string(b), "qemu-system") && strings.Contains(string(b), "guest="+domain+",") {
+			out = append(out, filepath.Base(filepath.Dir(c)))
+		}
+	}
+	return out
+}
