@@ -148,7 +148,10 @@ func TestRollingUpdateWithChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reporter: every 300ms a result of gate on each node, CRITICAL
-	// on a node running revision 2 while failNew is set.
+	// on every node while failNew is set. (Failing only the nodes that
+	// computes ls shows running revision 2 raced: a result stamped after a
+	// replica became Active, from a listing read before root knew it,
+	// passed the gate, and the rollout rightly moved on.)
 	var failNew atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -156,20 +159,10 @@ func TestRollingUpdateWithChecks(t *testing.T) {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			bad := map[string]bool{}
-			if failNew.Load() {
-				items, _ := cliJSON(t, rootURL, "--token", adminToken, "computes", "ls")
-				for _, it := range items {
-					st, _ := it["status"].(map[string]any)
-					if fmt.Sprint(st["spec_revision"]) == "2" {
-						bad[fmt.Sprint(st["node"])] = true
-					}
-				}
-			}
 			for _, node := range []string{"node-a", "node-b", "node-c"} {
 				e := &unyov1.Event{Id: uuid.NewString(), Node: node, Check: "gate", Level: unyov1.Level_LEVEL_SUCCESS,
 					Status: unyov1.CheckStatus_CHECK_STATUS_OK, Output: "OK - gate open", StartedAt: timestamppb.Now()}
-				if bad[node] {
+				if failNew.Load() {
 					e.Level, e.Status, e.Output = unyov1.Level_LEVEL_CRITICAL, unyov1.CheckStatus_CHECK_STATUS_CRITICAL, "GATE CRITICAL - revision 2 answers 503"
 				}
 				_, err := cl.Agent.ReportResults(ctx, connect.NewRequest(&unyov1.ReportResultsRequest{Node: node, Results: []*unyov1.Event{e}}))
