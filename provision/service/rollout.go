@@ -92,6 +92,10 @@ type RolloutReplica struct {
 	Surge bool
 	// Failing says why its update checks fail, or "".
 	Failing string
+	// Active says it runs its revision, whatever its update checks say:
+	// a replica of an older revision whose checks fail still serves, so
+	// moving it costs availability like any other.
+	Active bool
 }
 
 // Move is a replica to move to the target revision now.
@@ -115,6 +119,11 @@ func Pace(replicas []RolloutReplica, target int64, maxUnavailable, maxSurge int)
 	unavailable, surging := 0, 0
 	var candidates []RolloutReplica
 	for _, r := range replicas {
+		if r.Revision != target && r.Active {
+			// Update checks judge the update: an old instance failing
+			// them is not moved ahead as if it cost no availability.
+			r.Ready = true
+		}
 		if !r.Ready {
 			unavailable++
 		}
@@ -217,7 +226,8 @@ func RolloutReplicas(records []*unyov1.Compute) []RolloutReplica {
 		if c.GetStatus().GetPhase() == PhaseDeleting {
 			continue
 		}
-		out = append(out, RolloutReplica{Name: c.GetName(), Revision: c.GetSpecRevision(), Ready: Ready(c), Surge: c.GetSurge(), Failing: checksFailing(c)})
+		out = append(out, RolloutReplica{Name: c.GetName(), Revision: c.GetSpecRevision(), Ready: Ready(c), Surge: c.GetSurge(), Failing: checksFailing(c),
+			Active: c.GetStatus().GetPhase() == PhaseActive && c.GetStatus().GetSpecRevision() == c.GetSpecRevision()})
 	}
 	return out
 }

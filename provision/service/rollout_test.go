@@ -83,6 +83,18 @@ func TestPace(t *testing.T) {
 		{"surge", []RolloutReplica{r("a", 1, true, false), r("b", 1, true, false), r("c", 1, true, false)}, 0, 1,
 			[]Move{{Name: "a", Surge: true}}},
 		{"surge in flight", []RolloutReplica{r("a", 2, false, true), r("b", 1, true, false)}, 0, 1, nil},
+		// Old replicas whose update checks fail (not Ready, but Active)
+		// still serve: they move one at a time, not all at once as if
+		// they cost no availability (CI saw all three moved while the
+		// first one's checks were still pending).
+		{"old replicas failing checks still count", []RolloutReplica{
+			{Name: "a", Revision: 2, Ready: false},
+			{Name: "b", Revision: 1, Ready: false, Active: true, Failing: "b: check gate is CRITICAL"},
+			{Name: "c", Revision: 1, Ready: false, Active: true, Failing: "c: check gate is CRITICAL"}}, 1, 0, nil},
+		{"one old replica failing checks moves as one unavailable", []RolloutReplica{
+			{Name: "a", Revision: 1, Ready: false, Active: true, Failing: "a: check gate is CRITICAL"},
+			{Name: "b", Revision: 1, Ready: false, Active: true, Failing: "b: check gate is CRITICAL"}}, 1, 0,
+			[]Move{{Name: "a"}}},
 		{"both", []RolloutReplica{r("a", 1, true, false), r("b", 1, true, false), r("c", 1, true, false), r("d", 1, true, false)}, 1, 1,
 			[]Move{{Name: "a"}, {Name: "b", Surge: true}}},
 	} {
