@@ -117,6 +117,9 @@ type Agent struct {
 	plugins      *host.Host
 	pluginsErr   error
 	pluginsReady chan struct{}
+	// providerRestarts names provider plugins the supervisor started
+	// again, for the assignment runner to recover their resources.
+	providerRestarts chan string
 	// ports wires the compute ports (nil unless agent.ports.enabled).
 	ports *portRunner
 

@@ -125,6 +125,12 @@ type assignmentRunner struct {
 	ports *portRunner
 	// explain words an API error for the log.
 	explain func(error) error
+	// restarted names provider plugins that started again (nil: none
+	// are followed); recoverFor collects them until the loop recovers
+	// their resources, and cancelPoll wakes the loop from its long poll.
+	restarted  <-chan string
+	recoverFor map[string]bool
+	cancelPoll context.CancelFunc
 
 	// The loop's alone:
 	// reported is, per compute, the state the cluster last took.
@@ -160,6 +166,7 @@ func (a *Agent) runAssignments(ctx context.Context) {
 	}
 	r := &assignmentRunner{
 		node: a.nodeName(), cluster: a.cluster, registered: a.isRegistered, log: a.log, api: a.cl.Provision, ports: a.ports,
+		restarted: a.providerRestarts,
 		do: func(ctx context.Context, provider string, fn func(ctx context.Context, c *base.Conn) error) error {
 			p, err := a.plugins.Plugin(providerKind, provider)
 			if err != nil {
@@ -189,7 +196,15 @@ func (r *assignmentRunner) run(ctx context.Context, explain func(error) error) {
 	r.reported = map[string]reportedState{}
 	r.failed = map[string]*unyov1.AssignmentState{}
 	r.load()
-	r.recover(ctx)
+	// The plugins' first starts are behind us: the recovery below covers
+	// them.
+	for len(r.restarted) > 0 {
+		<-r.restarted
+	}
+	r.recover(ctx, nil)
+	if r.restarted != nil {
+		go r.followRestarts(ctx)
+	}
 	bo := backoff{min: 500 * time.Millisecond, max: 10 * time.Second}
 	var since int64
 	for ctx.Err() == nil {
@@ -197,7 +212,19 @@ func (r *assignmentRunner) run(ctx context.Context, explain func(error) error) {
 			ctxwait.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
-		resp, err := r.api.GetAssignments(ctx, connect.NewRequest(&unyov1.GetAssignmentsRequest{Node: r.node, SinceGeneration: since}))
+		if only := r.takeRestarted(); len(only) > 0 {
+			r.recover(ctx, only)
+			// A pass at once: what the provider lost is made again.
+			since = 0
+		}
+		pollCtx, cancel := context.WithCancel(ctx)
+		r.setPollCancel(cancel)
+		resp, err := r.api.GetAssignments(pollCtx, connect.NewRequest(&unyov1.GetAssignmentsRequest{Node: r.node, SinceGeneration: since}))
+		r.setPollCancel(nil)
+		cancel()
+		if err != nil && ctx.Err() == nil && pollCtx.Err() != nil {
+			continue // woken to recover a restarted provider's resources
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("fetching assignments failed; will retry", "err", explain(err))
@@ -301,12 +328,64 @@ func (r *assignmentRunner) save() {
 	}
 }
 
-// recover re-attaches every kept resource through its provider after the
-// agent (and so the plugins) restarted; one the provider no longer knows
-// is forgotten (and made again if it is still assigned).
-func (r *assignmentRunner) recover(ctx context.Context) {
+// followRestarts notes each restarted provider and wakes the loop, which
+// recovers its resources before its next pass (passes never overlap, so a
+// Recover cannot race a Create of the same compute).
+func (r *assignmentRunner) followRestarts(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name := <-r.restarted:
+			r.mu.Lock()
+			if r.recoverFor == nil {
+				r.recoverFor = map[string]bool{}
+			}
+			r.recoverFor[name] = true
+			cancel := r.cancelPoll
+			r.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
+	}
+}
+
+// takeRestarted returns and clears the providers to recover.
+func (r *assignmentRunner) takeRestarted() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	only := r.recoverFor
+	r.recoverFor = nil
+	return only
+}
+
+// setPollCancel keeps the running long poll's cancel (nil when none runs);
+// a restart noted just before the poll began cancels it at once.
+func (r *assignmentRunner) setPollCancel(cancel context.CancelFunc) {
+	r.mu.Lock()
+	r.cancelPoll = cancel
+	pending := len(r.recoverFor) > 0
+	r.mu.Unlock()
+	if cancel != nil && pending {
+		cancel()
+	}
+}
+
+// recover re-attaches every kept resource of the providers in only (nil:
+// all) through its provider: after the agent (and so the plugins)
+// restarted, or after the supervisor started a provider plugin again. One
+// the provider no longer knows is forgotten (and made again if it is
+// still assigned).
+func (r *assignmentRunner) recover(ctx context.Context, only map[string]bool) {
 	changed := false
-	for _, h := range slices.Collect(maps.Values(r.held)) {
+	r.mu.Lock()
+	held := slices.Collect(maps.Values(r.held))
+	r.mu.Unlock()
+	for _, h := range held {
+		if only != nil && !only[h.Provider] {
+			continue
+		}
 		err := r.do(ctx, h.Provider, func(ctx context.Context, c *base.Conn) error {
 			_, err := c.Provider.Recover(ctx, &pluginv1.RecoverRequest{Id: h.Compute,
 				Handle: &pluginv1.Handle{Version: h.HandleVersion, Driver: h.HandleDriver, State: h.HandleState}})

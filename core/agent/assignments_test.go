@@ -36,13 +36,14 @@ type fakeProvider struct {
 	pluginv1.UnimplementedProviderServer
 	delay time.Duration
 
-	mu      sync.Mutex
-	live    map[string]int // processes running per id
-	peak    map[string]int // most processes ever running at once per id
-	started map[string]int // processes ever started per id
-	labels  map[string]map[string]string
-	creates int // Create calls
-	gets    int // Get calls (loadbalancers_test.go)
+	mu       sync.Mutex
+	live     map[string]int // processes running per id
+	peak     map[string]int // most processes ever running at once per id
+	started  map[string]int // processes ever started per id
+	labels   map[string]map[string]string
+	creates  int            // Create calls
+	gets     int            // Get calls (loadbalancers_test.go)
+	recovers map[string]int // Recover calls per id
 }
 
 func newFakeProvider(delay time.Duration) *fakeProvider {
@@ -101,6 +102,10 @@ func (p *fakeProvider) List(_ context.Context, req *pluginv1.ListRequest) (*plug
 func (p *fakeProvider) Recover(_ context.Context, req *pluginv1.RecoverRequest) (*pluginv1.RecoverResponse, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.recovers == nil {
+		p.recovers = map[string]int{}
+	}
+	p.recovers[req.GetId()]++
 	if p.live[req.GetId()] == 0 {
 		return nil, grpcstatus.Error(codes.NotFound, "gone")
 	}
@@ -201,6 +206,13 @@ func (f *fakeAssignments) ReportAssignments(_ context.Context, req *connect.Requ
 // waits until it ended.
 func startRunner(t *testing.T, api *fakeAssignments, p *fakeProvider, path string) (stop func()) {
 	t.Helper()
+	return startRunnerWith(t, api, p, path, nil)
+}
+
+// startRunnerWith is startRunner with a channel naming restarted
+// providers, as the agent's plugin supervisor sends them.
+func startRunnerWith(t *testing.T, api *fakeAssignments, p *fakeProvider, path string, restarted chan string) (stop func()) {
+	t.Helper()
 	ln := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
 	pluginv1.RegisterProviderServer(srv, p)
@@ -213,7 +225,7 @@ func startRunner(t *testing.T, api *fakeAssignments, p *fakeProvider, path strin
 	conn := base.NewConn(cc, nil)
 	r := &assignmentRunner{
 		node: "n1", cluster: func() string { return "c1" }, registered: func() bool { return true },
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), api: api, providers: []string{"fake"}, path: path,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), api: api, providers: []string{"fake"}, path: path, restarted: restarted,
 		do: func(ctx context.Context, provider string, fn func(context.Context, *base.Conn) error) error {
 			if provider != "fake" {
 				return fmt.Errorf("no provider %q", provider)
@@ -391,4 +403,46 @@ func TestAssignmentsIdleCluster(t *testing.T) {
 	if api.getCalls > 10 {
 		t.Errorf("%d fetches in about 1.5 s of an idle cluster, want about one per long poll", api.getCalls)
 	}
+}
+
+// TestProviderRestartRecovers: when the supervisor starts a provider
+// plugin again, the runner hands that provider its resources back
+// (Recover) at once, without waiting for the long poll's answer, and makes
+// again a resource the restarted provider lost.
+func TestProviderRestartRecovers(t *testing.T) {
+	api := newFakeAssignments()
+	api.hold = time.Hour // only a change or the restart may wake the runner
+	p := newFakeProvider(0)
+	restarted := make(chan string, 1)
+	restarted <- "fake" // the first start's: the runner's own recovery covers it
+	api.set("web-0", "running")
+	startRunnerWith(t, api, p, filepath.Join(t.TempDir(), "held.json"), restarted)
+	testutil.Eventually(t, 5*time.Second, "web-0 running", func() error {
+		if c := p.counts(); c.live["web-0"] != 1 {
+			return fmt.Errorf("live %d", c.live["web-0"])
+		}
+		return nil
+	})
+	recovers := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.recovers["web-0"]
+	}
+	restarted <- "fake"
+	testutil.Eventually(t, 5*time.Second, "web-0 recovered after the provider's restart", func() error {
+		if n := recovers(); n == 0 {
+			return fmt.Errorf("recovered %d times", n)
+		}
+		return nil
+	})
+	// The restarted provider lost it: Recover says NotFound, and it is
+	// made again without any change of the assignments.
+	p.vanish("web-0")
+	restarted <- "fake"
+	testutil.Eventually(t, 5*time.Second, "web-0 made again", func() error {
+		if c := p.counts(); c.started["web-0"] != 2 || c.live["web-0"] != 1 {
+			return fmt.Errorf("started %d, live %d", c.started["web-0"], c.live["web-0"])
+		}
+		return nil
+	})
 }

@@ -34,6 +34,7 @@ const pluginCloseTimeout = 10 * time.Second
 // configured plugin is reported failed and its checks answer UNKNOWN.
 func (a *Agent) newPlugins() {
 	a.pluginsReady = make(chan struct{}) // closed by startPlugins, always
+	a.providerRestarts = make(chan string, 16)
 	if len(a.opts.Plugins) == 0 {
 		return
 	}
@@ -97,6 +98,15 @@ func PluginCheckName(kind, name string) string { return "plugin-" + kind + "-" +
 // plugin runs, warning while it is degraded or waiting to restart, critical
 // when it failed for good. Starting and stopping are not events.
 func (a *Agent) pluginStateChanged(sc host.StateChange) {
+	if kind, name, _ := strings.Cut(sc.Plugin, "/"); kind == providerKind && sc.From == host.StateStarting && sc.To == host.StateRunning {
+		// A provider process that starts holds none of the agent's
+		// resources until Recover hands them back (the first start's
+		// are recovered when the runner starts; it skips these).
+		select {
+		case a.providerRestarts <- name:
+		default: // a recovery is pending anyway
+		}
+	}
 	code, what, ok := sc.Health()
 	if !ok {
 		return
