@@ -298,8 +298,7 @@ func readResource(dir string) (sdk.Resource, error) {
 	var pf pidFile
 	havePID := readJSON(filepath.Join(dir, "pid.json"), &pf) == nil
 	hs := handleState{Dir: dir, pidFile: pf}
-	h, _ := json.Marshal(hs)
-	r.Handle = sdk.Handle{Version: handleVersion, State: h}
+	r.Handle = sdk.NewHandle(handleVersion, hs)
 	if havePID {
 		r.Attributes["pid"] = strconv.Itoa(pf.PID)
 	}
@@ -406,12 +405,9 @@ func (p *execProvider) List(_ context.Context, labels map[string]string) ([]sdk.
 }
 
 func (p *execProvider) Recover(_ context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
-	if h.Version != handleVersion {
-		return sdk.Resource{}, fmt.Errorf("provider exec: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
-	}
-	var hs handleState
-	if err := json.Unmarshal(h.State, &hs); err != nil || hs.Dir == "" {
-		return sdk.Resource{}, fmt.Errorf("provider exec: handle state is unreadable: %w", sdk.ErrBadHandle)
+	hs, err := sdk.ReadHandle(name, h, handleVersion, func(hs handleState) bool { return hs.Dir != "" })
+	if err != nil {
+		return sdk.Resource{}, err
 	}
 	r, err := readResource(hs.Dir)
 	if err != nil {

@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -491,8 +490,7 @@ type handleState struct {
 func (p *vppProvider) resource(r record, have map[vppaddr.VIPKey]*haveVIP, encap lb_types.LbEncapType, dscp uint8, socket string) sdk.Resource {
 	c, err := sdklb.Decode(r.Config)
 	out := sdk.Resource{ID: r.ID, Labels: r.Labels, Config: r.Config, CreatedAt: r.CreatedAt}
-	h, _ := json.Marshal(handleState{ID: r.ID, VIP: c.VIP})
-	out.Handle = sdk.Handle{Version: handleVersion, State: h}
+	out.Handle = sdk.NewHandle(handleVersion, handleState{ID: r.ID, VIP: c.VIP})
 	if err != nil {
 		out.State, out.Reason = sdk.Broken, err.Error()
 		return out
@@ -702,12 +700,8 @@ func (p *vppProvider) List(ctx context.Context, labels map[string]string) ([]sdk
 }
 
 func (p *vppProvider) Recover(ctx context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
-	if h.Version != handleVersion {
-		return sdk.Resource{}, fmt.Errorf("provider vpp: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
-	}
-	var hs handleState
-	if err := json.Unmarshal(h.State, &hs); err != nil || hs.ID != id {
-		return sdk.Resource{}, fmt.Errorf("provider vpp: the handle is not resource %s's: %w", id, sdk.ErrBadHandle)
+	if _, err := sdk.ReadHandle(name, h, handleVersion, func(hs handleState) bool { return hs.ID == id }); err != nil {
+		return sdk.Resource{}, err
 	}
 	// Re-apply what the record wants (VPP may have restarted meanwhile).
 	if err := p.reconcile(ctx, nil, ""); err != nil {

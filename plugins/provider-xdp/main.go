@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -494,12 +493,8 @@ func (p *xdpProvider) List(_ context.Context, labels map[string]string) ([]sdk.R
 // the pins and resumed the health checks; this programs the kernel from
 // the records again (a no-op when the pins held) and answers the resource.
 func (p *xdpProvider) Recover(_ context.Context, id string, h sdk.Handle) (sdk.Resource, error) {
-	if h.Version != handleVersion {
-		return sdk.Resource{}, fmt.Errorf("provider xdp: handle version %d (this plugin reads %d): %w", h.Version, handleVersion, sdk.ErrBadHandle)
-	}
-	var hs handleState
-	if err := json.Unmarshal(h.State, &hs); err != nil || hs.VIP == "" {
-		return sdk.Resource{}, fmt.Errorf("provider xdp: handle state is unreadable: %w", sdk.ErrBadHandle)
+	if _, err := sdk.ReadHandle(name, h, handleVersion, func(hs handleState) bool { return hs.VIP != "" }); err != nil {
+		return sdk.Resource{}, err
 	}
 	rec, st, err := p.find(id)
 	if err != nil {
@@ -517,9 +512,8 @@ func (p *xdpProvider) resource(r record, st lbStatus) sdk.Resource {
 	defer p.mu.Unlock()
 	cfg, dp := p.cfg, p.dp
 	c, _ := lb.Decode(r.Config)
-	hs, _ := json.Marshal(handleState{VIP: c.VIP, Interface: cfg.Interface, Netns: cfg.Netns, PinDir: cfg.PinDir})
 	out := sdk.Resource{ID: r.ID, Labels: r.Labels, Config: r.Config, State: st.State, Reason: st.Reason, CreatedAt: r.CreatedAt,
-		Handle:     sdk.Handle{Version: handleVersion, State: hs},
+		Handle:     sdk.NewHandle(handleVersion, handleState{VIP: c.VIP, Interface: cfg.Interface, Netns: cfg.Netns, PinDir: cfg.PinDir}),
 		Attributes: map[string]string{"interface": cfg.Interface, "mode": cfg.Mode, "vip": c.VIP}}
 	if cfg.Netns != "" {
 		out.Attributes["netns"] = cfg.Netns
