@@ -120,7 +120,10 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	// rest); SQLite walks its id index in order instead of at random.
 	slices.SortFunc(rows, func(a, b eventRow) int { return strings.Compare(a.id, b.id) })
 	counts := make([]int, len(calls))
-	var seqEnd int64
+	var (
+		seqEnd   int64
+		inserted []bool
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		st := s.stmts(tx)
 		// Numbers for the pipeline, in arrival order. Taking them from a
@@ -135,8 +138,7 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 		for i := range rows {
 			rows[i].seq = last - int64(len(rows)) + int64(rows[i].ord) + 1
 		}
-		inserted, err := s.d.appendEvents(ctx, st, rows)
-		if err != nil {
+		if inserted, err = s.d.appendEvents(ctx, st, rows); err != nil {
 			return err
 		}
 		clear(counts)
@@ -150,8 +152,16 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	if err != nil {
 		return nil, err
 	}
-	// Committed: record it before the callers acknowledge it to agents.
+	// Committed: record it before the callers acknowledge it to agents,
+	// and hand the events to the pipeline, which reads them next.
 	s.markAcked(seqEnd)
+	recent := make([]recentEvent, 0, len(rows))
+	for i, r := range rows {
+		if inserted[i] {
+			recent = append(recent, recentEvent{seq: r.seq, body: r.body})
+		}
+	}
+	s.recent.add(seqEnd-int64(len(rows)), seqEnd, recent)
 	return counts, nil
 }
 
