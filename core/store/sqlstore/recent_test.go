@@ -138,3 +138,45 @@ func TestNextEventsFromMemory(t *testing.T) {
 		t.Errorf("after another writer's commit: %v, want e and f", rest)
 	}
 }
+
+// BenchmarkNextEvents reads a pipeline batch (1,000 events) the way the
+// pipeline does right after they were committed: from the store that
+// committed them (memory), and from a second store on the same database,
+// which reads them back (database).
+func BenchmarkNextEvents(b *testing.B) {
+	ctx := b.Context()
+	path := filepath.Join(b.TempDir(), "unyo.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	other, err := OpenSQLite(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	const batch = 1000
+	events := make([]*unyov1.Event, batch)
+	for i := range events {
+		events[i] = &unyov1.Event{Id: fmt.Sprintf("ev-%d", i), Node: fmt.Sprintf("node-%d", i%8), Check: fmt.Sprintf("check-%d", i%40),
+			Level: unyov1.Level(i % 3), Output: "result", StartedAt: timestamppb.Now(), ReceivedAt: timestamppb.Now()}
+	}
+	if _, err := s.AppendEvents(ctx, events); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		s    *Store
+	}{{"memory", s}, {"database", other}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := bc.s.NextEvents(ctx, 0, batch)
+				if err != nil || len(got) != batch {
+					b.Fatalf("%d events, %v", len(got), err)
+				}
+			}
+		})
+	}
+}
