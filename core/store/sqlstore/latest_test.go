@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -96,5 +97,51 @@ func TestLatestBodyWrittenOnce(t *testing.T) {
 			t.Errorf("a newer result left the pruned one's body (%d bytes) in the latest row", len(b))
 		}
 		wantLatest("after a newer result", e3)
+	})
+}
+
+// TestUpgradeLatestBodyOnce opens a database as unyo left it before
+// migration 0022 (every latest row with a copy of its body): a latest row
+// whose history row is there drops its copy, one whose history was pruned
+// keeps it, and both read back whole.
+func TestUpgradeLatestBodyOnce(t *testing.T) {
+	t.Parallel()
+	ev := func(id, check string) *unyov1.Event {
+		return &unyov1.Event{Id: id, Node: "web1", Check: check, Output: "output of " + id, StartedAt: timestamppb.New(time.Unix(1, 0))}
+	}
+	kept, pruned := ev("kept", "disk"), ev("pruned", "load")
+	upgradeFrom(t, 21, func(t *testing.T, db *sql.DB) {
+		ctx := t.Context()
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"INSERT INTO events (id, node, check_name, level, started_at, body, seq) VALUES ('kept', 'web1', 'disk', 0, 1000000000, $1, 1)", []any{mustMarshal(t, kept)}},
+			{"INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq) VALUES ('web1', 'disk', 'kept', 0, 1000000000, $1, 1)", []any{mustMarshal(t, kept)}},
+			{"INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq) VALUES ('web1', 'load', 'pruned', 0, 1000000000, $1, -1)", []any{mustMarshal(t, pruned)}},
+			{"UPDATE counters SET value = 1 WHERE name IN ('event_seq', 'pipeline_cursor')", nil},
+		} {
+			if _, err := db.ExecContext(ctx, q.sql, q.args...); err != nil {
+				t.Fatalf("%s: %v", q.sql, err)
+			}
+		}
+	}, func(t *testing.T, s *Store) {
+		ctx := t.Context()
+		for check, wantCopy := range map[string]bool{"disk": false, "load": true} {
+			var b []byte
+			if err := s.w.QueryRowContext(ctx, "SELECT body FROM latest_events WHERE check_name = $1", check).Scan(&b); err != nil {
+				t.Fatal(err)
+			}
+			if (b != nil) != wantCopy {
+				t.Errorf("latest row of %s: holds a body %v, want %v", check, b != nil, wantCopy)
+			}
+		}
+		latest, err := s.ListEvents(ctx, store.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(latest) != 2 || !proto.Equal(latest[0], kept) || !proto.Equal(latest[1], pruned) {
+			t.Errorf("latest after the upgrade = %v, want %v and %v", latest, kept, pruned)
+		}
 	})
 }
