@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,8 +76,17 @@ type benchStore struct {
 // after the last result was accepted, and cpu-ratio: unyo's CPU per result
 // (with the database server's) ÷ Alertmanager's CPU per alert. b.N is not
 // used: one run is the fixed workload.
+//
+// With UNYO_BENCH_BASELINE naming another unyo binary (an older build), each
+// store is measured with that binary too, as "<store>/baseline" right
+// before the binary under test, beside the same Alertmanager run: a
+// before/after comparison in one invocation.
 func BenchmarkAlertmanagerSideBySide(b *testing.B) {
 	pg := testpg.New(b, testpg.WithDurable())
+	bins := []struct{ name, path string }{{"", unyoBin}}
+	if base := os.Getenv("UNYO_BENCH_BASELINE"); base != "" {
+		bins = append([]struct{ name, path string }{{"/baseline", base}}, bins...)
+	}
 	for _, batch := range []int{100, 500} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			am := alertmanagerRun(b, batch)
@@ -84,19 +94,21 @@ func BenchmarkAlertmanagerSideBySide(b *testing.B) {
 				{name: "sqlite"},
 				{name: "postgres-durable", pg: pg},
 			} {
-				b.Run(st.name, func(b *testing.B) {
-					u := unyoRun(b, batch, st)
-					b.ReportMetric(am.perSecond(), "am-alerts/s")
-					b.ReportMetric(am.perCPUSecond(), "am-alerts/cpu-s")
-					b.ReportMetric(u.perSecond(), "unyo-accepted/s")
-					b.ReportMetric(float64(u.accepted)/u.endToEnd.Seconds(), "unyo-processed/s")
-					b.ReportMetric(float64(u.accepted)/u.cpu, "unyo-results/cpu-s")
-					b.ReportMetric((u.endToEnd - u.sending).Seconds(), "unyo-backlog-clear-s")
-					if st.pg != nil {
-						b.ReportMetric(u.perCPUSecond(), "unyo+postgres-results/cpu-s")
-					}
-					b.ReportMetric(am.perCPUSecond()/u.perCPUSecond(), "cpu-ratio")
-				})
+				for _, bin := range bins {
+					b.Run(st.name+bin.name, func(b *testing.B) {
+						u := unyoRun(b, bin.path, batch, st)
+						b.ReportMetric(am.perSecond(), "am-alerts/s")
+						b.ReportMetric(am.perCPUSecond(), "am-alerts/cpu-s")
+						b.ReportMetric(u.perSecond(), "unyo-accepted/s")
+						b.ReportMetric(float64(u.accepted)/u.endToEnd.Seconds(), "unyo-processed/s")
+						b.ReportMetric(float64(u.accepted)/u.cpu, "unyo-results/cpu-s")
+						b.ReportMetric((u.endToEnd - u.sending).Seconds(), "unyo-backlog-clear-s")
+						if st.pg != nil {
+							b.ReportMetric(u.perCPUSecond(), "unyo+postgres-results/cpu-s")
+						}
+						b.ReportMetric(am.perCPUSecond()/u.perCPUSecond(), "cpu-ratio")
+					})
+				}
 			}
 		})
 	}
@@ -167,7 +179,7 @@ func alertmanagerRun(b *testing.B, batch int) runFigures {
 // one more result and waits until the pipeline has explained it: the
 // pipeline takes results in the order they were stored, so every result
 // before it has been processed by then.
-func unyoRun(b *testing.B, batch int, st benchStore) runFigures {
+func unyoRun(b *testing.B, bin string, batch int, st benchStore) runFigures {
 	ctx := context.Background()
 	env := []string{
 		"UNYO_SERVER_ADMIN_TOKENS=" + adminToken, "UNYO_SERVER_JOIN_TOKENS=" + joinToken,
@@ -183,7 +195,7 @@ func unyoRun(b *testing.B, batch int, st benchStore) runFigures {
 		}
 		storeCPU = func() float64 { return treeCPUSeconds(b, pid) }
 	}
-	p, url := startClusterProcess(b, env...)
+	p, url := startClusterProcessBin(b, bin, env...)
 	admin, err := client.New(client.Options{URL: url, Token: adminToken, Timeout: 30 * time.Second})
 	if err != nil {
 		b.Fatal(err)

@@ -118,6 +118,12 @@ func statusBytes(tb testing.TB, pid int, field string) int64 {
 // (UNYO_* variables) may change its configuration, tokens and store
 // included.
 func startClusterProcess(tb testing.TB, env ...string) (*proc, string) {
+	return startClusterProcessBin(tb, unyoBin, env...)
+}
+
+// startClusterProcessBin is startClusterProcess running the unyo binary at
+// bin (a baseline build, in before/after benchmarks).
+func startClusterProcessBin(tb testing.TB, bin string, env ...string) (*proc, string) {
 	dir := tb.TempDir()
 	addr := freeAddr(tb)
 	cfg := writeFile(tb, dir, "cluster.yaml", fmt.Sprintf(`
@@ -132,7 +138,7 @@ cluster:
   heartbeat_interval: 10s
   stale_after: 30s
 `, dir, addr))
-	p := startUnyo(tb, "cluster", env, "server", "--config", cfg)
+	p := startUnyoBin(tb, bin, "cluster", env, "server", "--config", cfg)
 	url := "http://" + addr
 	testutil.Eventually(tb, 20*time.Second, "the cluster to answer", func() error {
 		// A server without tokens ignores the admin token.

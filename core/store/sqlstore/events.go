@@ -120,7 +120,10 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	// rest); SQLite walks its id index in order instead of at random.
 	slices.SortFunc(rows, func(a, b eventRow) int { return strings.Compare(a.id, b.id) })
 	counts := make([]int, len(calls))
-	var seqEnd int64
+	var (
+		seqEnd   int64
+		inserted []bool
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		st := s.stmts(tx)
 		// Numbers for the pipeline, in arrival order. Taking them from a
@@ -135,8 +138,7 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 		for i := range rows {
 			rows[i].seq = last - int64(len(rows)) + int64(rows[i].ord) + 1
 		}
-		inserted, err := s.d.appendEvents(ctx, st, rows)
-		if err != nil {
+		if inserted, err = s.d.appendEvents(ctx, st, rows); err != nil {
 			return err
 		}
 		clear(counts)
@@ -150,8 +152,16 @@ func (s *Store) appendTx(ctx context.Context, calls [][]eventRow) ([]int, error)
 	if err != nil {
 		return nil, err
 	}
-	// Committed: record it before the callers acknowledge it to agents.
+	// Committed: record it before the callers acknowledge it to agents,
+	// and hand the events to the pipeline, which reads them next.
 	s.markAcked(seqEnd)
+	recent := make([]recentEvent, 0, len(rows))
+	for i, r := range rows {
+		if inserted[i] {
+			recent = append(recent, recentEvent{seq: r.seq, body: r.body})
+		}
+	}
+	s.recent.add(seqEnd-int64(len(rows)), seqEnd, recent)
 	return counts, nil
 }
 
@@ -174,11 +184,13 @@ func validateEvent(e *unyov1.Event) error {
 const (
 	insertEventQuery = `INSERT INTO events (id, node, check_name, level, started_at, body, seq)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
-	upsertLatestQuery = `INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	// The latest row refers to its event's history row for the body (see
+	// latestRows); body is set only when that history row is pruned.
+	upsertLatestQuery = `INSERT INTO latest_events (node, check_name, id, level, started_at, seq)
+		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (node, check_name) DO UPDATE SET
 			id = excluded.id, level = excluded.level,
-			started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
+			started_at = excluded.started_at, seq = excluded.seq, body = NULL
 		WHERE excluded.started_at >= latest_events.started_at`
 )
 
@@ -221,7 +233,7 @@ func appendEventsPrepared(ctx context.Context, st *stmtCache, rows []eventRow) (
 	}
 	for _, i := range newest {
 		r := rows[i]
-		if _, err := up.ExecContext(rctx, r.node, r.check, r.id, r.level, r.startedAt, r.body, r.seq); err != nil {
+		if _, err := up.ExecContext(rctx, r.node, r.check, r.id, r.level, r.startedAt, r.seq); err != nil {
 			return nil, fmt.Errorf("update latest state: %w", err)
 		}
 	}
@@ -233,25 +245,32 @@ func appendEventsPrepared(ctx context.Context, st *stmtCache, rows []eventRow) (
 // the batch size. History
 // rows are inserted in id order and latest rows in node/check order, so
 // concurrent batches lock rows in the same order.
+//
+// A history row is inserted when no row has its id, not with ON CONFLICT:
+// that makes every insertion speculative (an extra WAL record and a second
+// pass over the unique index per event), and a duplicate cannot be
+// inserted meanwhile, since appendTx holds the event_seq counter row,
+// taken first, until commit: ingest transactions run one at a time.
 const appendEventsUnnestSQL = `
 WITH batch AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::int8[], $6::bytea[], $7::int4[], $8::int8[])
 		AS b(id, node, check_name, level, started_at, body, ord, seq)
 ), ins AS (
 	INSERT INTO events (id, node, check_name, level, started_at, body, seq)
-	SELECT id, node, check_name, level, started_at, body, seq FROM batch ORDER BY id
-	ON CONFLICT (id) DO NOTHING
+	SELECT id, node, check_name, level, started_at, body, seq FROM batch b
+	WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = b.id)
+	ORDER BY id
 	RETURNING id
 ), newest AS (
-	SELECT DISTINCT ON (b.node, b.check_name) b.node, b.check_name, b.id, b.level, b.started_at, b.body, b.seq
+	SELECT DISTINCT ON (b.node, b.check_name) b.node, b.check_name, b.id, b.level, b.started_at, b.seq
 	FROM batch b JOIN ins ON ins.id = b.id
 	ORDER BY b.node, b.check_name, b.started_at DESC, b.ord DESC
 ), up AS (
-	INSERT INTO latest_events (node, check_name, id, level, started_at, body, seq)
-	SELECT node, check_name, id, level, started_at, body, seq FROM newest ORDER BY node, check_name
+	INSERT INTO latest_events (node, check_name, id, level, started_at, seq)
+	SELECT node, check_name, id, level, started_at, seq FROM newest ORDER BY node, check_name
 	ON CONFLICT (node, check_name) DO UPDATE SET
 		id = excluded.id, level = excluded.level,
-		started_at = excluded.started_at, body = excluded.body, seq = excluded.seq
+		started_at = excluded.started_at, seq = excluded.seq, body = NULL
 	WHERE excluded.started_at >= latest_events.started_at
 )
 SELECT id FROM ins`
@@ -312,7 +331,7 @@ func whereNodeCheck(node, check string) (where []string, args []any) {
 // GetEvent finds an event by id in the history, or else in the latest state
 // (whose entries outlive pruned history).
 func (s *Store) GetEvent(ctx context.Context, id string) (*unyov1.Event, error) {
-	for _, table := range []string{"events", "latest_events"} {
+	for _, table := range []string{"events", latestRows} {
 		e, err := scanEvent(s.r.QueryRowContext(ctx, "SELECT "+eventColumns+" FROM "+withExplanations(table)+" WHERE id = $1 LIMIT 1", id))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
@@ -334,7 +353,7 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 		limit = defaultEventLimit
 	}
 	limit = min(limit, maxEventLimit)
-	table, order := "latest_events", "node, check_name"
+	table, order := latestRows, "node, check_name"
 	if f.History {
 		table, order = "events", "started_at DESC, id DESC"
 	}
@@ -370,7 +389,12 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]*unyov1.
 // event and what the event pipeline added to it.
 const eventColumns = "body, explanation, COALESCE(silenced_by, '')"
 
-// withExplanations joins an event table (events or latest_events) with the
+// latestRows is the latest state with each row's body, from the history
+// row it refers to or, once that was pruned, its own (migration 0022): an
+// event's body is written once.
+const latestRows = "latest_event_rows"
+
+// withExplanations joins an event table (events or latestRows) with the
 // explanations the pipeline wrote, which it keeps in a table of their own
 // so that an event row is written once (see writeExplanations).
 func withExplanations(table string) string {

@@ -78,7 +78,7 @@ func (s *Store) Health(ctx context.Context) error {
 	for _, q := range []string{
 		"SELECT value FROM counters WHERE name = 'event_seq'",
 		"SELECT COALESCE(MAX(seq), 0) FROM events",
-		"SELECT COUNT(*) FROM (SELECT body FROM latest_events LIMIT 100) AS page",
+		"SELECT COUNT(*) FROM (SELECT body FROM " + latestRows + " LIMIT 100) AS page",
 	} {
 		if err := s.r.QueryRowContext(ctx, q).Scan(&n); err != nil {
 			if isCorrupt(err) {

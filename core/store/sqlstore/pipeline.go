@@ -27,8 +27,21 @@ func eventHotQueries(d *dialect) []string {
 		alertUpsert, activeAlertsQuery, countMatchQuery)
 }
 
-// NextEvents returns stored events with a sequence above after, oldest first.
+// NextEvents returns stored events with a sequence above after, oldest
+// first: from the events this store committed last when it holds them all
+// (see recentEvents), or else from the database.
 func (s *Store) NextEvents(ctx context.Context, after int64, limit int) ([]store.SeqEvent, error) {
+	if recent, ok := s.recent.next(after, limit); ok {
+		out := make([]store.SeqEvent, len(recent))
+		for i, r := range recent {
+			e := new(unyov1.Event)
+			if err := proto.Unmarshal(r.body, e); err != nil {
+				return nil, fmt.Errorf("decode event at %d: %w", r.seq, err)
+			}
+			out[i] = store.SeqEvent{Seq: r.seq, Event: e}
+		}
+		return out, nil
+	}
 	rows, err := s.r.QueryContext(ctx, "SELECT seq, body FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events after %d: %w", after, err)

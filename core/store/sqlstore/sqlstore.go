@@ -111,6 +111,8 @@ type Store struct {
 	prepared map[string]*sql.Stmt
 	// mark records acknowledged events outside the database (TrackAcked).
 	mark atomic.Pointer[ackMark]
+	// recent holds the events committed last for NextEvents.
+	recent recentEvents
 
 	// clock stamps the times the store itself decides (a reservation's
 	// start when the caller gave none, the end of a released one's ledger
