@@ -213,6 +213,7 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1), self: selfmon.New(opts.Version),
 		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv), overflowKick: make(chan struct{}, 1)}
 	a.overflow.maxRecords, a.overflow.maxBytes = opts.BufferRecords, opts.BufferBytes
+	a.logChecks.matched = make(chan struct{}, 1)
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {

@@ -41,7 +41,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			return
 		}
 		// Let a few records gather so a busy node sends batches, not drips.
-		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, a.opts.FlushInterval) {
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, untilFlush(time.Now(), a.opts.FlushInterval)) {
 			return
 		}
 		if !a.isRegistered() {
@@ -90,6 +90,14 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			a.status.sent(n)
 		}
 	}
+}
+
+// untilFlush is how long an outbox with records waits before it sends:
+// to the next multiple of every on the clock, so that the results, metrics
+// and logs outboxes send in the same instant, in one wake-up of the agent
+// instead of three, and a record waits every/2 on average instead of every.
+func untilFlush(now time.Time, every time.Duration) time.Duration {
+	return every - time.Duration(now.UnixNano()%int64(every))
 }
 
 // decodeAll unmarshals spooled records, dropping (and logging) unreadable

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -96,5 +97,23 @@ func TestSendMetrics(t *testing.T) {
 	}
 	if len(got) != big+2 || got[`m{i="104999",node="web1"}`] != 104999 || got[`old{mode="system",node="web1"}`] != 2 {
 		t.Errorf("%d series at the cluster; want %d with m{i=104999} and the older agent's old{mode=system}", len(got), big+2)
+	}
+}
+
+// Outboxes send at the same instants of the clock, so that results, metrics
+// and logs leave in one wake-up of the agent.
+func TestUntilFlush(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now  time.Time
+		want time.Duration
+	}{
+		{t0, time.Second},
+		{t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
+		{t0.Add(999 * time.Millisecond), time.Millisecond},
+	} {
+		if got := untilFlush(c.now, time.Second); got != c.want {
+			t.Errorf("untilFlush(%s) = %s, want %s", c.now.Format("15:04:05.000"), got, c.want)
+		}
 	}
 }
