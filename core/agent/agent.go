@@ -243,7 +243,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}
 	a.cl = cl
-	sp, err := spool.Open(spool.Options{Dir: opts.SpoolDir, MaxBytes: opts.SpoolMaxBytes, Logger: log})
+	sp, err := spool.Open(spool.Options{Dir: opts.SpoolDir, MaxBytes: opts.SpoolMaxBytes, LazyAcks: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open the result spool: %w", err)
 	}

@@ -42,7 +42,7 @@ func (a *Agent) openOutboxes() error {
 		{"logs", &a.logs, a.sendLogs},
 	} {
 		dir := filepath.Join(a.opts.DataDir, "spool-"+o.name)
-		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: a.opts.SpoolMaxBytes, Logger: a.log})
+		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: a.opts.SpoolMaxBytes, LazyAcks: true, Logger: a.log})
 		if err != nil {
 			return fmt.Errorf("open the %s spool: %w", o.name, err)
 		}
