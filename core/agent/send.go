@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unyo-ops/unyo/checks/schedule"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/metricbatch"
@@ -41,7 +42,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			return
 		}
 		// Let a few records gather so a busy node sends batches, not drips.
-		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, untilFlush(time.Now(), a.opts.FlushInterval)) {
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, untilFlush(time.Now(), a.opts.FlushInterval, a.flushPhase())) {
 			return
 		}
 		if !a.isRegistered() {
@@ -92,12 +93,25 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 	}
 }
 
-// untilFlush is how long an outbox with records waits before it sends:
-// to the next multiple of every on the clock, so that the results, metrics
-// and logs outboxes send in the same instant, in one wake-up of the agent
-// instead of three, and a record waits every/2 on average instead of every.
-func untilFlush(now time.Time, every time.Duration) time.Duration {
-	return every - time.Duration(now.UnixNano()%int64(every))
+// untilFlush is how long an outbox with records waits before it sends: to
+// the next instant whose Unix time is phase modulo every. The results,
+// metrics and logs outboxes (and the log tailer's looks) share those
+// instants, so that they take one wake-up of the agent instead of three,
+// and a record waits every/2 on average instead of every. The phase is
+// the node's (flushPhase), so that a fleet does not send in the same
+// instant.
+func untilFlush(now time.Time, every, phase time.Duration) time.Duration {
+	off := (now.UnixNano() - int64(phase)) % int64(every)
+	if off < 0 {
+		off += int64(every)
+	}
+	return every - time.Duration(off)
+}
+
+// flushPhase is this node's phase of the outboxes' sends and the log
+// tailer's looks.
+func (a *Agent) flushPhase() time.Duration {
+	return schedule.Splay(a.opts.NodeName, "", a.opts.FlushInterval)
 }
 
 // decodeAll unmarshals spooled records, dropping (and logging) unreadable

@@ -174,7 +174,7 @@ func (a *Agent) logsLoop(ctx context.Context) {
 	copy(files, a.opts.Logs)
 	tl, err := logtail.New(logtail.Options{
 		Files: files, Host: a.opts.NodeName, StateFile: filepath.Join(a.opts.DataDir, "logtail.state"),
-		BatchSize: a.opts.BatchSize, Logger: a.log, PollInterval: logPollInterval, StateInterval: logStateInterval,
+		BatchSize: a.opts.BatchSize, Logger: a.log, PollInterval: logPollInterval, PollPhase: a.flushPhase(), StateInterval: logStateInterval,
 	})
 	if err != nil {
 		a.log.Error("agent.logs: cannot tail log files", "err", err)

@@ -133,6 +133,9 @@ type Options struct {
 	// truncated files and idle files for new data. 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// PollPhase places the checks on the clock: at the instants whose Unix
+	// time is PollPhase modulo PollInterval.
+	PollPhase time.Duration
 	// BatchSize is the most records passed to the callback at once. 0 means
 	// DefaultBatchSize.
 	BatchSize int
@@ -348,17 +351,21 @@ func (r *runner) loop() error {
 	poll := r.t.opts.PollInterval
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
-	var lastScan time.Time
+	// Scans happen at fixed instants of the clock (PollPhase) rather than
+	// poll after the last one, so that a process doing other periodic work
+	// at those instants (the agent sends its outboxes then) wakes once for
+	// both.
+	var nextScan time.Time
 	for {
 		if r.ctx.Err() != nil {
 			return nil
 		}
 		r.now = time.Now()
-		if r.now.Sub(lastScan) >= poll {
+		if !r.now.Before(nextScan) {
 			if err := r.scan(); err != nil {
 				return err
 			}
-			lastScan = r.now
+			nextScan = nextTick(r.now, poll, r.t.opts.PollPhase)
 		}
 		progress, err := r.round()
 		if err != nil {
@@ -383,7 +390,7 @@ func (r *runner) loop() error {
 		if progress {
 			continue
 		}
-		wait := poll - time.Since(lastScan)
+		wait := time.Until(nextScan)
 		if wait <= 0 {
 			continue
 		}
@@ -394,6 +401,16 @@ func (r *runner) loop() error {
 		case <-timer.C:
 		}
 	}
+}
+
+// nextTick is the first instant after now whose Unix time is phase modulo
+// every.
+func nextTick(now time.Time, every, phase time.Duration) time.Time {
+	off := (now.UnixNano() - int64(phase)) % int64(every)
+	if off < 0 {
+		off += int64(every)
+	}
+	return now.Add(every - time.Duration(off))
 }
 
 // round reads new data: rotated files to their end first, so that their
