@@ -42,7 +42,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			return
 		}
 		// Let a few records gather so a busy node sends batches, not drips.
-		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, untilFlush(time.Now(), a.opts.FlushInterval, a.flushPhase())) {
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, time.Until(ctxwait.NextTick(time.Now(), a.opts.FlushInterval, a.flushPhase()))) {
 			return
 		}
 		if !a.isRegistered() {
@@ -93,21 +93,12 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 	}
 }
 
-// untilFlush is how long an outbox with records waits before it sends: to
-// the next instant whose Unix time is phase modulo every. The results,
-// metrics and logs outboxes (and the log tailer's looks) share those
-// instants, so that they take one wake-up of the agent instead of three,
-// and a record waits every/2 on average instead of every. The phase is
-// the node's (flushPhase), so that a fleet does not send in the same
-// instant.
-func untilFlush(now time.Time, every, phase time.Duration) time.Duration {
-	off := (now.UnixNano() - int64(phase)) % int64(every)
-	if off < 0 {
-		off += int64(every)
-	}
-	return every - time.Duration(off)
-}
-
+// An outbox with records waits for the node's next instant of
+// FlushInterval (flushPhase) before it sends. The results, metrics and
+// logs outboxes (and the log tailer's looks) share those instants, so that
+// they take one wake-up of the agent instead of three, and a record waits
+// FlushInterval/2 on average instead of FlushInterval. The phase comes from
+// the node's name, so that a fleet does not send in the same instant.
 // flushPhase is this node's phase of the outboxes' sends and the log
 // tailer's looks.
 func (a *Agent) flushPhase() time.Duration {

@@ -100,25 +100,8 @@ func TestSendMetrics(t *testing.T) {
 	}
 }
 
-// Outboxes send at the same instants of the clock, so that results, metrics
-// and logs leave in one wake-up of the agent; the instants are the node's.
-func TestUntilFlush(t *testing.T) {
-	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		now   time.Time
-		phase time.Duration
-		want  time.Duration
-	}{
-		{t0, 0, time.Second},
-		{t0.Add(300 * time.Millisecond), 0, 700 * time.Millisecond},
-		{t0.Add(999 * time.Millisecond), 0, time.Millisecond},
-		{t0, 250 * time.Millisecond, 250 * time.Millisecond},
-		{t0.Add(300 * time.Millisecond), 250 * time.Millisecond, 950 * time.Millisecond},
-	} {
-		if got := untilFlush(c.now, time.Second, c.phase); got != c.want {
-			t.Errorf("untilFlush(%s, phase %s) = %s, want %s", c.now.Format("15:04:05.000"), c.phase, got, c.want)
-		}
-	}
+// Nodes send at different instants of the second.
+func TestFlushPhase(t *testing.T) {
 	a := &Agent{opts: Options{NodeName: "n1", FlushInterval: time.Second}}
 	b := &Agent{opts: Options{NodeName: "n2", FlushInterval: time.Second}}
 	if a.flushPhase() == b.flushPhase() {

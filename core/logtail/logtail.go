@@ -56,6 +56,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // Record is one log line.
@@ -365,7 +367,7 @@ func (r *runner) loop() error {
 			if err := r.scan(); err != nil {
 				return err
 			}
-			nextScan = nextTick(r.now, poll, r.t.opts.PollPhase)
+			nextScan = ctxwait.NextTick(r.now, poll, r.t.opts.PollPhase)
 		}
 		progress, err := r.round()
 		if err != nil {
@@ -401,16 +403,6 @@ func (r *runner) loop() error {
 		case <-timer.C:
 		}
 	}
-}
-
-// nextTick is the first instant after now whose Unix time is phase modulo
-// every.
-func nextTick(now time.Time, every, phase time.Duration) time.Time {
-	off := (now.UnixNano() - int64(phase)) % int64(every)
-	if off < 0 {
-		off += int64(every)
-	}
-	return now.Add(every - time.Duration(off))
 }
 
 // round reads new data: rotated files to their end first, so that their
