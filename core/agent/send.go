@@ -99,6 +99,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 // they take one wake-up of the agent instead of three, and a record waits
 // FlushInterval/2 on average instead of FlushInterval. The phase comes from
 // the node's name, so that a fleet does not send in the same instant.
+//
 // flushPhase is this node's phase of the outboxes' sends and the log
 // tailer's looks.
 func (a *Agent) flushPhase() time.Duration {
