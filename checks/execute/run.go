@@ -356,8 +356,9 @@ func pollExit(exit *os.File) (err error, ok bool) {
 			return info.Signo != 0
 		}
 	})
-	if rerr != nil {
-		// Not pollable after all (an old kernel): the caller blocks instead.
+	if rerr != nil || werr == unix.EINVAL {
+		// Not pollable after all, or no waitid on a pidfd (kernels before
+		// 5.4): the caller blocks instead.
 		return nil, false
 	}
 	return werr, true
