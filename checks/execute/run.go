@@ -94,7 +94,9 @@ func Run(ctx context.Context, c Command) Result {
 
 // runner holds what tests replace; Run builds a fresh one per call.
 type runner struct {
-	waitExit  func(pid int) error
+	// waitExit returns once the leader has exited, without reaping it;
+	// exit is its pidfd when the kernel gave one (nil otherwise).
+	waitExit  func(pid int, exit *os.File) error
 	killGrace time.Duration
 	pipeGrace time.Duration
 }
@@ -147,6 +149,10 @@ func (r runner) run(ctx context.Context, c Command) Result {
 	if env == nil {
 		env = procenv.Inherit(os.Environ(), nil)
 	}
+	// A pidfd of the leader lets the wait for its exit park on the
+	// runtime's poller instead of holding a thread in waitid for the
+	// whole run (see waitExit).
+	pidfd := -1
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{c.Path}, c.Args...),
@@ -154,7 +160,7 @@ func (r runner) run(ctx context.Context, c Command) Result {
 		Dir:         c.Dir,
 		Stdout:      outW,
 		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
 	}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -180,8 +186,14 @@ func (r runner) run(ctx context.Context, c Command) Result {
 	// Wait for the leader to exit without reaping it: while it is a zombie
 	// its pid, which is the group id, cannot be reused, so killing the
 	// group cannot hit an unrelated process.
+	exit := pollablePidfd(pidfd)
 	exited := make(chan error, 1)
-	go func() { exited <- r.waitExit(pid) }()
+	go func() {
+		exited <- r.waitExit(pid, exit)
+		if exit != nil {
+			exit.Close()
+		}
+	}()
 
 	var waitErr error
 	killed := false
@@ -284,7 +296,32 @@ func killGroup(pgid int) {
 	_ = unix.Kill(-pgid, unix.SIGKILL)
 }
 
-func waitExit(pid int) error {
+// pollablePidfd makes the leader's pidfd (-1: none) a file the runtime's
+// poller watches; nil if it cannot be.
+func pollablePidfd(fd int) *os.File {
+	if fd < 0 {
+		return nil
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	// A non-blocking descriptor is registered with the poller.
+	return os.NewFile(uintptr(fd), "pidfd")
+}
+
+// waitExit returns once process pid has exited, leaving it unreaped. With
+// its pidfd the goroutine parks on the runtime's poller (a pidfd becomes
+// readable when its process exits); without, it blocks a thread in
+// waitid. A check runs for milliseconds to seconds, and a thread blocked
+// that long makes the scheduler hand its P to another thread and wake it:
+// that hand-off, per run, was a good part of the agent's CPU per check.
+func waitExit(pid int, exit *os.File) error {
+	if exit != nil {
+		if err, ok := pollExit(exit); ok {
+			return err
+		}
+	}
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -292,6 +329,39 @@ func waitExit(pid int) error {
 			return err
 		}
 	}
+}
+
+// pollExit waits on the poller for the pidfd's process to exit; ok is
+// false when the pidfd cannot be polled.
+func pollExit(exit *os.File) (err error, ok bool) {
+	rc, err := exit.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var werr error
+	rerr := rc.Read(func(fd uintptr) bool {
+		for {
+			// Linux zeroes info when WNOHANG finds no exit yet.
+			var info unix.Siginfo
+			werr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+			switch {
+			case werr == unix.EINTR:
+				continue
+			case werr == unix.EAGAIN:
+				werr = nil
+				return false
+			case werr != nil:
+				return true
+			}
+			return info.Signo != 0
+		}
+	})
+	if rerr != nil || werr == unix.EINVAL {
+		// Not pollable after all, or no waitid on a pidfd (kernels before
+		// 5.4): the caller blocks instead.
+		return nil, false
+	}
+	return werr, true
 }
 
 // capture reads one pipe to the end, keeping the first max bytes and

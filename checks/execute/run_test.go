@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -387,7 +388,7 @@ func TestRunStuckProcess(t *testing.T) {
 	r := runner{
 		// The real process dies at once; holding back the news of its exit
 		// is what a stuck one looks like from here.
-		waitExit:  func(pid int) error { <-release; return waitExit(pid) },
+		waitExit:  func(pid int, exit *os.File) error { <-release; return waitExit(pid, exit) },
 		killGrace: 100 * time.Millisecond,
 		pipeGrace: pipeGrace,
 	}
@@ -445,4 +446,57 @@ func TestRunDoesNotInheritTheAgentsEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run waits for its plugin's exit on the runtime's poller (the leader's
+// pidfd), not in a thread blocked in waitid: many checks running at once
+// must not each hold an OS thread of the agent.
+func TestRunDoesNotHoldAThreadPerRun(t *testing.T) {
+	const runs = 40
+	before := threads(t)
+	var wg sync.WaitGroup
+	peak := make(chan int, 1)
+	stop := make(chan struct{})
+	go func() {
+		p := 0
+		for {
+			select {
+			case <-stop:
+				peak <- p
+				return
+			case <-time.After(20 * time.Millisecond):
+				p = max(p, threads(t))
+			}
+		}
+	}()
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := Run(t.Context(), Command{Path: "/bin/sleep", Args: []string{"1"}}); res.Err != nil {
+				t.Error(res.Err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if grown := <-peak - before; grown >= runs/2 {
+		t.Errorf("%d runs at once added %d threads; want far fewer than one each", runs, grown)
+	}
+}
+
+// threads is how many OS threads this process has.
+func threads(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatal("no Threads: in /proc/self/status")
+	return 0
 }

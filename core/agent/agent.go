@@ -213,6 +213,7 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, log: log, heartbeat: 10 * time.Second, reregister: make(chan struct{}, 1), self: selfmon.New(opts.Version),
 		checkEnv: procenv.Inherit(os.Environ(), opts.CheckEnv), overflowKick: make(chan struct{}, 1)}
 	a.overflow.maxRecords, a.overflow.maxBytes = opts.BufferRecords, opts.BufferBytes
+	a.logChecks.matched = make(chan struct{}, 1)
 	a.seq.Store(uint64(time.Now().UnixNano()))
 	a.logSeq.Store(uint64(time.Now().UnixNano()))
 	for i, c := range opts.LocalChecks {
@@ -242,7 +243,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent.cluster_url: %w", err)
 	}
 	a.cl = cl
-	sp, err := spool.Open(spool.Options{Dir: opts.SpoolDir, MaxBytes: opts.SpoolMaxBytes, Logger: log})
+	sp, err := spool.Open(spool.Options{Dir: opts.SpoolDir, MaxBytes: opts.SpoolMaxBytes, LazyAcks: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open the result spool: %w", err)
 	}

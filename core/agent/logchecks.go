@@ -12,6 +12,7 @@ import (
 
 	"github.com/unyo-ops/unyo/checks"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/logtail"
 )
 
@@ -25,6 +26,9 @@ type logChecks struct {
 	mu      sync.Mutex
 	defs    []checks.Definition
 	windows map[string]*logWindow // by check name
+	// matched wakes logChecksLoop when a window gets its first match;
+	// with none pending the loop sleeps rather than tick every second.
+	matched chan struct{}
 }
 
 // logWindow is what a check matched since its last event.
@@ -67,11 +71,27 @@ func (l *logChecks) observe(batch []logtail.Record) {
 			if d.Log.Matches(r.App, r.File, r.Level, r.Message, r.Fields) {
 				if w.count == 0 {
 					w.first = r
+					select {
+					case l.matched <- struct{}{}:
+					default:
+					}
 				}
 				w.count++
 			}
 		}
 	}
+}
+
+// pending says whether a window holds matches not yet raised.
+func (l *logChecks) pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.windows {
+		if w.count > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // due returns the checks with matches whose last event is at least an
@@ -91,19 +111,26 @@ func (l *logChecks) due(now time.Time) []logHit {
 	return hits
 }
 
-// logChecksLoop raises the events of log checks' matches; a second's delay
-// at most for the first match of a window.
+// logChecksLoop raises the events of log checks' matches, a second after
+// the first match of a window (matches of that second are one event), and
+// then every second while matches wait for their check's interval. With
+// no match waiting it sleeps: an agent without log checks, or whose lines
+// match none, is not woken every second for nothing.
 func (a *Agent) logChecksLoop(ctx context.Context) {
-	every := time.NewTicker(time.Second)
-	defer every.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-every.C:
-			for _, h := range a.logChecks.due(now) {
-				a.spoolResult(a.logEvent(h, now))
+		if !a.logChecks.pending() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.logChecks.matched:
 			}
+		}
+		if !ctxwait.Sleep(ctx, time.Second) {
+			return
+		}
+		now := time.Now()
+		for _, h := range a.logChecks.due(now) {
+			a.spoolResult(a.logEvent(h, now))
 		}
 	}
 }

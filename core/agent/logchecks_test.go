@@ -65,3 +65,41 @@ func TestLogChecks(t *testing.T) {
 		t.Errorf("re-applying the check lifted its rate limit: %v", hits)
 	}
 }
+
+// The loop raising log checks' events sleeps until a window gets its first
+// match, rather than ticking every second on every node.
+func TestLogChecksWakeOnFirstMatch(t *testing.T) {
+	d, err := checks.Compile(&unyov1.Check{Name: "db-errors", Spec: &unyov1.CheckSpec{Interval: "1m",
+		Log: &unyov1.LogCheck{Pattern: "db down", Level: "warning"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := logChecks{matched: make(chan struct{}, 1)}
+	l.set([]checks.Definition{d})
+	woken := func() bool {
+		select {
+		case <-l.matched:
+			return true
+		default:
+			return false
+		}
+	}
+	l.observe([]logtail.Record{{Message: "all fine"}})
+	if woken() || l.pending() {
+		t.Fatal("a line matching no check woke the loop")
+	}
+	l.observe([]logtail.Record{{Message: "db down"}})
+	if !woken() || !l.pending() {
+		t.Fatal("the first match did not wake the loop")
+	}
+	l.observe([]logtail.Record{{Message: "db down again"}})
+	if woken() {
+		t.Error("a second match of the window woke the loop again")
+	}
+	if hits := l.due(time.Now()); len(hits) != 1 || hits[0].count != 2 {
+		t.Fatalf("due = %v, want one event of 2 matches", hits)
+	}
+	if l.pending() {
+		t.Error("matches still pending after their event")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/unyo-ops/unyo/checks/schedule"
 	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/ctxwait"
 	"github.com/unyo-ops/unyo/core/metricbatch"
@@ -41,7 +42,7 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			return
 		}
 		// Let a few records gather so a busy node sends batches, not drips.
-		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, a.opts.FlushInterval) {
+		if o.spool.Stats().PendingRecords < int64(a.opts.BatchSize) && !ctxwait.Sleep(ctx, time.Until(ctxwait.NextTick(time.Now(), a.opts.FlushInterval, a.flushPhase()))) {
 			return
 		}
 		if !a.isRegistered() {
@@ -90,6 +91,19 @@ func (a *Agent) sendLoop(ctx context.Context, o *outbox) {
 			a.status.sent(n)
 		}
 	}
+}
+
+// An outbox with records waits for the node's next instant of
+// FlushInterval (flushPhase) before it sends. The results, metrics and
+// logs outboxes (and the log tailer's looks) share those instants, so that
+// they take one wake-up of the agent instead of three, and a record waits
+// FlushInterval/2 on average instead of FlushInterval. The phase comes from
+// the node's name, so that a fleet does not send in the same instant.
+//
+// flushPhase is this node's phase of the outboxes' sends and the log
+// tailer's looks.
+func (a *Agent) flushPhase() time.Duration {
+	return schedule.Splay(a.opts.NodeName, "", a.opts.FlushInterval)
 }
 
 // decodeAll unmarshals spooled records, dropping (and logging) unreadable

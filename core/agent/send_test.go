@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -96,5 +97,14 @@ func TestSendMetrics(t *testing.T) {
 	}
 	if len(got) != big+2 || got[`m{i="104999",node="web1"}`] != 104999 || got[`old{mode="system",node="web1"}`] != 2 {
 		t.Errorf("%d series at the cluster; want %d with m{i=104999} and the older agent's old{mode=system}", len(got), big+2)
+	}
+}
+
+// Nodes send at different instants of the second.
+func TestFlushPhase(t *testing.T) {
+	a := &Agent{opts: Options{NodeName: "n1", FlushInterval: time.Second}}
+	b := &Agent{opts: Options{NodeName: "n2", FlushInterval: time.Second}}
+	if a.flushPhase() == b.flushPhase() {
+		t.Errorf("nodes n1 and n2 send in the same instant (phase %s)", a.flushPhase())
 	}
 }

@@ -42,7 +42,7 @@ func (a *Agent) openOutboxes() error {
 		{"logs", &a.logs, a.sendLogs},
 	} {
 		dir := filepath.Join(a.opts.DataDir, "spool-"+o.name)
-		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: a.opts.SpoolMaxBytes, Logger: a.log})
+		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: a.opts.SpoolMaxBytes, LazyAcks: true, Logger: a.log})
 		if err != nil {
 			return fmt.Errorf("open the %s spool: %w", o.name, err)
 		}
@@ -152,6 +152,19 @@ func (a *Agent) metricsLoop(ctx context.Context) {
 	}
 }
 
+// The agent's tailer looks at its files once a second (logtail's default
+// is 4 times) and writes its offsets at most every 10 s (logtail's: every
+// second): each look is a wake-up of the whole process and each write
+// of the offsets two fsyncs, paid on every node. A line so reaches the
+// spool up to a second after it was written, about when the results
+// outbox would send it anyway; after a crash up to 10 s of lines are
+// read again, and the cluster drops them by file id and offset (see
+// unyov1.LogEntry).
+const (
+	logPollInterval  = time.Second
+	logStateInterval = 10 * time.Second
+)
+
 // logsLoop tails the configured files into the logs spool. A batch's
 // offsets are committed only after it is spooled, so nothing is lost; lines
 // replayed after a crash carry their file id and offset and the cluster
@@ -161,7 +174,7 @@ func (a *Agent) logsLoop(ctx context.Context) {
 	copy(files, a.opts.Logs)
 	tl, err := logtail.New(logtail.Options{
 		Files: files, Host: a.opts.NodeName, StateFile: filepath.Join(a.opts.DataDir, "logtail.state"),
-		BatchSize: a.opts.BatchSize, Logger: a.log,
+		BatchSize: a.opts.BatchSize, Logger: a.log, PollInterval: logPollInterval, PollPhase: a.flushPhase(), StateInterval: logStateInterval,
 	})
 	if err != nil {
 		a.log.Error("agent.logs: cannot tail log files", "err", err)

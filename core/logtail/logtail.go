@@ -56,6 +56,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // Record is one log line.
@@ -133,6 +135,9 @@ type Options struct {
 	// truncated files and idle files for new data. 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// PollPhase places the checks on the clock: at the instants whose Unix
+	// time is PollPhase modulo PollInterval.
+	PollPhase time.Duration
 	// BatchSize is the most records passed to the callback at once. 0 means
 	// DefaultBatchSize.
 	BatchSize int
@@ -348,17 +353,21 @@ func (r *runner) loop() error {
 	poll := r.t.opts.PollInterval
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
-	var lastScan time.Time
+	// Scans happen at fixed instants of the clock (PollPhase) rather than
+	// poll after the last one, so that a process doing other periodic work
+	// at those instants (the agent sends its outboxes then) wakes once for
+	// both.
+	var nextScan time.Time
 	for {
 		if r.ctx.Err() != nil {
 			return nil
 		}
 		r.now = time.Now()
-		if r.now.Sub(lastScan) >= poll {
+		if !r.now.Before(nextScan) {
 			if err := r.scan(); err != nil {
 				return err
 			}
-			lastScan = r.now
+			nextScan = ctxwait.NextTick(r.now, poll, r.t.opts.PollPhase)
 		}
 		progress, err := r.round()
 		if err != nil {
@@ -383,7 +392,7 @@ func (r *runner) loop() error {
 		if progress {
 			continue
 		}
-		wait := poll - time.Since(lastScan)
+		wait := time.Until(nextScan)
 		if wait <= 0 {
 			continue
 		}

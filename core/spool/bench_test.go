@@ -42,11 +42,13 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkAppendPeekAck measures the full cycle of one batch: Append, Peek,
 // Ack (which persists the read position and deletes finished segments).
+// With lazy acks (the agent's outboxes) only the Append is synced.
 func BenchmarkAppendPeekAck(b *testing.B) {
-	for _, sync := range []SyncPolicy{SyncAlways, SyncNever} {
+	for _, o := range []Options{{Sync: SyncAlways}, {Sync: SyncAlways, LazyAcks: true}, {Sync: SyncNever}} {
 		for _, batch := range []int{1, 100} {
-			b.Run(fmt.Sprintf("sync=%v/batch=%d", sync, batch), func(b *testing.B) {
-				s := open(b, Options{Dir: b.TempDir(), Sync: sync})
+			b.Run(fmt.Sprintf("sync=%v/lazyacks=%t/batch=%d", o.Sync, o.LazyAcks, batch), func(b *testing.B) {
+				o.Dir = b.TempDir()
+				s := open(b, o)
 				recs := benchRecords(batch)
 				b.SetBytes(int64(batch * benchRecordBytes))
 				b.ResetTimer()

@@ -393,14 +393,15 @@ func (s *Spool) ack(b Batch) error {
 }
 
 // writePosition stores p in the position file slot not holding the
-// current position (see encodePosition). Under SyncAlways it is fdatasynced;
-// otherwise a crash may lose recent acks, which only means resending.
+// current position (see encodePosition). Under SyncAlways without
+// LazyAcks it is fdatasynced; otherwise a crash may lose recent acks, which
+// only means resending.
 func (s *Spool) writePosition(p position) error {
 	c := s.r.posCounter + 1
 	if _, err := s.r.posF.WriteAt(encodePosition(p, c), posSlotOffset(c)); err != nil {
 		return fmt.Errorf("save spool read position: %w", err)
 	}
-	if s.opts.Sync == SyncAlways {
+	if s.opts.Sync == SyncAlways && !s.opts.LazyAcks {
 		if err := datasync.File(s.r.posF); err != nil {
 			return fmt.Errorf("save spool read position: %w", err)
 		}

@@ -104,6 +104,11 @@ type Options struct {
 	Sync SyncPolicy
 	// SyncInterval is the fsync period of SyncPeriodic.
 	SyncInterval time.Duration
+	// LazyAcks leaves the read position that Ack writes to the operating
+	// system even under SyncAlways: a machine crash may then forget the
+	// latest acknowledgements and deliver those records again, which an
+	// at-least-once consumer takes anyway. Appends keep their Sync policy.
+	LazyAcks bool
 	// Logger receives warnings about dropped and corrupt data; nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -237,45 +238,49 @@ func TestReopen(t *testing.T) {
 		{"most acked", 990},
 		{"all acked", 1000},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			opts := Options{Dir: dir, SegmentBytes: 2048}
-			s := open(t, opts)
-			const n = 1000
-			appendRange(t, s, 0, n, 10)
-			acked := tc.acked
-			if tc.name == "acked to a segment boundary" {
-				acked = int(s.segs[0].records + s.segs[1].records)
-			}
-			for done := 0; done < acked; {
-				b, err := s.Peek(min(7, acked-done), 0)
-				if err != nil {
+		// Lazy acks (the agent's) are written, not synced: a process that
+		// stops, crashed or not, still resumes past them.
+		for _, lazy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lazyacks=%t", tc.name, lazy), func(t *testing.T) {
+				dir := t.TempDir()
+				opts := Options{Dir: dir, SegmentBytes: 2048, LazyAcks: lazy}
+				s := open(t, opts)
+				const n = 1000
+				appendRange(t, s, 0, n, 10)
+				acked := tc.acked
+				if tc.name == "acked to a segment boundary" {
+					acked = int(s.segs[0].records + s.segs[1].records)
+				}
+				for done := 0; done < acked; {
+					b, err := s.Peek(min(7, acked-done), 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Ack(b); err != nil {
+						t.Fatal(err)
+					}
+					done += b.Len()
+				}
+				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.Ack(b); err != nil {
-					t.Fatal(err)
+				s = open(t, opts)
+				checkInvariants(t, s)
+				if st := s.Stats(); st.PendingRecords != int64(n-acked) {
+					t.Fatalf("pending after reopen = %d, want %d", st.PendingRecords, n-acked)
 				}
-				done += b.Len()
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = open(t, opts)
-			checkInvariants(t, s)
-			if st := s.Stats(); st.PendingRecords != int64(n-acked) {
-				t.Fatalf("pending after reopen = %d, want %d", st.PendingRecords, n-acked)
-			}
-			// Appends after reopen come after the old records.
-			appendRange(t, s, n, n+50, 7)
-			if got := drain(t, s, 64, 0); !slices.Equal(got, seq(acked, n+50)) {
-				t.Fatalf("after reopen got %v..., want %d..%d", got[:min(len(got), 5)], acked, n+50)
-			}
-			s.Close()
-			s = open(t, opts)
-			if b, _ := s.Peek(0, 0); b.Len() != 0 {
-				t.Fatalf("acknowledged records resent: %d", b.Len())
-			}
-		})
+				// Appends after reopen come after the old records.
+				appendRange(t, s, n, n+50, 7)
+				if got := drain(t, s, 64, 0); !slices.Equal(got, seq(acked, n+50)) {
+					t.Fatalf("after reopen got %v..., want %d..%d", got[:min(len(got), 5)], acked, n+50)
+				}
+				s.Close()
+				s = open(t, opts)
+				if b, _ := s.Peek(0, 0); b.Len() != 0 {
+					t.Fatalf("acknowledged records resent: %d", b.Len())
+				}
+			})
+		}
 	}
 }
 
