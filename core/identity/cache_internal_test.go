@@ -27,12 +27,17 @@ func openStore(tb testing.TB) *sqlstore.Store {
 // countingCreds counts the single lookups that reach the store.
 type countingCreds struct {
 	store.Credentials
-	lookups atomic.Int64
+	lookups, lists atomic.Int64
 }
 
 func (c *countingCreds) LookupCredential(ctx context.Context, hash string) ([]store.Credential, error) {
 	c.lookups.Add(1)
 	return c.Credentials.LookupCredential(ctx, hash)
+}
+
+func (c *countingCreds) ListCredentials(ctx context.Context, kind string) ([]store.Credential, error) {
+	c.lists.Add(1)
+	return c.Credentials.ListCredentials(ctx, kind)
 }
 
 // TestCacheRechecksTogether: an agent presenting its credential every
@@ -115,6 +120,64 @@ func TestCacheRechecksTogether(t *testing.T) {
 	}
 }
 
+// TestRecheckReadsOnlyTheGeneration: once a recheck has found the cached
+// credentials in the store, the next ones read only the store's
+// credentials generation while no credential changes; a change anywhere
+// (here an enrolment, then a revocation through another replica) makes the
+// next recheck read the credentials again, and a revoked one stops working
+// there; a credential a lookup put in the cache since is checked by a full
+// read too.
+func TestRecheckReadsOnlyTheGeneration(t *testing.T) {
+	ctx := t.Context()
+	sq := openStore(t)
+	st := &countingCreds{Credentials: sq}
+	c := &principalCache{}
+	t0 := time.Now()
+	put := func(node string, at time.Time) string {
+		t.Helper()
+		h := Hash(node + "-token")
+		if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: h}); err != nil {
+			t.Fatal(err)
+		}
+		c.put(h, cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: node}, hash: h, kind: store.CredNode, verified: at}, c.mark())
+		return h
+	}
+	web1, web2 := put("web1", t0), put("web2", t0)
+	step := 0
+	recheck := func(wantLists int64) {
+		t.Helper()
+		step++
+		at := t0.Add(time.Duration(step) * recheckEvery)
+		before := st.lists.Load()
+		c.recheck(ctx, st, at)
+		if got := st.lists.Load() - before; got != wantLists {
+			t.Errorf("recheck %d read the credentials %d times, want %d", step, got, wantLists)
+		}
+		for _, h := range []string{web1, web2} {
+			if e := c.cached[h]; e != nil && !e.verified.Equal(at) {
+				t.Errorf("recheck %d: an entry still held is verified as of %v, want %v", step, e.verified, at)
+			}
+		}
+	}
+	recheck(1) // entries no recheck confirmed yet: read in full
+	recheck(0)
+	recheck(0)
+	put("web3", t0.Add(time.Duration(step)*recheckEvery)) // enrolled: the generation moves, and web3 is unchecked
+	recheck(1)
+	recheck(0)
+	if err := sq.DeleteCredential(ctx, store.CredNode, "web2"); err != nil { // through another replica
+		t.Fatal(err)
+	}
+	recheck(1)
+	if _, ok := c.cached[web2]; ok {
+		t.Error("web2 still cached after it was revoked")
+	}
+	if _, ok := c.cached[web1]; !ok {
+		t.Error("web1 dropped")
+	}
+	recheck(0)
+}
+
 // TestCachePutAfterForget: a lookup that began before a Forget does not
 // put back the principal the Forget removed.
 func TestCachePutAfterForget(t *testing.T) {
@@ -178,7 +241,9 @@ func BenchmarkAuthenticate(b *testing.B) {
 }
 
 // BenchmarkRecheck: one recheck of a cache holding 10,000 nodes'
-// credentials (every recheckEvery, in the background).
+// credentials (every recheckEvery, in the background): "unchanged" while
+// no credential changes (what nearly every recheck is), "changed" when one
+// did since the last recheck, which reads them all.
 func BenchmarkRecheck(b *testing.B) {
 	ctx := context.Background()
 	sq := openStore(b)
@@ -191,12 +256,24 @@ func BenchmarkRecheck(b *testing.B) {
 		}
 		c.put(h, cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: name}, hash: h, kind: store.CredNode, verified: now}, c.mark())
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		c.checking = true
-		c.recheck(ctx, sq, now)
-	}
-	if len(c.cached) != 10000 {
-		b.Fatalf("%d entries left", len(c.cached))
+	c.recheck(ctx, sq, now) // the first one reads them all
+	for _, changed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unchanged", true: "changed"}[changed], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if changed {
+					b.StopTimer()
+					if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredPeer, Name: "other", Hash: fmt.Sprint(b.N)}); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				c.checking = true
+				c.recheck(ctx, sq, now)
+			}
+			if len(c.cached) != 10000 {
+				b.Fatalf("%d entries left", len(c.cached))
+			}
+		})
 	}
 }

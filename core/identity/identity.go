@@ -42,12 +42,14 @@ const cacheTTL = 5 * time.Second
 // maxCached bounds the cache; it starts over when full.
 const maxCached = 100_000
 
-// recheckEvery is how often the cache verifies again, in one read per
-// credential kind, the credentials it holds, well before cacheTTL runs
-// out: an agent heartbeating every 10 s then finds its credential
-// verified (at most cacheTTL ago) on every call, where each call read the
-// store. Reading every credential of a kind (50,000 nodes' in 0.1 s) costs
-// less than looking up the ones in use by hash.
+// recheckEvery is how often the cache verifies again the credentials it
+// holds, well before cacheTTL runs out: an agent heartbeating every 10 s
+// then finds its credential verified (at most cacheTTL ago) on every call,
+// where each call read the store. A recheck reads the store's credentials
+// generation, one row; only when that moved, or the cache holds entries no
+// recheck has confirmed yet, does it read every credential of the kinds it
+// holds (50,000 nodes' in 0.1 s), which costs less than looking up the
+// ones in use by hash.
 const recheckEvery = 2 * time.Second
 
 // keepUnused is how long an entry nobody presents is still verified
@@ -69,6 +71,12 @@ type principalCache struct {
 	// began.
 	checking  bool
 	lastCheck time.Time
+	// gen is the store's credentials generation as a recheck first read
+	// it, valid when haveGen is set: an entry marked checked was in the
+	// store at or after that read, so while the generation reads the same
+	// it still is.
+	gen     int64
+	haveGen bool
 }
 
 type cachedPrincipal struct {
@@ -79,6 +87,8 @@ type cachedPrincipal struct {
 	// verified is when the store last had it (when that read began);
 	// used when it was last presented.
 	verified, used time.Time
+	// checked is set once a recheck found it in the store (principalCache.gen).
+	checked bool
 }
 
 func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
@@ -110,7 +120,7 @@ func (c *principalCache) put(key string, e cachedPrincipal, since uint64) {
 	if c.cached == nil || len(c.cached) >= maxCached {
 		c.cached = map[string]*cachedPrincipal{}
 	}
-	e.used = e.verified
+	e.used, e.checked = e.verified, false
 	c.cached[key] = &e
 }
 
@@ -143,12 +153,15 @@ func (c *principalCache) maintain(ctx context.Context, st store.Credentials, now
 	}
 }
 
-// recheck reads again the credentials of the kinds the cache holds, drops
-// the entries not used within keepUnused and those the store no longer
-// holds, and marks the rest verified as of now (before the reads begin).
-// An entry a Forget removed meanwhile stays removed. A failed read changes
-// nothing: the entries run out after cacheTTL, and each call then reads
-// the store.
+// recheck verifies the entries again as of now (before its reads begin)
+// and drops those not used within keepUnused. It reads the store's
+// credentials generation first: when it is the one the last recheck read
+// and every entry is checked, no credential changed since they were found
+// in the store, and that one read is the recheck. Otherwise it reads the
+// credentials of the kinds the cache holds and drops the entries the store
+// no longer holds. An entry a Forget removed meanwhile stays removed. A
+// failed read changes nothing: the entries run out after cacheTTL, and
+// each call then reads the store.
 func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now time.Time) {
 	defer func() {
 		c.mu.Lock()
@@ -157,15 +170,36 @@ func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now 
 	}()
 	c.mu.Lock()
 	kinds := map[string]bool{}
+	unchecked := false
 	for k, e := range c.cached {
 		if now.Sub(e.used) > keepUnused {
 			delete(c.cached, k)
 			continue
 		}
 		kinds[e.kind] = true
+		unchecked = unchecked || !e.checked
 	}
-	since := c.forgets
+	since, known, haveGen := c.forgets, c.gen, c.haveGen
 	c.mu.Unlock()
+	gen, err := st.CredentialsGeneration(ctx)
+	if err != nil {
+		return
+	}
+	if haveGen && gen == known && !unchecked {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.forgets != since {
+			return // what the read found may be from before the Forget
+		}
+		for _, e := range c.cached {
+			// Not one put since the loop above: its lookup may have begun
+			// before the generation was read.
+			if e.checked && now.After(e.verified) {
+				e.verified = now
+			}
+		}
+		return
+	}
 	type held struct{ kind, name, hash string }
 	still := map[held]bool{}
 	for kind := range kinds {
@@ -183,11 +217,18 @@ func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now 
 		switch {
 		case !still[held{e.kind, e.p.Name, e.hash}]:
 			delete(c.cached, k)
-		case c.forgets == since && kinds[e.kind] && now.After(e.verified):
+		case c.forgets == since && kinds[e.kind]:
 			// Not when a Forget came in between: what the reads found of
-			// it may be from before.
-			e.verified = now
+			// it may be from before. The reads began after the
+			// generation's, so the entry was in the store since then.
+			if now.After(e.verified) {
+				e.verified = now
+			}
+			e.checked = true
 		}
+	}
+	if c.forgets == since {
+		c.gen, c.haveGen = gen, true
 	}
 }
 
