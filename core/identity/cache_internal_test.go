@@ -120,51 +120,65 @@ func TestCacheRechecksTogether(t *testing.T) {
 	}
 }
 
-// TestRecheckReadsOnlyTheGeneration: once a recheck has found the cached
-// credentials in the store, the next ones read only the store's
-// credentials generation while no credential changes; a change anywhere
-// (here an enrolment, then a revocation through another replica) makes the
-// next recheck read the credentials again, and a revoked one stops working
-// there; a credential a lookup put in the cache since is checked by a full
-// read too.
+// TestRecheckReadsOnlyTheGeneration: while no credential changes, a
+// recheck reads only the store's credentials generation, also after an
+// entry was looked up again (as Authenticate does, reading the generation
+// first); a change anywhere (an enrolment, a revocation through another
+// replica) makes the next recheck read the credentials of the kinds held,
+// and a revoked one stops working there, as does an entry put without a
+// generation.
 func TestRecheckReadsOnlyTheGeneration(t *testing.T) {
 	ctx := t.Context()
 	sq := openStore(t)
 	st := &countingCreds{Credentials: sq}
 	c := &principalCache{}
 	t0 := time.Now()
-	put := func(node string, at time.Time) string {
+	step := 0
+	at := func() time.Time { return t0.Add(time.Duration(step) * recheckEvery) }
+	// cache caches node's credential as a lookup at the current step
+	// does, reading the generation before it when withGen is set.
+	cache := func(node string, withGen bool) string {
 		t.Helper()
 		h := Hash(node + "-token")
-		if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: h}); err != nil {
-			t.Fatal(err)
+		e := cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: node}, hash: h, kind: store.CredNode, verified: at()}
+		if withGen {
+			e.gen, e.hasGen = lookupGen(ctx, st)
 		}
-		c.put(h, cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: node}, hash: h, kind: store.CredNode, verified: at}, c.mark())
+		c.put(h, e, c.mark())
 		return h
 	}
-	web1, web2 := put("web1", t0), put("web2", t0)
-	step := 0
+	enrol := func(node string, withGen bool) string {
+		t.Helper()
+		if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: Hash(node + "-token")}); err != nil {
+			t.Fatal(err)
+		}
+		return cache(node, withGen)
+	}
 	recheck := func(wantLists int64) {
 		t.Helper()
 		step++
-		at := t0.Add(time.Duration(step) * recheckEvery)
 		before := st.lists.Load()
-		c.recheck(ctx, st, at)
+		c.recheck(ctx, st, at())
 		if got := st.lists.Load() - before; got != wantLists {
 			t.Errorf("recheck %d read the credentials %d times, want %d", step, got, wantLists)
 		}
-		for _, h := range []string{web1, web2} {
-			if e := c.cached[h]; e != nil && !e.verified.Equal(at) {
-				t.Errorf("recheck %d: an entry still held is verified as of %v, want %v", step, e.verified, at)
+		for _, e := range c.cached {
+			if !e.verified.Equal(at()) {
+				t.Errorf("recheck %d: %s is verified as of %v, want %v", step, e.p.Name, e.verified, at())
 			}
 		}
 	}
-	recheck(1) // entries no recheck confirmed yet: read in full
+	web1, web2 := enrol("web1", false), enrol("web2", false)
+	recheck(1) // entries without a generation: read in full
 	recheck(0)
 	recheck(0)
-	put("web3", t0.Add(time.Duration(step)*recheckEvery)) // enrolled: the generation moves, and web3 is unchecked
+	enrol("web3", true) // the generation moves, so the others are behind it
 	recheck(1)
 	recheck(0)
+	cache("web1", true) // looked up again, nothing changed
+	recheck(0)
+	cache("web1", false)
+	recheck(1)
 	if err := sq.DeleteCredential(ctx, store.CredNode, "web2"); err != nil { // through another replica
 		t.Fatal(err)
 	}

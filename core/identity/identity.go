@@ -71,12 +71,6 @@ type principalCache struct {
 	// began.
 	checking  bool
 	lastCheck time.Time
-	// gen is the store's credentials generation as a recheck first read
-	// it, valid when haveGen is set: an entry marked checked was in the
-	// store at or after that read, so while the generation reads the same
-	// it still is.
-	gen     int64
-	haveGen bool
 }
 
 type cachedPrincipal struct {
@@ -87,8 +81,11 @@ type cachedPrincipal struct {
 	// verified is when the store last had it (when that read began);
 	// used when it was last presented.
 	verified, used time.Time
-	// checked is set once a recheck found it in the store (principalCache.gen).
-	checked bool
+	// gen is the store's credentials generation read before the read
+	// that last found it (when hasGen): it was in the store at or after
+	// that, so while the generation reads the same it still is.
+	gen    int64
+	hasGen bool
 }
 
 func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
@@ -120,7 +117,7 @@ func (c *principalCache) put(key string, e cachedPrincipal, since uint64) {
 	if c.cached == nil || len(c.cached) >= maxCached {
 		c.cached = map[string]*cachedPrincipal{}
 	}
-	e.used, e.checked = e.verified, false
+	e.used = e.verified
 	c.cached[key] = &e
 }
 
@@ -155,51 +152,46 @@ func (c *principalCache) maintain(ctx context.Context, st store.Credentials, now
 
 // recheck verifies the entries again as of now (before its reads begin)
 // and drops those not used within keepUnused. It reads the store's
-// credentials generation first: when it is the one the last recheck read
-// and every entry is checked, no credential changed since they were found
-// in the store, and that one read is the recheck. Otherwise it reads the
-// credentials of the kinds the cache holds and drops the entries the store
-// no longer holds. An entry a Forget removed meanwhile stays removed. A
-// failed read changes nothing: the entries run out after cacheTTL, and
-// each call then reads the store.
+// credentials generation first: an entry found in the store after the
+// same generation was read is still there, and for a cache of such entries
+// that one read is the recheck. Otherwise (a credential changed, or an
+// entry was put without a generation) it reads the credentials of the
+// kinds the cache holds, drops the entries the store no longer holds and
+// gives the rest the generation. An entry a Forget removed meanwhile stays
+// removed. A failed read changes nothing: the entries run out after
+// cacheTTL, and each call then reads the store.
 func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now time.Time) {
 	defer func() {
 		c.mu.Lock()
 		c.checking = false
 		c.mu.Unlock()
 	}()
+	gen, err := st.CredentialsGeneration(ctx)
+	if err != nil {
+		return
+	}
 	c.mu.Lock()
 	kinds := map[string]bool{}
-	unchecked := false
+	behind := false // an entry not known to be in the store as of gen
 	for k, e := range c.cached {
 		if now.Sub(e.used) > keepUnused {
 			delete(c.cached, k)
 			continue
 		}
 		kinds[e.kind] = true
-		unchecked = unchecked || !e.checked
+		behind = behind || !e.hasGen || e.gen != gen
 	}
-	since, known, haveGen := c.forgets, c.gen, c.haveGen
-	c.mu.Unlock()
-	gen, err := st.CredentialsGeneration(ctx)
-	if err != nil {
-		return
-	}
-	if haveGen && gen == known && !unchecked {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.forgets != since {
-			return // what the read found may be from before the Forget
-		}
+	since := c.forgets
+	if !behind {
 		for _, e := range c.cached {
-			// Not one put since the loop above: its lookup may have begun
-			// before the generation was read.
-			if e.checked && now.After(e.verified) {
+			if now.After(e.verified) {
 				e.verified = now
 			}
 		}
+		c.mu.Unlock()
 		return
 	}
+	c.mu.Unlock()
 	type held struct{ kind, name, hash string }
 	still := map[held]bool{}
 	for kind := range kinds {
@@ -224,12 +216,16 @@ func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now 
 			if now.After(e.verified) {
 				e.verified = now
 			}
-			e.checked = true
+			e.gen, e.hasGen = gen, true
 		}
 	}
-	if c.forgets == since {
-		c.gen, c.haveGen = gen, true
-	}
+}
+
+// lookupGen reads the credentials generation before a lookup, for the
+// entry the lookup puts (cachedPrincipal.gen); ok is false when it cannot.
+func lookupGen(ctx context.Context, st store.Credentials) (gen int64, ok bool) {
+	gen, err := st.CredentialsGeneration(ctx)
+	return gen, err == nil
 }
 
 // Authenticator recognises the tokens a store keeps hashes of, as
@@ -260,6 +256,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 		return p, nil
 	}
 	since := a.cache.mark()
+	gen, hasGen := lookupGen(ctx, a.st)
 	creds, err := a.st.LookupCredential(ctx, h)
 	if err != nil {
 		return server.Principal{}, connect.NewError(connect.CodeUnavailable, fmt.Errorf("cannot check the credential now (the state store failed); retry: %w", err))
@@ -270,7 +267,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 			continue
 		}
 		p := server.Principal{Kind: kind, Name: sc.Name}
-		a.cache.put(h, cachedPrincipal{p: p, hash: h, kind: sc.Kind, verified: now}, since)
+		a.cache.put(h, cachedPrincipal{p: p, hash: h, kind: sc.Kind, verified: now, gen: gen, hasGen: hasGen}, since)
 		return p, nil
 	}
 	return server.Principal{}, server.ErrNotMine
