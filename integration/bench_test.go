@@ -152,7 +152,7 @@ cluster:
 // 1,000 heartbeats a second; this reports the cluster process's CPU use
 // (cores) while it holds that rate for 20 s on the embedded store.
 func BenchmarkHeartbeats10kAgents(b *testing.B) {
-	heartbeatLoad(b, 10000, 20*time.Second)
+	heartbeatBench(b, 10000, 20*time.Second)
 }
 
 // BenchmarkHeartbeats50kAgents: 50,000 nodes at a 10 s heartbeat, 5,000
@@ -160,7 +160,41 @@ func BenchmarkHeartbeats10kAgents(b *testing.B) {
 // 45 s: longer than stale_after (30 s), so a heartbeat handled too late
 // would turn its node Stale; "stale" counts those.
 func BenchmarkHeartbeats50kAgents(b *testing.B) {
-	heartbeatLoad(b, 50000, 45*time.Second)
+	heartbeatBench(b, 50000, 45*time.Second)
+}
+
+// heartbeatBench runs heartbeatLoad on this tree's cluster; with
+// UNYO_BENCH_BASELINE naming another unyo binary (one built from main, say)
+// it runs it on that one first and then on this one, as sub-benchmarks
+// baseline and this, so that one run on a shared machine compares the two.
+// With UNYO_BENCH_PERF naming a directory, each cluster is recorded with
+// `perf record -g` over the window, into DIR/<benchmark>.perf.data.
+func heartbeatBench(b *testing.B, nodes int, window time.Duration) {
+	base := os.Getenv("UNYO_BENCH_BASELINE")
+	if base == "" {
+		heartbeatLoad(b, unyoBin, nodes, window)
+		return
+	}
+	b.Run("baseline", func(b *testing.B) { heartbeatLoad(b, base, nodes, window) })
+	b.Run("this", func(b *testing.B) { heartbeatLoad(b, unyoBin, nodes, window) })
+}
+
+// perfRecord records pid's profile with perf into UNYO_BENCH_PERF, when it
+// is set, until the returned function is called.
+func perfRecord(b *testing.B, pid int) (stop func()) {
+	dir := os.Getenv("UNYO_BENCH_PERF")
+	if dir == "" {
+		return func() {}
+	}
+	out := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".perf.data")
+	cmd := exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(pid))
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("perf record: %v", err)
+	}
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
 }
 
 // heartbeatLoad registers nodes simulated agents (each sending its first
@@ -173,9 +207,9 @@ func BenchmarkHeartbeats50kAgents(b *testing.B) {
 // from a late heartbeat: a Stale event stamped after stale_after (30 s)
 // into the window can only come from a silence that began inside it, not
 // from the registration before.
-func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
+func heartbeatLoad(b *testing.B, bin string, nodes int, window time.Duration) {
 	const interval, staleAfter = 10 * time.Second, 30 * time.Second
-	p, url := startClusterProcess(b, "UNYO_SERVER_ADMIN_TOKENS="+adminToken, "UNYO_SERVER_JOIN_TOKENS="+joinToken)
+	p, url := startClusterProcessBin(b, bin, "UNYO_SERVER_ADMIN_TOKENS="+adminToken, "UNYO_SERVER_JOIN_TOKENS="+joinToken)
 	// Agents hold a connection each; a client keeps 16 idle, so the
 	// senders share several clients rather than reconnecting. Each sender
 	// waits for its answer: 256 of them hold 5,000/s with calls of up to
@@ -234,6 +268,7 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 	b.ResetTimer()
 	var sent, failed atomic.Int64
 	rate := time.Duration(int64(interval) / int64(nodes)) // between two heartbeats
+	stopPerf := perfRecord(b, p.pid())
 	cpu0, t0 := cpuSeconds(b, p.pid()), time.Now()
 	jobs := make(chan int, 4096)
 	for w := 0; w < senders; w++ {
@@ -270,6 +305,7 @@ func heartbeatLoad(b *testing.B, nodes int, window time.Duration) {
 	elapsed := time.Since(t0).Seconds()
 	cpu := cpuSeconds(b, p.pid()) - cpu0
 	b.StopTimer()
+	stopPerf()
 
 	// On a loaded machine the senders may not hold the rate: the CPU per
 	// heartbeat, and the cores it makes at the full rate, still compare.

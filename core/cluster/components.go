@@ -32,7 +32,7 @@ func (c *Cluster) replicaComponents() []component {
 		{"heartbeats", c.beats},
 		{"results-clock", &resultsClock{c: c}},
 		{"controller-lease", loop(func(ctx context.Context) { c.lease.Run(ctx, c.controller) })},
-		{"node-topology", loop(func(ctx context.Context) { every(ctx, topologyRefresh, c.refreshTopology) })},
+		{"node-topology", &topologyRefresher{c: c}},
 	}
 	if c.opts.TelemetryWAL != nil {
 		// Every replica takes telemetry, each into its own WAL.

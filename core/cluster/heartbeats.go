@@ -22,6 +22,11 @@ import (
 // is chosen (newHeartbeats) so that this lag plus a heartbeat interval stays
 // under stale_after: a judge on another replica, which sees only the store,
 // never finds a node that keeps heartbeating late enough to be Stale.
+//
+// A heartbeat costs one map lookup here; a flush walks only the nodes with
+// unwritten beats, and the written beats are swept out every sweepEvery
+// rather than at every flush (at 10,000 nodes that sweep was most of the
+// tracker's CPU).
 type heartbeats struct {
 	store store.Store
 	log   *slog.Logger
@@ -33,12 +38,27 @@ type heartbeats struct {
 	now         func() time.Time
 
 	mu sync.Mutex
-	// last is each node's newest heartbeat heard here; written is the beat
-	// last written to the store; dirty holds nodes whose last is newer
-	// than written.
-	last, written map[string]time.Time
-	dirty         map[string]struct{}
+	// nodes holds each node's beats heard here; dirty the nodes whose
+	// last is newer than written, each once.
+	nodes map[string]*nodeBeats
+	dirty []*nodeBeats
+	// swept is when written beats were last swept out.
+	swept time.Time
 }
+
+// nodeBeats is one node's newest heartbeat heard here and the beat last
+// written to the store.
+type nodeBeats struct {
+	name          string
+	last, written time.Time
+	// isDirty says the node is in heartbeats.dirty; gone that forget
+	// dropped it.
+	isDirty, gone bool
+}
+
+// sweepEvery is how often written beats older than forgetAfter are
+// forgotten.
+const sweepEvery = 10 * time.Second
 
 // newHeartbeats returns a tracker for heartbeats sent every interval to a
 // cluster that judges a node Stale after staleAfter. Half of stale_after,
@@ -51,27 +71,39 @@ func newHeartbeats(st store.Store, log *slog.Logger, staleAfter time.Duration) *
 		store: st, log: log, now: time.Now,
 		writeEvery:  max(staleAfter/2-time.Second, 0),
 		forgetAfter: staleAfter,
-		last:        map[string]time.Time{},
-		written:     map[string]time.Time{},
-		dirty:       map[string]struct{}{},
+		nodes:       map[string]*nodeBeats{},
 	}
 }
 
 func (h *heartbeats) add(node string, at time.Time) {
 	h.mu.Lock()
-	if at.After(h.last[node]) {
-		h.last[node] = at
-		h.dirty[node] = struct{}{}
+	defer h.mu.Unlock()
+	b := h.nodes[node]
+	if b == nil {
+		b = &nodeBeats{name: node}
+		h.nodes[node] = b
 	}
-	h.mu.Unlock()
+	if at.After(b.last) {
+		b.last = at
+		h.markDirty(b)
+	}
+}
+
+// markDirty puts b on the dirty list, once (h.mu held).
+func (h *heartbeats) markDirty(b *nodeBeats) {
+	if !b.isDirty {
+		b.isDirty = true
+		h.dirty = append(h.dirty, b)
+	}
 }
 
 // forget drops a deleted node, so that no heartbeat of it is written.
 func (h *heartbeats) forget(node string) {
 	h.mu.Lock()
-	delete(h.last, node)
-	delete(h.written, node)
-	delete(h.dirty, node)
+	if b := h.nodes[node]; b != nil {
+		b.gone = true // the dirty list may still hold it
+		delete(h.nodes, node)
+	}
 	h.mu.Unlock()
 }
 
@@ -79,33 +111,44 @@ func (h *heartbeats) forget(node string) {
 func (h *heartbeats) lastBeat(node string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.last[node]
+	if b := h.nodes[node]; b != nil {
+		return b.last
+	}
+	return time.Time{}
 }
 
 // due takes the beats to write now: all unwritten ones when all is set
 // (the last flush), otherwise those of nodes not written for writeEvery.
-// It also forgets written beats older than forgetAfter.
+// Every sweepEvery it also forgets written beats older than forgetAfter.
 func (h *heartbeats) due(all bool) map[string]time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
 	var out map[string]time.Time
-	for n := range h.dirty {
-		w, ok := h.written[n]
-		if !all && ok && now.Sub(w) < h.writeEvery {
-			continue
+	keep := h.dirty[:0]
+	for _, b := range h.dirty {
+		switch {
+		case b.gone:
+			b.isDirty = false
+		case !all && !b.written.IsZero() && now.Sub(b.written) < h.writeEvery:
+			keep = append(keep, b)
+		default:
+			if out == nil {
+				out = map[string]time.Time{}
+			}
+			out[b.name] = b.last
+			b.written, b.isDirty = now, false
 		}
-		if out == nil {
-			out = map[string]time.Time{}
-		}
-		out[n] = h.last[n]
-		h.written[n] = now
-		delete(h.dirty, n)
 	}
-	for n, at := range h.last {
-		if _, d := h.dirty[n]; !d && now.Sub(at) > h.forgetAfter && now.Sub(h.written[n]) > h.forgetAfter {
-			delete(h.last, n)
-			delete(h.written, n)
+	clear(h.dirty[len(keep):]) // no pointers kept past the list's end
+	h.dirty = keep
+	if now.Sub(h.swept) >= sweepEvery || all {
+		h.swept = now
+		for n, b := range h.nodes {
+			if !b.isDirty && now.Sub(b.last) > h.forgetAfter && now.Sub(b.written) > h.forgetAfter {
+				b.gone = true
+				delete(h.nodes, n)
+			}
 		}
 	}
 	return out
@@ -136,8 +179,10 @@ func (h *heartbeats) write(ctx context.Context, all bool) {
 		h.log.Warn("recording heartbeats failed; will retry", "nodes", len(beats), "err", err)
 		h.mu.Lock()
 		for n := range beats { // write them with the next flush
-			delete(h.written, n)
-			h.dirty[n] = struct{}{}
+			if b := h.nodes[n]; b != nil {
+				b.written = time.Time{}
+				h.markDirty(b)
+			}
 		}
 		h.mu.Unlock()
 	}

@@ -102,10 +102,10 @@ func TestPerSecondLoopsReadOnlyNodesToActOn(t *testing.T) {
 	}
 }
 
-// BenchmarkPerSecondLoops: one pass of the automatic cordon and of the node
-// stage's replacements over 10,000 Ready nodes without computes (each runs
-// every second on the lease holder), beside "every-node", the ListNodes
-// each of them made before.
+// BenchmarkPerSecondLoops: one pass of the automatic cordon, of the node
+// stage's replacements and of the liveness judge over 10,000 Ready nodes
+// without computes (each runs every second on the lease holder), beside
+// "every-node", the ListNodes each of them made before.
 func BenchmarkPerSecondLoops(b *testing.B) {
 	ctx := context.Background()
 	sq, err := sqlstore.OpenSQLite(ctx, filepath.Join(b.TempDir(), "state.db"))
@@ -138,6 +138,14 @@ func BenchmarkPerSecondLoops(b *testing.B) {
 			if err := stage.replacements(ctx); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("liveness", func(b *testing.B) {
+		l := newLivenessMonitor(c)
+		l.judge(ctx) // the first judgement reads every node
+		b.ReportAllocs()
+		for b.Loop() {
+			l.judge(ctx)
 		}
 	})
 	b.Run("every-node", func(b *testing.B) {

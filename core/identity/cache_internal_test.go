@@ -27,12 +27,17 @@ func openStore(tb testing.TB) *sqlstore.Store {
 // countingCreds counts the single lookups that reach the store.
 type countingCreds struct {
 	store.Credentials
-	lookups atomic.Int64
+	lookups, lists atomic.Int64
 }
 
 func (c *countingCreds) LookupCredential(ctx context.Context, hash string) ([]store.Credential, error) {
 	c.lookups.Add(1)
 	return c.Credentials.LookupCredential(ctx, hash)
+}
+
+func (c *countingCreds) ListCredentials(ctx context.Context, kind string) ([]store.Credential, error) {
+	c.lists.Add(1)
+	return c.Credentials.ListCredentials(ctx, kind)
 }
 
 // TestCacheRechecksTogether: an agent presenting its credential every
@@ -115,6 +120,78 @@ func TestCacheRechecksTogether(t *testing.T) {
 	}
 }
 
+// TestRecheckReadsOnlyTheGeneration: while no credential changes, a
+// recheck reads only the store's credentials generation, also after an
+// entry was looked up again (as Authenticate does, reading the generation
+// first); a change anywhere (an enrolment, a revocation through another
+// replica) makes the next recheck read the credentials of the kinds held,
+// and a revoked one stops working there, as does an entry put without a
+// generation.
+func TestRecheckReadsOnlyTheGeneration(t *testing.T) {
+	ctx := t.Context()
+	sq := openStore(t)
+	st := &countingCreds{Credentials: sq}
+	c := &principalCache{}
+	t0 := time.Now()
+	step := 0
+	at := func() time.Time { return t0.Add(time.Duration(step) * recheckEvery) }
+	// cache caches node's credential as a lookup at the current step
+	// does, reading the generation before it when withGen is set.
+	cache := func(node string, withGen bool) string {
+		t.Helper()
+		h := Hash(node + "-token")
+		e := cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: node}, hash: h, kind: store.CredNode, verified: at()}
+		if withGen {
+			e.gen, e.hasGen = lookupGen(ctx, st)
+		}
+		c.put(h, e, c.mark())
+		return h
+	}
+	enrol := func(node string, withGen bool) string {
+		t.Helper()
+		if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredNode, Name: node, Hash: Hash(node + "-token")}); err != nil {
+			t.Fatal(err)
+		}
+		return cache(node, withGen)
+	}
+	recheck := func(wantLists int64) {
+		t.Helper()
+		step++
+		before := st.lists.Load()
+		c.recheck(ctx, st, at())
+		if got := st.lists.Load() - before; got != wantLists {
+			t.Errorf("recheck %d read the credentials %d times, want %d", step, got, wantLists)
+		}
+		for _, e := range c.cached {
+			if !e.verified.Equal(at()) {
+				t.Errorf("recheck %d: %s is verified as of %v, want %v", step, e.p.Name, e.verified, at())
+			}
+		}
+	}
+	web1, web2 := enrol("web1", false), enrol("web2", false)
+	recheck(1) // entries without a generation: read in full
+	recheck(0)
+	recheck(0)
+	enrol("web3", true) // the generation moves, so the others are behind it
+	recheck(1)
+	recheck(0)
+	cache("web1", true) // looked up again, nothing changed
+	recheck(0)
+	cache("web1", false)
+	recheck(1)
+	if err := sq.DeleteCredential(ctx, store.CredNode, "web2"); err != nil { // through another replica
+		t.Fatal(err)
+	}
+	recheck(1)
+	if _, ok := c.cached[web2]; ok {
+		t.Error("web2 still cached after it was revoked")
+	}
+	if _, ok := c.cached[web1]; !ok {
+		t.Error("web1 dropped")
+	}
+	recheck(0)
+}
+
 // TestCachePutAfterForget: a lookup that began before a Forget does not
 // put back the principal the Forget removed.
 func TestCachePutAfterForget(t *testing.T) {
@@ -178,7 +255,9 @@ func BenchmarkAuthenticate(b *testing.B) {
 }
 
 // BenchmarkRecheck: one recheck of a cache holding 10,000 nodes'
-// credentials (every recheckEvery, in the background).
+// credentials (every recheckEvery, in the background): "unchanged" while
+// no credential changes (what nearly every recheck is), "changed" when one
+// did since the last recheck, which reads them all.
 func BenchmarkRecheck(b *testing.B) {
 	ctx := context.Background()
 	sq := openStore(b)
@@ -191,12 +270,24 @@ func BenchmarkRecheck(b *testing.B) {
 		}
 		c.put(h, cachedPrincipal{p: server.Principal{Kind: server.KindNode, Name: name}, hash: h, kind: store.CredNode, verified: now}, c.mark())
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		c.checking = true
-		c.recheck(ctx, sq, now)
-	}
-	if len(c.cached) != 10000 {
-		b.Fatalf("%d entries left", len(c.cached))
+	c.recheck(ctx, sq, now) // the first one reads them all
+	for _, changed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unchanged", true: "changed"}[changed], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if changed {
+					b.StopTimer()
+					if err := sq.PutCredential(ctx, store.Credential{Kind: store.CredPeer, Name: "other", Hash: fmt.Sprint(b.N)}); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				c.checking = true
+				c.recheck(ctx, sq, now)
+			}
+			if len(c.cached) != 10000 {
+				b.Fatalf("%d entries left", len(c.cached))
+			}
+		})
 	}
 }

@@ -56,6 +56,7 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 	}
 	serial := Serial(leaf)
 	since := a.cache.mark()
+	gen, hasGen := lookupGen(ctx, a.st)
 	cur, err := a.st.GetCredential(ctx, store.CredNodeCert, node)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -67,7 +68,7 @@ func (a *CertAuthenticator) Authenticate(ctx context.Context, cred server.Creden
 	}
 	p := server.Principal{Kind: server.KindNode, Name: node}
 	// The store keeps a node's current serial as its credential's hash.
-	a.cache.put(key, cachedPrincipal{p: p, hash: serial, kind: store.CredNodeCert, verified: now}, since)
+	a.cache.put(key, cachedPrincipal{p: p, hash: serial, kind: store.CredNodeCert, verified: now, gen: gen, hasGen: hasGen}, since)
 	return p, nil
 }
 

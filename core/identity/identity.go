@@ -42,12 +42,14 @@ const cacheTTL = 5 * time.Second
 // maxCached bounds the cache; it starts over when full.
 const maxCached = 100_000
 
-// recheckEvery is how often the cache verifies again, in one read per
-// credential kind, the credentials it holds, well before cacheTTL runs
-// out: an agent heartbeating every 10 s then finds its credential
-// verified (at most cacheTTL ago) on every call, where each call read the
-// store. Reading every credential of a kind (50,000 nodes' in 0.1 s) costs
-// less than looking up the ones in use by hash.
+// recheckEvery is how often the cache verifies again the credentials it
+// holds, well before cacheTTL runs out: an agent heartbeating every 10 s
+// then finds its credential verified (at most cacheTTL ago) on every call,
+// where each call read the store. A recheck reads the store's credentials
+// generation, one row; only when that moved, or the cache holds entries no
+// recheck has confirmed yet, does it read every credential of the kinds it
+// holds (50,000 nodes' in 0.1 s), which costs less than looking up the
+// ones in use by hash.
 const recheckEvery = 2 * time.Second
 
 // keepUnused is how long an entry nobody presents is still verified
@@ -79,6 +81,11 @@ type cachedPrincipal struct {
 	// verified is when the store last had it (when that read began);
 	// used when it was last presented.
 	verified, used time.Time
+	// gen is the store's credentials generation read before the read
+	// that last found it (when hasGen): it was in the store at or after
+	// that, so while the generation reads the same it still is.
+	gen    int64
+	hasGen bool
 }
 
 func (c *principalCache) get(key string, now time.Time) (server.Principal, bool) {
@@ -143,28 +150,47 @@ func (c *principalCache) maintain(ctx context.Context, st store.Credentials, now
 	}
 }
 
-// recheck reads again the credentials of the kinds the cache holds, drops
-// the entries not used within keepUnused and those the store no longer
-// holds, and marks the rest verified as of now (before the reads begin).
-// An entry a Forget removed meanwhile stays removed. A failed read changes
-// nothing: the entries run out after cacheTTL, and each call then reads
-// the store.
+// recheck verifies the entries again as of now (before its reads begin)
+// and drops those not used within keepUnused. It reads the store's
+// credentials generation first: an entry found in the store after the
+// same generation was read is still there, and for a cache of such entries
+// that one read is the recheck. Otherwise (a credential changed, or an
+// entry was put without a generation) it reads the credentials of the
+// kinds the cache holds, drops the entries the store no longer holds and
+// gives the rest the generation. An entry a Forget removed meanwhile stays
+// removed. A failed read changes nothing: the entries run out after
+// cacheTTL, and each call then reads the store.
 func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now time.Time) {
 	defer func() {
 		c.mu.Lock()
 		c.checking = false
 		c.mu.Unlock()
 	}()
+	gen, err := st.CredentialsGeneration(ctx)
+	if err != nil {
+		return
+	}
 	c.mu.Lock()
 	kinds := map[string]bool{}
+	behind := false // an entry not known to be in the store as of gen
 	for k, e := range c.cached {
 		if now.Sub(e.used) > keepUnused {
 			delete(c.cached, k)
 			continue
 		}
 		kinds[e.kind] = true
+		behind = behind || !e.hasGen || e.gen != gen
 	}
 	since := c.forgets
+	if !behind {
+		for _, e := range c.cached {
+			if now.After(e.verified) {
+				e.verified = now
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
 	type held struct{ kind, name, hash string }
 	still := map[held]bool{}
@@ -183,12 +209,23 @@ func (c *principalCache) recheck(ctx context.Context, st store.Credentials, now 
 		switch {
 		case !still[held{e.kind, e.p.Name, e.hash}]:
 			delete(c.cached, k)
-		case c.forgets == since && kinds[e.kind] && now.After(e.verified):
+		case c.forgets == since && kinds[e.kind]:
 			// Not when a Forget came in between: what the reads found of
-			// it may be from before.
-			e.verified = now
+			// it may be from before. The reads began after the
+			// generation's, so the entry was in the store since then.
+			if now.After(e.verified) {
+				e.verified = now
+			}
+			e.gen, e.hasGen = gen, true
 		}
 	}
+}
+
+// lookupGen reads the credentials generation before a lookup, for the
+// entry the lookup puts (cachedPrincipal.gen); ok is false when it cannot.
+func lookupGen(ctx context.Context, st store.Credentials) (gen int64, ok bool) {
+	gen, err := st.CredentialsGeneration(ctx)
+	return gen, err == nil
 }
 
 // Authenticator recognises the tokens a store keeps hashes of, as
@@ -219,6 +256,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 		return p, nil
 	}
 	since := a.cache.mark()
+	gen, hasGen := lookupGen(ctx, a.st)
 	creds, err := a.st.LookupCredential(ctx, h)
 	if err != nil {
 		return server.Principal{}, connect.NewError(connect.CodeUnavailable, fmt.Errorf("cannot check the credential now (the state store failed); retry: %w", err))
@@ -229,7 +267,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, cred server.Credential
 			continue
 		}
 		p := server.Principal{Kind: kind, Name: sc.Name}
-		a.cache.put(h, cachedPrincipal{p: p, hash: h, kind: sc.Kind, verified: now}, since)
+		a.cache.put(h, cachedPrincipal{p: p, hash: h, kind: sc.Kind, verified: now, gen: gen, hasGen: hasGen}, since)
 		return p, nil
 	}
 	return server.Principal{}, server.ErrNotMine

@@ -97,6 +97,10 @@ type Credentials interface {
 	DeleteCredential(ctx context.Context, kind, name string) error
 	// ListCredentials returns every credential of kind, sorted by name.
 	ListCredentials(ctx context.Context, kind string) ([]Credential, error)
+	// CredentialsGeneration returns a number that moves with every change
+	// to the credentials: two equal reads mean none was stored or revoked
+	// in between.
+	CredentialsGeneration(ctx context.Context) (int64, error)
 }
 
 // ErrExists is returned (wrapped) when something to be created exists.
@@ -164,6 +168,10 @@ type Nodes interface {
 	// inventory (Node.resource, topology_labels, topology_reason), leaving
 	// the rest; it says whether anything changed.
 	SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (changed bool, err error)
+	// NodeTopologyGeneration returns a number that moves whenever
+	// SetNodeTopology changes a node: two equal reads mean no node's
+	// topology changed in between.
+	NodeTopologyGeneration(ctx context.Context) (int64, error)
 	GetNode(ctx context.Context, name string) (*unyov1.Node, error)
 	ListNodes(ctx context.Context) ([]*unyov1.Node, error)
 	// ListNodesMatching returns the nodes f selects, sorted by name, as

@@ -163,6 +163,7 @@ func (s *Store) SetNodeProviders(ctx context.Context, name string, providers []*
 
 // SetNodeTopology replaces the fields root derives in a node's body; the
 // body is written only when they change.
+// A change moves the topology generation in its transaction.
 func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.NodeTopology) (bool, error) {
 	return s.updateNodeBody(ctx, name, "topology", func(n *unyov1.Node) bool {
 		if n.GetResource() == t.GetResource() && n.GetTopologyReason() == t.GetReason() && maps.Equal(n.GetTopologyLabels(), t.GetLabels()) {
@@ -170,13 +171,27 @@ func (s *Store) SetNodeTopology(ctx context.Context, name string, t *unyov1.Node
 		}
 		n.Resource, n.TopologyLabels, n.TopologyReason = t.GetResource(), t.GetLabels(), t.GetReason()
 		return true
-	})
+	}, topologyGeneration)
+}
+
+// topologyGeneration is the counter SetNodeTopology moves.
+const topologyGeneration = "node_topology_generation"
+
+// NodeTopologyGeneration returns a number that moves whenever
+// SetNodeTopology changes a node (its counter is written in the change's
+// transaction, so changes take numbers in the order they commit).
+func (s *Store) NodeTopologyGeneration(ctx context.Context) (int64, error) {
+	v, err := s.readCounter(ctx, topologyGeneration)
+	if err != nil {
+		return 0, fmt.Errorf("read the nodes' topology generation: %w", err)
+	}
+	return v, nil
 }
 
 // updateNodeBody changes a node's body with change in one transaction,
-// writing it when change says it changed something (what names it in
-// errors).
-func (s *Store) updateNodeBody(ctx context.Context, name, what string, change func(*unyov1.Node) bool) (bool, error) {
+// writing it, and bumping the counters named, when change says it changed
+// something (what names it in errors).
+func (s *Store) updateNodeBody(ctx context.Context, name, what string, change func(*unyov1.Node) bool, counters ...string) (bool, error) {
 	changed := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		n, err := nodeBody(ctx, tx, name)
@@ -186,7 +201,15 @@ func (s *Store) updateNodeBody(ctx context.Context, name, what string, change fu
 		if changed = change(n); !changed {
 			return nil
 		}
-		return writeNodeBody(ctx, tx, n)
+		if err := writeNodeBody(ctx, tx, n); err != nil {
+			return err
+		}
+		for _, c := range counters {
+			if err := bumpCounter(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("set %s: %w", what, notFound("node", name))
@@ -268,8 +291,12 @@ func (s *Store) ListNodesMatching(ctx context.Context, f store.NodeFilter) ([]*u
 }
 
 // listNodes reads the nodes a WHERE clause (or "") selects, sorted by name.
+// They are sorted here, not with ORDER BY: for that SQLite walks the
+// name's index and seeks every row in the table, filtered out or not,
+// where a scan of the table reads each page once (at 10,000 nodes a tenth
+// of the CPU for the few nodes the per-second loops select).
 func (s *Store) listNodes(ctx context.Context, where string, args ...any) ([]*unyov1.Node, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes "+where+" ORDER BY name", args...)
+	rows, err := s.r.QueryContext(ctx, "SELECT "+nodeColumns+" FROM nodes "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -277,6 +304,7 @@ func (s *Store) listNodes(ctx context.Context, where string, args ...any) ([]*un
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	slices.SortFunc(nodes, func(a, b *unyov1.Node) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return nodes, nil
 }
 
@@ -286,9 +314,10 @@ func (s *Store) listNodes(ctx context.Context, where string, args ...any) ([]*un
 // in the database: at 50,000 nodes the judge would otherwise decode every
 // row each second to find the few late ones.
 func (s *Store) ListNodeBeats(ctx context.Context, lateBefore time.Time) ([]store.NodeBeat, error) {
-	q, args := "SELECT name, state, last_heartbeat FROM nodes ORDER BY name", []any(nil)
+	// Sorted here rather than with ORDER BY, as in listNodes.
+	q, args := "SELECT name, state, last_heartbeat FROM nodes", []any(nil)
 	if !lateBefore.IsZero() {
-		q = "SELECT name, state, last_heartbeat FROM nodes WHERE state <> $1 OR last_heartbeat < $2 ORDER BY name"
+		q = "SELECT name, state, last_heartbeat FROM nodes WHERE state <> $1 OR last_heartbeat < $2"
 		args = []any{int32(unyov1.NodeState_NODE_STATE_READY), lateBefore.UnixNano()}
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
@@ -313,6 +342,7 @@ func (s *Store) ListNodeBeats(ctx context.Context, lateBefore time.Time) ([]stor
 	if err != nil {
 		return nil, fmt.Errorf("list node heartbeats: %w", err)
 	}
+	slices.SortFunc(beats, func(a, b store.NodeBeat) int { return strings.Compare(a.Name, b.Name) })
 	return beats, nil
 }
 

@@ -424,8 +424,26 @@ func nodeTests() []contractTest {
 			n.Labels = map[string]string{"role": "web"}
 			must(t, s.UpsertNode(ctx(t), n))
 			top := &unyov1.NodeTopology{Resource: "srv-1", Labels: map[string]string{"topology.unyo.dev/rack": "r1"}}
+			gen := func() int64 {
+				t.Helper()
+				g, err := s.NodeTopologyGeneration(ctx(t))
+				must(t, err)
+				return g
+			}
+			g0 := gen()
 			if changed, err := s.SetNodeTopology(ctx(t), "web1", top); err != nil || !changed {
 				t.Fatalf("first set: changed %v, err %v; want a change", changed, err)
+			}
+			if g1 := gen(); g1 == g0 {
+				t.Errorf("a change left the topology generation at %d", g1)
+			}
+			g0 = gen()
+			must(t, s.UpsertNode(ctx(t), node("web2"))) // not a topology change
+			if _, err := s.SetNodeTopology(ctx(t), "web1", top); err != nil {
+				t.Fatal(err)
+			}
+			if g1 := gen(); g1 != g0 {
+				t.Errorf("no change moved the topology generation from %d to %d", g0, g1)
 			}
 			got := getNode(t, s, "web1")
 			if got.GetResource() != "srv-1" || got.GetTopologyLabels()["topology.unyo.dev/rack"] != "r1" || got.GetLabels()["role"] != "web" {

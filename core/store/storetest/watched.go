@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,6 +64,52 @@ func watchedTests() []contractTest {
 			must(t, err)
 			if !got.Equal(at(20).AsTime()) {
 				t.Errorf("accepted at %v, want the latest %v", got, at(20).AsTime())
+			}
+		}},
+		{"CredentialsGeneration", func(t *testing.T, s store.Store) {
+			gen := func() int64 {
+				t.Helper()
+				g, err := s.CredentialsGeneration(ctx(t))
+				must(t, err)
+				return g
+			}
+			// Each step changes the credentials (moved) or not.
+			steps := []struct {
+				what  string
+				do    func() error
+				moved bool
+			}{
+				{"put", func() error {
+					return s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web1", Hash: "h1"})
+				}, true},
+				{"put again", func() error {
+					return s.PutCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web1", Hash: "h2"})
+				}, true},
+				{"add", func() error {
+					return s.AddCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web2", Hash: "h3"})
+				}, true},
+				{"add taken", func() error {
+					if err := s.AddCredential(ctx(t), store.Credential{Kind: store.CredNode, Name: "web2", Hash: "h4"}); !errors.Is(err, store.ErrExists) {
+						return fmt.Errorf("adding a taken credential: %v, want ErrExists", err)
+					}
+					return nil
+				}, false},
+				{"lookup", func() error { _, err := s.LookupCredential(ctx(t), "h3"); return err }, false},
+				{"delete", func() error { return s.DeleteCredential(ctx(t), store.CredNode, "web2") }, true},
+				{"delete none", func() error { return s.DeleteCredential(ctx(t), store.CredNode, "web2") }, false},
+				{"delete node", func() error {
+					must(t, s.UpsertNode(ctx(t), node("web1")))
+					return s.DeleteNode(ctx(t), "web1")
+				}, true},
+			}
+			for _, st := range steps {
+				before := gen()
+				if err := st.do(); err != nil {
+					t.Fatalf("%s: %v", st.what, err)
+				}
+				if moved := gen() != before; moved != st.moved {
+					t.Errorf("%s: the credentials generation moved %v, want %v", st.what, moved, st.moved)
+				}
 			}
 		}},
 		{"ListCredentials", func(t *testing.T, s store.Store) {
