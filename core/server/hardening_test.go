@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -275,4 +276,51 @@ func TestCertificateReloadsWhenItsFilesChange(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Requests for procedures that do not exist, authenticated or not, share
+// the "other" label of the API's metrics: a label per path sent would let
+// anyone grow the server's memory without bound.
+func TestUnknownProceduresShareOneMetricLabel(t *testing.T) {
+	addr := serveWhoami(t, server.Options{Auth: server.Auth{AdminTokens: []string{"adm"}}})
+	for i := range 20 {
+		resp, err := http.Post(fmt.Sprintf("http://%s/unyo.v1.NodeService/Bogus%d", addr, i), "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	c, err := client.New(client.Options{URL: "http://" + addr, Token: "adm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := whoIs(c, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer adm")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(body), "Bogus") {
+		t.Errorf("metrics carry the unknown procedures' paths:\n%s", grepLines(string(body), "Bogus"))
+	}
+	for _, want := range []string{`procedure="other",code="401"`, `procedure="` + unyov1connect.NodeServiceGetNodeProcedure + `",code="200"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(string(body), "unyo_api_requests_total"))
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

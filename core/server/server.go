@@ -17,7 +17,10 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/VictoriaMetrics/metrics"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/unyo-ops/unyo/core/api/unyov1"
 	"github.com/unyo-ops/unyo/core/api/unyov1/unyov1connect"
 	"github.com/unyo-ops/unyo/core/selfmon"
 )
@@ -106,6 +109,9 @@ type Server struct {
 	// apiMetrics holds the metrics counted finds by procedure and code
 	// (apiMetric keys), so that a call does not format their names.
 	apiMetrics sync.Map
+	// procedures are the API's procedure paths, the only ones counted
+	// under their own label.
+	procedures map[string]bool
 }
 
 // apiMetric keys Server.apiMetrics: code 0 is a procedure's histogram.
@@ -122,7 +128,8 @@ func New(opts Options) *Server {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger, self: selfmon.New(opts.Version)}
+	s := &Server{opts: opts, limits: opts.Limits.withDefaults(), mux: http.NewServeMux(), log: opts.Logger, self: selfmon.New(opts.Version),
+		procedures: apiProcedures()}
 	s.auth = &s.opts.Auth
 	// Self-monitoring carries the names of procedures, leases and
 	// clusters: it asks for a credential, as the API does (a viewer token
@@ -206,7 +213,7 @@ func (s *Server) counted(h http.Handler) http.Handler {
 		start := time.Now()
 		cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(cw, r)
-		proc := procedureLabel(r.URL.Path)
+		proc := s.procedureLabel(r.URL.Path)
 		s.requestsTotal(proc, cw.code).Inc()
 		selfmon.Since(s.requestDuration(proc), start)
 	})
@@ -237,14 +244,34 @@ func (s *Server) requestDuration(proc string) *metrics.PrometheusHistogram {
 	return m
 }
 
-func procedureLabel(path string) string {
-	if strings.HasPrefix(path, "/unyo.v1.") && strings.Count(path, "/") == 2 {
+// procedureLabel is the procedure label of a request for path: the
+// procedure's path when the API has it, else its /api/vN prefix, else
+// "other".
+func (s *Server) procedureLabel(path string) string {
+	if s.procedures[path] {
 		return path
 	}
 	if i := strings.Index(path, "/api/v"); i >= 0 && len(path) >= i+7 {
 		return path[i : i+7] // /api/v1, /api/v2
 	}
 	return "other"
+}
+
+// apiProcedures are the paths of the procedures of the unyo.v1 services,
+// from their descriptors. A path anyone may send is not a label: each
+// value would be a series held for the process's life.
+func apiProcedures() map[string]bool {
+	procs := map[string]bool{}
+	protoregistry.GlobalFiles.RangeFilesByPackage(unyov1.File_unyo_v1_unyo_proto.Package(), func(f protoreflect.FileDescriptor) bool {
+		for i := range f.Services().Len() {
+			sd := f.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				procs["/"+string(sd.FullName())+"/"+string(sd.Methods().Get(j).Name())] = true
+			}
+		}
+		return true
+	})
+	return procs
 }
 
 // codeWriter notes the status code; it flushes for streaming calls.
