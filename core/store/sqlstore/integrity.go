@@ -54,8 +54,14 @@ func (s *Store) quickCheck(ctx context.Context) error {
 			problems = append(problems, msg)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	err = rows.Err()
+	if err != nil && !isCorrupt(err) {
 		return err
+	}
+	if err != nil {
+		// The check can stop at damage it cannot step over, after the
+		// problems it found so far: those say where.
+		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: PRAGMA quick_check found: %s", ErrCorrupt, strings.Join(problems, "; "))
