@@ -87,10 +87,10 @@ func (p *pipelineRunner) run(ctx context.Context) error {
 	p.c.log.Info("event pipeline running", "cursor", st.Cursor, "open_groups", len(p.state.Groups))
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	if err := p.loadRules(ctx); err != nil {
+		return err
+	}
 	for {
-		if err := p.loadRules(ctx); err != nil {
-			return err
-		}
 		if rev, err := p.c.store.ForgetRevision(ctx); err != nil {
 			return fmt.Errorf("read the forget revision: %w", err)
 		} else if rev != p.forgetRev {
@@ -102,6 +102,12 @@ func (p *pipelineRunner) run(ctx context.Context) error {
 		events, err := p.c.store.NextEvents(ctx, p.cursor, pipelineBatch)
 		if err != nil {
 			return fmt.Errorf("read events after %d: %w", p.cursor, err)
+		}
+		// After the events: a rule committed before an event was stored
+		// is then in the revision read (read before, it could miss a rule
+		// applied between that read and the event's commit).
+		if err := p.loadRules(ctx); err != nil {
+			return err
 		}
 		if len(events) > 0 {
 			if err := p.process(ctx, events, time.Now()); err != nil {
@@ -121,8 +127,8 @@ func (p *pipelineRunner) run(ctx context.Context) error {
 }
 
 // loadRules rereads rules and maintenance when their revision moved. It
-// looks before every batch, so an event stored after a rule was applied is
-// judged by it.
+// looks after reading every batch, before judging it, so an event stored
+// after a rule was applied is judged by it.
 func (p *pipelineRunner) loadRules(ctx context.Context) error {
 	rev, err := p.c.store.RulesRevision(ctx)
 	if err != nil {
