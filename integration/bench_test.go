@@ -40,6 +40,15 @@ func cpuSeconds(tb testing.TB, pid int) float64 {
 // PostgreSQL does, is measured whole.
 func treeCPUSeconds(tb testing.TB, pid int) float64 {
 	tb.Helper()
+	total, _ := treeCPUSplit(tb, pid)
+	return total
+}
+
+// treeCPUSplit is treeCPUSeconds, and of it the time of the processes of
+// the tree alive now, without what their ended children used: for an
+// agent or a monitoring daemon, its own CPU without its checks'.
+func treeCPUSplit(tb testing.TB, pid int) (total, own float64) {
+	tb.Helper()
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		tb.Fatal(err)
@@ -55,7 +64,6 @@ func treeCPUSeconds(tb testing.TB, pid int) float64 {
 			children[parent] = append(children[parent], child)
 		}
 	}
-	var sum float64
 	for todo := []int{pid}; len(todo) > 0; todo = todo[1:] {
 		f, err := procStat(todo[0])
 		if err != nil {
@@ -64,12 +72,13 @@ func treeCPUSeconds(tb testing.TB, pid int) float64 {
 			}
 			continue // ended since: its time is in its parent's now
 		}
-		for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
-			sum += statSeconds(f[i])
-		}
+		self := statSeconds(f[11]) + statSeconds(f[12])  // utime, stime
+		ended := statSeconds(f[13]) + statSeconds(f[14]) // cutime, cstime
+		total += self + ended
+		own += self
 		todo = append(todo, children[todo[0]]...)
 	}
-	return sum
+	return total, own
 }
 
 // procStat returns the fields of /proc/PID/stat after the command name,

@@ -5,7 +5,8 @@
 # diagram goldens are rendered by dot), Prometheus Alertmanager
 # (the side-by-side benchmark and its harness test), Prometheus and
 # systemd-analyze (self-monitoring and packaging tests), Prometheus's node
-# exporter (beside the agent in the RSS benchmark), nagios4-common (its
+# exporter (beside the agent in the RSS benchmark), icinga2-bin (beside the
+# agent in the check-run CPU benchmark), nagios4-common (its
 # example configuration is what unyo import nagios is tested on),
 # Chromium (the web console's browser tests drive it headless), and
 # docker.io with busybox-static (provider-docker's tests start a private
@@ -30,6 +31,7 @@ command -v clickhouse-server >/dev/null || need+=(clickhouse-server clickhouse-c
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || need+=(python3-aiosmtpd)
 [ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)
 [ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
+[ -x /usr/sbin/icinga2 ] || need+=(icinga2-bin)
 # Prometheus scrapes unyo's /metrics; promtool lints it and queries the
 # Prometheus API; systemd-analyze verifies the units in configs/systemd.
 [ -x /usr/bin/prometheus ] || need+=(prometheus)

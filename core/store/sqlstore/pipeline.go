@@ -383,6 +383,21 @@ func (s *Store) insertExplanations(ctx context.Context, st *stmtCache, rows []ex
 			at[r.seq] = len(seqs)
 			seqs, silenced, bodies = append(seqs, r.seq), append(silenced, r.silencedBy), append(bodies, r.body)
 		}
+		// Rows are inserted where none has their seq, not with ON CONFLICT,
+		// which makes every insertion speculative (a second pass over the
+		// key and an extra WAL record per row) for a conflict that only a
+		// commit applied twice has; then the upsert runs over them all.
+		// Commits run one at a time behind the pipeline cursor, so no other
+		// transaction inserts these seqs meanwhile.
+		res, err := st.tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
+			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[]) AS r(seq, silenced_by, explanation)
+			WHERE NOT EXISTS (SELECT 1 FROM explanations x WHERE x.seq = r.seq)`, seqs, silenced, bodies)
+		if err != nil {
+			return fmt.Errorf("store explanations: %w", err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == int64(len(seqs)) {
+			return nil
+		}
 		if _, err := st.tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
 			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])`+explanationUpsert, seqs, silenced, bodies); err != nil {
 			return fmt.Errorf("store explanations: %w", err)

@@ -117,6 +117,31 @@ func pipelineTests() []contractTest {
 				t.Errorf("groups after deleting: %v, %v", st.Groups, err)
 			}
 		}},
+		{"ExplanationReplaced", func(t *testing.T, s store.Store) {
+			// A commit explaining events already explained (one applied
+			// again) replaces their explanations, beside one new.
+			for _, id := range []string{"x-1", "x-2", "x-3"} {
+				appendEvents(t, s, 1, event(id, "web1", id, critical, 1))
+			}
+			next, err := s.NextEvents(ctx(t), 0, 10)
+			must(t, err)
+			explain := func(outcome string, ids ...string) *pipeline.Decision {
+				d := pipeline.NewDecision()
+				for _, id := range ids {
+					d.Explained = append(d.Explained, pipeline.Explained{ID: id, Explanation: &unyov1.Explanation{Outcome: outcome + " " + id}})
+				}
+				return d
+			}
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{Cursor: next[0].Seq, Decision: *explain("first", "x-1", "x-2")}))
+			must(t, s.CommitPipeline(ctx(t), &store.PipelineCommit{ExpectCursor: next[0].Seq, Cursor: next[2].Seq, Decision: *explain("second", "x-2", "x-3")}))
+			for id, want := range map[string]string{"x-1": "first x-1", "x-2": "second x-2", "x-3": "second x-3"} {
+				got, err := s.GetEvent(ctx(t), id)
+				must(t, err)
+				if got.GetExplanation().GetOutcome() != want {
+					t.Errorf("explanation of %s: %q, want %q", id, got.GetExplanation().GetOutcome(), want)
+				}
+			}
+		}},
 		{"AlertKeysAndMatchCounts", func(t *testing.T, s store.Store) {
 			// One commit fires alerts on keys with characters that quoting
 			// could mangle (the active alerts are read by a list of keys
