@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/unyo-ops/unyo/checks"
+	"github.com/unyo-ops/unyo/core/ctxwait"
 )
 
 // RunFunc runs one check once; typically it executes the plugin and reports
@@ -29,6 +30,17 @@ type Options struct {
 	NodeName string
 	// MaxConcurrent caps runs in progress; 0 means DefaultMaxConcurrent().
 	MaxConcurrent int
+	// Tick, when set, starts interval checks only at this node's instants
+	// of Tick, those whose Unix time is TickPhase modulo Tick: each run at
+	// the first such instant at or after its splayed time. On an agent,
+	// every wake-up costs more than the work it wakes for (the Go runtime
+	// wakes threads, and its monitor polls while anything runs), and checks
+	// splayed anywhere in a second each take one of their own; on a tick,
+	// the runs due in the same second share one. Only intervals that are
+	// whole multiples of Tick move, so each check keeps its interval
+	// exactly and starts at most Tick late; cron checks run at their times.
+	Tick      time.Duration
+	TickPhase time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -58,6 +70,8 @@ type Scheduler struct {
 	run  RunFunc
 	node string
 	log  *slog.Logger
+	// tick and tickPhase are Options.Tick and TickPhase.
+	tick, tickPhase time.Duration
 	// sem holds a token per run in progress.
 	sem chan struct{}
 
@@ -89,12 +103,14 @@ func New(run RunFunc, opts Options) *Scheduler {
 		log = slog.Default()
 	}
 	return &Scheduler{
-		run:      run,
-		node:     opts.NodeName,
-		log:      log,
-		sem:      make(chan struct{}, n),
-		entries:  make(map[string]*entry),
-		inflight: make(map[string]bool),
+		run:       run,
+		node:      opts.NodeName,
+		log:       log,
+		tick:      opts.Tick,
+		tickPhase: opts.TickPhase,
+		sem:       make(chan struct{}, n),
+		entries:   make(map[string]*entry),
+		inflight:  make(map[string]bool),
 	}
 }
 
@@ -135,7 +151,7 @@ func (s *Scheduler) Update(defs []checks.Definition) {
 	for name, d := range want {
 		if _, ok := s.entries[name]; !ok {
 			s.add(d)
-			s.log.Info("check scheduled", "check", name, "revision", d.Revision, "next", NextRun(d, s.node, time.Now()))
+			s.log.Info("check scheduled", "check", name, "revision", d.Revision, "next", s.NextRun(d, time.Now()))
 		}
 	}
 }
@@ -205,7 +221,7 @@ func (s *Scheduler) loop(ctx context.Context, e *entry) {
 		// interval, so a slow machine or a suspend does not make runs drift
 		// or bunch up.
 		now := time.Now()
-		next := NextRun(e.def, s.node, now)
+		next := s.NextRun(e.def, now)
 		if next.IsZero() {
 			s.log.Error("check's cron schedule has no next run time; it will not run again", "check", e.def.Name, "cron", e.def.Cron)
 			return
@@ -284,11 +300,21 @@ func NextRun(d checks.Definition, node string, now time.Time) time.Time {
 	if iv <= 0 {
 		return time.Time{}
 	}
-	phase := (now.UnixNano() - int64(Splay(node, d.Name, iv))) % int64(iv)
-	if phase < 0 {
-		phase += int64(iv)
-	}
 	// Strictly after now, so a run that fires exactly on time schedules the
 	// next one a full interval later.
-	return now.Add(iv - time.Duration(phase))
+	return ctxwait.NextTick(now, iv, Splay(node, d.Name, iv))
+}
+
+// NextRun is when this scheduler runs d next after now: NextRun of d on
+// its node, moved to the node's next tick (Options.Tick) where d's
+// interval is a multiple of it.
+func (s *Scheduler) NextRun(d checks.Definition, now time.Time) time.Time {
+	next := NextRun(d, s.node, now)
+	if s.tick <= 0 || d.Schedule != nil || next.IsZero() || d.Interval%s.tick != 0 {
+		return next
+	}
+	// The first tick at or after next. The run fired on it computes its
+	// next from a now under a tick past its grid time, so within the
+	// interval: runs stay exactly one interval apart.
+	return ctxwait.NextTick(next.Add(-1), s.tick, s.tickPhase)
 }

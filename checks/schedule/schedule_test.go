@@ -200,6 +200,54 @@ func TestIntervalRunsOnTheSplayedGrid(t *testing.T) {
 	})
 }
 
+func TestIntervalRunsOnTheNodesTicks(t *testing.T) {
+	const tick, phase = time.Second, 300 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder(0)
+		s := schedule.New(rec.run, schedule.Options{NodeName: node, Logger: quiet(), Tick: tick, TickPhase: phase})
+		// Names whose splays are off the ticks, so that moving them shows.
+		var defs []checks.Definition
+		for _, name := range []string{"disk", "load", "mem", "swap"} {
+			defs = append(defs, every(t, name, "10s"))
+		}
+		odd := every(t, "odd", "1500ms") // not a multiple of the tick: not moved
+		defs = append(defs, odd, cronCheck(t, "nightly", "check_nightly", "* * * * *"))
+		s.Update(defs)
+		stop := start(t, s)
+		sleepUntil(rec.start, 65*time.Second)
+		stop()
+
+		for _, d := range defs[:4] {
+			splay := schedule.Splay(node, d.Name, 10*time.Second)
+			got := times(rec.of(d.Name))
+			if len(got) != 6 && len(got) != 7 {
+				t.Fatalf("%s: runs at %v, want one every 10 s for 65 s", d.Name, got)
+			}
+			for i, at := range got {
+				grid := splay + time.Duration(i)*10*time.Second
+				if splay == 0 {
+					grid += 10 * time.Second
+				}
+				// The bubble starts at a whole minute: at is on a tick when
+				// it is the phase modulo the tick.
+				if at%tick != phase || at < grid || at >= grid+tick {
+					t.Errorf("%s (splay %v): run %d at %v, want the first tick (%v modulo %v) at or after %v", d.Name, splay, i, at, phase, tick, grid)
+				}
+			}
+		}
+		// Off a tick multiple, a check keeps its splayed grid; cron its times.
+		splay := schedule.Splay(node, "odd", 1500*time.Millisecond)
+		for i, at := range times(rec.of("odd")) {
+			if (at-splay)%(1500*time.Millisecond) != 0 {
+				t.Errorf("odd: run %d at %v, off its grid (splay %v)", i, at, splay)
+			}
+		}
+		if got := times(rec.of("nightly")); !slices.Equal(got, []time.Duration{time.Minute}) {
+			t.Errorf("cron check ran at %v, want at 1m0s", got)
+		}
+	})
+}
+
 func TestCronRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := newRecorder(0)

@@ -256,6 +256,10 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.sched = schedule.New(a.runCheck, schedule.Options{
 		NodeName: opts.NodeName, MaxConcurrent: opts.MaxConcurrent, Logger: log,
+		// Checks start on the node's flush ticks, half an interval after the
+		// outboxes send: the runs due in a second share one wake-up, and a
+		// result waits FlushInterval/2 for delivery, as it did on average.
+		Tick: opts.FlushInterval, TickPhase: a.flushPhase() + opts.FlushInterval/2,
 	})
 	if opts.StatusListen != "" {
 		ln, err := net.Listen("tcp", opts.StatusListen)
