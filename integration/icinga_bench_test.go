@@ -24,7 +24,7 @@ import (
 // check runs it finished in that window. The agent's runs are the results
 // the cluster stored with a start time inside the window; Icinga's are
 // the lines its PerfdataWriter wrote for results inside the window, read
-// after it stopped (the writer buffers). agent-own and icinga2-own are
+// after it stopped (the writer buffers). The *-own-* figures are
 // the CPU of the agent's and Icinga's processes without their checks'.
 // Besides the agent's defaults (system metrics every 10 s, heartbeats),
 // each run is spooled durably and delivered to a cluster; Icinga keeps
