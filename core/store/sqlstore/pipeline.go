@@ -362,6 +362,11 @@ type explanationRow struct {
 const explanationUpsert = `
 	ON CONFLICT (seq) DO UPDATE SET silenced_by = excluded.silenced_by, explanation = excluded.explanation`
 
+// explanationsUnnest inserts the explanations passed as three arrays
+// (PostgreSQL), rows named r.
+const explanationsUnnest = `INSERT INTO explanations (seq, silenced_by, explanation)
+	SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[]) AS r(seq, silenced_by, explanation)`
+
 // explanationInsert writes one explanation (SQLite; a hot query).
 const explanationInsert = `INSERT INTO explanations (seq, silenced_by, explanation) VALUES ($1, $2, $3)` + explanationUpsert
 
@@ -389,8 +394,7 @@ func (s *Store) insertExplanations(ctx context.Context, st *stmtCache, rows []ex
 		// commit applied twice has; then the upsert runs over them all.
 		// Commits run one at a time behind the pipeline cursor, so no other
 		// transaction inserts these seqs meanwhile.
-		res, err := st.tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
-			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[]) AS r(seq, silenced_by, explanation)
+		res, err := st.tx.ExecContext(ctx, explanationsUnnest+`
 			WHERE NOT EXISTS (SELECT 1 FROM explanations x WHERE x.seq = r.seq)`, seqs, silenced, bodies)
 		if err != nil {
 			return fmt.Errorf("store explanations: %w", err)
@@ -398,8 +402,7 @@ func (s *Store) insertExplanations(ctx context.Context, st *stmtCache, rows []ex
 		if n, err := res.RowsAffected(); err == nil && n == int64(len(seqs)) {
 			return nil
 		}
-		if _, err := st.tx.ExecContext(ctx, `INSERT INTO explanations (seq, silenced_by, explanation)
-			SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])`+explanationUpsert, seqs, silenced, bodies); err != nil {
+		if _, err := st.tx.ExecContext(ctx, explanationsUnnest+explanationUpsert, seqs, silenced, bodies); err != nil {
 			return fmt.Errorf("store explanations: %w", err)
 		}
 		return nil
